@@ -1,0 +1,121 @@
+//! [`AlignedBuf`]: a heap buffer aligned to [`ALIGN`] bytes, as O_DIRECT requires.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+
+/// Alignment of I/O buffers and of every offset and length the store issues (4 KiB covers both
+/// 512 B and 4 KiB logical sector devices).
+pub const ALIGN: usize = 4096;
+
+/// A zero-initialised byte buffer whose start is aligned to [`ALIGN`].
+pub struct AlignedBuf {
+    ptr: NonNull<u8>,
+    len: usize,
+    cap: usize,
+}
+
+// SAFETY: AlignedBuf owns its allocation exclusively, like Vec<u8>.
+unsafe impl Send for AlignedBuf {}
+// SAFETY: shared access only hands out &[u8].
+unsafe impl Sync for AlignedBuf {}
+
+impl AlignedBuf {
+    /// A zeroed buffer of `len` bytes (capacity rounded up to a multiple of [`ALIGN`]).
+    pub fn zeroed(len: usize) -> Self {
+        let cap = len.div_ceil(ALIGN).max(1) * ALIGN;
+        let layout = Layout::from_size_align(cap, ALIGN).expect("buffer layout");
+        // SAFETY: layout has non-zero size.
+        let raw = unsafe { alloc_zeroed(layout) };
+        let ptr = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        AlignedBuf { ptr, len, cap }
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the buffer holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Changes the length within the capacity, zeroing bytes that become visible.
+    pub fn resize(&mut self, len: usize) {
+        if len > self.cap {
+            let mut bigger = AlignedBuf::zeroed(len);
+            bigger[..self.len].copy_from_slice(self);
+            *self = bigger;
+            return;
+        }
+        if len > self.len {
+            // SAFETY: [self.len, len) is within the allocation.
+            unsafe { std::ptr::write_bytes(self.ptr.as_ptr().add(self.len), 0, len - self.len) };
+        }
+        self.len = len;
+    }
+}
+
+impl Deref for AlignedBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: ptr is valid for cap >= len initialised bytes.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl DerefMut for AlignedBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and we hold &mut self.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        let layout = Layout::from_size_align(self.cap, ALIGN).expect("buffer layout");
+        // SAFETY: allocated in `zeroed` with this layout.
+        unsafe { dealloc(self.ptr.as_ptr(), layout) };
+    }
+}
+
+impl Clone for AlignedBuf {
+    fn clone(&self) -> Self {
+        let mut b = AlignedBuf::zeroed(self.len);
+        b.copy_from_slice(self);
+        b
+    }
+}
+
+impl std::fmt::Debug for AlignedBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "AlignedBuf({} bytes)", self.len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligned_and_zeroed() {
+        for len in [0, 1, 4095, 4096, 10_000] {
+            let b = AlignedBuf::zeroed(len);
+            assert_eq!(b.as_ptr() as usize % ALIGN, 0);
+            assert_eq!(b.len(), len);
+            assert!(b.iter().all(|&x| x == 0));
+        }
+    }
+
+    #[test]
+    fn resize_keeps_prefix_and_zeroes_growth() {
+        let mut b = AlignedBuf::zeroed(10);
+        b.fill(7);
+        b.resize(5);
+        b.resize(9000);
+        assert!(b[..5].iter().all(|&x| x == 7));
+        assert!(b[5..].iter().all(|&x| x == 0));
+        assert_eq!(b.as_ptr() as usize % ALIGN, 0);
+    }
+}

@@ -1,0 +1,117 @@
+//! Bands: zone `i` of every device, opened for one scheme and filled log-style.
+//!
+//! A band tracks its write cursor (one per device for isolated placement, where each device's
+//! zone is its own log), the live blobs it holds, and live/used space for the cleaner.
+
+use crate::geometry::SECTOR;
+use crate::location::Location;
+use crate::scheme::Scheme;
+use std::collections::HashMap;
+
+/// Life cycle of a band.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BandState {
+    /// Empty, ready to be opened.
+    Free,
+    /// Taking new blobs of its scheme.
+    Open,
+    /// Full (or closed by a restart); only frees and the cleaner change it.
+    Sealed,
+}
+
+/// A live blob in a band.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub loc: Location,
+    pub header: Box<[u8]>,
+}
+
+/// State of one band.
+#[derive(Debug)]
+pub struct Band {
+    pub state: BandState,
+    pub scheme: Option<Scheme>,
+    /// Sectors used: one cursor for row bands, one per device for isolated bands.
+    pub cursor: Vec<u64>,
+    pub live: HashMap<u64, Entry>,
+    /// Sum of live blob lengths.
+    pub live_bytes: u64,
+    /// Device bytes held by live blobs (all columns of their rows, or their one device).
+    pub live_phys: u64,
+    /// Highest sequence number written into the band (its age for cost-benefit cleaning).
+    pub last_write: u64,
+    /// Puts that reserved space here and have not yet recorded their blob: the cleaner must not
+    /// take the band until they land.
+    pub inflight: u32,
+}
+
+impl Band {
+    /// A free band.
+    pub fn new() -> Band {
+        Band {
+            state: BandState::Free,
+            scheme: None,
+            cursor: Vec::new(),
+            live: HashMap::new(),
+            live_bytes: 0,
+            live_phys: 0,
+            last_write: 0,
+            inflight: 0,
+        }
+    }
+
+    /// Opens a free band for `scheme` over `devices` devices.
+    pub fn open(&mut self, scheme: Scheme, devices: usize) {
+        let cursors = if scheme.is_isolated() { devices } else { 1 };
+        *self = Band::new();
+        self.state = BandState::Open;
+        self.scheme = Some(scheme);
+        self.cursor = vec![0; cursors];
+    }
+
+    /// Device bytes a blob of `sectors` sectors occupies in this band.
+    pub fn phys(scheme: &Scheme, sectors: u64, devices: usize) -> u64 {
+        let cols = if scheme.is_isolated() { 1 } else { devices as u64 };
+        sectors * SECTOR * cols
+    }
+
+    /// Device bytes written so far (live or dead).
+    pub fn used_phys(&self, devices: usize) -> u64 {
+        match self.scheme {
+            Some(s) if s.is_isolated() => self.cursor.iter().sum::<u64>() * SECTOR,
+            Some(_) => self.cursor.first().copied().unwrap_or(0) * SECTOR * devices as u64,
+            None => 0,
+        }
+    }
+
+    /// Records a live blob occupying `sectors`.
+    pub fn insert(&mut self, loc: Location, header: Box<[u8]>, sectors: u64, devices: usize) {
+        self.live_bytes += loc.len;
+        self.live_phys += Band::phys(&loc.scheme, sectors, devices);
+        self.last_write = self.last_write.max(loc.seq);
+        self.live.insert(loc.seq, Entry { loc, header });
+    }
+
+    /// Forgets a live blob; returns it if it was live.
+    pub fn remove(&mut self, seq: u64, sectors_of: impl Fn(&Location) -> u64, devices: usize) -> Option<Entry> {
+        let e = self.live.remove(&seq)?;
+        self.live_bytes -= e.loc.len;
+        self.live_phys -= Band::phys(&e.loc.scheme, sectors_of(&e.loc), devices);
+        Some(e)
+    }
+
+    /// Extends the cursor to cover a blob at `start` of `sectors` (replay of a put record).
+    pub fn cover(&mut self, loc: &Location, sectors: u64) {
+        let i = if loc.scheme.is_isolated() { loc.device as usize } else { 0 };
+        if let Some(c) = self.cursor.get_mut(i) {
+            *c = (*c).max(loc.start as u64 + sectors);
+        }
+        self.last_write = self.last_write.max(loc.seq);
+    }
+}
+
+impl Default for Band {
+    fn default() -> Self {
+        Band::new()
+    }
+}

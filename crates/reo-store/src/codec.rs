@@ -1,0 +1,138 @@
+//! The Reed-Solomon codec of the on-flash format: `reed-solomon-simd` 3.x (GF(2^16), Leopard-style
+//! FFT; codec id 1 in the superblock). Encoders and decoders are kept per thread and reset between
+//! uses, so the hot path allocates nothing after warm-up.
+//!
+//! Shards are chunk bodies (chunk height − trailer), always even in length as the crate requires.
+
+use reed_solomon_simd::{ReedSolomonDecoder, ReedSolomonEncoder};
+use std::cell::RefCell;
+
+/// Codec id recorded in the superblock: stripes written by another code cannot be decoded.
+pub const CODEC_ID: u32 = 1;
+
+thread_local! {
+    static ENCODER: RefCell<Option<ReedSolomonEncoder>> = const { RefCell::new(None) };
+    static DECODER: RefCell<Option<ReedSolomonDecoder>> = const { RefCell::new(None) };
+}
+
+/// Computes the `parity.len()` parity shards of `data` (all shards the same even length).
+pub fn encode(data: &[&[u8]], parity: &mut [&mut [u8]]) {
+    let len = data[0].len();
+    ENCODER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let enc = match slot.as_mut() {
+            Some(e) => {
+                e.reset(data.len(), parity.len(), len).expect("valid codec parameters");
+                e
+            }
+            None => {
+                slot.insert(ReedSolomonEncoder::new(data.len(), parity.len(), len).expect("valid codec parameters"))
+            }
+        };
+        for d in data {
+            enc.add_original_shard(d).expect("shard accepted");
+        }
+        let out = enc.encode().expect("encode");
+        for (dst, src) in parity.iter_mut().zip(out.recovery_iter()) {
+            dst.copy_from_slice(src);
+        }
+    });
+}
+
+/// Restores missing data shards of a `k + p` stripe.
+///
+/// `data[i]` / `parity[j]` are `Some` for shards known good. Every missing data shard is written
+/// into `restored` (pairs of data index and output buffer). Returns false when fewer than `k`
+/// shards are present.
+pub fn decode(
+    k: usize,
+    p: usize,
+    data: &[Option<&[u8]>],
+    parity: &[Option<&[u8]>],
+    restored: &mut [(usize, &mut [u8])],
+) -> bool {
+    let present = data.iter().chain(parity).filter(|s| s.is_some()).count();
+    if present < k {
+        return false;
+    }
+    if restored.is_empty() {
+        return true;
+    }
+    let len = data.iter().chain(parity).flatten().next().map(|s| s.len()).unwrap_or(0);
+    DECODER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let dec = match slot.as_mut() {
+            Some(d) => {
+                d.reset(k, p, len).expect("valid codec parameters");
+                d
+            }
+            None => slot.insert(ReedSolomonDecoder::new(k, p, len).expect("valid codec parameters")),
+        };
+        for (i, s) in data.iter().enumerate() {
+            if let Some(s) = s {
+                dec.add_original_shard(i, s).expect("shard accepted");
+            }
+        }
+        for (j, s) in parity.iter().enumerate() {
+            if let Some(s) = s {
+                dec.add_recovery_shard(j, s).expect("shard accepted");
+            }
+        }
+        let result = dec.decode().expect("decode with enough shards");
+        for (i, out) in restored.iter_mut() {
+            match result.restored_original(*i) {
+                Some(src) => out.copy_from_slice(src),
+                None => return false,
+            }
+        }
+        true
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shards(k: usize, len: usize, seed: u8) -> Vec<Vec<u8>> {
+        (0..k).map(|i| (0..len).map(|j| (j as u8).wrapping_mul(31) ^ i as u8 ^ seed).collect()).collect()
+    }
+
+    #[test]
+    fn any_p_losses_are_restored() {
+        for (k, p) in [(1, 1), (2, 2), (4, 2), (3, 3), (6, 2)] {
+            let len = 4080;
+            let data = shards(k, len, 9);
+            let mut parity = vec![vec![0u8; len]; p];
+            {
+                let d: Vec<&[u8]> = data.iter().map(|v| v.as_slice()).collect();
+                let mut pr: Vec<&mut [u8]> = parity.iter_mut().map(|v| v.as_mut_slice()).collect();
+                encode(&d, &mut pr);
+            }
+            // Every pattern of up to p lost shards among k + p.
+            for mask in 0u32..(1 << (k + p)) {
+                if mask.count_ones() as usize > p {
+                    continue;
+                }
+                let lost = |i: usize| mask & (1 << i) != 0;
+                let dv: Vec<Option<&[u8]>> = (0..k).map(|i| (!lost(i)).then(|| data[i].as_slice())).collect();
+                let pv: Vec<Option<&[u8]>> = (0..p).map(|j| (!lost(k + j)).then(|| parity[j].as_slice())).collect();
+                let mut outs: Vec<(usize, Vec<u8>)> =
+                    (0..k).filter(|&i| lost(i)).map(|i| (i, vec![0u8; len])).collect();
+                let mut r: Vec<(usize, &mut [u8])> = outs.iter_mut().map(|(i, v)| (*i, v.as_mut_slice())).collect();
+                assert!(decode(k, p, &dv, &pv, &mut r), "k={k} p={p} mask={mask:b}");
+                for (i, v) in &outs {
+                    assert_eq!(v, &data[*i], "k={k} p={p} mask={mask:b} shard {i}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn too_many_losses_is_refused() {
+        let data = shards(2, 64, 1);
+        let dv = [None, Some(data[1].as_slice())];
+        let pv = [None];
+        let mut out = vec![0u8; 64];
+        assert!(!decode(2, 1, &dv, &pv, &mut [(0, out.as_mut_slice())]));
+    }
+}

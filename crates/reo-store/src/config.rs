@@ -1,0 +1,98 @@
+//! [`StoreConfig`]: the store's tunables, with documented defaults, validated before use.
+//!
+//! Layout values (chunk, zone, journal and checkpoint sizes) matter only when a store is formatted;
+//! an existing store keeps the values recorded in its superblock.
+
+use crate::error::{Error, Result};
+
+/// Smallest and largest chunk size.
+pub const MIN_CHUNK: u32 = 4 << 10;
+/// Largest chunk size.
+pub const MAX_CHUNK: u32 = 4 << 20;
+/// Longest blob header (the layer above keeps keys and object metadata there).
+pub const MAX_HEADER_LEN: usize = 16 << 10;
+
+/// Store configuration. `StoreConfig::default()` gives the documented defaults.
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    /// Bytes per chunk on one device, a multiple of 4 KiB in 4 KiB–4 MiB. Default 64 KiB:
+    /// large enough for sequential device I/O, small enough for cheap degraded reads.
+    pub chunk_size: u32,
+    /// Bytes per zone on each device (a band is one zone on every device). `None`: 64 MiB, shrunk
+    /// to give each device at least 16 zones so the cleaner has room to work.
+    pub zone_size: Option<u64>,
+    /// Bytes of the metadata journal on each device. `None`: 1/32 of the device, within 1–256 MiB.
+    pub journal_size: Option<u64>,
+    /// Bytes of each of the two checkpoint slots on each device. `None`: 1/32 of the device,
+    /// within 1 MiB–1 GiB.
+    pub checkpoint_size: Option<u64>,
+    /// I/O threads. `None`: two per device, at most 16.
+    pub io_threads: Option<usize>,
+    /// Format blank devices into a new store. Off, opening blank devices is an error.
+    pub create: bool,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            chunk_size: 64 << 10,
+            zone_size: None,
+            journal_size: None,
+            checkpoint_size: None,
+            io_threads: None,
+            create: true,
+        }
+    }
+}
+
+impl StoreConfig {
+    /// Checks the values that do not depend on the devices.
+    pub fn validate(&self) -> Result<()> {
+        let c = self.chunk_size;
+        if !(MIN_CHUNK..=MAX_CHUNK).contains(&c) || !c.is_multiple_of(MIN_CHUNK) {
+            return Err(Error::Config(format!("chunk_size {c} must be a multiple of 4096 between 4 KiB and 4 MiB")));
+        }
+        if let Some(z) = self.zone_size {
+            if z < 2 * c as u64 || !z.is_multiple_of(c as u64) {
+                return Err(Error::Config(format!(
+                    "zone_size {z} must be a multiple of chunk_size {c} and hold at least 2 chunks"
+                )));
+            }
+        }
+        for (name, v) in [("journal_size", self.journal_size), ("checkpoint_size", self.checkpoint_size)] {
+            if let Some(v) = v {
+                if v < 64 << 10 || !v.is_multiple_of(4096) {
+                    return Err(Error::Config(format!("{name} {v} must be a multiple of 4096 and at least 64 KiB")));
+                }
+            }
+        }
+        if self.io_threads == Some(0) {
+            return Err(Error::Config("io_threads must be at least 1".into()));
+        }
+        Ok(())
+    }
+
+    /// I/O threads for `devices` devices.
+    pub fn io_threads_for(&self, devices: usize) -> usize {
+        self.io_threads.unwrap_or((2 * devices).clamp(2, 16))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_bad_values_rejected() {
+        assert!(StoreConfig::default().validate().is_ok());
+        for c in [0, 1000, 4097, 8 << 20] {
+            let cfg = StoreConfig { chunk_size: c, ..Default::default() };
+            let e = cfg.validate().unwrap_err().to_string();
+            assert!(e.contains("chunk_size"), "{e}");
+        }
+        let cfg = StoreConfig { zone_size: Some(100_000), ..Default::default() };
+        assert!(cfg.validate().is_err());
+        let cfg = StoreConfig { io_threads: Some(0), ..Default::default() };
+        assert!(cfg.validate().is_err());
+    }
+}

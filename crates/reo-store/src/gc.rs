@@ -1,0 +1,190 @@
+//! The cleaner: picks a sealed band (greedy: least live; or cost-benefit: Rosenblum & Ousterhout's
+//! (1 − u) · age / (1 + u)), asks the layer above what to do with each live blob — relocate,
+//! relocate into another scheme, or drop (GC-based eviction) — moves or frees them, and returns
+//! the band to the free list once the moves are durable. Relocated bytes are counted apart from
+//! user writes.
+
+use crate::band::{Band, BandState};
+use crate::error::{Error, Result};
+use crate::location::Location;
+use crate::record::Record;
+use crate::scheme::Scheme;
+use crate::stats::Counters;
+use crate::store::{Durability, Inner, PutOptions, Store};
+
+/// How the cleaner chooses its victim band.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VictimPolicy {
+    /// The sealed band with the fewest live device bytes.
+    Greedy,
+    /// The sealed band maximising (1 − u) · age / (1 + u), u = live / used.
+    CostBenefit,
+}
+
+/// What to do with one live blob of the victim band.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GcDecision {
+    /// Move it, same scheme.
+    Relocate,
+    /// Move it into another scheme (its class changed).
+    Reencode(Scheme),
+    /// Free it (the cache evicts it instead of paying for the move).
+    Drop,
+}
+
+/// The layer above's say in cleaning.
+pub trait GcHandler {
+    /// Decides the fate of a live blob.
+    fn decide(&mut self, loc: &Location, header: &[u8]) -> GcDecision;
+    /// The blob moved from `old` to `new`.
+    fn relocated(&mut self, _old: &Location, _new: &Location) {}
+    /// The blob was dropped as decided.
+    fn dropped(&mut self, _loc: &Location) {}
+    /// The blob could not be read (beyond its redundancy) and was freed.
+    fn lost(&mut self, _loc: &Location, _err: &Error) {}
+}
+
+/// A handler that relocates everything.
+pub struct KeepAll;
+
+impl GcHandler for KeepAll {
+    fn decide(&mut self, _: &Location, _: &[u8]) -> GcDecision {
+        GcDecision::Relocate
+    }
+}
+
+/// What one cleaning pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GcReport {
+    pub band: u32,
+    pub relocated: u64,
+    pub relocated_bytes: u64,
+    pub dropped: u64,
+    pub lost: u64,
+    /// Device bytes the band returns to the free pool.
+    pub reclaimed_device_bytes: u64,
+}
+
+impl Store {
+    /// Cleans one band chosen by `policy`. `Ok(None)` when no sealed band exists.
+    pub fn gc(&self, policy: VictimPolicy, handler: &mut dyn GcHandler) -> Result<Option<GcReport>> {
+        let _one = self.inner.gc_lock.lock().unwrap_or_else(|e| e.into_inner());
+        match self.inner.pick_victim(policy) {
+            None => Ok(None),
+            Some(band) => self.inner.clean(band, handler).map(Some),
+        }
+    }
+
+    /// Seals the open bands, so that a following `gc` may clean them too.
+    pub fn seal_open_bands(&self) {
+        let mut alloc = self.inner.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        for (_, band) in alloc.open.drain() {
+            self.inner.bands[band as usize].write().unwrap_or_else(|e| e.into_inner()).state = BandState::Sealed;
+        }
+    }
+}
+
+impl Inner {
+    fn pick_victim(&self, policy: VictimPolicy) -> Option<u32> {
+        let n = self.n();
+        let now = self.next_seq.load(std::sync::atomic::Ordering::Acquire);
+        let mut best: Option<(f64, u32)> = None;
+        for (i, b) in self.bands.iter().enumerate() {
+            let b = b.read().unwrap_or_else(|e| e.into_inner());
+            if b.state != BandState::Sealed || b.inflight > 0 {
+                continue;
+            }
+            let used = b.used_phys(n).max(1) as f64;
+            let u = b.live_phys as f64 / used;
+            let score = match policy {
+                VictimPolicy::Greedy => -(b.live_phys as f64),
+                VictimPolicy::CostBenefit => (1.0 - u) * (now.saturating_sub(b.last_write) + 1) as f64 / (1.0 + u),
+            };
+            if best.is_none_or(|(s, _)| score > s) {
+                best = Some((score, i as u32));
+            }
+        }
+        best.map(|(_, i)| i)
+    }
+
+    fn clean(&self, band: u32, handler: &mut dyn GcHandler) -> Result<GcReport> {
+        Counters::add(&self.stats.gc_runs, 1);
+        let n = self.n();
+        let mut report = GcReport { band, ..Default::default() };
+        let (entries, used) = {
+            let b = self.bands[band as usize].read().unwrap_or_else(|e| e.into_inner());
+            let mut v: Vec<_> = b.live.values().cloned().collect();
+            v.sort_by_key(|e| e.loc.seq);
+            (v, b.used_phys(n))
+        };
+        for e in entries {
+            let decision = handler.decide(&e.loc, &e.header);
+            let target = match decision {
+                GcDecision::Drop => {
+                    if self.free(&e.loc, Durability::None).is_ok() {
+                        report.dropped += 1;
+                        Counters::add(&self.stats.gc_dropped_blobs, 1);
+                        handler.dropped(&e.loc);
+                    }
+                    continue;
+                }
+                GcDecision::Relocate => e.loc.scheme,
+                GcDecision::Reencode(s) => s,
+            };
+            let data = match self.read(&e.loc, 0, e.loc.len) {
+                Ok(d) => d,
+                Err(Error::NotFound { .. }) => continue, // freed meanwhile
+                Err(err) => {
+                    if self.free(&e.loc, Durability::None).is_ok() {
+                        report.lost += 1;
+                        handler.lost(&e.loc, &err);
+                    }
+                    continue;
+                }
+            };
+            let opts =
+                PutOptions::new(target).placement(if e.loc.scheme.is_isolated() { e.loc.device as u64 } else { 0 });
+            let new = self.put(&e.header, &data, &opts, true)?;
+            if self.commit_move(&e.loc, &new, &e.header)? {
+                report.relocated += 1;
+                report.relocated_bytes += e.loc.len;
+                handler.relocated(&e.loc, &new);
+            }
+        }
+        // Every move and free above must be durable before the band can be overwritten.
+        let pending = {
+            let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
+            let mut b = self.bands[band as usize].write().unwrap_or_else(|e| e.into_inner());
+            if !b.live.is_empty() {
+                return Err(Error::Journal(format!("band {band} gained blobs while being cleaned")));
+            }
+            *b = Band::new();
+            self.journal.enqueue(true, |w| Record::BandReset { band }.encode(w))?
+        };
+        pending.wait()?;
+        self.alloc.lock().unwrap_or_else(|e| e.into_inner()).free.push_back(band);
+        report.reclaimed_device_bytes = used;
+        Ok(report)
+    }
+
+    /// Swaps `old` for its relocated copy `new` in one journal batch. If `old` was freed while
+    /// being copied, the copy is discarded and false is returned.
+    fn commit_move(&self, old: &Location, new: &Location, header: &[u8]) -> Result<bool> {
+        let n = self.n();
+        let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
+        let mut ob = self.bands[old.band as usize].write().unwrap_or_else(|e| e.into_inner());
+        if !ob.live.get(&old.seq).is_some_and(|e| e.loc == *old) {
+            drop(ob);
+            self.land(new.band, None, header); // the copy's space stays dead until cleaned
+            return Ok(false);
+        }
+        ob.remove(old.seq, |l| self.sectors(l), n);
+        drop(ob);
+        self.land(new.band, Some(new), header);
+        self.journal.enqueue(false, |w| {
+            Record::encode_put(w, new, header);
+            Record::Free { seq: old.seq, band: old.band }.encode(w);
+        })?;
+        Ok(true)
+    }
+}

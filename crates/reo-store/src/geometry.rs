@@ -1,0 +1,190 @@
+//! Row geometry: how a blob's bytes map onto chunks, stripes, rows and devices.
+//!
+//! A blob occupies a run of *rows* in its band. A row is a rectangle `height` bytes tall at the
+//! same zone offset on every device; it holds `stripes_per_row` stripes side by side, each
+//! `width` chunks wide (`data` of them carry data, the rest parity or copies). Full rows are one
+//! chunk tall; the last row of a blob is only as tall as its data needs (rounded to 4 KiB), so a
+//! small blob is sealed with its parity at once instead of padding a whole chunk.
+//!
+//! Which device holds column 0 of a row rotates with a hash of the row's position, which spreads
+//! parity (and the unused columns when `width` does not divide N) evenly over the devices.
+//! Isolated blobs are one column tall stack of chunks on one device.
+
+use crate::chunk::TRAILER;
+use crate::location::Location;
+use crate::scheme::Geometry;
+
+/// Sector size: the unit of allocation and alignment.
+pub const SECTOR: u64 = 4096;
+
+/// One row of a blob.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Row {
+    /// Row number within the blob.
+    pub index: u32,
+    /// First sector of the row within the zone.
+    pub start: u64,
+    /// Chunk height in bytes (a multiple of [`SECTOR`]).
+    pub height: usize,
+    /// Offset of the row's first data byte within the blob.
+    pub data_off: u64,
+    /// Data bytes the row carries.
+    pub data_len: u64,
+}
+
+impl Row {
+    /// Payload bytes per chunk of this row.
+    pub fn body(&self) -> usize {
+        self.height - TRAILER
+    }
+}
+
+/// The shape of a blob of a given scheme and length over `devices` devices.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    pub geom: Geometry,
+    pub devices: usize,
+    pub chunk: usize,
+    pub len: u64,
+    pub isolated: bool,
+}
+
+impl Shape {
+    /// Shape of the blob at `loc`.
+    pub fn of(loc: &Location, devices: usize, chunk: usize) -> Shape {
+        Shape { geom: loc.scheme.geometry(devices), devices, chunk, len: loc.len, isolated: loc.scheme.is_isolated() }
+    }
+
+    /// Data chunks per row.
+    fn row_chunks(&self) -> u64 {
+        (self.geom.stripes_per_row * self.geom.data) as u64
+    }
+
+    /// Data capacity of a full-height row.
+    pub fn full_row_bytes(&self) -> u64 {
+        self.row_chunks() * (self.chunk - TRAILER) as u64
+    }
+
+    /// Height of the last (partial) row holding `rem` bytes.
+    fn tail_height(&self, rem: u64) -> usize {
+        let per_chunk = rem.div_ceil(self.row_chunks()) as usize + TRAILER;
+        per_chunk.div_ceil(SECTOR as usize) * SECTOR as usize
+    }
+
+    /// Number of rows.
+    pub fn row_count(&self) -> u64 {
+        self.len.div_ceil(self.full_row_bytes())
+    }
+
+    /// Sectors the blob occupies in its zone (per device column).
+    pub fn sectors(&self) -> u64 {
+        let full = self.len / self.full_row_bytes();
+        let rem = self.len % self.full_row_bytes();
+        let mut bytes = full * self.chunk as u64;
+        if rem > 0 {
+            bytes += self.tail_height(rem) as u64;
+        }
+        bytes / SECTOR
+    }
+
+    /// Row `i` of a blob starting at sector `start`.
+    pub fn row(&self, start: u64, i: u64) -> Row {
+        let full = self.full_row_bytes();
+        let data_off = i * full;
+        let data_len = (self.len - data_off).min(full);
+        let height = if data_len == full { self.chunk } else { self.tail_height(data_len) };
+        Row { index: i as u32, start: start + i * (self.chunk as u64 / SECTOR), height, data_off, data_len }
+    }
+
+    /// The rows overlapping blob bytes `[from, to)`.
+    pub fn rows_between(&self, start: u64, from: u64, to: u64) -> impl Iterator<Item = Row> + '_ {
+        let full = self.full_row_bytes();
+        let first = from / full;
+        let last = if to == 0 { 0 } else { (to - 1) / full + 1 };
+        (first..last.min(self.row_count())).map(move |i| self.row(start, i))
+    }
+
+    /// Device holding column `col` of stripe `stripe` in `row` of `band`; `device` is the
+    /// location's device for isolated placement.
+    pub fn device_of(&self, band: u32, row: &Row, stripe: usize, col: usize, device: u16) -> usize {
+        if self.isolated {
+            return device as usize;
+        }
+        (rotation(band, row.start, self.devices) + stripe * self.geom.width + col) % self.devices
+    }
+
+    /// Chunk number bound into the trailer of (row, stripe, column).
+    pub fn chunk_index(&self, row: &Row, stripe: usize, col: usize) -> u32 {
+        let per_row = (self.geom.stripes_per_row * self.geom.width) as u32;
+        row.index * per_row + (stripe * self.geom.width + col) as u32
+    }
+}
+
+/// First device of a row: a hash of the row's position so parity and spare columns rotate.
+fn rotation(band: u32, start: u64, devices: usize) -> usize {
+    let mut x = start ^ ((band as u64) << 40) ^ 0x9E37_79B9_7F4A_7C15;
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^= x >> 31;
+    (x % devices as u64) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scheme::{Placement, Scheme};
+
+    fn shape(scheme: Scheme, len: u64) -> Shape {
+        let loc = Location { seq: 1, band: 0, start: 0, device: 0, scheme, len };
+        Shape::of(&loc, 4, 64 << 10)
+    }
+
+    #[test]
+    fn rows_cover_the_blob_exactly() {
+        for scheme in [
+            Scheme::Rs { k: 2, p: 2 },
+            Scheme::Replicate(3),
+            Scheme::None(Placement::Striped),
+            Scheme::None(Placement::Isolated),
+        ] {
+            for len in [0u64, 1, 4080, 4081, 130_000, 1 << 20, (1 << 20) + 17] {
+                let s = shape(scheme, len);
+                let rows: Vec<Row> = s.rows_between(100, 0, len).collect();
+                let total: u64 = rows.iter().map(|r| r.data_len).sum();
+                assert_eq!(total, len, "{scheme} {len}");
+                let sectors: u64 = rows.iter().map(|r| r.height as u64 / SECTOR).sum();
+                assert_eq!(sectors, s.sectors(), "{scheme} {len}");
+                for w in rows.windows(2) {
+                    assert_eq!(w[1].start, w[0].start + w[0].height as u64 / SECTOR);
+                    assert_eq!(w[1].data_off, w[0].data_off + w[0].data_len);
+                }
+                for r in &rows {
+                    let cap = (s.geom.stripes_per_row * s.geom.data * r.body()) as u64;
+                    assert!(r.data_len <= cap && r.height % SECTOR as usize == 0);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_stripe_never_puts_two_chunks_on_one_device() {
+        let s = shape(Scheme::Rs { k: 3, p: 1 }, 10 << 20);
+        for row in s.rows_between(0, 0, s.len) {
+            let devs: std::collections::HashSet<usize> = (0..4).map(|c| s.device_of(7, &row, 0, c, 0)).collect();
+            assert_eq!(devs.len(), 4);
+        }
+    }
+
+    #[test]
+    fn parity_rotates_over_devices() {
+        let s = shape(Scheme::Rs { k: 2, p: 2 }, 64 << 20);
+        let mut counts = [0usize; 4];
+        for row in s.rows_between(0, 0, s.len) {
+            counts[s.device_of(0, &row, 0, 3, 0)] += 1;
+        }
+        let rows = s.row_count() as usize;
+        for c in counts {
+            assert!(c > rows / 8, "parity column unevenly spread: {counts:?}");
+        }
+    }
+}

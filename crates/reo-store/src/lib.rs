@@ -1,0 +1,49 @@
+//! Reo's flash array store.
+//!
+//! Blobs (the cache's unit: a fragment or a deduplicated chunk) are kept on an array of N devices
+//! in *bands* (zone `i` of every device), each band opened for one redundancy [`Scheme`] and filled
+//! log-style. Every chunk carries a CRC32C bound to the blob and position it belongs to and is
+//! verified on every read; bad or missing chunks are rebuilt from copies or Reed-Solomon parity,
+//! or the read fails — wrong bytes are never returned. Metadata (a group-committed journal and
+//! checkpoints) is replicated on every device, so the store reopens after a crash with every
+//! acknowledged write from any surviving devices. A cleaner reclaims bands, asking the layer above
+//! per blob whether to move, re-encode or drop it.
+//!
+//! The on-device format is documented in `docs/ARCHITECTURE.md` and in the module docs of
+//! `superblock`, `record`, `persist` and `chunk`.
+
+mod band;
+mod bytes;
+mod chunk;
+mod codec;
+mod config;
+mod error;
+mod gc;
+mod geometry;
+mod journal;
+mod location;
+mod persist;
+mod read;
+mod record;
+mod recover;
+mod scheme;
+mod stats;
+mod store;
+mod superblock;
+mod write;
+
+pub use config::{StoreConfig, MAX_CHUNK, MAX_HEADER_LEN, MIN_CHUNK};
+pub use error::{Error, Result};
+pub use gc::{GcDecision, GcHandler, GcReport, KeepAll, VictimPolicy};
+pub use location::{Location, ROW_BAND};
+pub use read::device_read_bytes;
+pub use recover::OpenReport;
+pub use scheme::{Geometry, Placement, Scheme};
+pub use stats::StoreStats;
+pub use store::{BlobHealth, Durability, PutOptions, SchemeSpace, SpaceReport, Store};
+pub use superblock::{Layout, FORMAT_VERSION};
+
+/// Raw codec entry points, for benchmarks.
+pub mod rs {
+    pub use crate::codec::{decode, encode, CODEC_ID};
+}

@@ -1,0 +1,24 @@
+//! [`Location`]: where a blob lives, returned by `put` and handed back to `read` and `free`.
+
+use crate::scheme::Scheme;
+
+/// Device index meaning "all devices of the row" (every scheme but isolated placement).
+pub const ROW_BAND: u16 = u16::MAX;
+
+/// The address of one blob: enough to read it with no lookup (the row geometry is computed from
+/// the scheme, the length and the store's layout).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Location {
+    /// Unique, increasing blob sequence number; bound into every chunk's checksum.
+    pub seq: u64,
+    /// Band (zone index on every device).
+    pub band: u32,
+    /// First 4 KiB sector of the blob within its zone.
+    pub start: u32,
+    /// The device holding the blob for isolated placement, else [`ROW_BAND`].
+    pub device: u16,
+    /// Redundancy scheme.
+    pub scheme: Scheme,
+    /// Length of the blob's data in bytes.
+    pub len: u64,
+}

@@ -1,0 +1,172 @@
+//! Making metadata durable: the journal writer loop (group commit) and checkpoints.
+//!
+//! Checkpoint payload: `next_seq u64 | clean u8 | bands u32 | band entries | Put records`, a band
+//! entry being `state u8 | scheme [u8;3] | cursors u8 | cursor u64 × cursors`. Slots alternate
+//! (number % 2) so a torn checkpoint never destroys the previous one.
+
+use crate::band::{Band, BandState};
+use crate::bytes::Writer;
+use crate::error::{Error, Result};
+use crate::journal::{ack_all, Ack};
+use crate::record::{Frame, Record, BATCH_MAGIC, CKPT_MAGIC};
+use crate::stats::Counters;
+use crate::store::Inner;
+use std::sync::Arc;
+
+/// Writes `buf` at `offset` on every healthy device and fdatasyncs them, in parallel. Devices
+/// that fail are marked failed; succeeds if at least one device holds the bytes.
+pub(crate) fn write_everywhere(inner: &Inner, offset: u64, buf: &[u8], what: &str) -> std::result::Result<(), String> {
+    let results = inner.pool.map(inner.n(), |d| {
+        if inner.is_failed(d) {
+            return None;
+        }
+        let dev = &inner.devices[d];
+        Some(dev.write_at(buf, offset).and_then(|_| dev.sync()))
+    });
+    let mut ok = 0;
+    let mut last = String::from("no healthy device");
+    for (d, r) in results.into_iter().enumerate() {
+        match r {
+            Some(Ok(())) => ok += 1,
+            Some(Err(e)) => {
+                Counters::add(&inner.stats.write_errors, 1);
+                inner.mark_failed(d, &format!("{what} write/sync error: {e}"));
+                last = format!("device {d}: {e}");
+            }
+            None => {}
+        }
+    }
+    Counters::add(&inner.stats.journal_device_bytes, buf.len() as u64 * ok);
+    if ok == 0 {
+        Err(format!("{what} reached no device ({last})"))
+    } else {
+        Ok(())
+    }
+}
+
+/// The journal writer thread: batches, writes, syncs, acknowledges; checkpoints when full.
+pub(crate) fn writer_loop(inner: Arc<Inner>) {
+    while let Some((payload, waiters)) = inner.journal.take() {
+        if payload.is_empty() {
+            ack_all(waiters, &Ok(()));
+            continue;
+        }
+        let mut jp = inner.jpos.lock().unwrap_or_else(|e| e.into_inner());
+        let frame = Frame::wrap(BATCH_MAGIC, inner.layout.store_id, jp.gen, jp.batch, &payload);
+        let ack: Ack = if jp.pos + frame.len() as u64 <= inner.layout.journal_len {
+            let r = write_everywhere(&inner, inner.layout.journal_off + jp.pos, &frame, "journal");
+            if r.is_ok() {
+                jp.pos += frame.len() as u64;
+                jp.batch += 1;
+                Counters::add(&inner.stats.journal_batches, 1);
+            }
+            r
+        } else {
+            drop(jp);
+            // The state already holds these records: a checkpoint makes them durable.
+            checkpoint(&inner, false).map_err(|e| e.to_string())
+        };
+        ack_all(waiters, &ack);
+    }
+}
+
+/// Encodes the state under the gate and writes it as a checkpoint of a new journal generation.
+/// Records still queued are covered by the snapshot, so their waiters are acknowledged too.
+pub(crate) fn checkpoint(inner: &Inner, clean: bool) -> Result<()> {
+    let mut jp = inner.jpos.lock().unwrap_or_else(|e| e.into_inner());
+    let gate = inner.gate.write().unwrap_or_else(|e| e.into_inner());
+    let payload = snapshot(inner, clean);
+    let (_, waiters) = inner.journal.drain();
+    drop(gate);
+    let number = jp.ckpt_number + 1;
+    let gen = jp.gen + 1;
+    let frame = Frame::wrap(CKPT_MAGIC, inner.layout.store_id, gen, number, &payload);
+    let result = if frame.len() as u64 > inner.layout.ckpt_len {
+        Err(Error::MetadataFull(format!(
+            "checkpoint of {} bytes exceeds its slot of {} bytes ({} live blobs): format with a larger checkpoint_size",
+            frame.len(),
+            inner.layout.ckpt_len,
+            inner.bands.iter().map(|b| b.read().unwrap_or_else(|e| e.into_inner()).live.len()).sum::<usize>()
+        )))
+    } else {
+        write_everywhere(inner, inner.layout.ckpt_slot(number % 2), &frame, "checkpoint").map_err(Error::Journal)
+    };
+    if result.is_ok() {
+        *jp = crate::store::JournalPos { gen, pos: 0, batch: 0, ckpt_number: number };
+        Counters::add(&inner.stats.checkpoints, 1);
+    }
+    let ack: Ack = result.as_ref().map(|_| ()).map_err(|e| e.to_string());
+    ack_all(waiters, &ack);
+    result
+}
+
+fn snapshot(inner: &Inner, clean: bool) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.u64(inner.next_seq.load(std::sync::atomic::Ordering::Acquire)).u8(clean as u8);
+    w.u32(inner.bands.len() as u32);
+    let mut live = Writer::default();
+    for b in &inner.bands {
+        let b = b.read().unwrap_or_else(|e| e.into_inner());
+        encode_band(&mut w, &b);
+        for e in b.live.values() {
+            Record::encode_put(&mut live, &e.loc, &e.header);
+        }
+    }
+    w.bytes(&live.0);
+    w.0
+}
+
+fn encode_band(w: &mut Writer, b: &Band) {
+    let state = match b.state {
+        BandState::Free => 0,
+        BandState::Open => 1,
+        BandState::Sealed => 2,
+    };
+    w.u8(state).bytes(&b.scheme.map(|s| s.encode()).unwrap_or([0; 3])).u8(b.cursor.len() as u8);
+    for c in &b.cursor {
+        w.u64(*c);
+    }
+}
+
+/// A decoded checkpoint.
+pub(crate) struct Checkpoint {
+    pub next_seq: u64,
+    pub clean: bool,
+    /// (state, scheme, cursors) per band.
+    pub bands: Vec<(BandState, Option<crate::scheme::Scheme>, Vec<u64>)>,
+    pub live: Vec<Record>,
+}
+
+/// Decodes a checkpoint payload; `None` if malformed.
+pub(crate) fn decode_checkpoint(payload: &[u8], max_bands: usize, devices: usize) -> Option<Checkpoint> {
+    let mut r = crate::bytes::Reader::new(payload);
+    let next_seq = r.u64()?;
+    let clean = r.u8()? != 0;
+    let nb = r.u32()? as usize;
+    if nb > max_bands {
+        return None;
+    }
+    let mut bands = Vec::with_capacity(nb);
+    for _ in 0..nb {
+        let state = match r.u8()? {
+            0 => BandState::Free,
+            1 => BandState::Open,
+            2 => BandState::Sealed,
+            _ => return None,
+        };
+        let s = r.take(3)?;
+        let scheme = crate::scheme::Scheme::decode([s[0], s[1], s[2]]);
+        let nc = r.u8()? as usize;
+        if nc > devices {
+            return None;
+        }
+        let mut cursors = Vec::with_capacity(nc);
+        for _ in 0..nc {
+            cursors.push(r.u64()?);
+        }
+        bands.push((state, scheme, cursors));
+    }
+    let rest = r.take(r.remaining())?;
+    let live = Record::decode_all(rest)?;
+    Some(Checkpoint { next_seq, clean, bands, live })
+}

@@ -1,0 +1,407 @@
+//! Opening a store: read the superblocks, format blank devices, or recover — load the newest
+//! checkpoint, replay the journal generation that follows it, verify the blobs of the last batch
+//! (the only one that may point at data that never became durable), and, after a crash, take a
+//! fresh checkpoint so the torn journal tail can never be mistaken for new batches.
+
+use crate::band::{Band, BandState};
+use crate::config::StoreConfig;
+use crate::error::{Error, Result};
+use crate::journal::Journal;
+use crate::persist::{self, decode_checkpoint, Checkpoint};
+use crate::record::{Frame, Record, BATCH_MAGIC, CKPT_MAGIC, FRAME_HEADER};
+use crate::scheme::Scheme;
+use crate::stats::Counters;
+use crate::store::{Alloc, Inner, JournalPos, Store};
+use crate::superblock::{Layout, SUPERBLOCK_AREA};
+use reo_media::{AlignedBuf, IoPool, Media};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// What a device's superblock said.
+enum Found {
+    Blank,
+    Member(Layout, u16),
+    Unreadable(String),
+}
+
+/// How the open went (for logs and tests).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenReport {
+    pub formatted: bool,
+    pub clean: bool,
+    pub batches_replayed: u64,
+    pub records_replayed: u64,
+    /// Blobs of the last batch whose data did not verify (never acknowledged) and were dropped.
+    pub dropped_unverified: u64,
+    pub live_blobs: usize,
+    pub failed_devices: Vec<usize>,
+}
+
+impl Store {
+    /// Opens the store on `devices` (any order), formatting them if they are all blank and
+    /// `cfg.create` is set. Devices that are unreadable or blank among members open as failed.
+    pub fn open(devices: Vec<Arc<dyn Media>>, cfg: &StoreConfig) -> Result<(Store, OpenReport)> {
+        cfg.validate()?;
+        if devices.is_empty() {
+            return Err(Error::Config("no devices given".into()));
+        }
+        let pool = IoPool::new(cfg.io_threads_for(devices.len()));
+        let found: Vec<Found> = pool.map(devices.len(), |d| read_superblock(devices[d].as_ref()));
+        let members: Vec<(usize, Layout, u16)> = found
+            .iter()
+            .enumerate()
+            .filter_map(|(d, f)| match f {
+                Found::Member(l, i) => Some((d, *l, *i)),
+                _ => None,
+            })
+            .collect();
+        if members.is_empty() {
+            if let Some((d, Found::Unreadable(m))) =
+                found.iter().enumerate().find(|(_, f)| matches!(f, Found::Unreadable(_)))
+            {
+                return Err(Error::Devices(format!("device {d} ({}): {m}", devices[d].describe())));
+            }
+            if !cfg.create {
+                return Err(Error::Devices("all devices are blank and create is off".into()));
+            }
+            return format(devices, cfg, pool);
+        }
+        let layout = members[0].1;
+        for (d, l, _) in &members {
+            if l.store_id != layout.store_id {
+                return Err(Error::Devices(format!(
+                    "device {d} ({}) belongs to another store ({:016x} vs {:016x})",
+                    devices[*d].describe(),
+                    l.store_id,
+                    layout.store_id
+                )));
+            }
+            if *l != layout {
+                return Err(Error::Devices(format!("device {d} has a different layout from its peers")));
+            }
+        }
+        if devices.len() != layout.devices as usize {
+            return Err(Error::Devices(format!(
+                "the store has {} devices but {} were given",
+                layout.devices,
+                devices.len()
+            )));
+        }
+        // Put members at their recorded index; the rest (blank or unreadable) fill the gaps as failed.
+        let mut slots: Vec<Option<Arc<dyn Media>>> = vec![None; devices.len()];
+        for (d, _, i) in &members {
+            let i = *i as usize;
+            if i >= slots.len() || slots[i].is_some() {
+                return Err(Error::Devices(format!("device {d} claims index {i}, which is taken or out of range")));
+            }
+            slots[i] = Some(devices[*d].clone());
+        }
+        let mut others = (0..devices.len()).filter(|d| !members.iter().any(|m| m.0 == *d));
+        let mut failed = Vec::new();
+        for (i, slot) in slots.iter_mut().enumerate() {
+            if slot.is_none() {
+                *slot = Some(devices[others.next().expect("counts match")].clone());
+                failed.push(i);
+            }
+        }
+        let devs: Vec<Arc<dyn Media>> = slots.into_iter().map(|s| s.expect("filled")).collect();
+        for d in &devs {
+            if d.len() < layout.device_len {
+                return Err(Error::Devices(format!("{} is smaller than the store's device size", d.describe())));
+            }
+        }
+        let inner = new_inner(layout, devs, pool, &failed);
+        recover(inner, failed)
+    }
+}
+
+fn read_superblock(dev: &dyn Media) -> Found {
+    if dev.len() < SUPERBLOCK_AREA {
+        return Found::Unreadable("device too small".into());
+    }
+    let mut buf = AlignedBuf::zeroed(SUPERBLOCK_AREA as usize);
+    if let Err(e) = dev.read_at(&mut buf, 0) {
+        return Found::Unreadable(format!("cannot read superblock: {e}"));
+    }
+    if !dev.stores_bytes() {
+        return Found::Blank;
+    }
+    let (a, b) = (Layout::decode(&buf[..4096]), Layout::decode(&buf[4096..]));
+    match (a, b) {
+        (Ok(Some((l, i))), _) | (_, Ok(Some((l, i)))) => Found::Member(l, i),
+        (Ok(None), Ok(None)) => Found::Blank,
+        (Err(e), _) | (_, Err(e)) => Found::Unreadable(e),
+    }
+}
+
+fn new_inner(layout: Layout, devices: Vec<Arc<dyn Media>>, pool: IoPool, failed: &[usize]) -> Inner {
+    let stores_bytes = devices.iter().all(|d| d.stores_bytes());
+    Inner {
+        failed: (0..devices.len()).map(|d| AtomicBool::new(failed.contains(&d))).collect(),
+        bands: (0..layout.zones).map(|_| RwLock::new(Band::new())).collect(),
+        devices,
+        pool,
+        alloc: Mutex::new(Alloc::default()),
+        next_seq: AtomicU64::new(1),
+        gate: RwLock::new(()),
+        journal: Journal::default(),
+        jpos: Mutex::new(JournalPos::default()),
+        stats: Counters::default(),
+        stores_bytes,
+        gc_lock: Mutex::new(()),
+        layout,
+    }
+}
+
+fn start(inner: Inner) -> Store {
+    let inner = Arc::new(inner);
+    let w = inner.clone();
+    let handle = std::thread::Builder::new()
+        .name("reo-journal".into())
+        .spawn(move || persist::writer_loop(w))
+        .expect("cannot start the journal writer thread");
+    Store { inner, writer: Mutex::new(Some(handle)), closed: AtomicBool::new(false) }
+}
+
+fn format(devices: Vec<Arc<dyn Media>>, cfg: &StoreConfig, pool: IoPool) -> Result<(Store, OpenReport)> {
+    let len = devices.iter().map(|d| d.len()).min().unwrap_or(0);
+    let id =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+            ^ ((std::process::id() as u64) << 32);
+    let layout = Layout::plan(cfg, devices.len(), len, id | 1)?;
+    let inner = new_inner(layout, devices, pool, &[]);
+    // Blank the journal head and both checkpoint slots, then write the superblocks last.
+    let zero = AlignedBuf::zeroed(4096);
+    for off in [layout.journal_off, layout.ckpt_slot(0), layout.ckpt_slot(1)] {
+        persist::write_everywhere(&inner, off, &zero, "format").map_err(Error::Journal)?;
+    }
+    {
+        let mut alloc = inner.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        alloc.free = (0..layout.zones).collect();
+    }
+    persist::checkpoint(&inner, true)?;
+    let results = inner.pool.map(inner.n(), |d| {
+        let sb = layout.encode(d as u16);
+        let mut two = AlignedBuf::zeroed(8192);
+        two[..4096].copy_from_slice(&sb);
+        two[4096..].copy_from_slice(&sb);
+        inner.devices[d].write_at(&two, 0).and_then(|_| inner.devices[d].sync())
+    });
+    for (d, r) in results.into_iter().enumerate() {
+        r.map_err(|e| Error::Io { device: d, op: "format", source: e })?;
+    }
+    let report = OpenReport { formatted: true, clean: true, ..Default::default() };
+    Ok((start(inner), report))
+}
+
+/// Reads the best checkpoint from any healthy device.
+fn load_checkpoint(inner: &Inner) -> Result<(Frame, Checkpoint)> {
+    let l = inner.layout;
+    let tried: Vec<Vec<(Frame, Checkpoint)>> = inner.pool.map(inner.n(), |d| {
+        if inner.is_failed(d) {
+            return Vec::new();
+        }
+        let mut found = Vec::new();
+        for slot in 0..2 {
+            let mut buf = AlignedBuf::zeroed(l.ckpt_len as usize);
+            if inner.devices[d].read_at(&mut buf, l.ckpt_slot(slot)).is_err() {
+                continue;
+            }
+            let Some(f) = Frame::parse(&buf) else { continue };
+            if &f.magic != CKPT_MAGIC || f.store != l.store_id || f.total_len() > l.ckpt_len {
+                continue;
+            }
+            if let Some(c) = f.payload(&buf).and_then(|p| decode_checkpoint(p, l.zones as usize, inner.n())) {
+                found.push((f, c));
+            }
+        }
+        found
+    });
+    tried
+        .into_iter()
+        .flatten()
+        .max_by_key(|(f, _)| f.number)
+        .ok_or_else(|| Error::Devices("no readable checkpoint on any device".into()))
+}
+
+/// Reads journal batches of `gen` in order from any healthy device; returns (records per batch,
+/// end position, next batch number).
+fn read_journal(inner: &Inner, gen: u64) -> (Vec<Vec<Record>>, u64, u64) {
+    let l = inner.layout;
+    let window = (4u64 << 20).min(l.journal_len) as usize;
+    let healthy: Vec<usize> = (0..inner.n()).filter(|&d| !inner.is_failed(d)).collect();
+    let mut batches = Vec::new();
+    let (mut pos, mut number) = (0u64, 0u64);
+    // A cached window per device: (start, bytes).
+    let mut cache: HashMap<usize, (u64, AlignedBuf)> = HashMap::new();
+    'outer: while pos + FRAME_HEADER as u64 <= l.journal_len {
+        for &d in &healthy {
+            let Some(frame) = frame_at(inner, d, pos, window, &mut cache) else { continue };
+            let Some(f) = Frame::parse(&frame) else { continue };
+            if &f.magic != BATCH_MAGIC || f.store != l.store_id || f.gen != gen || f.number != number {
+                continue;
+            }
+            if pos + f.total_len() > l.journal_len {
+                continue;
+            }
+            let full = if f.total_len() as usize <= frame.len() {
+                frame
+            } else {
+                let mut b = AlignedBuf::zeroed(f.total_len() as usize);
+                if inner.devices[d].read_at(&mut b, l.journal_off + pos).is_err() {
+                    continue;
+                }
+                b.to_vec()
+            };
+            let Some(recs) = f.payload(&full).and_then(Record::decode_all) else { continue };
+            batches.push(recs);
+            pos += f.total_len();
+            number += 1;
+            continue 'outer;
+        }
+        break;
+    }
+    (batches, pos, number)
+}
+
+/// Up to `window` bytes of device `d`'s journal from `pos`, through a per-device window cache.
+fn frame_at(
+    inner: &Inner,
+    d: usize,
+    pos: u64,
+    window: usize,
+    cache: &mut HashMap<usize, (u64, AlignedBuf)>,
+) -> Option<Vec<u8>> {
+    let l = inner.layout;
+    let hit = cache.get(&d).is_some_and(|(s, b)| pos >= *s && pos + 4096 <= *s + b.len() as u64);
+    if !hit {
+        let len = (window as u64).min(l.journal_len - pos) as usize;
+        let mut b = AlignedBuf::zeroed(len);
+        inner.devices[d].read_at(&mut b, l.journal_off + pos).ok()?;
+        cache.insert(d, (pos, b));
+    }
+    let (s, b) = &cache[&d];
+    Some(b[(pos - s) as usize..].to_vec())
+}
+
+fn apply(inner: &Inner, rec: &Record, last_seq: &mut u64) {
+    let n = inner.n();
+    match rec {
+        Record::Put { loc, header } => {
+            let Some(band) = inner.bands.get(loc.band as usize) else { return };
+            if loc.scheme.validate(n).is_err() || (loc.scheme.is_isolated() && loc.device as usize >= n) {
+                return;
+            }
+            let sectors = inner.sectors(loc);
+            if loc.start as u64 + sectors > inner.layout.zone_sectors() {
+                return;
+            }
+            let mut b = band.write().unwrap_or_else(|e| e.into_inner());
+            if b.scheme != Some(loc.scheme) || b.state == BandState::Free {
+                if b.state != BandState::Free && !b.live.is_empty() {
+                    return; // a band holds one scheme; a conflicting record is garbage
+                }
+                b.open(loc.scheme, n);
+                b.state = BandState::Sealed;
+            }
+            b.cover(loc, sectors);
+            if !b.live.contains_key(&loc.seq) {
+                b.insert(*loc, header.clone().into(), sectors, n);
+            }
+            *last_seq = (*last_seq).max(loc.seq);
+        }
+        Record::Free { seq, band } => {
+            if let Some(b) = inner.bands.get(*band as usize) {
+                b.write().unwrap_or_else(|e| e.into_inner()).remove(*seq, |l| inner.sectors(l), n);
+            }
+        }
+        Record::BandReset { band } => {
+            if let Some(b) = inner.bands.get(*band as usize) {
+                *b.write().unwrap_or_else(|e| e.into_inner()) = Band::new();
+            }
+        }
+    }
+}
+
+fn recover(inner: Inner, failed: Vec<usize>) -> Result<(Store, OpenReport)> {
+    let (frame, ckpt) = load_checkpoint(&inner)?;
+    let n = inner.n();
+    for (i, (state, scheme, cursors)) in ckpt.bands.iter().enumerate().take(inner.bands.len()) {
+        let mut b = inner.bands[i].write().unwrap_or_else(|e| e.into_inner());
+        if let (BandState::Open | BandState::Sealed, Some(s)) = (state, scheme) {
+            let want = if s.is_isolated() { n } else { 1 };
+            if s.validate(n).is_ok() && cursors.len() == want {
+                b.open(*s, n);
+                b.state = BandState::Sealed;
+                b.cursor = cursors.iter().map(|&c| c.min(inner.layout.zone_sectors())).collect();
+            }
+        }
+    }
+    let mut last_seq = 0;
+    for rec in &ckpt.live {
+        apply(&inner, rec, &mut last_seq);
+    }
+    let (batches, _end, _next) = read_journal(&inner, frame.gen);
+    let mut report = OpenReport {
+        clean: ckpt.clean && batches.is_empty(),
+        batches_replayed: batches.len() as u64,
+        records_replayed: batches.iter().map(|b| b.len() as u64).sum(),
+        failed_devices: failed,
+        ..Default::default()
+    };
+    for batch in &batches {
+        for rec in batch {
+            apply(&inner, rec, &mut last_seq);
+        }
+    }
+    inner.next_seq.store(ckpt.next_seq.max(last_seq + 1), std::sync::atomic::Ordering::Release);
+    *inner.jpos.lock().unwrap_or_else(|e| e.into_inner()) =
+        JournalPos { gen: frame.gen, pos: 0, batch: 0, ckpt_number: frame.number };
+    // The last batch may have been written but not synced when the crash came: keep only the
+    // blobs whose data verifies.
+    if let Some(last) = batches.last() {
+        for rec in last {
+            if let Record::Put { loc, .. } = rec {
+                if inner.is_live(loc) && matches!(inner.read(loc, 0, loc.len), Err(Error::Corrupt { .. })) {
+                    let mut b = inner.bands[loc.band as usize].write().unwrap_or_else(|e| e.into_inner());
+                    b.remove(loc.seq, |l| inner.sectors(l), n);
+                    report.dropped_unverified += 1;
+                }
+            }
+        }
+    }
+    settle_bands(&inner);
+    report.live_blobs = inner.bands.iter().map(|b| b.read().unwrap_or_else(|e| e.into_inner()).live.len()).sum();
+    if !batches.is_empty() || !ckpt.clean {
+        // New generation: nothing after this point can be confused with the old tail.
+        persist::checkpoint(&inner, false)?;
+    }
+    Ok((start(inner), report))
+}
+
+/// Decides band states after replay: empty bands are free; the newest band of each scheme is
+/// reopened for appends; the rest are sealed.
+fn settle_bands(inner: &Inner) {
+    let mut alloc = inner.alloc.lock().unwrap_or_else(|e| e.into_inner());
+    let mut newest: HashMap<Scheme, (u64, u32)> = HashMap::new();
+    for (i, b) in inner.bands.iter().enumerate() {
+        let mut b = b.write().unwrap_or_else(|e| e.into_inner());
+        let used = b.cursor.iter().any(|&c| c > 0);
+        if b.state == BandState::Free || b.scheme.is_none() || (!used && b.live.is_empty()) {
+            *b = Band::new();
+            alloc.free.push_back(i as u32);
+            continue;
+        }
+        b.state = BandState::Sealed;
+        let s = b.scheme.expect("checked");
+        let e = newest.entry(s).or_insert((b.last_write, i as u32));
+        if b.last_write >= e.0 {
+            *e = (b.last_write, i as u32);
+        }
+    }
+    for (s, (_, i)) in newest {
+        inner.bands[i as usize].write().unwrap_or_else(|e| e.into_inner()).state = BandState::Open;
+        alloc.open.insert(s, i);
+    }
+}

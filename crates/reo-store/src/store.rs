@@ -1,0 +1,314 @@
+//! [`Store`]: the public face of the flash array store — put, read, free, status, failure
+//! marking, space and stats, shutdown. The work is done in `write.rs`, `read.rs`, `persist.rs`,
+//! `recover.rs` and `gc.rs`, all on the shared [`Inner`].
+//!
+//! Locking: each band has its own `RwLock`; allocation takes a short mutex for the open bands;
+//! reads take a band's read lock only to check the blob is live, never during I/O. Mutations
+//! (insert/remove of live blobs plus queueing their journal records) hold the *gate* in read mode,
+//! which a checkpoint takes in write mode for the instant it snapshots the state, so a checkpoint
+//! always equals "all queued records applied".
+
+use crate::band::{Band, BandState};
+use crate::error::{Error, Result};
+use crate::geometry::Shape;
+use crate::journal::Journal;
+use crate::location::Location;
+use crate::scheme::Scheme;
+use crate::stats::{Counters, StoreStats};
+use crate::superblock::Layout;
+use reo_media::{IoPool, Media};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread::JoinHandle;
+
+/// When a put or free returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Returns once data and the metadata that finds it are fdatasync'ed on every device the
+    /// scheme uses (and the metadata on every healthy device).
+    Sync,
+    /// Returns once the data is written; metadata follows in the next journal batch.
+    None,
+}
+
+/// Options of one put.
+#[derive(Debug, Clone, Copy)]
+pub struct PutOptions {
+    pub scheme: Scheme,
+    pub durability: Durability,
+    /// For isolated placement: blobs with the same key go to the same device.
+    pub placement_key: u64,
+}
+
+impl PutOptions {
+    /// Options with `scheme`, no durability wait and placement key 0.
+    pub fn new(scheme: Scheme) -> Self {
+        PutOptions { scheme, durability: Durability::None, placement_key: 0 }
+    }
+
+    /// Same options with durability `d`.
+    pub fn durability(mut self, d: Durability) -> Self {
+        self.durability = d;
+        self
+    }
+
+    /// Same options with placement key `k`.
+    pub fn placement(mut self, k: u64) -> Self {
+        self.placement_key = k;
+        self
+    }
+}
+
+/// Health of one blob given the devices currently failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlobHealth {
+    /// Every chunk is on a healthy device.
+    Healthy,
+    /// Some chunks are on failed devices but every stripe is recoverable.
+    Degraded,
+    /// Some stripe lost more chunks than its redundancy covers.
+    Lost,
+}
+
+/// Space held by one scheme.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SchemeSpace {
+    pub bands: usize,
+    /// User bytes of live blobs.
+    pub live_bytes: u64,
+    /// Device bytes held by live blobs (with redundancy and padding).
+    pub live_device_bytes: u64,
+    /// Device bytes written in its bands (live + dead).
+    pub used_device_bytes: u64,
+}
+
+/// Space report.
+#[derive(Debug, Clone, Default)]
+pub struct SpaceReport {
+    /// Device bytes of all zones of all devices.
+    pub capacity: u64,
+    pub free_bands: usize,
+    pub total_bands: usize,
+    pub per_scheme: Vec<(Scheme, SchemeSpace)>,
+}
+
+/// Allocation state: the open band of each scheme and the free bands.
+#[derive(Default)]
+pub(crate) struct Alloc {
+    pub open: HashMap<Scheme, u32>,
+    pub free: VecDeque<u32>,
+}
+
+/// Where the journal writer is.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct JournalPos {
+    pub gen: u64,
+    pub pos: u64,
+    pub batch: u64,
+    pub ckpt_number: u64,
+}
+
+/// State shared by the store handle, the journal writer and the cleaner.
+pub(crate) struct Inner {
+    pub layout: Layout,
+    pub devices: Vec<Arc<dyn Media>>,
+    pub failed: Vec<AtomicBool>,
+    pub pool: IoPool,
+    pub bands: Vec<RwLock<Band>>,
+    pub alloc: Mutex<Alloc>,
+    pub next_seq: AtomicU64,
+    pub gate: RwLock<()>,
+    pub journal: Journal,
+    pub jpos: Mutex<JournalPos>,
+    pub stats: Counters,
+    pub stores_bytes: bool,
+    /// Serialises cleaners.
+    pub gc_lock: Mutex<()>,
+}
+
+impl Inner {
+    pub fn n(&self) -> usize {
+        self.devices.len()
+    }
+
+    pub fn chunk(&self) -> usize {
+        self.layout.chunk as usize
+    }
+
+    pub fn shape(&self, loc: &Location) -> Shape {
+        Shape::of(loc, self.n(), self.chunk())
+    }
+
+    pub fn sectors(&self, loc: &Location) -> u64 {
+        self.shape(loc).sectors()
+    }
+
+    pub fn is_failed(&self, d: usize) -> bool {
+        self.failed[d].load(Ordering::Acquire)
+    }
+
+    pub fn healthy(&self) -> usize {
+        (0..self.n()).filter(|&d| !self.is_failed(d)).count()
+    }
+
+    /// Marks device `d` failed (after a write or sync error, or by command).
+    pub fn mark_failed(&self, d: usize, why: &str) {
+        if !self.failed[d].swap(true, Ordering::AcqRel) {
+            eprintln!("reo-store: device {d} ({}) marked failed: {why}", self.devices[d].describe());
+        }
+    }
+
+    /// Is `loc` a live blob?
+    pub fn is_live(&self, loc: &Location) -> bool {
+        self.bands
+            .get(loc.band as usize)
+            .map(|b| {
+                let b = b.read().unwrap_or_else(|e| e.into_inner());
+                b.live.get(&loc.seq).is_some_and(|e| e.loc == *loc)
+            })
+            .unwrap_or(false)
+    }
+}
+
+/// The flash array store. Cheap to share: clone the `Arc` it lives in.
+pub struct Store {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) writer: Mutex<Option<JoinHandle<()>>>,
+    pub(crate) closed: AtomicBool,
+}
+
+impl Store {
+    /// Stores `data` with `header` (kept in metadata, returned by [`Store::blobs`] after a restart)
+    /// under `opts`, and returns where it lives. No byte is acknowledged before its redundancy is
+    /// on the devices; with [`Durability::Sync`] it is also fdatasync'ed with its metadata.
+    pub fn put(&self, header: &[u8], data: &[u8], opts: &PutOptions) -> Result<Location> {
+        self.inner.put(header, data, opts, false)
+    }
+
+    /// Reads bytes `[start, end)` of the blob at `loc`, verifying every chunk and reconstructing
+    /// what redundancy allows. Never returns wrong bytes.
+    pub fn read(&self, loc: &Location, start: u64, end: u64) -> Result<Vec<u8>> {
+        self.inner.read(loc, start, end)
+    }
+
+    /// Reads the whole blob.
+    pub fn read_all(&self, loc: &Location) -> Result<Vec<u8>> {
+        self.inner.read(loc, 0, loc.len)
+    }
+
+    /// Frees the blob at `loc`. With [`Durability::Sync`] the free is durable on return.
+    pub fn free(&self, loc: &Location, durability: Durability) -> Result<()> {
+        self.inner.free(loc, durability)
+    }
+
+    /// Waits until every record queued so far is durable.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.journal.enqueue(true, |_| {})?.wait()
+    }
+
+    /// Health of the blob at `loc` given the failed devices (no I/O).
+    pub fn health(&self, loc: &Location) -> BlobHealth {
+        self.inner.health(loc)
+    }
+
+    /// Every live blob with its header, in sequence order.
+    pub fn blobs(&self) -> Vec<(Location, Vec<u8>)> {
+        let mut out = Vec::new();
+        for b in &self.inner.bands {
+            let b = b.read().unwrap_or_else(|e| e.into_inner());
+            out.extend(b.live.values().map(|e| (e.loc, e.header.to_vec())));
+        }
+        out.sort_by_key(|(l, _)| l.seq);
+        out
+    }
+
+    /// Number of live blobs.
+    pub fn blob_count(&self) -> usize {
+        self.inner.bands.iter().map(|b| b.read().unwrap_or_else(|e| e.into_inner()).live.len()).sum()
+    }
+
+    /// Marks device `d` failed: no more I/O goes to it; reads of its chunks reconstruct.
+    pub fn fail_device(&self, d: usize) -> Result<()> {
+        if d >= self.inner.n() {
+            return Err(Error::Config(format!("no device {d}: the store has {} devices", self.inner.n())));
+        }
+        self.inner.mark_failed(d, "failed by command");
+        Ok(())
+    }
+
+    /// Indices of failed devices.
+    pub fn failed_devices(&self) -> Vec<usize> {
+        (0..self.inner.n()).filter(|&d| self.inner.is_failed(d)).collect()
+    }
+
+    /// The layout recorded in the superblocks.
+    pub fn layout(&self) -> Layout {
+        self.inner.layout
+    }
+
+    /// Counters since open.
+    pub fn stats(&self) -> StoreStats {
+        self.inner.stats.snapshot()
+    }
+
+    /// Live, used and free space, per scheme.
+    pub fn space(&self) -> SpaceReport {
+        let n = self.inner.n();
+        let mut per: HashMap<Scheme, SchemeSpace> = HashMap::new();
+        let mut free = 0;
+        for b in &self.inner.bands {
+            let b = b.read().unwrap_or_else(|e| e.into_inner());
+            match (b.state, b.scheme) {
+                (BandState::Free, _) | (_, None) => free += 1,
+                (_, Some(s)) => {
+                    let e = per.entry(s).or_default();
+                    e.bands += 1;
+                    e.live_bytes += b.live_bytes;
+                    e.live_device_bytes += b.live_phys;
+                    e.used_device_bytes += b.used_phys(n);
+                }
+            }
+        }
+        let mut per_scheme: Vec<_> = per.into_iter().collect();
+        per_scheme.sort_by_key(|(s, _)| s.to_string());
+        SpaceReport {
+            capacity: self.inner.layout.zone * self.inner.layout.zones as u64 * n as u64,
+            free_bands: free,
+            total_bands: self.inner.bands.len(),
+            per_scheme,
+        }
+    }
+
+    /// Clean shutdown: writes what is queued, then a checkpoint, so the next open scans nothing.
+    pub fn close(self) -> Result<()> {
+        self.stop_writer(false);
+        let r = crate::persist::checkpoint(&self.inner, true);
+        self.closed.store(true, Ordering::Release);
+        r
+    }
+
+    /// Simulated crash for tests: stops the journal writer without writing what is queued and
+    /// without a checkpoint. Pair with a power cut of the media to drop unsynced writes.
+    pub fn kill(self) {
+        self.stop_writer(true);
+        self.closed.store(true, Ordering::Release);
+    }
+
+    fn stop_writer(&self, kill: bool) {
+        self.inner.journal.stop(kill);
+        if let Some(h) = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Store {
+    /// Dropping without `close` writes what is queued but takes no checkpoint: the next open
+    /// replays the journal (as after a crash).
+    fn drop(&mut self) {
+        if !self.closed.load(Ordering::Acquire) {
+            self.stop_writer(false);
+        }
+    }
+}

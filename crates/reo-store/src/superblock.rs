@@ -1,0 +1,222 @@
+//! The superblock: the first 8 KiB of every device (two 4 KiB copies) say which store the device
+//! belongs to, its position in the array, and the layout of the rest of the device.
+//!
+//! ```text
+//! device: | superblock A (4 KiB) | superblock B (4 KiB) | journal | checkpoint A | checkpoint B | zone 0 | zone 1 | …
+//! superblock: magic "REOSTOR1" | format u32 | store_id u64 | device_index u16 | devices u16 |
+//!             device_len u64 | chunk u32 | zone u64 | zones u32 | journal_off u64 | journal_len u64 |
+//!             ckpt_off u64 | ckpt_len u64 | data_off u64 | codec u32 | crc32c u32 (of all before)
+//! ```
+
+use crate::bytes::{Reader, Writer};
+use crate::config::StoreConfig;
+use crate::error::{Error, Result};
+
+/// Magic of the superblock.
+pub const MAGIC: &[u8; 8] = b"REOSTOR1";
+/// On-device format version; bumped on any incompatible change.
+pub const FORMAT_VERSION: u32 = 1;
+/// Bytes reserved for the two superblock copies.
+pub const SUPERBLOCK_AREA: u64 = 8192;
+
+/// Layout of every device of a store (identical on all devices but for the index).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    pub store_id: u64,
+    pub devices: u16,
+    pub device_len: u64,
+    pub chunk: u32,
+    pub zone: u64,
+    pub zones: u32,
+    pub journal_off: u64,
+    pub journal_len: u64,
+    pub ckpt_off: u64,
+    pub ckpt_len: u64,
+    pub data_off: u64,
+    pub codec: u32,
+}
+
+const MIB: u64 = 1 << 20;
+
+impl Layout {
+    /// Computes a fresh layout for `devices` devices of at least `device_len` bytes.
+    pub fn plan(cfg: &StoreConfig, devices: usize, device_len: u64, store_id: u64) -> Result<Layout> {
+        cfg.validate()?;
+        if devices == 0 || devices > 64 {
+            return Err(Error::Config(format!("a store needs 1 to 64 devices, got {devices}")));
+        }
+        let chunk = cfg.chunk_size as u64;
+        let journal_len = cfg.journal_size.unwrap_or((device_len / 32).clamp(MIB, 256 * MIB) / 4096 * 4096);
+        let ckpt_len = cfg.checkpoint_size.unwrap_or((device_len / 32).clamp(MIB, 1024 * MIB) / 4096 * 4096);
+        let journal_off = SUPERBLOCK_AREA;
+        let ckpt_off = journal_off + journal_len;
+        let data_off = (ckpt_off + 2 * ckpt_len).div_ceil(MIB) * MIB;
+        let room = device_len.saturating_sub(data_off);
+        let zone = match cfg.zone_size {
+            Some(z) => z,
+            None => (64 * MIB).min(room / 16 / chunk * chunk).max(2 * chunk),
+        };
+        let zones = room / zone;
+        if zones < 2 {
+            return Err(Error::Config(format!(
+                "devices of {device_len} bytes are too small: after {data_off} bytes of metadata they \
+                 hold {zones} zones of {zone} bytes; at least 2 are needed (use larger devices or \
+                 smaller zone, journal or checkpoint sizes)"
+            )));
+        }
+        Ok(Layout {
+            store_id,
+            devices: devices as u16,
+            device_len,
+            chunk: chunk as u32,
+            zone,
+            zones: zones.min(u32::MAX as u64) as u32,
+            journal_off,
+            journal_len,
+            ckpt_off,
+            ckpt_len,
+            data_off,
+            codec: crate::codec::CODEC_ID,
+        })
+    }
+
+    /// Byte offset on each device of sector `sector` of band `band`.
+    pub fn offset(&self, band: u32, sector: u64) -> u64 {
+        self.data_off + band as u64 * self.zone + sector * 4096
+    }
+
+    /// Sectors per zone.
+    pub fn zone_sectors(&self) -> u64 {
+        self.zone / 4096
+    }
+
+    /// Offset of checkpoint slot 0 or 1.
+    pub fn ckpt_slot(&self, slot: u64) -> u64 {
+        self.ckpt_off + slot * self.ckpt_len
+    }
+
+    /// Encodes the superblock of device `index` (one 4 KiB block).
+    pub fn encode(&self, index: u16) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.bytes(MAGIC)
+            .u32(FORMAT_VERSION)
+            .u64(self.store_id)
+            .u16(index)
+            .u16(self.devices)
+            .u64(self.device_len)
+            .u32(self.chunk)
+            .u64(self.zone)
+            .u32(self.zones)
+            .u64(self.journal_off)
+            .u64(self.journal_len)
+            .u64(self.ckpt_off)
+            .u64(self.ckpt_len)
+            .u64(self.data_off)
+            .u32(self.codec);
+        let crc = crc32c::crc32c(&w.0);
+        w.u32(crc);
+        w.0.resize(4096, 0);
+        w.0
+    }
+
+    /// Decodes a superblock: `Ok(None)` for a blank (all-zero magic) block, an error for a block
+    /// that is neither blank nor a valid superblock of this format.
+    pub fn decode(buf: &[u8]) -> std::result::Result<Option<(Layout, u16)>, String> {
+        let mut r = Reader::new(buf);
+        let magic = r.take(8).ok_or("truncated superblock")?;
+        if magic.iter().all(|&b| b == 0) {
+            return Ok(None);
+        }
+        if magic != MAGIC {
+            return Err("not a Reo device (bad magic)".into());
+        }
+        let version = r.u32().ok_or("truncated superblock")?;
+        if version != FORMAT_VERSION {
+            return Err(format!("format version {version} is not supported (this build reads {FORMAT_VERSION})"));
+        }
+        let t = "truncated superblock";
+        let store_id = r.u64().ok_or(t)?;
+        let index = r.u16().ok_or(t)?;
+        let layout = Layout {
+            store_id,
+            devices: r.u16().ok_or(t)?,
+            device_len: r.u64().ok_or(t)?,
+            chunk: r.u32().ok_or(t)?,
+            zone: r.u64().ok_or(t)?,
+            zones: r.u32().ok_or(t)?,
+            journal_off: r.u64().ok_or(t)?,
+            journal_len: r.u64().ok_or(t)?,
+            ckpt_off: r.u64().ok_or(t)?,
+            ckpt_len: r.u64().ok_or(t)?,
+            data_off: r.u64().ok_or(t)?,
+            codec: r.u32().ok_or(t)?,
+        };
+        let body = r.position();
+        let crc = r.u32().ok_or(t)?;
+        if crc != crc32c::crc32c(&buf[..body]) {
+            return Err("superblock checksum mismatch".into());
+        }
+        layout.sane().map_err(|e| format!("superblock describes an impossible layout: {e}"))?;
+        Ok(Some((layout, index)))
+    }
+
+    /// Internal consistency, so a decoded layout can never drive I/O out of bounds.
+    fn sane(&self) -> std::result::Result<(), String> {
+        let chunk_ok = (crate::config::MIN_CHUNK..=crate::config::MAX_CHUNK).contains(&self.chunk)
+            && self.chunk.is_multiple_of(4096);
+        let end = (self.zone as u128) * (self.zones as u128) + self.data_off as u128;
+        if !chunk_ok
+            || self.devices == 0
+            || self.zone == 0
+            || !self.zone.is_multiple_of(self.chunk as u64)
+            || self.journal_off < SUPERBLOCK_AREA
+            || self.ckpt_off < self.journal_off + self.journal_len
+            || (self.data_off as u128) < self.ckpt_off as u128 + 2 * self.ckpt_len as u128
+            || end > self.device_len as u128
+            || self.codec != crate::codec::CODEC_ID
+        {
+            return Err(format!("{self:?}"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn roundtrip_and_blank() {
+        let l = Layout::plan(&StoreConfig::default(), 4, 1 << 30, 77).unwrap();
+        let b = l.encode(2);
+        assert_eq!(Layout::decode(&b).unwrap(), Some((l, 2)));
+        assert_eq!(Layout::decode(&[0u8; 4096]).unwrap(), None);
+        let mut bad = b.clone();
+        bad[20] ^= 1;
+        assert!(Layout::decode(&bad).is_err());
+        assert!(l.zones >= 16);
+    }
+
+    #[test]
+    fn tiny_devices_are_refused_with_a_reason() {
+        let e = Layout::plan(&StoreConfig::default(), 4, 2 << 20, 1).unwrap_err();
+        assert!(e.to_string().contains("too small"), "{e}");
+    }
+
+    proptest! {
+        #[test]
+        fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = Layout::decode(&bytes);
+        }
+
+        #[test]
+        fn decode_never_panics_on_mutated_superblocks(pos in 0usize..120, val in any::<u8>(), cut in 0usize..4096) {
+            let l = Layout::plan(&StoreConfig::default(), 3, 1 << 30, 5).unwrap();
+            let mut b = l.encode(1);
+            b[pos] = val;
+            let _ = Layout::decode(&b[..cut]);
+            let _ = Layout::decode(&b);
+        }
+    }
+}

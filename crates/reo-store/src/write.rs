@@ -1,0 +1,235 @@
+//! The write path: allocate room in the scheme's open band, lay the blob out as rows of stripes
+//! (data, parity or copies, each chunk sealed with its trailer), write each device's column with
+//! one sequential write in parallel, then record the blob (and free) in the journal.
+
+use crate::band::BandState;
+use crate::chunk;
+use crate::codec;
+use crate::config::MAX_HEADER_LEN;
+use crate::error::{Error, Result};
+use crate::geometry::SECTOR;
+use crate::location::{Location, ROW_BAND};
+use crate::record::Record;
+use crate::scheme::Scheme;
+use crate::stats::Counters;
+use crate::store::{BlobHealth, Durability, Inner, PutOptions};
+use reo_media::AlignedBuf;
+use std::sync::atomic::Ordering;
+
+/// Free bands only the cleaner may open (one per scheme it may move into at once, plus one).
+pub const GC_RESERVE: usize = 2;
+
+impl Inner {
+    /// Stores a blob. `gc` marks cleaner relocations, counted apart from user writes.
+    pub(crate) fn put(&self, header: &[u8], data: &[u8], opts: &PutOptions, gc: bool) -> Result<Location> {
+        if header.len() > MAX_HEADER_LEN {
+            return Err(Error::HeaderTooLarge { len: header.len(), max: MAX_HEADER_LEN });
+        }
+        let scheme = opts.scheme;
+        scheme.validate(self.n())?;
+        let need = match scheme {
+            Scheme::Rs { k, .. } => k as usize,
+            _ => 1,
+        };
+        if self.healthy() < need {
+            return Err(Error::InsufficientDevices { scheme: scheme.to_string(), healthy: self.healthy() });
+        }
+        let mut loc = Location { seq: 0, band: 0, start: 0, device: ROW_BAND, scheme, len: data.len() as u64 };
+        let sectors = self.sectors(&loc);
+        if sectors > self.layout.zone_sectors() {
+            let max = self.shape(&loc).full_row_bytes() * (self.layout.zone / self.layout.chunk as u64);
+            return Err(Error::TooLarge { len: loc.len, max });
+        }
+        loc.seq = self.next_seq.fetch_add(1, Ordering::AcqRel);
+        let (band, start, device) = self.allocate(scheme, sectors, opts.placement_key, gc)?;
+        loc.band = band;
+        loc.start = start as u32;
+        loc.device = device;
+
+        let written = match self.write_blob(&loc, data) {
+            Ok(w) if self.health(&loc) != BlobHealth::Lost => w,
+            other => {
+                self.land(band, None, header);
+                other?;
+                return Err(Error::InsufficientDevices { scheme: scheme.to_string(), healthy: self.healthy() });
+            }
+        };
+        let s = &self.stats;
+        if gc {
+            Counters::add(&s.gc_relocated_blobs, 1);
+            Counters::add(&s.gc_relocated_bytes, loc.len);
+            Counters::add(&s.gc_device_bytes, written);
+        } else {
+            Counters::add(&s.puts, 1);
+            Counters::add(&s.put_bytes, loc.len);
+            Counters::add(&s.put_device_bytes, written);
+        }
+        if gc {
+            // The cleaner commits the move (new put + free of the old blob) as one record pair.
+            return Ok(loc);
+        }
+        let pending = {
+            let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
+            self.land(band, Some(&loc), header);
+            self.journal.enqueue(opts.durability == Durability::Sync, |w| Record::encode_put(w, &loc, header))?
+        };
+        pending.wait()?;
+        Ok(loc)
+    }
+
+    /// Ends a put's reservation in `band`, recording the blob if it was written.
+    pub(crate) fn land(&self, band: u32, loc: Option<&Location>, header: &[u8]) {
+        let mut b = self.bands[band as usize].write().unwrap_or_else(|e| e.into_inner());
+        b.inflight -= 1;
+        if let Some(loc) = loc {
+            b.insert(*loc, header.into(), self.sectors(loc), self.n());
+        }
+    }
+
+    /// Frees a live blob.
+    pub(crate) fn free(&self, loc: &Location, durability: Durability) -> Result<()> {
+        let pending = {
+            let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
+            let band = self.bands.get(loc.band as usize).ok_or(Error::NotFound { seq: loc.seq })?;
+            let mut b = band.write().unwrap_or_else(|e| e.into_inner());
+            if !b.live.get(&loc.seq).is_some_and(|e| e.loc == *loc) {
+                return Err(Error::NotFound { seq: loc.seq });
+            }
+            b.remove(loc.seq, |l| self.sectors(l), self.n());
+            drop(b);
+            self.journal
+                .enqueue(durability == Durability::Sync, |w| Record::Free { seq: loc.seq, band: loc.band }.encode(w))?
+        };
+        Counters::add(&self.stats.frees, 1);
+        pending.wait()
+    }
+
+    /// Reserves `sectors` in the open band of `scheme`; returns (band, start sector, device).
+    /// User puts leave [`GC_RESERVE`] free bands for the cleaner, which needs room to move into.
+    fn allocate(&self, scheme: Scheme, sectors: u64, key: u64, gc: bool) -> Result<(u32, u64, u16)> {
+        let n = self.n();
+        let zone = self.layout.zone_sectors();
+        let mut alloc = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(&band) = alloc.open.get(&scheme) {
+                let mut b = self.bands[band as usize].write().unwrap_or_else(|e| e.into_inner());
+                if scheme.is_isolated() {
+                    // The key's device, or the next healthy one.
+                    let first = (key % n as u64) as usize;
+                    if let Some(d) = (0..n).map(|i| (first + i) % n).find(|&d| !self.is_failed(d)) {
+                        if b.cursor[d] + sectors <= zone {
+                            let start = b.cursor[d];
+                            b.cursor[d] += sectors;
+                            b.inflight += 1;
+                            return Ok((band, start, d as u16));
+                        }
+                    }
+                } else if b.cursor[0] + sectors <= zone {
+                    let start = b.cursor[0];
+                    b.cursor[0] += sectors;
+                    b.inflight += 1;
+                    return Ok((band, start, ROW_BAND));
+                }
+                b.state = BandState::Sealed;
+                alloc.open.remove(&scheme);
+            }
+            let reserve = if gc { 0 } else { GC_RESERVE };
+            if alloc.free.len() <= reserve {
+                return Err(Error::OutOfSpace { needed: sectors * SECTOR });
+            }
+            let band = alloc.free.pop_front().expect("checked");
+            self.bands[band as usize].write().unwrap_or_else(|e| e.into_inner()).open(scheme, n);
+            alloc.open.insert(scheme, band);
+        }
+    }
+
+    /// Lays out and writes the blob's chunks; returns device bytes written.
+    fn write_blob(&self, loc: &Location, data: &[u8]) -> Result<u64> {
+        let shape = self.shape(loc);
+        let sectors = shape.sectors();
+        if sectors == 0 {
+            return Ok(0);
+        }
+        let col_len = (sectors * SECTOR) as usize;
+        let n = self.n();
+        let isolated = loc.scheme.is_isolated();
+        let mut cols: Vec<AlignedBuf> = (0..n)
+            .map(|d| AlignedBuf::zeroed(if isolated && d != loc.device as usize { 0 } else { col_len }))
+            .collect();
+        let g = shape.geom;
+        let mut parity: Vec<Vec<u8>> = Vec::new();
+        for row in shape.rows_between(loc.start as u64, 0, loc.len) {
+            let body = row.body();
+            let off = ((row.start - loc.start as u64) * SECTOR) as usize;
+            let place = chunk::place(loc.band, row.start);
+            for s in 0..g.stripes_per_row {
+                let dev = |c: usize| shape.device_of(loc.band, &row, s, c, loc.device);
+                for c in 0..g.data {
+                    let j = (s * g.data + c) as u64;
+                    let from = (row.data_off + j * body as u64).min(loc.len) as usize;
+                    let to = (row.data_off + (j + 1) * body as u64).min(row.data_off + row.data_len) as usize;
+                    let dst = &mut cols[dev(c)][off..off + row.height];
+                    if to > from {
+                        dst[..to - from].copy_from_slice(&data[from..to]);
+                    }
+                }
+                match loc.scheme {
+                    Scheme::Rs { k, p } => {
+                        parity.resize_with(p as usize, Vec::new);
+                        for pb in parity.iter_mut() {
+                            pb.resize(body, 0);
+                        }
+                        let shards: Vec<&[u8]> = (0..k as usize).map(|c| &cols[dev(c)][off..off + body]).collect();
+                        let mut outs: Vec<&mut [u8]> = parity.iter_mut().map(|v| v.as_mut_slice()).collect();
+                        codec::encode(&shards, &mut outs);
+                        for (i, pb) in parity.iter().enumerate() {
+                            cols[dev(k as usize + i)][off..off + body].copy_from_slice(pb);
+                        }
+                    }
+                    Scheme::Replicate(r) => {
+                        let src = dev(0);
+                        for c in 1..r as usize {
+                            let (a, b) = two(&mut cols, src, dev(c));
+                            b[off..off + body].copy_from_slice(&a[off..off + body]);
+                        }
+                    }
+                    Scheme::None(_) => {}
+                }
+                for c in 0..g.width {
+                    let idx = shape.chunk_index(&row, s, c);
+                    chunk::seal(&mut cols[dev(c)][off..off + row.height], loc.seq, idx, place);
+                }
+            }
+        }
+        let offset = self.layout.offset(loc.band, loc.start as u64);
+        let results = self.pool.map(n, |d| {
+            if cols[d].is_empty() || self.is_failed(d) {
+                return Ok(0);
+            }
+            self.devices[d].write_at(&cols[d], offset).map(|_| cols[d].len() as u64)
+        });
+        let mut written = 0;
+        for (d, r) in results.into_iter().enumerate() {
+            match r {
+                Ok(b) => written += b,
+                Err(e) => {
+                    Counters::add(&self.stats.write_errors, 1);
+                    self.mark_failed(d, &format!("write error: {e}"));
+                }
+            }
+        }
+        Ok(written)
+    }
+}
+
+/// Mutable access to two distinct columns.
+fn two(cols: &mut [AlignedBuf], a: usize, b: usize) -> (&AlignedBuf, &mut AlignedBuf) {
+    assert_ne!(a, b, "a stripe never has two chunks on one device");
+    if a < b {
+        let (x, y) = cols.split_at_mut(b);
+        (&x[a], &mut y[0])
+    } else {
+        let (x, y) = cols.split_at_mut(a);
+        (&y[0], &mut x[b])
+    }
+}

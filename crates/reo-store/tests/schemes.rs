@@ -1,0 +1,129 @@
+//! Every scheme, every set of failed devices: reads within tolerance are byte-exact; beyond it,
+//! exactly the blobs that lost data report loss and no read ever returns wrong bytes.
+
+mod common;
+use common::*;
+use reo_store::{BlobHealth, Durability, Error, PutOptions, Scheme, Store};
+
+fn subsets(n: usize) -> impl Iterator<Item = Vec<usize>> {
+    (0u32..(1 << n)).map(move |m| (0..n).filter(|d| m & (1 << d) != 0).collect())
+}
+
+fn check_all_failure_sets(n: usize) {
+    let cfg = small_config();
+    for scheme in schemes(n) {
+        let devs = devices(n, 16 << 20);
+        let store = open(&devs, &cfg);
+        let mut blobs = Vec::new();
+        for (i, &len) in SIZES.iter().enumerate() {
+            let data = content(i as u64, len);
+            let opts = PutOptions::new(scheme).durability(Durability::Sync).placement(i as u64);
+            let loc = store.put(format!("k{i}").as_bytes(), &data, &opts).unwrap();
+            blobs.push((loc, data));
+        }
+        drop(store);
+        for failed in subsets(n) {
+            for d in &devs {
+                d.revive();
+            }
+            for &d in &failed {
+                devs[d].fail_stop();
+            }
+            if failed.len() == n {
+                let e = Store::open(as_media(&devs), &cfg).err().expect("no device left");
+                assert!(e.to_string().contains("device failed"), "{e}");
+                continue;
+            }
+            let store = open(&devs, &cfg);
+            assert_eq!(store.failed_devices(), failed, "{scheme}");
+            for (loc, data) in &blobs {
+                let health = store.health(loc);
+                let within = failed.len() <= scheme.tolerance();
+                match store.read_all(loc) {
+                    Ok(bytes) => {
+                        assert_eq!(&bytes, data, "{scheme} failed={failed:?} len={}", data.len());
+                        assert_ne!(health, BlobHealth::Lost, "{scheme} {failed:?}: read ok but health lost");
+                    }
+                    Err(Error::Corrupt { .. }) => {
+                        assert!(!within, "{scheme} failed={failed:?} len={}: lost within tolerance", data.len());
+                        assert_eq!(health, BlobHealth::Lost, "{scheme} {failed:?}: loss not predicted by health");
+                    }
+                    Err(e) => panic!("{scheme} {failed:?}: unexpected error {e}"),
+                }
+                if within {
+                    // Ranges too, degraded or not.
+                    let len = data.len() as u64;
+                    for (a, b) in [(0, len / 3), (len / 3, len), (len / 2, len / 2 + 1.min(len / 2))] {
+                        assert_eq!(store.read(loc, a, b).unwrap(), data[a as usize..b as usize], "{scheme}");
+                    }
+                }
+            }
+            drop(store);
+        }
+    }
+}
+
+#[test]
+fn every_scheme_and_failure_set_over_four_devices() {
+    check_all_failure_sets(4);
+}
+
+#[test]
+fn every_scheme_and_failure_set_over_five_devices() {
+    check_all_failure_sets(5);
+}
+
+#[test]
+fn isolated_placement_loses_only_the_dead_devices_share() {
+    let devs = devices(4, 16 << 20);
+    let store = open(&devs, &small_config());
+    let scheme = Scheme::None(reo_store::Placement::Isolated);
+    let locs: Vec<_> = (0..40u64)
+        .map(|k| {
+            let data = content(k, 5000);
+            (store.put(b"x", &data, &PutOptions::new(scheme).placement(k)).unwrap(), data)
+        })
+        .collect();
+    store.fail_device(1).unwrap();
+    let mut lost = 0;
+    for (loc, data) in &locs {
+        match store.read_all(loc) {
+            Ok(b) => assert_eq!(&b, data),
+            Err(Error::Corrupt { .. }) => {
+                assert_eq!(loc.device, 1);
+                lost += 1
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(lost, 10, "exactly the blobs placed on device 1");
+}
+
+#[test]
+fn striped_none_loses_everything_with_one_device() {
+    let devs = devices(4, 16 << 20);
+    let store = open(&devs, &small_config());
+    let scheme = Scheme::None(reo_store::Placement::Striped);
+    let loc = store.put(b"x", &content(1, 200_000), &PutOptions::new(scheme)).unwrap();
+    store.fail_device(2).unwrap();
+    assert!(matches!(store.read_all(&loc), Err(Error::Corrupt { .. })));
+    assert_eq!(store.health(&loc), BlobHealth::Lost);
+}
+
+#[test]
+fn bad_requests_get_clear_errors() {
+    let devs = devices(4, 16 << 20);
+    let store: Store = open(&devs, &small_config());
+    let e = store.put(b"h", b"data", &PutOptions::new(Scheme::Rs { k: 3, p: 2 })).unwrap_err();
+    assert!(e.to_string().contains("k + p"), "{e}");
+    let e = store.put(&vec![0u8; 20_000], b"d", &PutOptions::new(Scheme::Replicate(2))).unwrap_err();
+    assert!(matches!(e, Error::HeaderTooLarge { .. }), "{e}");
+    let e = store.put(b"h", &vec![0u8; 2 << 20], &PutOptions::new(Scheme::Replicate(2))).unwrap_err();
+    assert!(matches!(e, Error::TooLarge { .. }), "{e}");
+    let loc = store.put(b"h", b"0123456789", &PutOptions::new(Scheme::Replicate(2))).unwrap();
+    assert!(matches!(store.read(&loc, 5, 11), Err(Error::BadRange { .. })));
+    store.free(&loc, Durability::Sync).unwrap();
+    assert!(matches!(store.read_all(&loc), Err(Error::NotFound { .. })));
+    assert!(matches!(store.free(&loc, Durability::None), Err(Error::NotFound { .. })));
+    assert!(store.fail_device(9).is_err());
+}
