@@ -13,6 +13,7 @@
 //! `superblock`, `record`, `persist` and `chunk`.
 
 mod band;
+mod bufpool;
 mod bytes;
 mod chunk;
 mod codec;

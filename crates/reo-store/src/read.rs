@@ -30,6 +30,10 @@ type Run = (usize, u64, usize, Vec<(usize, usize)>);
 /// Fetched chunk bytes: (run buffer, offset in it), or `None` when unreadable or unverified.
 type Fetched = Vec<Option<(usize, usize)>>;
 
+/// A data chunk a read wants: the chunk, its row (index into the read's rows) and its data
+/// position in the row (stripe × data + column).
+type Want = (ChunkAt, usize, usize);
+
 impl Inner {
     /// Reads blob bytes `[from, to)`.
     pub(crate) fn read(&self, loc: &Location, from: u64, to: u64) -> Result<Vec<u8>> {
@@ -52,10 +56,9 @@ impl Inner {
     fn read_verified(&self, loc: &Location, from: u64, to: u64) -> Result<Vec<u8>> {
         let shape = self.shape(loc);
         let g = shape.geom;
-        let mut out = vec![0u8; (to - from) as usize];
         let rows: Vec<Row> = shape.rows_between(loc.start as u64, from, to).collect();
-        // Pass 1: the data chunks overlapping the range.
-        let mut want: Vec<(ChunkAt, usize, usize)> = Vec::new(); // (chunk, row i, stripe*data + c)
+        // Pass 1: the data chunks overlapping the range, in blob order.
+        let mut want: Vec<Want> = Vec::new();
         for (ri, row) in rows.iter().enumerate() {
             let body = row.body() as u64;
             for s in 0..g.stripes_per_row {
@@ -71,28 +74,39 @@ impl Inner {
         }
         let chunks: Vec<ChunkAt> = want.iter().map(|w| w.0).collect();
         let (runs, got) = self.fetch(loc.seq, &chunks);
-        let mut degraded = false;
-        for (i, (at, ri, j)) in want.iter().enumerate() {
-            let row = &rows[*ri];
-            let body = row.body();
-            let rebuilt;
-            let bytes: &[u8] = match got[i] {
-                Some((run, off)) => &runs[run][off..off + body],
-                None => {
-                    degraded = true;
-                    rebuilt = self.rebuild(loc, &shape, row, *j / g.data, *j % g.data, at)?;
-                    &rebuilt
-                }
-            };
-            let a = row.data_off + (*j * body) as u64;
-            let b = (a + body as u64).min(row.data_off + row.data_len);
-            let (x, y) = (a.max(from), b.min(to));
-            out[(x - from) as usize..(y - from) as usize].copy_from_slice(&bytes[(x - a) as usize..(y - a) as usize]);
+        let missing: Vec<usize> = (0..want.len()).filter(|&i| got[i].is_none()).collect();
+        let rebuilt = if missing.is_empty() {
+            Ok(Vec::new())
+        } else {
+            self.rebuild(loc, &shape, &rows, &want, (&runs, &got), &missing)
+        };
+        let result = rebuilt.map(|rebuilt| {
+            // The pieces are contiguous and in order: append them, no zero-fill first.
+            let mut out = Vec::with_capacity((to - from) as usize);
+            let mut next_rebuilt = rebuilt.iter();
+            for (i, (_, ri, j)) in want.iter().enumerate() {
+                let row = &rows[*ri];
+                let body = row.body();
+                let bytes: &[u8] = match got[i] {
+                    Some((run, off)) => &runs[run][off..off + body],
+                    None => next_rebuilt.next().expect("one rebuilt chunk per missing chunk"),
+                };
+                let a = row.data_off + (*j * body) as u64;
+                let b = (a + body as u64).min(row.data_off + row.data_len);
+                let (x, y) = (a.max(from), b.min(to));
+                debug_assert_eq!(from + out.len() as u64, x, "pieces are contiguous");
+                out.extend_from_slice(&bytes[(x - a) as usize..(y - a) as usize]);
+            }
+            debug_assert_eq!(out.len() as u64, to - from);
+            out
+        });
+        for b in runs {
+            self.bufs.give(b);
         }
-        if degraded {
+        if result.is_ok() && !missing.is_empty() {
             Counters::add(&self.stats.degraded_reads, 1);
         }
-        Ok(out)
+        result
     }
 
     fn chunk_at(&self, loc: &Location, shape: &Shape, row: &Row, s: usize, c: usize) -> ChunkAt {
@@ -105,55 +119,161 @@ impl Inner {
         }
     }
 
-    /// Rebuilds data chunk `c` of stripe `s` in `row` from the stripe's other chunks.
-    fn rebuild(&self, loc: &Location, shape: &Shape, row: &Row, s: usize, c: usize, at: &ChunkAt) -> Result<Vec<u8>> {
+    /// Rebuilds the data chunks `missing` (indexes into `want`) that pass 1 (`first`: its run
+    /// buffers and what they hold) could not read or verify, from copies or parity. The chunks
+    /// every damaged stripe needs are fetched together in one parallel round; another round
+    /// follows only if some of those are unreadable too. Returns the bodies in `missing` order.
+    fn rebuild(
+        &self,
+        loc: &Location,
+        shape: &Shape,
+        rows: &[Row],
+        want: &[Want],
+        first: (&[AlignedBuf], &Fetched),
+        missing: &[usize],
+    ) -> Result<Vec<Vec<u8>>> {
         let g = shape.geom;
-        let body = row.body();
-        let lost = |why: &str| Error::Corrupt {
-            seq: loc.seq,
-            detail: format!("chunk {} on device {}: {why}", at.index, at.device),
+        let lost = |i: usize, why: &str| {
+            let at = want[i].0;
+            Error::Corrupt { seq: loc.seq, detail: format!("chunk {} on device {}: {why}", at.index, at.device) }
         };
         match loc.scheme {
-            Scheme::None(_) => Err(lost("unreadable and the scheme has no redundancy")),
+            Scheme::None(_) => Err(lost(missing[0], "unreadable and the scheme has no redundancy")),
             Scheme::Replicate(r) => {
+                let mut out: Vec<Option<Vec<u8>>> = vec![None; missing.len()];
                 for copy in 1..r as usize {
-                    let other = self.chunk_at(loc, shape, row, s, copy);
-                    let (runs, got) = self.fetch(loc.seq, &[other]);
-                    if let Some((run, off)) = got[0] {
-                        Counters::add(&self.stats.reconstructed_chunks, 1);
-                        return Ok(runs[run][off..off + body].to_vec());
+                    let todo: Vec<usize> = (0..missing.len()).filter(|&m| out[m].is_none()).collect();
+                    if todo.is_empty() {
+                        break;
+                    }
+                    let others: Vec<ChunkAt> = todo
+                        .iter()
+                        .map(|&m| {
+                            let (_, ri, j) = want[missing[m]];
+                            self.chunk_at(loc, shape, &rows[ri], j / g.data, copy)
+                        })
+                        .collect();
+                    let (bufs, found) = self.fetch(loc.seq, &others);
+                    for (t, &m) in todo.iter().enumerate() {
+                        if let Some((run, off)) = found[t] {
+                            let body = rows[want[missing[m]].1].body();
+                            out[m] = Some(bufs[run][off..off + body].to_vec());
+                            Counters::add(&self.stats.reconstructed_chunks, 1);
+                        }
+                    }
+                    for b in bufs {
+                        self.bufs.give(b);
                     }
                 }
-                Err(lost("every copy is unreadable"))
+                out.into_iter()
+                    .enumerate()
+                    .map(|(m, o)| o.ok_or_else(|| lost(missing[m], "every copy is unreadable")))
+                    .collect()
             }
             Scheme::Rs { k, p } => {
                 let (k, p) = (k as usize, p as usize);
-                let others: Vec<ChunkAt> =
-                    (0..g.width).filter(|&x| x != c).map(|x| self.chunk_at(loc, shape, row, s, x)).collect();
-                let (runs, got) = self.fetch(loc.seq, &others);
-                let piece = |x: usize| -> Option<&[u8]> {
-                    let i = if x < c { x } else { x - 1 };
-                    got[i].map(|(run, off)| &runs[run][off..off + body])
-                };
-                let data: Vec<Option<&[u8]>> = (0..k).map(|x| if x == c { None } else { piece(x) }).collect();
-                let parity: Vec<Option<&[u8]>> = (k..k + p).map(piece).collect();
-                let mut out = vec![0u8; body];
-                // Restore every missing data shard; keep the one asked for.
-                let mut bufs: Vec<(usize, Vec<u8>)> =
-                    (0..k).filter(|&x| data[x].is_none() && x != c).map(|x| (x, vec![0u8; body])).collect();
-                let mut restored: Vec<(usize, &mut [u8])> = vec![(c, out.as_mut_slice())];
-                restored.extend(bufs.iter_mut().map(|(x, v)| (*x, v.as_mut_slice())));
-                if !codec::decode(k, p, &data, &parity, &mut restored) {
-                    return Err(lost(&format!("more than {p} chunks of its stripe are unreadable")));
+                let mut rounds: Vec<Vec<AlignedBuf>> = Vec::new();
+                let r = self.rebuild_rs(loc, shape, rows, want, first, missing, (k, p), &mut rounds);
+                for b in rounds.into_iter().flatten() {
+                    self.bufs.give(b);
                 }
-                Counters::add(&self.stats.reconstructed_chunks, 1);
-                Ok(out)
+                r.map_err(|(i, why)| lost(i, &why))
             }
         }
     }
 
+    /// [`Inner::rebuild`] for `rs(k, p)`; the buffers of extra fetch rounds go into `rounds`.
+    /// An error names the `want` index of a chunk that cannot be rebuilt and why.
+    #[allow(clippy::too_many_arguments)]
+    fn rebuild_rs(
+        &self,
+        loc: &Location,
+        shape: &Shape,
+        rows: &[Row],
+        want: &[Want],
+        first: (&[AlignedBuf], &Fetched),
+        missing: &[usize],
+        (k, p): (usize, usize),
+        rounds: &mut Vec<Vec<AlignedBuf>>,
+    ) -> std::result::Result<Vec<Vec<u8>>, (usize, String)> {
+        let width = shape.geom.width;
+        let data = shape.geom.data;
+        // Every damaged stripe, (row, stripe) → its columns: (tried, piece: (round, run, offset)).
+        type Piece = (usize, usize, usize);
+        let mut stripes: Vec<((usize, usize), Vec<(bool, Option<Piece>)>)> = Vec::new();
+        let stripe_of = |i: usize| (want[i].1, want[i].2 / data);
+        for &i in missing {
+            if !stripes.iter().any(|(key, _)| *key == stripe_of(i)) {
+                stripes.push((stripe_of(i), vec![(false, None); width]));
+            }
+        }
+        for (i, w) in want.iter().enumerate() {
+            if let Some((_, cols)) = stripes.iter_mut().find(|(key, _)| *key == stripe_of(i)) {
+                cols[w.2 % data] = (true, first.1[i].map(|(run, off)| (0, run, off)));
+            }
+        }
+        // Fetch rounds: each stripe short of k pieces asks for as many untried columns (healthy
+        // devices first) as it lacks.
+        loop {
+            let mut ask: Vec<(usize, usize)> = Vec::new(); // (stripe, column)
+            for (si, ((ri, s), cols)) in stripes.iter().enumerate() {
+                let have = cols.iter().filter(|c| c.1.is_some()).count();
+                if have >= k {
+                    continue;
+                }
+                let mut untried: Vec<usize> = (0..width).filter(|&c| !cols[c].0).collect();
+                untried.sort_by_key(|&c| self.is_failed(shape.device_of(loc.band, &rows[*ri], *s, c, loc.device)));
+                ask.extend(untried.into_iter().take(k - have).map(|c| (si, c)));
+            }
+            if ask.is_empty() {
+                break;
+            }
+            let chunks: Vec<ChunkAt> = ask
+                .iter()
+                .map(|&(si, c)| {
+                    let (ri, s) = stripes[si].0;
+                    self.chunk_at(loc, shape, &rows[ri], s, c)
+                })
+                .collect();
+            let (bufs, found) = self.fetch(loc.seq, &chunks);
+            rounds.push(bufs);
+            for (t, &(si, c)) in ask.iter().enumerate() {
+                stripes[si].1[c] = (true, found[t].map(|(run, off)| (rounds.len(), run, off)));
+            }
+        }
+        // Decode each stripe, restoring the data chunks asked for.
+        let mut out: Vec<Vec<u8>> = vec![Vec::new(); missing.len()];
+        for ((ri, s), cols) in &stripes {
+            let body = rows[*ri].body();
+            let piece = |c: usize| -> Option<&[u8]> {
+                cols[c].1.map(|(round, run, off)| {
+                    let bufs = if round == 0 { first.0 } else { &rounds[round - 1][..] };
+                    &bufs[run][off..off + body]
+                })
+            };
+            let shards: Vec<Option<&[u8]>> = (0..k).map(piece).collect();
+            let parity: Vec<Option<&[u8]>> = (k..k + p).map(piece).collect();
+            let targets: Vec<usize> = (0..missing.len()).filter(|&m| stripe_of(missing[m]) == (*ri, *s)).collect();
+            let mut bodies: Vec<Vec<u8>> = targets.iter().map(|_| vec![0u8; body]).collect();
+            let mut restored: Vec<(usize, &mut [u8])> = targets
+                .iter()
+                .zip(bodies.iter_mut())
+                .map(|(&m, b)| (want[missing[m]].2 % data, b.as_mut_slice()))
+                .collect();
+            if !codec::decode(k, p, &shards, &parity, &mut restored) {
+                return Err((missing[targets[0]], format!("more than {p} chunks of its stripe are unreadable")));
+            }
+            Counters::add(&self.stats.reconstructed_chunks, targets.len() as u64);
+            for (&m, b) in targets.iter().zip(bodies) {
+                out[m] = b;
+            }
+        }
+        Ok(out)
+    }
+
     /// Reads and verifies `chunks`, merging adjacent chunks of one device into one read and
-    /// reading devices in parallel. Failed devices and bad chunks come back as `None`.
+    /// reading devices in parallel. Failed devices and bad chunks come back as `None`. The run
+    /// buffers come from the pool (possibly longer than the run); callers give them back.
     fn fetch(&self, seq: u64, chunks: &[ChunkAt]) -> (Vec<AlignedBuf>, Fetched) {
         // Group into runs: (device, offset, len, [(chunk i, offset in run)]).
         let mut order: Vec<usize> = (0..chunks.len()).collect();
@@ -172,20 +292,21 @@ impl Inner {
                 _ => runs.push((c.device, c.offset, c.height, vec![(i, 0)])),
             }
         }
-        let bufs: Vec<Option<AlignedBuf>> = self.pool.map(runs.len(), |r| {
+        let read: Vec<(AlignedBuf, bool)> = self.pool.map(runs.len(), |r| {
             let (d, off, len, _) = &runs[r];
-            let mut b = AlignedBuf::zeroed(*len);
-            match self.devices[*d].read_at(&mut b, *off) {
-                Ok(()) => Some(b),
-                Err(_) => {
-                    Counters::add(&self.stats.read_errors, 1);
-                    None
-                }
+            let mut b = self.bufs.take(*len);
+            let ok = self.devices[*d].read_at(&mut b[..*len], *off).is_ok();
+            if !ok {
+                Counters::add(&self.stats.read_errors, 1);
             }
+            (b, ok)
         });
         let mut got: Fetched = vec![None; chunks.len()];
         for (r, (_, _, _, members)) in runs.iter().enumerate() {
-            let Some(buf) = &bufs[r] else { continue };
+            let (buf, ok) = &read[r];
+            if !ok {
+                continue;
+            }
             for &(i, off) in members {
                 let c = chunks[i];
                 if !self.stores_bytes || chunk::verify(&buf[off..off + c.height], seq, c.index, c.place) {
@@ -195,8 +316,7 @@ impl Inner {
                 }
             }
         }
-        let bufs = bufs.into_iter().map(|b| b.unwrap_or_else(|| AlignedBuf::zeroed(0))).collect();
-        (bufs, got)
+        (read.into_iter().map(|(b, _)| b).collect(), got)
     }
 
     /// Health of a blob from the failed-device set alone: lost when a chunk holding data is on

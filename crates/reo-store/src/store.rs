@@ -9,6 +9,7 @@
 //! always equals "all queued records applied".
 
 use crate::band::{Band, BandState};
+use crate::bufpool::BufPool;
 use crate::error::{Error, Result};
 use crate::geometry::Shape;
 use crate::journal::Journal;
@@ -125,6 +126,8 @@ pub(crate) struct Inner {
     pub stores_bytes: bool,
     /// Serialises cleaners.
     pub gc_lock: Mutex<()>,
+    /// Column and read buffers reused across operations.
+    pub bufs: BufPool,
 }
 
 impl Inner {

@@ -144,6 +144,10 @@ impl Inner {
     }
 
     /// Lays out and writes the blob's chunks; returns device bytes written.
+    ///
+    /// Columns come from the buffer pool with stale contents, so every byte written is set here:
+    /// data then zero padding in data chunks, parity encoded in place, copies, trailers, and
+    /// zeros in the columns of a row that no stripe uses.
     fn write_blob(&self, loc: &Location, data: &[u8]) -> Result<u64> {
         let shape = self.shape(loc);
         let sectors = shape.sectors();
@@ -153,38 +157,35 @@ impl Inner {
         let col_len = (sectors * SECTOR) as usize;
         let n = self.n();
         let isolated = loc.scheme.is_isolated();
-        let mut cols: Vec<AlignedBuf> = (0..n)
-            .map(|d| AlignedBuf::zeroed(if isolated && d != loc.device as usize { 0 } else { col_len }))
-            .collect();
+        let mut cols: Vec<AlignedBuf> =
+            (0..n).map(|d| self.bufs.take(if isolated && d != loc.device as usize { 0 } else { col_len })).collect();
         let g = shape.geom;
-        let mut parity: Vec<Vec<u8>> = Vec::new();
         for row in shape.rows_between(loc.start as u64, 0, loc.len) {
             let body = row.body();
             let off = ((row.start - loc.start as u64) * SECTOR) as usize;
             let place = chunk::place(loc.band, row.start);
+            let mut used = vec![false; n];
             for s in 0..g.stripes_per_row {
                 let dev = |c: usize| shape.device_of(loc.band, &row, s, c, loc.device);
                 for c in 0..g.data {
                     let j = (s * g.data + c) as u64;
                     let from = (row.data_off + j * body as u64).min(loc.len) as usize;
                     let to = (row.data_off + (j + 1) * body as u64).min(row.data_off + row.data_len) as usize;
-                    let dst = &mut cols[dev(c)][off..off + row.height];
-                    if to > from {
-                        dst[..to - from].copy_from_slice(&data[from..to]);
-                    }
+                    let dst = &mut cols[dev(c)][off..off + body];
+                    let len = to.saturating_sub(from);
+                    dst[..len].copy_from_slice(&data[from..from + len]);
+                    dst[len..].fill(0);
                 }
                 match loc.scheme {
                     Scheme::Rs { k, p } => {
-                        parity.resize_with(p as usize, Vec::new);
-                        for pb in parity.iter_mut() {
-                            pb.resize(body, 0);
-                        }
-                        let shards: Vec<&[u8]> = (0..k as usize).map(|c| &cols[dev(c)][off..off + body]).collect();
-                        let mut outs: Vec<&mut [u8]> = parity.iter_mut().map(|v| v.as_mut_slice()).collect();
+                        // Encode straight into the parity columns (a stripe's chunks are on
+                        // distinct devices, so the data and parity slices never overlap).
+                        let mut slots: Vec<Option<&mut [u8]>> =
+                            cols.iter_mut().map(|b| b.get_mut(off..off + body)).collect();
+                        let mut pick = |c: usize| slots[dev(c)].take().expect("a stripe's chunks are on distinct devices");
+                        let shards: Vec<&[u8]> = (0..k as usize).map(|c| -> &[u8] { pick(c) }).collect();
+                        let mut outs: Vec<&mut [u8]> = (k as usize..(k + p) as usize).map(&mut pick).collect();
                         codec::encode(&shards, &mut outs);
-                        for (i, pb) in parity.iter().enumerate() {
-                            cols[dev(k as usize + i)][off..off + body].copy_from_slice(pb);
-                        }
                     }
                     Scheme::Replicate(r) => {
                         let src = dev(0);
@@ -197,7 +198,13 @@ impl Inner {
                 }
                 for c in 0..g.width {
                     let idx = shape.chunk_index(&row, s, c);
+                    used[dev(c)] = true;
                     chunk::seal(&mut cols[dev(c)][off..off + row.height], loc.seq, idx, place);
+                }
+            }
+            if !isolated {
+                for (col, _) in cols.iter_mut().zip(&used).filter(|(_, &u)| !u) {
+                    col[off..off + row.height].fill(0);
                 }
             }
         }
@@ -206,8 +213,11 @@ impl Inner {
             if cols[d].is_empty() || self.is_failed(d) {
                 return Ok(0);
             }
-            self.devices[d].write_at(&cols[d], offset).map(|_| cols[d].len() as u64)
+            self.devices[d].write_at(&cols[d][..col_len], offset).map(|_| col_len as u64)
         });
+        for col in cols {
+            self.bufs.give(col);
+        }
         let mut written = 0;
         for (d, r) in results.into_iter().enumerate() {
             match r {

@@ -54,9 +54,9 @@ fn id_of(header: &[u8]) -> u64 {
 
 impl GcHandler for Follow<'_> {
     fn decide(&mut self, loc: &Location, _h: &[u8]) -> GcDecision {
-        if self.drop && loc.seq % 3 == 0 {
+        if self.drop && loc.seq.is_multiple_of(3) {
             GcDecision::Drop
-        } else if loc.seq % 5 == 0 {
+        } else if loc.seq.is_multiple_of(5) {
             GcDecision::Reencode(Scheme::Replicate(3))
         } else {
             GcDecision::Relocate

@@ -1,0 +1,153 @@
+//! The physical limit: the device files themselves, written and read sequentially with no store
+//! in between — one thread per file, the I/O size of a store put, an fdatasync at the end of the
+//! writes (like `fio --rw=write --end_fsync=1`).
+//!
+//! Also opens the files (O_DIRECT when the filesystem allows it) and preconditions them: every
+//! byte is written once before anything is measured, so neither the raw test nor the store pays
+//! for the filesystem's first-write block allocation, as on a real (already mapped) device.
+
+use super::{progress, Plan, MIB};
+use reo_media::{AlignedBuf, FileMedia, FileOptions, Media};
+use std::io::ErrorKind;
+use std::path::Path;
+use std::sync::{Arc, Barrier};
+use std::time::Instant;
+
+/// Whether to open the files with O_DIRECT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirectMode {
+    /// O_DIRECT when the filesystem supports it, else buffered.
+    Auto,
+    On,
+    Off,
+}
+
+/// Sequential operation of the raw test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Write,
+    Read,
+}
+
+/// Fills `buf` with a fast deterministic pseudo-random sequence (xorshift64) seeded by `seed`.
+pub fn fill(buf: &mut [u8], seed: u64) {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    for c in buf.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        c.copy_from_slice(&x.to_le_bytes()[..c.len()]);
+    }
+}
+
+/// Creates `n` device files of `len` bytes in `dir`; returns them and whether they use O_DIRECT.
+pub fn open_devices(dir: &Path, n: usize, len: u64, mode: DirectMode) -> Result<(Vec<Arc<FileMedia>>, bool), String> {
+    let mut direct = mode != DirectMode::Off;
+    let mut files = Vec::with_capacity(n);
+    for i in 0..n {
+        let path = dir.join(format!("dev{i}.img"));
+        let open = |direct| FileMedia::open(&path, &FileOptions { direct, create_len: Some(len) });
+        let f = match open(direct) {
+            Err(e) if i == 0 && mode == DirectMode::Auto && e.kind() == ErrorKind::Unsupported => {
+                progress(format_args!("O_DIRECT unsupported here, using buffered I/O ({e})"));
+                direct = false;
+                open(false)
+            }
+            r => r,
+        };
+        let f = f.map_err(|e| format!("bench store: cannot create device file {}: {e}", path.display()))?;
+        files.push(Arc::new(f));
+    }
+    Ok((files, direct))
+}
+
+/// Runs `job(device)` on one thread per file, all released at once; returns the wall time from
+/// the release to the last finish.
+fn per_device<F>(files: &[Arc<FileMedia>], job: F) -> Result<f64, String>
+where
+    F: Fn(usize, &FileMedia, &Barrier) -> Result<(), String> + Sync,
+{
+    let barrier = Barrier::new(files.len() + 1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = files
+            .iter()
+            .enumerate()
+            .map(|(d, f)| {
+                let (job, barrier) = (&job, &barrier);
+                s.spawn(move || job(d, f, barrier))
+            })
+            .collect();
+        barrier.wait();
+        let t0 = Instant::now();
+        let mut first_err = None;
+        for h in handles {
+            let r = h.join().unwrap_or_else(|_| Err("bench store: a raw I/O thread panicked".into()));
+            if let Err(e) = r {
+                first_err.get_or_insert(e);
+            }
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        first_err.map_or(Ok(secs), Err)
+    })
+}
+
+/// Writes `[start, end)` of `f` sequentially in `io`-byte writes from `buf`.
+fn write_range(f: &FileMedia, buf: &AlignedBuf, start: u64, end: u64) -> Result<(), String> {
+    let mut off = start;
+    while off < end {
+        let len = (end - off).min(buf.len() as u64) as usize;
+        f.write_at(&buf[..len], off).map_err(|e| format!("bench store: raw write: {e}"))?;
+        off += len as u64;
+    }
+    Ok(())
+}
+
+/// Writes every byte of every file once (4 MiB writes) and syncs; returns the seconds it took.
+pub fn precondition(files: &[Arc<FileMedia>]) -> Result<f64, String> {
+    let secs = per_device(files, |d, f, barrier| {
+        let mut buf = AlignedBuf::zeroed(4 << 20);
+        fill(&mut buf, 1000 + d as u64);
+        barrier.wait();
+        write_range(f, &buf, 0, f.len())?;
+        f.sync().map_err(|e| format!("bench store: precondition: {e}"))
+    })?;
+    let total: u64 = files.iter().map(|f| f.len()).sum();
+    progress(format_args!("preconditioned {:.0} MiB in {secs:.2} s", total as f64 / MIB));
+    Ok(secs)
+}
+
+/// The raw sequential test over the store's data region: `plan.raw_per_device` bytes per file
+/// from the first zone, in `plan.io`-byte I/Os. Returns MiB/s over all files.
+pub fn sequential(files: &[Arc<FileMedia>], plan: &Plan, op: Op) -> Result<f64, String> {
+    let (start, io) = (plan.layout.data_off, plan.io as usize);
+    let end = start + plan.raw_per_device;
+    let secs = per_device(files, |d, f, barrier| {
+        let mut buf = AlignedBuf::zeroed(io);
+        fill(&mut buf, 2000 + d as u64);
+        barrier.wait();
+        match op {
+            Op::Write => {
+                write_range(f, &buf, start, end)?;
+                f.sync().map_err(|e| format!("bench store: raw write: {e}"))
+            }
+            Op::Read => {
+                let mut off = start;
+                while off < end {
+                    let len = (end - off).min(io as u64) as usize;
+                    f.read_at(&mut buf[..len], off).map_err(|e| format!("bench store: raw read: {e}"))?;
+                    off += len as u64;
+                }
+                Ok(())
+            }
+        }
+    })?;
+    let bytes = plan.raw_per_device * files.len() as u64;
+    let mibps = bytes as f64 / MIB / secs;
+    let what = if op == Op::Write { "raw write" } else { "raw read" };
+    progress(format_args!(
+        "{what}: {:.0} MiB in {secs:.2} s = {mibps:.1} MiB/s ({} KiB I/Os)",
+        bytes as f64 / MIB,
+        io >> 10
+    ));
+    Ok(mibps)
+}

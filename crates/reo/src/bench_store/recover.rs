@@ -1,0 +1,69 @@
+//! Crash restart: a fresh store takes many small blobs (1–4 KiB, `none(isolated)`, durability
+//! `none`), is flushed, then dropped without `close` — its journal is on the devices but there is
+//! no clean checkpoint, as after a crash — and the reopen (checkpoint load, journal replay,
+//! verification of the last batch, new checkpoint) is timed.
+
+use super::phases::{fresh_store, put_blobs, Pattern};
+use super::{progress, Plan};
+use reo_media::Media;
+use reo_store::{Placement, Scheme, Store, StoreConfig};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What the crash restart measured.
+pub struct Recovery {
+    pub blobs: usize,
+    /// Seconds of the timed `Store::open`.
+    pub open_s: f64,
+    pub s_per_million: f64,
+    pub batches_replayed: u64,
+    pub records_replayed: u64,
+    /// Small puts per second while filling (for information).
+    pub puts_per_s: f64,
+}
+
+/// Length of small blob `i`: 1024 to 4096 bytes.
+pub fn small_len(i: u64) -> usize {
+    let x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    1024 + ((x >> 32) % 3073) as usize
+}
+
+pub fn run(devs: &[Arc<dyn Media>], cfg: &StoreConfig, plan: &Plan) -> Result<Recovery, String> {
+    let m = plan.recover_blobs;
+    let pattern = Pattern::new(4096);
+    let store = fresh_store(devs, cfg)?;
+    let (locs, secs) = put_blobs(&store, Scheme::None(Placement::Isolated), plan.n, m, small_len, &pattern)?;
+    let puts_per_s = m as f64 / secs;
+    // Crash-like: what is queued reaches the journal, but no clean checkpoint is taken.
+    drop(store);
+
+    let t0 = Instant::now();
+    let (store, report) = Store::open(devs.to_vec(), cfg).map_err(|e| format!("bench store: crash restart: {e}"))?;
+    let open_s = t0.elapsed().as_secs_f64();
+    if report.formatted || report.live_blobs != m {
+        return Err(format!("bench store: crash restart recovered {} blobs of {m} ({report:?})", report.live_blobs));
+    }
+    if report.clean {
+        return Err("bench store: crash restart: the store reopened clean: nothing was replayed".into());
+    }
+    let step = (m / 64).max(1);
+    for (i, loc) in locs.iter().step_by(step) {
+        let got = store.read_all(loc).map_err(|e| format!("bench store: crash restart: read of blob {i}: {e}"))?;
+        pattern.check(&got, *i, "crash restart")?;
+    }
+    store.close().map_err(|e| format!("bench store: close after crash restart: {e}"))?;
+    let s_per_million = open_s * 1e6 / m as f64;
+    progress(format_args!(
+        "crash restart: {m} blobs ({puts_per_s:.0} puts/s), reopened in {open_s:.3} s = {s_per_million:.3} s per \
+         million blobs ({} batches, {} records replayed)",
+        report.batches_replayed, report.records_replayed
+    ));
+    Ok(Recovery {
+        blobs: m,
+        open_s,
+        s_per_million,
+        batches_replayed: report.batches_replayed,
+        records_replayed: report.records_replayed,
+        puts_per_s,
+    })
+}
