@@ -40,7 +40,8 @@ impl BufPool {
             return AlignedBuf::zeroed(0);
         }
         let mut f = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        let best = f.bufs.iter().enumerate().filter(|(_, b)| b.len() >= len).min_by_key(|(_, b)| b.len()).map(|(i, _)| i);
+        let best =
+            f.bufs.iter().enumerate().filter(|(_, b)| b.len() >= len).min_by_key(|(_, b)| b.len()).map(|(i, _)| i);
         if let Some(i) = best {
             let b = f.bufs.swap_remove(i);
             f.bytes -= b.len();

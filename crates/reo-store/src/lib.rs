@@ -41,7 +41,7 @@ pub use read::device_read_bytes;
 pub use recover::OpenReport;
 pub use scheme::{Geometry, Placement, Scheme};
 pub use stats::StoreStats;
-pub use store::{BlobHealth, Durability, PutOptions, SchemeSpace, SpaceReport, Store};
+pub use store::{BandInfo, BlobHealth, Durability, PutOptions, SchemeSpace, SpaceReport, Store};
 pub use superblock::{Layout, FORMAT_VERSION};
 
 /// Raw codec entry points, for benchmarks.

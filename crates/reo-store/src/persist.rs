@@ -170,3 +170,36 @@ pub(crate) fn decode_checkpoint(payload: &[u8], max_bands: usize, devices: usize
     let live = Record::decode_all(rest)?;
     Some(Checkpoint { next_seq, clean, bands, live })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn checkpoint_decoder_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..400), bands in 0usize..64) {
+            let _ = decode_checkpoint(&bytes, bands, 4);
+        }
+
+        #[test]
+        fn checkpoint_decoder_survives_mutation(pos in 0usize..200, v in any::<u8>(), cut in 0usize..200) {
+            let mut w = Writer::default();
+            w.u64(77).u8(1).u32(2);
+            let mut b = Band::new();
+            b.open(crate::scheme::Scheme::Rs { k: 2, p: 2 }, 4);
+            encode_band(&mut w, &b);
+            encode_band(&mut w, &Band::new());
+            Record::Free { seq: 1, band: 0 }.encode(&mut w);
+            let good = w.0.clone();
+            let c = decode_checkpoint(&good, 8, 4).expect("valid checkpoint decodes");
+            prop_assert_eq!(c.next_seq, 77);
+            prop_assert_eq!(c.bands.len(), 2);
+            let mut bad = good.clone();
+            let n = bad.len();
+            bad[pos % n] = v;
+            let _ = decode_checkpoint(&bad, 8, 4);
+            let _ = decode_checkpoint(&good[..cut.min(n)], 8, 4);
+        }
+    }
+}

@@ -241,23 +241,25 @@ fn read_journal(inner: &Inner, gen: u64) -> (Vec<Vec<Record>>, u64, u64) {
     'outer: while pos + FRAME_HEADER as u64 <= l.journal_len {
         for &d in &healthy {
             let Some(frame) = frame_at(inner, d, pos, window, &mut cache) else { continue };
-            let Some(f) = Frame::parse(&frame) else { continue };
+            let Some(f) = Frame::parse(frame) else { continue };
             if &f.magic != BATCH_MAGIC || f.store != l.store_id || f.gen != gen || f.number != number {
                 continue;
             }
             if pos + f.total_len() > l.journal_len {
                 continue;
             }
-            let full = if f.total_len() as usize <= frame.len() {
+            let big;
+            let full: &[u8] = if f.total_len() as usize <= frame.len() {
                 frame
             } else {
                 let mut b = AlignedBuf::zeroed(f.total_len() as usize);
                 if inner.devices[d].read_at(&mut b, l.journal_off + pos).is_err() {
                     continue;
                 }
-                b.to_vec()
+                big = b;
+                &big
             };
-            let Some(recs) = f.payload(&full).and_then(Record::decode_all) else { continue };
+            let Some(recs) = f.payload(full).and_then(Record::decode_all) else { continue };
             batches.push(recs);
             pos += f.total_len();
             number += 1;
@@ -268,14 +270,15 @@ fn read_journal(inner: &Inner, gen: u64) -> (Vec<Vec<Record>>, u64, u64) {
     (batches, pos, number)
 }
 
-/// Up to `window` bytes of device `d`'s journal from `pos`, through a per-device window cache.
-fn frame_at(
+/// Up to `window` bytes of device `d`'s journal from `pos`, through a per-device window cache
+/// (borrowed, not copied: a journal holds thousands of small batches).
+fn frame_at<'a>(
     inner: &Inner,
     d: usize,
     pos: u64,
     window: usize,
-    cache: &mut HashMap<usize, (u64, AlignedBuf)>,
-) -> Option<Vec<u8>> {
+    cache: &'a mut HashMap<usize, (u64, AlignedBuf)>,
+) -> Option<&'a [u8]> {
     let l = inner.layout;
     let hit = cache.get(&d).is_some_and(|(s, b)| pos >= *s && pos + 4096 <= *s + b.len() as u64);
     if !hit {
@@ -285,7 +288,7 @@ fn frame_at(
         cache.insert(d, (pos, b));
     }
     let (s, b) = &cache[&d];
-    Some(b[(pos - s) as usize..].to_vec())
+    Some(&b[(pos - s) as usize..])
 }
 
 fn apply(inner: &Inner, rec: &Record, last_seq: &mut u64) {

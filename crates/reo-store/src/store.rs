@@ -94,6 +94,21 @@ pub struct SpaceReport {
     pub per_scheme: Vec<(Scheme, SchemeSpace)>,
 }
 
+/// One band's state and space, for operators and the cleaner's callers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BandInfo {
+    pub band: u32,
+    /// "free", "open" or "sealed".
+    pub state: &'static str,
+    pub scheme: Option<Scheme>,
+    pub live_blobs: usize,
+    pub live_bytes: u64,
+    pub live_device_bytes: u64,
+    pub used_device_bytes: u64,
+    /// Device bytes not yet written (the band's capacity minus used).
+    pub free_device_bytes: u64,
+}
+
 /// Allocation state: the open band of each scheme and the free bands.
 #[derive(Default)]
 pub(crate) struct Alloc {
@@ -281,6 +296,35 @@ impl Store {
             total_bands: self.inner.bands.len(),
             per_scheme,
         }
+    }
+
+    /// Per-band state and space.
+    pub fn bands(&self) -> Vec<BandInfo> {
+        let n = self.inner.n();
+        let cap = self.inner.layout.zone * n as u64;
+        self.inner
+            .bands
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                let b = b.read().unwrap_or_else(|e| e.into_inner());
+                let used = b.used_phys(n);
+                BandInfo {
+                    band: i as u32,
+                    state: match b.state {
+                        BandState::Free => "free",
+                        BandState::Open => "open",
+                        BandState::Sealed => "sealed",
+                    },
+                    scheme: b.scheme,
+                    live_blobs: b.live.len(),
+                    live_bytes: b.live_bytes,
+                    live_device_bytes: b.live_phys,
+                    used_device_bytes: used,
+                    free_device_bytes: cap.saturating_sub(used),
+                }
+            })
+            .collect()
     }
 
     /// Clean shutdown: writes what is queued, then a checkpoint, so the next open scans nothing.

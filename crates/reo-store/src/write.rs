@@ -182,7 +182,8 @@ impl Inner {
                         // distinct devices, so the data and parity slices never overlap).
                         let mut slots: Vec<Option<&mut [u8]>> =
                             cols.iter_mut().map(|b| b.get_mut(off..off + body)).collect();
-                        let mut pick = |c: usize| slots[dev(c)].take().expect("a stripe's chunks are on distinct devices");
+                        let mut pick =
+                            |c: usize| slots[dev(c)].take().expect("a stripe's chunks are on distinct devices");
                         let shards: Vec<&[u8]> = (0..k as usize).map(|c| -> &[u8] { pick(c) }).collect();
                         let mut outs: Vec<&mut [u8]> = (k as usize..(k + p) as usize).map(&mut pick).collect();
                         codec::encode(&shards, &mut outs);

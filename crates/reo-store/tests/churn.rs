@@ -73,6 +73,17 @@ fn gc_under_churn_keeps_every_live_blob() {
     for (k, (loc, seed, len)) in &m {
         assert_eq!(store.read_all(loc).unwrap(), content(*seed, *len), "blob {k}");
     }
+    // Space accounting agrees with the live set, per scheme and per band.
+    let live: u64 = m.values().map(|v| v.2 as u64).sum();
+    let space = store.space();
+    assert_eq!(space.per_scheme.iter().map(|(_, s)| s.live_bytes).sum::<u64>(), live);
+    let bands = store.bands();
+    assert_eq!(bands.iter().map(|b| b.live_bytes).sum::<u64>(), live);
+    assert_eq!(bands.iter().map(|b| b.live_blobs).sum::<usize>(), m.len());
+    assert_eq!(bands.iter().filter(|b| b.state == "free").count(), space.free_bands);
+    for b in &bands {
+        assert!(b.live_device_bytes <= b.used_device_bytes, "band {}: live beyond used", b.band);
+    }
     store.close().unwrap();
     let store = open(&devs, &cfg);
     let found: HashMap<u64, Location> = store.blobs().into_iter().map(|(l, h)| (id(&h), l)).collect();

@@ -10,7 +10,9 @@
 
 use clap::{Args, Subcommand};
 use reo_media::{FileMedia, FileOptions, Media};
-use reo_store::{Durability, Error, KeepAll, Location, Placement, PutOptions, Scheme, Store, StoreConfig, VictimPolicy};
+use reo_store::{
+    Durability, Error, KeepAll, Location, Placement, PutOptions, Scheme, Store, StoreConfig, VictimPolicy,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::fs::OpenOptions;
 use std::io::Write;

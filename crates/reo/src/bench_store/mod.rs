@@ -74,6 +74,25 @@ pub(crate) fn progress(msg: impl std::fmt::Display) {
 /// Bytes per MiB, for rates.
 pub(crate) const MIB: f64 = (1u64 << 20) as f64;
 
+/// Most rounds of one measurement.
+const MAX_ROUNDS: usize = 100;
+
+/// Runs `round(i)` (returning bytes moved and seconds measured) until at least `min_secs` have
+/// been measured; returns MiB/s over all rounds, the rounds and the total bytes.
+pub(crate) fn repeat(
+    min_secs: f64,
+    mut round: impl FnMut(usize) -> Result<(u64, f64), String>,
+) -> Result<(f64, usize, u64), String> {
+    let (mut bytes, mut secs, mut rounds) = (0u64, 0f64, 0usize);
+    while rounds == 0 || (secs < min_secs && rounds < MAX_ROUNDS) {
+        let (b, s) = round(rounds)?;
+        bytes += b;
+        secs += s;
+        rounds += 1;
+    }
+    Ok((bytes as f64 / MIB / secs, rounds, bytes))
+}
+
 /// The rs scheme of the benchmark: k = N − 2, p = 2 (p = 1 under 4 devices).
 fn rs_scheme(n: usize) -> Scheme {
     if n >= 4 {
@@ -114,6 +133,8 @@ pub(crate) struct Plan {
     pub rs_per_thread: usize,
     pub rep_per_thread: usize,
     pub recover_blobs: usize,
+    /// Each throughput figure repeats its measurement until this many seconds are measured.
+    pub min_secs: f64,
 }
 
 impl Plan {
@@ -192,6 +213,7 @@ impl Plan {
             rs_per_thread,
             rep_per_thread,
             recover_blobs,
+            min_secs: if quick { 1.0 } else { 3.0 },
         })
     }
 }
@@ -204,7 +226,8 @@ impl WorkDir {
         let parent = parent.map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos());
         let dir = parent.join(format!("reo-bench-store-{}-{}", std::process::id(), nanos.unwrap_or(0)));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("bench store: cannot create directory {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("bench store: cannot create directory {}: {e}", dir.display()))?;
         Ok(WorkDir(dir))
     }
 }

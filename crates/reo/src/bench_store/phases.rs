@@ -7,7 +7,7 @@
 //! what was written: a mismatch fails the benchmark.
 
 use super::raw::fill;
-use super::{progress, Plan, MIB};
+use super::{progress, repeat, Plan, MIB};
 use reo_media::{AlignedBuf, Media};
 use reo_store::{Durability, Location, Placement, PutOptions, Scheme, Store, StoreConfig, StoreStats};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -150,35 +150,52 @@ pub fn put_blobs(
     Ok((locs, secs))
 }
 
-/// Puts `per_thread` blobs of `len` bytes from each of `threads` threads; returns the blobs and
-/// MiB/s of user bytes.
-fn put_all(
-    store: &Store,
-    scheme: Scheme,
-    threads: usize,
-    per_thread: usize,
-    len: usize,
-    pattern: &Pattern,
-) -> Result<(Vec<(u64, Location)>, f64), String> {
-    let (locs, secs) = put_blobs(store, scheme, threads, threads * per_thread, |_| len, pattern)?;
-    let bytes = (locs.len() * len) as f64;
-    let mibps = bytes / MIB / secs;
-    progress(format_args!(
-        "put {scheme}: {} blobs, {:.0} MiB in {secs:.2} s = {mibps:.1} MiB/s",
-        locs.len(),
-        bytes / MIB
-    ));
-    Ok((locs, mibps))
+fn close(store: Store) -> Result<(), String> {
+    store.close().map_err(|e| format!("bench store: close: {e}"))
 }
 
-/// Reads every blob of `locs` from `threads` threads, checking a sample; returns MiB/s.
-pub fn get_all(
+/// Rounds of `per_thread` blobs of `plan.blob` bytes from each of N threads, each round on a
+/// fresh store, for `plan.min_secs`. Returns the last round's store and blobs, and MiB/s of user
+/// bytes over all rounds.
+fn put_rounds(
+    devs: &[Arc<dyn Media>],
+    cfg: &StoreConfig,
+    plan: &Plan,
+    scheme: Scheme,
+    per_thread: usize,
+    pattern: &Pattern,
+) -> Result<(Store, Vec<(u64, Location)>, f64), String> {
+    let (n, len) = (plan.n, plan.blob as usize);
+    let mut last: Option<(Store, Vec<(u64, Location)>)> = None;
+    let (mibps, rounds, bytes) = repeat(plan.min_secs, |_| {
+        if let Some((store, _)) = last.take() {
+            close(store)?;
+        }
+        let store = fresh_store(devs, cfg)?;
+        let (locs, secs) = put_blobs(&store, scheme, n, n * per_thread, |_| len, pattern)?;
+        spot_check(&store, &locs, pattern, &format!("put {scheme}"))?;
+        let bytes = (locs.len() * len) as u64;
+        last = Some((store, locs));
+        Ok((bytes, secs))
+    })?;
+    progress(format_args!(
+        "put {scheme}: {rounds} rounds of {} blobs, {:.0} MiB = {mibps:.1} MiB/s",
+        n * per_thread,
+        bytes as f64 / MIB
+    ));
+    let (store, locs) = last.expect("at least one round");
+    Ok((store, locs, mibps))
+}
+
+/// Reads every blob of `locs` from `threads` threads, checking a sample; returns bytes and
+/// seconds.
+fn get_once(
     store: &Store,
     locs: &[(u64, Location)],
     threads: usize,
     pattern: &Pattern,
     what: &str,
-) -> Result<f64, String> {
+) -> Result<(u64, f64), String> {
     let next = AtomicUsize::new(0);
     let job = |_t: usize, stop: &AtomicBool| {
         let mut bytes = 0u64;
@@ -197,10 +214,24 @@ pub fn get_all(
         Ok(bytes)
     };
     let (bytes, secs) = timed(threads, job, || Ok(()))?;
-    let bytes = bytes.iter().sum::<u64>() as f64;
-    let mibps = bytes / MIB / secs;
-    progress(format_args!("{what}: {} blobs, {:.0} MiB in {secs:.2} s = {mibps:.1} MiB/s", locs.len(), bytes / MIB));
     check_stats(&store.stats(), what)?;
+    Ok((bytes.iter().sum(), secs))
+}
+
+/// Rounds of reading every blob of `locs` from `plan.n` threads for `plan.min_secs`; MiB/s.
+fn get_rounds(
+    store: &Store,
+    locs: &[(u64, Location)],
+    plan: &Plan,
+    pattern: &Pattern,
+    what: &str,
+) -> Result<f64, String> {
+    let (mibps, rounds, bytes) = repeat(plan.min_secs, |_| get_once(store, locs, plan.n, pattern, what))?;
+    progress(format_args!(
+        "{what}: {rounds} rounds of {} blobs, {:.0} MiB = {mibps:.1} MiB/s",
+        locs.len(),
+        bytes as f64 / MIB
+    ));
     Ok(mibps)
 }
 
@@ -228,25 +259,18 @@ pub struct StorePhases {
 
 /// Puts of each scheme on fresh stores, then get and degraded get of the rs blobs.
 pub fn run(devs: &[Arc<dyn Media>], cfg: &StoreConfig, plan: &Plan) -> Result<StorePhases, String> {
-    let (n, len) = (plan.n, plan.blob as usize);
-    let pattern = Pattern::new(len);
-    let put = |scheme: Scheme, per_thread: usize| -> Result<(Store, Vec<(u64, Location)>, f64), String> {
-        let store = fresh_store(devs, cfg)?;
-        let (locs, mibps) = put_all(&store, scheme, n, per_thread, len, &pattern)?;
-        spot_check(&store, &locs, &pattern, &format!("put {scheme}"))?;
-        Ok((store, locs, mibps))
-    };
-    let close = |s: Store| s.close().map_err(|e| format!("bench store: close: {e}"));
-
-    let (store, _, put_none) = put(Scheme::None(Placement::Isolated), plan.none_per_thread)?;
+    let pattern = Pattern::new(plan.blob as usize);
+    let none = Scheme::None(Placement::Isolated);
+    let (store, _, put_none) = put_rounds(devs, cfg, plan, none, plan.none_per_thread, &pattern)?;
     close(store)?;
-    let (store, _, put_replicate) = put(Scheme::Replicate(2), plan.rep_per_thread)?;
+    let (store, _, put_replicate) = put_rounds(devs, cfg, plan, Scheme::Replicate(2), plan.rep_per_thread, &pattern)?;
     close(store)?;
-    let (store, locs, put_rs) = put(plan.rs, plan.rs_per_thread)?;
-    let get = get_all(&store, &locs, n, &pattern, &format!("get {}", plan.rs))?;
+    let (store, locs, put_rs) = put_rounds(devs, cfg, plan, plan.rs, plan.rs_per_thread, &pattern)?;
+    let get = get_rounds(&store, &locs, plan, &pattern, &format!("get {}", plan.rs))?;
     let before = store.stats();
     store.fail_device(0).map_err(|e| format!("bench store: fail device 0: {e}"))?;
-    let degraded_get = get_all(&store, &locs, n, &pattern, &format!("degraded get {} (device 0 failed)", plan.rs))?;
+    let what = format!("degraded get {} (device 0 failed)", plan.rs);
+    let degraded_get = get_rounds(&store, &locs, plan, &pattern, &what)?;
     let after = store.stats();
     let degraded_reads = after.degraded_reads - before.degraded_reads;
     if degraded_reads == 0 {

@@ -106,7 +106,12 @@ impl Results<'_> {
         let gibps = |x: f64| format!("{x:.2} GiB/s");
         row("raw sequential write", mibps(self.raw_write_mibps), "(physical limit)", None);
         row("raw sequential read", mibps(self.raw_read_mibps), "(physical limit)", None);
-        row("put none(isolated)", mibps(p.put_none), &format!(">= {PUT_NONE} x raw write"), Some((r.put_none, checks[0])));
+        row(
+            "put none(isolated)",
+            mibps(p.put_none),
+            &format!(">= {PUT_NONE} x raw write"),
+            Some((r.put_none, checks[0])),
+        );
         row(
             &format!("put {}", plan.rs),
             mibps(p.put_rs),

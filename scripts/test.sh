@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Reo's whole test suite, as CI runs it on a fresh machine. Installs what it needs itself.
+#   scripts/test.sh            formatting, lints, every test (a 20-cycle kill -9 loop included)
+#   REO_CRASH_CYCLES=1000 scripts/test.sh   the long crash loop
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Toolchain components (the machine's rustup has no network for new toolchains, but has these).
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+  rustup component add rustfmt clippy
+fi
+
+echo "== format"
+cargo fmt --all -- --check
+echo "== lints"
+cargo clippy --workspace --all-targets -- -D warnings
+echo "== tests"
+cargo test --workspace
+echo "== all tests passed"
