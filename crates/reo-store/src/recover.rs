@@ -229,37 +229,36 @@ fn load_checkpoint(inner: &Inner) -> Result<(Frame, Checkpoint)> {
 }
 
 /// Reads journal batches of `gen` in order from any healthy device; returns (records per batch,
-/// end position, next batch number).
+/// end position, next batch number). Each device's journal is read in 4 MiB windows; a frame that
+/// is missing or invalid on one device is taken from the next.
 fn read_journal(inner: &Inner, gen: u64) -> (Vec<Vec<Record>>, u64, u64) {
     let l = inner.layout;
     let window = (4u64 << 20).min(l.journal_len) as usize;
     let healthy: Vec<usize> = (0..inner.n()).filter(|&d| !inner.is_failed(d)).collect();
     let mut batches = Vec::new();
     let (mut pos, mut number) = (0u64, 0u64);
-    // A cached window per device: (start, bytes).
-    let mut cache: HashMap<usize, (u64, AlignedBuf)> = HashMap::new();
+    // The current window of each device: (start position, bytes).
+    let mut windows: Vec<Option<(u64, AlignedBuf)>> = (0..inner.n()).map(|_| None).collect();
     'outer: while pos + FRAME_HEADER as u64 <= l.journal_len {
         for &d in &healthy {
-            let Some(frame) = frame_at(inner, d, pos, window, &mut cache) else { continue };
-            let Some(f) = Frame::parse(frame) else { continue };
+            let Some(view) = window_at(inner, d, pos, window, &mut windows) else { continue };
+            let Some(f) = Frame::parse(view) else { continue };
             if &f.magic != BATCH_MAGIC || f.store != l.store_id || f.gen != gen || f.number != number {
                 continue;
             }
             if pos + f.total_len() > l.journal_len {
                 continue;
             }
-            let big;
-            let full: &[u8] = if f.total_len() as usize <= frame.len() {
-                frame
+            let recs = if f.total_len() as usize <= view.len() {
+                f.payload(view).and_then(Record::decode_all)
             } else {
                 let mut b = AlignedBuf::zeroed(f.total_len() as usize);
-                if inner.devices[d].read_at(&mut b, l.journal_off + pos).is_err() {
-                    continue;
+                match inner.devices[d].read_at(&mut b, l.journal_off + pos) {
+                    Ok(()) => f.payload(&b).and_then(Record::decode_all),
+                    Err(_) => None,
                 }
-                big = b;
-                &big
             };
-            let Some(recs) = f.payload(full).and_then(Record::decode_all) else { continue };
+            let Some(recs) = recs else { continue };
             batches.push(recs);
             pos += f.total_len();
             number += 1;
@@ -270,24 +269,24 @@ fn read_journal(inner: &Inner, gen: u64) -> (Vec<Vec<Record>>, u64, u64) {
     (batches, pos, number)
 }
 
-/// Up to `window` bytes of device `d`'s journal from `pos`, through a per-device window cache
-/// (borrowed, not copied: a journal holds thousands of small batches).
-fn frame_at<'a>(
+/// The bytes of device `d`'s journal from `pos` to the end of its current window, reading a new
+/// window when `pos` is outside it.
+fn window_at<'a>(
     inner: &Inner,
     d: usize,
     pos: u64,
     window: usize,
-    cache: &'a mut HashMap<usize, (u64, AlignedBuf)>,
+    windows: &'a mut [Option<(u64, AlignedBuf)>],
 ) -> Option<&'a [u8]> {
     let l = inner.layout;
-    let hit = cache.get(&d).is_some_and(|(s, b)| pos >= *s && pos + 4096 <= *s + b.len() as u64);
+    let hit = windows[d].as_ref().is_some_and(|(s, b)| pos >= *s && pos + 4096 <= *s + b.len() as u64);
     if !hit {
         let len = (window as u64).min(l.journal_len - pos) as usize;
         let mut b = AlignedBuf::zeroed(len);
         inner.devices[d].read_at(&mut b, l.journal_off + pos).ok()?;
-        cache.insert(d, (pos, b));
+        windows[d] = Some((pos, b));
     }
-    let (s, b) = &cache[&d];
+    let (s, b) = windows[d].as_ref()?;
     Some(&b[(pos - s) as usize..])
 }
 

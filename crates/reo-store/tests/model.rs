@@ -81,6 +81,8 @@ struct Model {
     live: HashMap<u64, Location>,
     /// Ids that must exist after a crash.
     durable: HashMap<u64, ()>,
+    /// Ids whose free is durable: they must never come back.
+    gone: std::collections::HashSet<u64>,
     next: u64,
 }
 
@@ -88,6 +90,7 @@ impl Model {
     /// A sync operation made everything before it durable.
     fn durable_point(&mut self) {
         self.durable = self.live.keys().map(|&k| (k, ())).collect();
+        self.gone = self.data.keys().filter(|k| !self.live.contains_key(k)).copied().collect();
     }
 }
 
@@ -95,7 +98,13 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let cfg = small_config();
     let devs = devices(4, 8 << 20);
     let mut store = open(&devs, &cfg);
-    let mut m = Model { data: HashMap::new(), live: HashMap::new(), durable: HashMap::new(), next: 1 };
+    let mut m = Model {
+        data: HashMap::new(),
+        live: HashMap::new(),
+        durable: HashMap::new(),
+        gone: Default::default(),
+        next: 1,
+    };
     for op in ops {
         match op {
             Op::Put { size, scheme, sync } => {
@@ -203,6 +212,7 @@ fn check_after_restart(store: &Store, m: &mut Model, crashed: bool) -> Result<()
         prop_assert_eq!(found.len(), m.live.len(), "clean restart keeps exactly the live set");
     }
     for (id, loc) in &found {
+        prop_assert!(!m.gone.contains(id), "blob {} came back after its free was durable", id);
         let data = m.data.get(id).ok_or_else(|| TestCaseError::fail(format!("unknown blob {id}")))?;
         if !crashed {
             prop_assert!(m.live.contains_key(id), "freed blob {} back after clean restart", id);
