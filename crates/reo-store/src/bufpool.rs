@@ -81,7 +81,7 @@ mod tests {
         let p = BufPool::new(1 << 20);
         let a = p.take(100_000);
         let ptr = a.as_ptr();
-        assert!(a.len() >= 100_000 && a.as_ptr() as usize % reo_media::ALIGN == 0);
+        assert!(a.len() >= 100_000 && (a.as_ptr() as usize).is_multiple_of(reo_media::ALIGN));
         p.give(a);
         p.give(AlignedBuf::zeroed(200_000));
         let b = p.take(50_000);

@@ -200,7 +200,8 @@ impl Inner {
         let data = shape.geom.data;
         // Every damaged stripe, (row, stripe) → its columns: (tried, piece: (round, run, offset)).
         type Piece = (usize, usize, usize);
-        let mut stripes: Vec<((usize, usize), Vec<(bool, Option<Piece>)>)> = Vec::new();
+        type Column = (bool, Option<Piece>);
+        let mut stripes: Vec<((usize, usize), Vec<Column>)> = Vec::new();
         let stripe_of = |i: usize| (want[i].1, want[i].2 / data);
         for &i in missing {
             if !stripes.iter().any(|(key, _)| *key == stripe_of(i)) {

@@ -198,34 +198,43 @@ fn format(devices: Vec<Arc<dyn Media>>, cfg: &StoreConfig, pool: IoPool) -> Resu
     Ok((start(inner), report))
 }
 
-/// Reads the best checkpoint from any healthy device.
+/// Reads the best checkpoint from any healthy device: the newest whose frame and payload verify.
+///
+/// Only the 4 KiB frame header of each slot is read first; then whole checkpoints are read and
+/// decoded newest first until one verifies — normally one read and one decode instead of both
+/// slots of every device (the slots are 1/32 of a device each, and decoding holds every blob).
 fn load_checkpoint(inner: &Inner) -> Result<(Frame, Checkpoint)> {
     let l = inner.layout;
-    let tried: Vec<Vec<(Frame, Checkpoint)>> = inner.pool.map(inner.n(), |d| {
+    let heads: Vec<Vec<(u64, Frame)>> = inner.pool.map(inner.n(), |d| {
         if inner.is_failed(d) {
             return Vec::new();
         }
         let mut found = Vec::new();
+        let mut buf = AlignedBuf::zeroed(4096);
         for slot in 0..2 {
-            let mut buf = AlignedBuf::zeroed(l.ckpt_len as usize);
             if inner.devices[d].read_at(&mut buf, l.ckpt_slot(slot)).is_err() {
                 continue;
             }
             let Some(f) = Frame::parse(&buf) else { continue };
-            if &f.magic != CKPT_MAGIC || f.store != l.store_id || f.total_len() > l.ckpt_len {
-                continue;
-            }
-            if let Some(c) = f.payload(&buf).and_then(|p| decode_checkpoint(p, l.zones as usize, inner.n())) {
-                found.push((f, c));
+            if &f.magic == CKPT_MAGIC && f.store == l.store_id && f.total_len() <= l.ckpt_len {
+                found.push((slot, f));
             }
         }
         found
     });
-    tried
-        .into_iter()
-        .flatten()
-        .max_by_key(|(f, _)| f.number)
-        .ok_or_else(|| Error::Devices("no readable checkpoint on any device".into()))
+    let mut candidates: Vec<(usize, u64, Frame)> =
+        heads.into_iter().enumerate().flat_map(|(d, v)| v.into_iter().map(move |(slot, f)| (d, slot, f))).collect();
+    candidates.sort_by_key(|(_, _, f)| std::cmp::Reverse(f.number));
+    for (d, slot, f) in candidates {
+        let mut buf = AlignedBuf::zeroed(f.total_len() as usize);
+        if inner.devices[d].read_at(&mut buf, l.ckpt_slot(slot)).is_err() {
+            continue;
+        }
+        if let Some(c) = f.payload(&buf).and_then(|p| decode_checkpoint(p, l.zones as usize, inner.n())) {
+            return Ok((f, c));
+        }
+    }
+    Err(Error::Devices("no readable checkpoint on any device".into()))
 }
 
 /// Reads journal batches of `gen` in order from any healthy device; returns (records per batch,
@@ -240,10 +249,11 @@ fn read_journal(inner: &Inner, gen: u64) -> (Vec<Vec<Record>>, u64, u64) {
     // The current window of each device: (start position, bytes).
     let mut windows: Vec<Option<(u64, AlignedBuf)>> = (0..inner.n()).map(|_| None).collect();
     'outer: while pos + FRAME_HEADER as u64 <= l.journal_len {
+        let wanted = |f: &Frame| &f.magic == BATCH_MAGIC && f.store == l.store_id && f.gen == gen && f.number == number;
         for &d in &healthy {
-            let Some(view) = window_at(inner, d, pos, window, &mut windows) else { continue };
+            let Some(view) = window_at(inner, d, pos, window, &mut windows, &wanted) else { continue };
             let Some(f) = Frame::parse(view) else { continue };
-            if &f.magic != BATCH_MAGIC || f.store != l.store_id || f.gen != gen || f.number != number {
+            if !wanted(&f) {
                 continue;
             }
             if pos + f.total_len() > l.journal_len {
@@ -270,20 +280,27 @@ fn read_journal(inner: &Inner, gen: u64) -> (Vec<Vec<Record>>, u64, u64) {
 }
 
 /// The bytes of device `d`'s journal from `pos` to the end of its current window, reading a new
-/// window when `pos` is outside it.
+/// window when `pos` is outside it. A new window is read only if the frame header at `pos` (read
+/// first, 4 KiB) is `wanted`: the end of the journal costs each device one small read, not a
+/// window.
 fn window_at<'a>(
     inner: &Inner,
     d: usize,
     pos: u64,
     window: usize,
     windows: &'a mut [Option<(u64, AlignedBuf)>],
+    wanted: &dyn Fn(&Frame) -> bool,
 ) -> Option<&'a [u8]> {
     let l = inner.layout;
     let hit = windows[d].as_ref().is_some_and(|(s, b)| pos >= *s && pos + 4096 <= *s + b.len() as u64);
     if !hit {
-        let len = (window as u64).min(l.journal_len - pos) as usize;
-        let mut b = AlignedBuf::zeroed(len);
+        let mut b = AlignedBuf::zeroed(4096);
         inner.devices[d].read_at(&mut b, l.journal_off + pos).ok()?;
+        let len = (window as u64).min(l.journal_len - pos) as usize;
+        if len > b.len() && Frame::parse(&b).is_some_and(|f| wanted(&f)) {
+            b = AlignedBuf::zeroed(len);
+            inner.devices[d].read_at(&mut b, l.journal_off + pos).ok()?;
+        }
         windows[d] = Some((pos, b));
     }
     let (s, b) = windows[d].as_ref()?;

@@ -157,7 +157,7 @@ fn writer(a: &CrashArgs) -> Result<ExitCode, String> {
         writeln!(log, "A {id}").map_err(|e| e.to_string())?;
         live.insert(id, loc);
         writeln!(out, "acked {id}").and_then(|_| out.flush()).map_err(|e| e.to_string())?;
-        if live.len() > 100 || x % 4 == 0 {
+        if live.len() > 100 || x.is_multiple_of(4) {
             let victim = *live.keys().nth((x >> 8) as usize % live.len()).expect("non-empty");
             let loc = live.remove(&victim).expect("present");
             writeln!(log, "F {victim}").map_err(|e| e.to_string())?;

@@ -1,20 +1,24 @@
 //! `reo bench store`: the flash array store measured against the physical limit of the same
 //! device files, in the same run.
 //!
-//! Phases, all on the same N files (each phase of the store on a freshly formatted store):
-//! 1. precondition (every byte of every file written once, so neither side pays for first-write
-//!    block allocation), then raw sequential write and read of each file, one thread per device,
-//!    with the I/O size a store put issues per device for one blob (`raw.rs`);
-//! 2. puts of `none(isolated)`, `rs(k,p)` and `replicate(2)` blobs from N threads with
-//!    durability `none`, the final `flush` (fdatasync) included in the time (`phases.rs`);
-//! 3. get of every rs blob from N threads, then the same with device 0 failed (`phases.rs`);
+//! Phases, all on the same N files:
+//! 1. precondition: every byte of every file written once, so neither side pays for the
+//!    filesystem's first-write block allocation (`raw.rs`);
+//! 2. write rounds, each a raw sequential write pass of every file (one thread per file, the I/O
+//!    size a put issues per device for one blob, fdatasync at the end) followed by puts of
+//!    `none(isolated)`, `replicate(2)` and `rs(k,p)` blobs on freshly formatted stores from N
+//!    threads with durability `none`, the final `flush` included in the time (`phases.rs`);
+//! 3. read rounds, each a raw sequential read pass followed by a get of every rs blob from N
+//!    threads, then the same with device 0 failed (`phases.rs`);
 //! 4. the Reed-Solomon codec alone (`codec.rs`);
 //! 5. crash restart: many small blobs, the store dropped without a clean close, the reopen timed
 //!    (`recover.rs`).
 //!
-//! The figures, their ratios against the targets and a final one-line JSON object are printed by
-//! `report.rs`. The exit code is 0 whether targets are met or not (it is a measurement) and
-//! non-zero on any error, including a read returning bytes other than those written.
+//! Raw and store measurements alternate round by round so that drift in the machine's speed
+//! affects both sides of every ratio alike. The figures, their ratios against the targets and a
+//! final one-line JSON object are printed by `report.rs`. The exit code is 0 whether targets are
+//! met or not (it is a measurement) and non-zero on any error, including a read returning bytes
+//! other than those written.
 
 mod codec;
 mod phases;
@@ -30,7 +34,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Free bands the store keeps for its cleaner (user puts never take them).
-const GC_RESERVE: u64 = 2;
+pub(crate) const GC_RESERVE: u64 = 2;
+/// Free bands beyond the cleaner's at which put threads stop (a put opens at most one band, and
+/// threads check before each put).
+pub(crate) const PUT_MARGIN: u64 = 2;
 /// Bytes of a Put record in a checkpoint with the 8-byte header the benchmark uses.
 const PUT_RECORD_BYTES: u64 = 34 + 8;
 
@@ -74,23 +81,42 @@ pub(crate) fn progress(msg: impl std::fmt::Display) {
 /// Bytes per MiB, for rates.
 pub(crate) const MIB: f64 = (1u64 << 20) as f64;
 
-/// Most rounds of one measurement.
-const MAX_ROUNDS: usize = 100;
+/// Most rounds of a measurement loop.
+pub(crate) const MAX_ROUNDS: usize = 100;
 
-/// Runs `round(i)` (returning bytes moved and seconds measured) until at least `min_secs` have
-/// been measured; returns MiB/s over all rounds, the rounds and the total bytes.
-pub(crate) fn repeat(
-    min_secs: f64,
-    mut round: impl FnMut(usize) -> Result<(u64, f64), String>,
-) -> Result<(f64, usize, u64), String> {
-    let (mut bytes, mut secs, mut rounds) = (0u64, 0f64, 0usize);
-    while rounds == 0 || (secs < min_secs && rounds < MAX_ROUNDS) {
-        let (b, s) = round(rounds)?;
-        bytes += b;
-        secs += s;
-        rounds += 1;
+/// One throughput figure accumulated over rounds.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Acc {
+    pub bytes: u64,
+    pub secs: f64,
+    /// MiB/s of each round.
+    pub rounds: Vec<f64>,
+}
+
+impl Acc {
+    /// Adds one round of `bytes` in `secs`.
+    pub fn add(&mut self, (bytes, secs): (u64, f64)) {
+        self.bytes += bytes;
+        self.secs += secs;
+        self.rounds.push(bytes as f64 / MIB / secs);
     }
-    Ok((bytes as f64 / MIB / secs, rounds, bytes))
+
+    /// MiB/s over all rounds.
+    pub fn mibps(&self) -> f64 {
+        self.bytes as f64 / MIB / self.secs
+    }
+
+    /// "N rounds, X MiB = R MiB/s (rounds min-max)".
+    pub fn describe(&self) -> String {
+        let min = self.rounds.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = self.rounds.iter().copied().fold(0.0, f64::max);
+        format!(
+            "{} rounds, {:.0} MiB = {:.1} MiB/s (rounds {min:.0}-{max:.0})",
+            self.rounds.len(),
+            self.bytes as f64 / MIB,
+            self.mibps()
+        )
+    }
 }
 
 /// The rs scheme of the benchmark: k = N − 2, p = 2 (p = 1 under 4 devices).
@@ -133,7 +159,7 @@ pub(crate) struct Plan {
     pub rs_per_thread: usize,
     pub rep_per_thread: usize,
     pub recover_blobs: usize,
-    /// Each throughput figure repeats its measurement until this many seconds are measured.
+    /// Measurement rounds repeat until every figure of the loop has this many seconds measured.
     pub min_secs: f64,
 }
 
@@ -142,7 +168,9 @@ impl Plan {
         let cfg = store_config(chunk);
         let layout = Layout::plan(&cfg, n, device_len, 1).map_err(|e| format!("bench store: {e}"))?;
         let zone = layout.zone;
-        let usable = (layout.zones as u64).saturating_sub(GC_RESERVE);
+        // Bands puts may fill: put threads stop at GC_RESERVE + PUT_MARGIN free bands, and one
+        // more is the open band when the last one fills.
+        let usable = (layout.zones as u64).saturating_sub(GC_RESERVE + PUT_MARGIN + 1);
         if usable < 2 {
             return Err(format!(
                 "bench store: devices of {} MiB give {} bands, too few (use a larger --device-size)",
@@ -150,9 +178,6 @@ impl Plan {
                 layout.zones
             ));
         }
-        // Isolated puts race for one band (a device that fills its share seals it for all), so
-        // leave a few bands of slack; row schemes fill bands exactly.
-        let slack = (usable / 4).clamp(1, 3);
         let too_big = |what: Scheme, col: u64| {
             format!(
                 "bench store: a {} KiB {what} blob needs {col} bytes per device but a band holds {zone}: \
@@ -166,8 +191,11 @@ impl Plan {
         if q_none == 0 {
             return Err(too_big(none, none_col));
         }
-        let none_bands = ((layout.zones as f64 * 0.55) as u64).min(usable - slack).max(1);
-        let none_per_thread = (none_bands * q_none) as usize;
+        // About 55% of the capacity, but isolated puts share a band between devices and the store
+        // seals it for all when one device's share is full: threads drifting apart by a blob
+        // lose up to one slot per device and band, which must still fit.
+        let none_bands = ((layout.zones as f64 * 0.55) as u64).max(1);
+        let none_per_thread = (none_bands * q_none).min(usable * q_none.saturating_sub(1).max(1)) as usize;
         let region = none_per_thread as u64 * none_col;
         let rs = rs_scheme(n);
         let io = column_bytes(rs, blob, n, chunk);
@@ -182,7 +210,7 @@ impl Plan {
             if per_band == 0 {
                 return Err(too_big(s, col));
             }
-            let total = (region / col).min((usable - 1) * per_band) as usize;
+            let total = (region / col).min(usable * per_band) as usize;
             match total / n {
                 0 => Err(format!("bench store: devices too small for {n} {s} blobs (use a larger --device-size)")),
                 t => Ok(t),
@@ -193,7 +221,7 @@ impl Plan {
         // Crash restart: small blobs of at most 2 sectors each, within the checkpoint and space.
         let want = if quick { 50_000 } else { 200_000 };
         let by_ckpt = layout.ckpt_len * 3 / 4 / PUT_RECORD_BYTES;
-        let by_space = (usable - slack) * zone / (2 * 4096) * n as u64;
+        let by_space = usable * zone / (2 * 4096) * n as u64;
         let recover_blobs = (want as u64).min(by_ckpt).min(by_space) as usize;
         let (k, p) = match rs {
             Scheme::Rs { k, p } => (k as f64, p as f64),
@@ -270,12 +298,10 @@ pub fn run(args: &BenchStoreArgs) -> Result<ExitCode, String> {
     ));
 
     let precondition_s = raw::precondition(&files)?;
-    let raw_write = raw::sequential(&files, &plan, raw::Op::Write)?;
-    let raw_read = raw::sequential(&files, &plan, raw::Op::Read)?;
 
     let media: Vec<Arc<dyn Media>> = files.iter().map(|f| f.clone() as Arc<dyn Media>).collect();
     let cfg = store_config(chunk);
-    let store_phases = phases::run(&media, &cfg, &plan)?;
+    let measured = phases::run(&files, &media, &cfg, &plan)?;
     let (encode_gibps, decode_gibps) = codec::run(&plan)?;
     let recovery = recover::run(&media, &cfg, &plan)?;
     drop(media);
@@ -287,9 +313,7 @@ pub fn run(args: &BenchStoreArgs) -> Result<ExitCode, String> {
         quick: args.quick,
         direct,
         precondition_s,
-        raw_write_mibps: raw_write,
-        raw_read_mibps: raw_read,
-        phases: store_phases,
+        measured,
         encode_gibps,
         decode_gibps,
         recovery,

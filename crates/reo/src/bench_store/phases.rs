@@ -1,14 +1,20 @@
-//! The store's throughput: puts of each scheme on a fresh store (N threads, durability `none`,
-//! the closing `flush` — an fdatasync of every device — inside the time), then reads of every rs
-//! blob from N threads, healthy and with device 0 failed.
+//! The store's throughput, measured in rounds interleaved with the raw test so that drift in the
+//! machine's speed (common on shared or virtual machines) hits both sides of every ratio alike:
 //!
-//! Blob `i` holds a window of one pre-generated pseudo-random buffer starting at a distinct
-//! offset, so data costs the benchmark nothing to make, and every sampled read is compared with
-//! what was written: a mismatch fails the benchmark.
+//! - write rounds: a raw write pass and puts of `none(isolated)`, `replicate(2)` and the rs
+//!   scheme, each on a freshly formatted store, from N threads with durability `none`, the closing
+//!   `flush` (an fdatasync of every device) inside the time; the order rotates every round;
+//! - read rounds, on one more rs store: a raw read pass (first in even rounds, last in odd ones),
+//!   a get of every rs blob from N threads, the same with device 0 failed, then a clean reopen
+//!   (which brings device 0 back).
+//!
+//! Rounds repeat until every figure has `plan.min_secs` measured. Blob `i` holds a window of one
+//! pre-generated pseudo-random buffer at a distinct offset, so data costs nothing to make; every
+//! sampled read is compared with what was written and a mismatch fails the benchmark.
 
-use super::raw::fill;
-use super::{progress, repeat, Plan, MIB};
-use reo_media::{AlignedBuf, Media};
+use super::raw::{self, fill, Op};
+use super::{progress, Acc, Plan, GC_RESERVE, MAX_ROUNDS, PUT_MARGIN};
+use reo_media::{AlignedBuf, FileMedia, Media};
 use reo_store::{Durability, Location, Placement, PutOptions, Scheme, Store, StoreConfig, StoreStats};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
@@ -39,13 +45,16 @@ impl Pattern {
     /// Fails unless `got` are the bytes of blob `i`.
     pub fn check(&self, got: &[u8], i: u64, what: &str) -> Result<(), String> {
         let want = self.blob(i, got.len());
-        if got.len() != want.len() || got != want {
+        if got != want {
             let at = got.iter().zip(want).position(|(a, b)| a != b).unwrap_or(0);
             return Err(format!("bench store: {what}: blob {i} read back WRONG BYTES (first difference at byte {at})"));
         }
         Ok(())
     }
 }
+
+/// Blobs put in a round: (index, location).
+pub type Blobs = Vec<(u64, Location)>;
 
 /// Formats a fresh store on `devs` (their superblocks blanked first).
 pub fn fresh_store(devs: &[Arc<dyn Media>], cfg: &StoreConfig) -> Result<Store, String> {
@@ -62,6 +71,10 @@ pub fn fresh_store(devs: &[Arc<dyn Media>], cfg: &StoreConfig) -> Result<Store, 
     Ok(store)
 }
 
+fn close(store: Store) -> Result<(), String> {
+    store.close().map_err(|e| format!("bench store: close: {e}"))
+}
+
 /// Fails when the store counted I/O or checksum errors.
 pub fn check_stats(s: &StoreStats, what: &str) -> Result<(), String> {
     if s.write_errors + s.read_errors + s.checksum_errors > 0 {
@@ -75,7 +88,7 @@ pub fn check_stats(s: &StoreStats, what: &str) -> Result<(), String> {
 
 /// Runs `job(thread, stop)` on `threads` threads released at once, then `finish`; returns the
 /// jobs' results and the wall time from the release to the end of `finish`.
-pub fn timed<T, F>(threads: usize, job: F, finish: impl FnOnce() -> Result<(), String>) -> Result<(Vec<T>, f64), String>
+fn timed<T, F>(threads: usize, job: F, finish: impl FnOnce() -> Result<(), String>) -> Result<(Vec<T>, f64), String>
 where
     T: Send,
     F: Fn(usize, &AtomicBool) -> Result<T, String> + Sync,
@@ -118,7 +131,12 @@ where
 
 /// Puts blobs `0..count` (blob `i` of `len_of(i)` bytes, header = `i`) from `threads` threads,
 /// thread `t` taking every `threads`-th index from `t` with placement key `t`, then flushes.
-/// Returns the blobs (index, location) and the seconds, flush included.
+/// Returns the blobs and the seconds, flush included.
+///
+/// A thread stops early when the store is down to the bands its cleaner keeps plus
+/// [`PUT_MARGIN`]: isolated placement shares a band between devices and seals it for all of them
+/// when one device's share is full, so threads drifting apart (buffered I/O) can waste more space
+/// than the plan allows for. The blobs actually put are returned (and counted).
 pub fn put_blobs(
     store: &Store,
     scheme: Scheme,
@@ -126,12 +144,13 @@ pub fn put_blobs(
     count: usize,
     len_of: impl Fn(u64) -> usize + Sync,
     pattern: &Pattern,
-) -> Result<(Vec<(u64, Location)>, f64), String> {
+) -> Result<(Blobs, f64), String> {
+    let low_water = (GC_RESERVE + PUT_MARGIN) as usize;
     let job = |t: usize, stop: &AtomicBool| {
         let opts = PutOptions::new(scheme).durability(Durability::None).placement(t as u64);
         let mut locs = Vec::with_capacity(count / threads + 1);
         for i in (t..count).step_by(threads) {
-            if stop.load(Ordering::Relaxed) {
+            if stop.load(Ordering::Relaxed) || store.space().free_bands <= low_water {
                 break;
             }
             let i = i as u64;
@@ -144,58 +163,42 @@ pub fn put_blobs(
     };
     let flush = || store.flush().map_err(|e| format!("bench store: flush after {scheme} puts: {e}"));
     let (locs, secs) = timed(threads, job, flush)?;
-    let mut locs: Vec<(u64, Location)> = locs.into_iter().flatten().collect();
+    let mut locs: Blobs = locs.into_iter().flatten().collect();
     locs.sort_by_key(|(i, _)| *i);
     check_stats(&store.stats(), &format!("put {scheme}"))?;
     Ok((locs, secs))
 }
 
-fn close(store: Store) -> Result<(), String> {
-    store.close().map_err(|e| format!("bench store: close: {e}"))
+/// Reads back a few blobs (untimed) and compares them with what was written.
+fn spot_check(store: &Store, locs: &Blobs, pattern: &Pattern, what: &str) -> Result<(), String> {
+    let step = (locs.len() / 4).max(1);
+    for (i, loc) in locs.iter().step_by(step).chain(locs.last()) {
+        let got = store.read_all(loc).map_err(|e| format!("bench store: {what}: read of blob {i}: {e}"))?;
+        pattern.check(&got, *i, what)?;
+    }
+    Ok(())
 }
 
-/// Rounds of `per_thread` blobs of `plan.blob` bytes from each of N threads, each round on a
-/// fresh store, for `plan.min_secs`. Returns the last round's store and blobs, and MiB/s of user
-/// bytes over all rounds.
-fn put_rounds(
+/// One put round: `per_thread` blobs of `plan.blob` bytes from each of N threads on a fresh
+/// store. Returns the store, its blobs, and (user bytes, seconds).
+fn put_round(
     devs: &[Arc<dyn Media>],
     cfg: &StoreConfig,
     plan: &Plan,
     scheme: Scheme,
     per_thread: usize,
     pattern: &Pattern,
-) -> Result<(Store, Vec<(u64, Location)>, f64), String> {
-    let (n, len) = (plan.n, plan.blob as usize);
-    let mut last: Option<(Store, Vec<(u64, Location)>)> = None;
-    let (mibps, rounds, bytes) = repeat(plan.min_secs, |_| {
-        if let Some((store, _)) = last.take() {
-            close(store)?;
-        }
-        let store = fresh_store(devs, cfg)?;
-        let (locs, secs) = put_blobs(&store, scheme, n, n * per_thread, |_| len, pattern)?;
-        spot_check(&store, &locs, pattern, &format!("put {scheme}"))?;
-        let bytes = (locs.len() * len) as u64;
-        last = Some((store, locs));
-        Ok((bytes, secs))
-    })?;
-    progress(format_args!(
-        "put {scheme}: {rounds} rounds of {} blobs, {:.0} MiB = {mibps:.1} MiB/s",
-        n * per_thread,
-        bytes as f64 / MIB
-    ));
-    let (store, locs) = last.expect("at least one round");
-    Ok((store, locs, mibps))
+) -> Result<(Store, Blobs, (u64, f64)), String> {
+    let len = plan.blob as usize;
+    let store = fresh_store(devs, cfg)?;
+    let (locs, secs) = put_blobs(&store, scheme, plan.n, plan.n * per_thread, |_| len, pattern)?;
+    spot_check(&store, &locs, pattern, &format!("put {scheme}"))?;
+    let bytes = (locs.len() * len) as u64;
+    Ok((store, locs, (bytes, secs)))
 }
 
-/// Reads every blob of `locs` from `threads` threads, checking a sample; returns bytes and
-/// seconds.
-fn get_once(
-    store: &Store,
-    locs: &[(u64, Location)],
-    threads: usize,
-    pattern: &Pattern,
-    what: &str,
-) -> Result<(u64, f64), String> {
+/// Reads every blob of `locs` from `threads` threads, checking a sample; returns (bytes, seconds).
+fn get_once(store: &Store, locs: &Blobs, threads: usize, pattern: &Pattern, what: &str) -> Result<(u64, f64), String> {
     let next = AtomicUsize::new(0);
     let job = |_t: usize, stop: &AtomicBool| {
         let mut bytes = 0u64;
@@ -206,7 +209,7 @@ fn get_once(
             if got.len() as u64 != loc.len {
                 return Err(format!("bench store: {what}: blob {i} read {} bytes of {}", got.len(), loc.len));
             }
-            if j % VERIFY_EVERY == 0 || j + 1 == locs.len() {
+            if j.is_multiple_of(VERIFY_EVERY) || j + 1 == locs.len() {
                 pattern.check(&got, *i, what)?;
             }
             bytes += got.len() as u64;
@@ -218,72 +221,114 @@ fn get_once(
     Ok((bytes.iter().sum(), secs))
 }
 
-/// Rounds of reading every blob of `locs` from `plan.n` threads for `plan.min_secs`; MiB/s.
-fn get_rounds(
-    store: &Store,
-    locs: &[(u64, Location)],
-    plan: &Plan,
-    pattern: &Pattern,
-    what: &str,
-) -> Result<f64, String> {
-    let (mibps, rounds, bytes) = repeat(plan.min_secs, |_| get_once(store, locs, plan.n, pattern, what))?;
-    progress(format_args!(
-        "{what}: {rounds} rounds of {} blobs, {:.0} MiB = {mibps:.1} MiB/s",
-        locs.len(),
-        bytes as f64 / MIB
-    ));
-    Ok(mibps)
-}
-
-/// Reads back a few blobs (untimed) and compares them with what was written.
-fn spot_check(store: &Store, locs: &[(u64, Location)], pattern: &Pattern, what: &str) -> Result<(), String> {
-    let step = (locs.len() / 4).max(1);
-    for (i, loc) in locs.iter().step_by(step).chain(locs.last()) {
-        let got = store.read_all(loc).map_err(|e| format!("bench store: {what}: read of blob {i}: {e}"))?;
-        pattern.check(&got, *i, what)?;
-    }
-    Ok(())
-}
-
-/// The figures of the store phases, in MiB/s of user bytes.
-pub struct StorePhases {
-    pub put_none: f64,
-    pub put_rs: f64,
-    pub put_replicate: f64,
-    pub get: f64,
-    pub degraded_get: f64,
+/// The figures of the raw test and the store, accumulated over rounds.
+pub struct Measured {
+    pub raw_write: Acc,
+    pub raw_read: Acc,
+    pub put_none: Acc,
+    pub put_rs: Acc,
+    pub put_replicate: Acc,
+    pub get: Acc,
+    pub degraded_get: Acc,
     /// Reads that needed a reconstruction while device 0 was failed.
     pub degraded_reads: u64,
     pub reconstructed_chunks: u64,
 }
 
-/// Puts of each scheme on fresh stores, then get and degraded get of the rs blobs.
-pub fn run(devs: &[Arc<dyn Media>], cfg: &StoreConfig, plan: &Plan) -> Result<StorePhases, String> {
+/// Write rounds then read rounds (see the module doc).
+pub fn run(
+    files: &[Arc<FileMedia>],
+    devs: &[Arc<dyn Media>],
+    cfg: &StoreConfig,
+    plan: &Plan,
+) -> Result<Measured, String> {
     let pattern = Pattern::new(plan.blob as usize);
     let none = Scheme::None(Placement::Isolated);
-    let (store, _, put_none) = put_rounds(devs, cfg, plan, none, plan.none_per_thread, &pattern)?;
-    close(store)?;
-    let (store, _, put_replicate) = put_rounds(devs, cfg, plan, Scheme::Replicate(2), plan.rep_per_thread, &pattern)?;
-    close(store)?;
-    let (store, locs, put_rs) = put_rounds(devs, cfg, plan, plan.rs, plan.rs_per_thread, &pattern)?;
-    let get = get_rounds(&store, &locs, plan, &pattern, &format!("get {}", plan.rs))?;
-    let before = store.stats();
-    store.fail_device(0).map_err(|e| format!("bench store: fail device 0: {e}"))?;
-    let what = format!("degraded get {} (device 0 failed)", plan.rs);
-    let degraded_get = get_rounds(&store, &locs, plan, &pattern, &what)?;
-    let after = store.stats();
-    let degraded_reads = after.degraded_reads - before.degraded_reads;
-    if degraded_reads == 0 {
-        return Err("bench store: degraded get reconstructed nothing: device 0 was not failed".into());
+    // Write rounds: the raw pass and the three schemes, in an order rotating from round to round
+    // so that no figure always follows a pause (or another figure's backlog on the device).
+    let puts =
+        [(none, plan.none_per_thread), (Scheme::Replicate(2), plan.rep_per_thread), (plan.rs, plan.rs_per_thread)];
+    let mut accs: [Acc; 4] = Default::default(); // raw write, then the schemes of `puts`
+    let mut short = [0usize; 3]; // rounds of each scheme that stopped early
+    let mut round = 0;
+    while round < MAX_ROUNDS && accs.iter().any(|a| a.secs < plan.min_secs) {
+        for i in 0..4 {
+            match (round + i) % 4 {
+                0 => accs[0].add(raw::pass(files, plan, Op::Write)?),
+                k => {
+                    let (scheme, per_thread) = puts[k - 1];
+                    let (store, locs, timing) = put_round(devs, cfg, plan, scheme, per_thread, &pattern)?;
+                    accs[k].add(timing);
+                    short[k - 1] += (locs.len() < plan.n * per_thread) as usize;
+                    close(store)?;
+                }
+            }
+        }
+        round += 1;
+    }
+    let [raw_write, put_none, put_replicate, put_rs] = accs;
+    for ((scheme, _), short) in puts.iter().zip(short).filter(|(_, s)| *s > 0) {
+        progress(format_args!(
+            "note: {short} rounds of {scheme} puts stopped early, the store's free bands running low"
+        ));
+    }
+    progress(format_args!("raw write: {} ({} KiB I/Os, one thread per file)", raw_write.describe(), plan.io >> 10));
+    progress(format_args!("put {none}: {} blobs per round, {}", plan.n * plan.none_per_thread, put_none.describe()));
+    progress(format_args!(
+        "put replicate(2): {} blobs per round, {}",
+        plan.n * plan.rep_per_thread,
+        put_replicate.describe()
+    ));
+    progress(format_args!("put {}: {} blobs per round, {}", plan.rs, plan.n * plan.rs_per_thread, put_rs.describe()));
+
+    // Read rounds on one more rs store (its put is not counted): the raw pass before the two
+    // gets in even rounds, after them in odd ones.
+    let (mut store, locs, _) = put_round(devs, cfg, plan, plan.rs, plan.rs_per_thread, &pattern)?;
+    let (mut raw_read, mut get, mut degraded_get) = (Acc::default(), Acc::default(), Acc::default());
+    let (mut degraded_reads, mut reconstructed_chunks) = (0, 0);
+    let get_what = format!("get {}", plan.rs);
+    let degraded_what = format!("degraded get {} (device 0 failed)", plan.rs);
+    for round in 0..MAX_ROUNDS {
+        if round % 2 == 0 {
+            raw_read.add(raw::pass(files, plan, Op::Read)?);
+        }
+        get.add(get_once(&store, &locs, plan.n, &pattern, &get_what)?);
+        let before = store.stats();
+        store.fail_device(0).map_err(|e| format!("bench store: fail device 0: {e}"))?;
+        degraded_get.add(get_once(&store, &locs, plan.n, &pattern, &degraded_what)?);
+        let after = store.stats();
+        if after.degraded_reads == before.degraded_reads {
+            return Err("bench store: degraded get reconstructed nothing: device 0 was not failed".into());
+        }
+        degraded_reads += after.degraded_reads - before.degraded_reads;
+        reconstructed_chunks += after.reconstructed_chunks - before.reconstructed_chunks;
+        if round % 2 == 1 {
+            raw_read.add(raw::pass(files, plan, Op::Read)?);
+        }
+        close(store)?;
+        // A clean reopen: device 0 is healthy again, every blob where it was.
+        let (s, report) = Store::open(devs.to_vec(), cfg).map_err(|e| format!("bench store: reopen: {e}"))?;
+        if !report.clean || report.live_blobs != locs.len() || !report.failed_devices.is_empty() {
+            return Err(format!("bench store: reopen after the degraded get was not clean: {report:?}"));
+        }
+        store = s;
+        if [&raw_read, &get, &degraded_get].iter().all(|a| a.secs >= plan.min_secs) {
+            break;
+        }
     }
     close(store)?;
-    Ok(StorePhases {
+    progress(format_args!("raw read: {} ({} KiB I/Os, one thread per file)", raw_read.describe(), plan.io >> 10));
+    progress(format_args!("{get_what}: {} blobs per round, {}", locs.len(), get.describe()));
+    progress(format_args!("{degraded_what}: {}", degraded_get.describe()));
+    Ok(Measured {
+        raw_write,
+        raw_read,
         put_none,
         put_rs,
         put_replicate,
         get,
         degraded_get,
         degraded_reads,
-        reconstructed_chunks: after.reconstructed_chunks - before.reconstructed_chunks,
+        reconstructed_chunks,
     })
 }

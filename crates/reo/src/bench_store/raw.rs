@@ -6,7 +6,7 @@
 //! byte is written once before anything is measured, so neither the raw test nor the store pays
 //! for the filesystem's first-write block allocation, as on a real (already mapped) device.
 
-use super::{progress, repeat, Plan, MIB};
+use super::{progress, Plan, MIB};
 use reo_media::{AlignedBuf, FileMedia, FileOptions, Media};
 use std::io::ErrorKind;
 use std::path::Path;
@@ -22,7 +22,7 @@ pub enum DirectMode {
     Off,
 }
 
-/// Sequential operation of the raw test.
+/// Direction of a raw pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     Write,
@@ -116,41 +116,31 @@ pub fn precondition(files: &[Arc<FileMedia>]) -> Result<f64, String> {
     Ok(secs)
 }
 
-/// The raw sequential test over the store's data region: `plan.raw_per_device` bytes per file
-/// from the first zone, in `plan.io`-byte I/Os, passes repeated for `plan.min_secs`. Returns
-/// MiB/s over all files.
-pub fn sequential(files: &[Arc<FileMedia>], plan: &Plan, op: Op) -> Result<f64, String> {
+/// One pass of the raw sequential test over the store's data region: `plan.raw_per_device` bytes
+/// of every file from the first zone, in `plan.io`-byte I/Os, one thread per file, writes ended
+/// by an fdatasync. Returns the bytes moved and the seconds.
+pub fn pass(files: &[Arc<FileMedia>], plan: &Plan, op: Op) -> Result<(u64, f64), String> {
     let (start, io) = (plan.layout.data_off, plan.io as usize);
     let end = start + plan.raw_per_device;
-    let pass = |_| {
-        let secs = per_device(files, |d, f, barrier| {
-            let mut buf = AlignedBuf::zeroed(io);
-            fill(&mut buf, 2000 + d as u64);
-            barrier.wait();
-            match op {
-                Op::Write => {
-                    write_range(f, &buf, start, end)?;
-                    f.sync().map_err(|e| format!("bench store: raw write: {e}"))
-                }
-                Op::Read => {
-                    let mut off = start;
-                    while off < end {
-                        let len = (end - off).min(io as u64) as usize;
-                        f.read_at(&mut buf[..len], off).map_err(|e| format!("bench store: raw read: {e}"))?;
-                        off += len as u64;
-                    }
-                    Ok(())
-                }
+    let secs = per_device(files, |d, f, barrier| {
+        let mut buf = AlignedBuf::zeroed(io);
+        fill(&mut buf, 2000 + d as u64);
+        barrier.wait();
+        match op {
+            Op::Write => {
+                write_range(f, &buf, start, end)?;
+                f.sync().map_err(|e| format!("bench store: raw write: {e}"))
             }
-        })?;
-        Ok((plan.raw_per_device * files.len() as u64, secs))
-    };
-    let (mibps, rounds, bytes) = repeat(plan.min_secs, pass)?;
-    let what = if op == Op::Write { "raw write" } else { "raw read" };
-    progress(format_args!(
-        "{what}: {rounds} passes, {:.0} MiB = {mibps:.1} MiB/s ({} KiB I/Os, one thread per file)",
-        bytes as f64 / MIB,
-        io >> 10
-    ));
-    Ok(mibps)
+            Op::Read => {
+                let mut off = start;
+                while off < end {
+                    let len = (end - off).min(io as u64) as usize;
+                    f.read_at(&mut buf[..len], off).map_err(|e| format!("bench store: raw read: {e}"))?;
+                    off += len as u64;
+                }
+                Ok(())
+            }
+        }
+    })?;
+    Ok((plan.raw_per_device * files.len() as u64, secs))
 }

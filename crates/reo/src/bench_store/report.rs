@@ -1,9 +1,9 @@
 //! The results: a table of every figure with its ratio against its target (PASS/MISS) for people,
 //! and one JSON object on a single line — always the last line of output — for scripts.
 
-use super::phases::StorePhases;
+use super::phases::Measured;
 use super::recover::Recovery;
-use super::Plan;
+use super::{Acc, Plan};
 use serde_json::json;
 
 /// Targets, as ratios measured in the same run.
@@ -19,9 +19,7 @@ pub struct Results<'a> {
     pub quick: bool,
     pub direct: bool,
     pub precondition_s: f64,
-    pub raw_write_mibps: f64,
-    pub raw_read_mibps: f64,
-    pub phases: StorePhases,
+    pub measured: Measured,
     pub encode_gibps: f64,
     pub decode_gibps: f64,
     pub recovery: Recovery,
@@ -57,12 +55,13 @@ fn machine() -> (String, usize) {
 
 impl Results<'_> {
     fn ratios(&self) -> Ratios {
-        let p = &self.phases;
+        let m = &self.measured;
+        let raw_write = m.raw_write.mibps();
         Ratios {
-            put_none: p.put_none / self.raw_write_mibps,
-            put_rs: p.put_rs / (self.raw_write_mibps * self.plan.data_fraction),
-            get: p.get / self.raw_read_mibps,
-            degraded_get: p.degraded_get / p.get,
+            put_none: m.put_none.mibps() / raw_write,
+            put_rs: m.put_rs.mibps() / (raw_write * self.plan.data_fraction),
+            get: m.get.mibps() / m.raw_read.mibps(),
+            degraded_get: m.degraded_get.mibps() / m.get.mibps(),
         }
     }
 
@@ -79,7 +78,7 @@ impl Results<'_> {
     }
 
     pub fn print_table(&self) {
-        let (p, plan, r) = (&self.phases, self.plan, self.ratios());
+        let (m, plan, r) = (&self.measured, self.plan, self.ratios());
         let checks = self.checks();
         let (cpu, cores) = machine();
         println!();
@@ -94,46 +93,46 @@ impl Results<'_> {
         );
         println!("machine: {cpu}, {cores} cores");
         println!();
-        println!("  {:<34} {:>16}   {:<30} {:>6}  result", "figure", "value", "target", "ratio");
-        let row = |name: &str, value: String, target: &str, ratio: Option<(f64, bool)>| {
+        println!(
+            "  {:<31} {:>16}   {:<29} {:>5}  {:<6} rounds (min-max MiB/s)",
+            "figure", "value", "target", "ratio", "result"
+        );
+        let row = |name: &str, value: String, target: &str, ratio: Option<(f64, bool)>, acc: Option<&Acc>| {
             let (ratio, verdict) = match ratio {
                 Some((x, ok)) => (format!("{x:.2}"), if ok { "PASS" } else { "MISS" }),
                 None => (String::new(), ""),
             };
-            println!("  {name:<34} {value:>16}   {target:<30} {ratio:>6}  {verdict}");
+            let spread = acc.map(|a| {
+                let min = a.rounds.iter().copied().fold(f64::INFINITY, f64::min);
+                let max = a.rounds.iter().copied().fold(0.0, f64::max);
+                format!("{} ({min:.0}-{max:.0})", a.rounds.len())
+            });
+            let spread = spread.unwrap_or_default();
+            println!("  {name:<31} {value:>16}   {target:<29} {ratio:>5}  {verdict:<6} {spread}");
         };
-        let mibps = |x: f64| format!("{x:.1} MiB/s");
+        let mibps = |a: &Acc| format!("{:.1} MiB/s", a.mibps());
         let gibps = |x: f64| format!("{x:.2} GiB/s");
-        row("raw sequential write", mibps(self.raw_write_mibps), "(physical limit)", None);
-        row("raw sequential read", mibps(self.raw_read_mibps), "(physical limit)", None);
-        row(
-            "put none(isolated)",
-            mibps(p.put_none),
-            &format!(">= {PUT_NONE} x raw write"),
-            Some((r.put_none, checks[0])),
-        );
-        row(
-            &format!("put {}", plan.rs),
-            mibps(p.put_rs),
-            &format!(">= {PUT_RS} x raw write x {:.2}", plan.data_fraction),
-            Some((r.put_rs, checks[1])),
-        );
-        row("put replicate(2)", mibps(p.put_replicate), "(no target)", None);
-        row(&format!("get {}", plan.rs), mibps(p.get), &format!(">= {GET} x raw read"), Some((r.get, checks[2])));
-        row(
-            "degraded get (device 0 failed)",
-            mibps(p.degraded_get),
-            &format!(">= {DEGRADED} x get"),
-            Some((r.degraded_get, checks[3])),
-        );
-        row(&format!("encode {}", plan.rs), gibps(self.encode_gibps), "(no target)", None);
-        row("decode (1 data shard lost)", gibps(self.decode_gibps), "(no target)", None);
+        row("raw sequential write", mibps(&m.raw_write), "(physical limit)", None, Some(&m.raw_write));
+        row("raw sequential read", mibps(&m.raw_read), "(physical limit)", None, Some(&m.raw_read));
+        let target = format!(">= {PUT_NONE} x raw write");
+        row("put none(isolated)", mibps(&m.put_none), &target, Some((r.put_none, checks[0])), Some(&m.put_none));
+        let target = format!(">= {PUT_RS} x raw write x {:.2}", plan.data_fraction);
+        row(&format!("put {}", plan.rs), mibps(&m.put_rs), &target, Some((r.put_rs, checks[1])), Some(&m.put_rs));
+        row("put replicate(2)", mibps(&m.put_replicate), "(no target)", None, Some(&m.put_replicate));
+        let target = format!(">= {GET} x raw read");
+        row(&format!("get {}", plan.rs), mibps(&m.get), &target, Some((r.get, checks[2])), Some(&m.get));
+        let target = format!(">= {DEGRADED} x get");
+        let ratio = Some((r.degraded_get, checks[3]));
+        row("degraded get (device 0 failed)", mibps(&m.degraded_get), &target, ratio, Some(&m.degraded_get));
+        row(&format!("encode {}", plan.rs), gibps(self.encode_gibps), "(no target)", None, None);
+        row("decode (1 data shard lost)", gibps(self.decode_gibps), "(no target)", None, None);
         let rec = &self.recovery;
         row(
             "crash restart",
             format!("{:.3} s/M blobs", rec.s_per_million),
             &format!("<= {RECOVER_S} s per million blobs"),
             Some((rec.s_per_million / RECOVER_S, checks[4])),
+            None,
         );
         println!();
         println!(
@@ -141,8 +140,8 @@ impl Results<'_> {
             rec.blobs, rec.puts_per_s, rec.open_s, rec.batches_replayed, rec.records_replayed
         );
         println!(
-            "degraded get: {} reads reconstructed {} chunks; precondition {:.1} s; total {:.1} s",
-            p.degraded_reads, p.reconstructed_chunks, self.precondition_s, self.elapsed_s
+            "degraded get: {} reads rebuilt {} chunks; raw and store rounds alternate; precondition {:.1} s; total {:.1} s",
+            m.degraded_reads, m.reconstructed_chunks, self.precondition_s, self.elapsed_s
         );
         if !self.direct {
             println!(
@@ -156,7 +155,7 @@ impl Results<'_> {
     }
 
     pub fn json(&self) -> String {
-        let (p, plan, r, rec) = (&self.phases, self.plan, self.ratios(), &self.recovery);
+        let (m, plan, r, rec) = (&self.measured, self.plan, self.ratios(), &self.recovery);
         let (cpu, cores) = machine();
         let v = json!({
             "bench": "store",
@@ -169,16 +168,16 @@ impl Results<'_> {
             "rs_scheme": plan.rs.to_string(),
             "rs_data_fraction": round(plan.data_fraction, 4),
             "raw_io_bytes": plan.io,
-            "raw_bytes": plan.raw_per_device * plan.n as u64,
-            "raw_write_mibps": round(self.raw_write_mibps, 1),
-            "raw_read_mibps": round(self.raw_read_mibps, 1),
+            "raw_bytes_per_pass": plan.raw_per_device * plan.n as u64,
+            "raw_write_mibps": round(m.raw_write.mibps(), 1),
+            "raw_read_mibps": round(m.raw_read.mibps(), 1),
             "put_mibps": {
-                "none": round(p.put_none, 1),
-                "rs": round(p.put_rs, 1),
-                "replicate": round(p.put_replicate, 1),
+                "none": round(m.put_none.mibps(), 1),
+                "rs": round(m.put_rs.mibps(), 1),
+                "replicate": round(m.put_replicate.mibps(), 1),
             },
-            "get_mibps": round(p.get, 1),
-            "degraded_get_mibps": round(p.degraded_get, 1),
+            "get_mibps": round(m.get.mibps(), 1),
+            "degraded_get_mibps": round(m.degraded_get.mibps(), 1),
             "encode_gibps": round(self.encode_gibps, 2),
             "decode_gibps": round(self.decode_gibps, 2),
             "recover_s_per_million_blobs": round(rec.s_per_million, 4),
@@ -194,6 +193,7 @@ impl Results<'_> {
                 "degraded_get": round(r.degraded_get, 3),
             },
             "targets_met": self.checks().iter().all(|&c| c),
+            "rounds": { "write": m.raw_write.rounds.len(), "read": m.raw_read.rounds.len() },
             "machine": { "cpu": cpu, "cores": cores },
             "elapsed_s": round(self.elapsed_s, 1),
         });
