@@ -1,5 +1,11 @@
-//! Reo's cache manager: replacement policies behind one byte-size-aware [`Policy`] trait.
+//! Reo's cache manager: what is worth keeping on flash, and what it costs the flash to keep it.
 //!
+//! * [`Cache`] (`manager`): the engine — object index, fragments, replacement, admission, classes,
+//!   write-back state, pins, cache- or GC-based eviction, warm restart — over a `reo_store::Store`.
+//! * [`index`], [`object`]: the object index and its 40-byte packed entries.
+//! * [`header`]: the blob header format the cache writes to flash.
+//! * [`stats`]: hit ratios, CLWA / FLWA accounting.
+//! * [`config`]: tunables with documented defaults; class → scheme map.
 //! * [`policy`]: the trait and its contract (admission-agnostic; pinned/dirty objects are protected
 //!   through an `evictable` callback), and LRU, ARC, S3-FIFO, SIEVE and SDCC's generalized CLOCK.
 //! * [`sim`]: a miss-ratio simulator and a deterministic Zipf trace generator.
@@ -10,11 +16,21 @@
 //! links, free list) indexed by a `hashbrown::HashTable<u32>` of slot numbers.
 
 pub mod bench;
+pub mod config;
 pub mod hash;
+pub mod header;
+pub mod index;
+mod manager;
+pub mod object;
 pub mod policy;
 pub mod sim;
 mod slab;
+pub mod stats;
 
 pub use bench::bench_policy;
+pub use config::{CacheConfig, ClassSchemes, EvictionMode};
+pub use manager::{Cache, FillOutcome, GetResult, ObjectInfo, ObjectMeta, Piece, PutReceipt, WriteError};
+pub use object::Class;
 pub use policy::{new_policy, InsertError, Key, Policy, PolicyKind};
 pub use sim::{miss_ratio, zipf_trace};
+pub use stats::CacheStats;

@@ -241,6 +241,17 @@ impl Store {
         out
     }
 
+    /// The header of the live blob at `loc` (from the store's metadata, no device I/O).
+    pub fn header(&self, loc: &Location) -> Option<Vec<u8>> {
+        let b = self.inner.bands.get(loc.band as usize)?.read().unwrap_or_else(|e| e.into_inner());
+        b.live.get(&loc.seq).filter(|e| e.loc == *loc).map(|e| e.header.to_vec())
+    }
+
+    /// Bands on the free list (cheap: the cleaner's trigger).
+    pub fn free_bands(&self) -> usize {
+        self.inner.alloc.lock().unwrap_or_else(|e| e.into_inner()).free.len()
+    }
+
     /// Number of live blobs.
     pub fn blob_count(&self) -> usize {
         self.inner.bands.iter().map(|b| b.read().unwrap_or_else(|e| e.into_inner()).live.len()).sum()

@@ -1,0 +1,164 @@
+//! [`CacheConfig`]: the cache manager's tunables, with documented defaults, and [`ClassSchemes`],
+//! the class → redundancy-scheme map.
+
+use std::fmt;
+use std::str::FromStr;
+
+use reo_store::{Placement, Scheme, VictimPolicy};
+
+use crate::object::Class;
+use crate::policy::PolicyKind;
+
+/// Who frees flash space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EvictionMode {
+    /// The replacement policy picks victims to stay within `capacity_bytes`; their space becomes
+    /// holes the store's cleaner compacts, relocating the live blobs (GC writes).
+    CacheBased,
+    /// The store's cleaner picks the victim band (cost-benefit) and the cache decides per blob:
+    /// keep (relocate) what was referenced since it was written, is dirty or pinned; drop the rest.
+    /// The cache then holds as much as the flash does; `capacity_bytes` is not enforced by the policy.
+    GcBased,
+}
+
+impl EvictionMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EvictionMode::CacheBased => "cache-eviction",
+            EvictionMode::GcBased => "gc-eviction",
+        }
+    }
+}
+
+impl fmt::Display for EvictionMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl FromStr for EvictionMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "cache" | "cache-eviction" | "cache-based" => Ok(EvictionMode::CacheBased),
+            "gc" | "gc-eviction" | "gc-based" => Ok(EvictionMode::GcBased),
+            _ => Err(format!("unknown eviction mode {s:?} (expected cache-eviction or gc-eviction)")),
+        }
+    }
+}
+
+/// The redundancy scheme of each [`Class`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClassSchemes(pub [Scheme; 4]);
+
+impl ClassSchemes {
+    /// Reo's defaults over `devices` devices: metadata and dirty data replicated on every device
+    /// (at least 2 copies when there are 2+ devices), hot data Reed-Solomon with 2 parity
+    /// (`rs(n−2, 2)`; with fewer than 3 devices, replication), cold data unprotected and isolated.
+    pub fn reo_default(devices: usize) -> ClassSchemes {
+        let rep =
+            if devices >= 2 { Scheme::Replicate(devices.min(255) as u8) } else { Scheme::None(Placement::Isolated) };
+        let hot = if devices >= 3 { Scheme::Rs { k: (devices - 2).min(253) as u8, p: 2 } } else { rep };
+        ClassSchemes([rep, rep, hot, Scheme::None(Placement::Isolated)])
+    }
+
+    /// One scheme for every class (the uniform baselines).
+    pub fn uniform(s: Scheme) -> ClassSchemes {
+        ClassSchemes([s; 4])
+    }
+
+    pub fn of(&self, c: Class) -> Scheme {
+        self.0[c as usize]
+    }
+
+    /// Every scheme must fit the array; dirty data must survive a device loss when there are
+    /// at least two devices (an acknowledged write is the only copy).
+    pub fn validate(&self, devices: usize) -> Result<(), String> {
+        for c in Class::ALL {
+            self.of(c).validate(devices).map_err(|e| format!("class {}: {e}", c.as_str()))?;
+        }
+        if devices >= 2 && self.of(Class::Dirty).tolerance() == 0 {
+            return Err(format!(
+                "class dirty uses {} which loses acknowledged writes when a device dies; use replicate(r ≥ 2) or rs(k, p ≥ 1)",
+                self.of(Class::Dirty)
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Cache manager configuration. `CacheConfig::new(capacity)` gives the documented defaults.
+#[derive(Debug, Clone)]
+pub struct CacheConfig {
+    /// User bytes the cache may hold (cache-based eviction). The store must be larger: redundancy
+    /// and the cleaner's headroom come on top.
+    pub capacity_bytes: u64,
+    /// Objects are cut into fragments of this many bytes (default 1 MiB, as SDCC), so a range of a
+    /// huge object is cached without the rest.
+    pub fragment_size: u64,
+    /// Replacement policy (default S3-FIFO: the best mean miss ratio of the reference policies,
+    /// and scan resistant).
+    pub policy: PolicyKind,
+    /// Default cache-based.
+    pub eviction: EvictionMode,
+    /// Class → scheme. `None`: [`ClassSchemes::reo_default`] for the store's device count.
+    pub class_schemes: Option<ClassSchemes>,
+    /// The cleaner's victim selection (default cost-benefit).
+    pub gc_victim: VictimPolicy,
+    /// The cleaner runs when fewer free bands than this remain (default 2: one band in flight for
+    /// each of two schemes).
+    pub gc_free_bands: usize,
+}
+
+impl CacheConfig {
+    pub fn new(capacity_bytes: u64) -> CacheConfig {
+        CacheConfig {
+            capacity_bytes,
+            fragment_size: 1 << 20,
+            policy: PolicyKind::S3Fifo,
+            eviction: EvictionMode::CacheBased,
+            class_schemes: None,
+            gc_victim: VictimPolicy::CostBenefit,
+            gc_free_bands: 2,
+        }
+    }
+
+    pub fn validate(&self, devices: usize) -> Result<(), String> {
+        if self.capacity_bytes == 0 {
+            return Err("cache capacity must be > 0 bytes".into());
+        }
+        if !(4096..=(64 << 20)).contains(&self.fragment_size) {
+            return Err(format!("fragment size {} must be within 4 KiB–64 MiB", self.fragment_size));
+        }
+        if devices > crate::object::MAX_DEVICES {
+            return Err(format!("{devices} devices: at most {} are supported", crate::object::MAX_DEVICES));
+        }
+        if let Some(s) = &self.class_schemes {
+            s.validate(devices)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_fit_the_array_and_protect_dirty_data() {
+        for n in 1..=8 {
+            let s = ClassSchemes::reo_default(n);
+            s.validate(n).unwrap();
+            if n >= 2 {
+                assert!(s.of(Class::Dirty).tolerance() >= 1, "{n} devices");
+            }
+            assert!(s.of(Class::Cold).is_isolated());
+        }
+        assert_eq!(ClassSchemes::reo_default(4).of(Class::Hot), Scheme::Rs { k: 2, p: 2 });
+        let bad = ClassSchemes::uniform(Scheme::None(Placement::Striped));
+        assert!(bad.validate(4).unwrap_err().contains("loses acknowledged writes"));
+        assert!(CacheConfig::new(0).validate(4).is_err());
+        assert_eq!("gc".parse::<EvictionMode>(), Ok(EvictionMode::GcBased));
+        assert!("lfu".parse::<EvictionMode>().is_err());
+    }
+}

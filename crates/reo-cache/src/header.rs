@@ -1,0 +1,180 @@
+//! [`BlobHeader`]: what the cache writes into each blob's store header (on-flash format).
+//!
+//! The store keeps a blob's header in its replicated metadata and hands it back after a restart and
+//! to the cleaner, so everything needed to rebuild the cache's index and to decide a blob's fate in
+//! GC is here. Little-endian, versioned:
+//!
+//! ```text
+//! magic "RCB1" (4) | version u8 = 1 | kind u8 (0 fragment, 1 dedup content) | flags u8 (bit0 dirty)
+//! | class u8 | object size u64 | fragment u32 | mtime u64 (ns since the epoch)
+//! | key len u16 | key | etag len u8 | etag | content-type len u8 | content-type
+//! ```
+//!
+//! For dedup content blobs (`kind` 1) the key is the 32-byte fingerprint and the sizes describe the
+//! chunk. User metadata is not kept here: it stays with the backend (and, for dirty objects, with
+//! the gateway's write-back log).
+
+use crate::object::Class;
+
+const MAGIC: &[u8; 4] = b"RCB1";
+const VERSION: u8 = 1;
+
+/// What a blob holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlobKind {
+    /// A fragment of an object.
+    Fragment,
+    /// A deduplicated content chunk named by its fingerprint.
+    Content,
+}
+
+/// The decoded header of a cache blob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobHeader {
+    pub kind: BlobKind,
+    pub dirty: bool,
+    pub class: Class,
+    pub object_size: u64,
+    pub fragment: u32,
+    pub mtime_ns: u64,
+    pub key: Vec<u8>,
+    pub etag: String,
+    pub content_type: String,
+}
+
+impl BlobHeader {
+    /// Encodes; the key must be ≤ 65,535 bytes, etag and content type ≤ 255 (longer ones are cut:
+    /// they are hints the backend can always answer exactly).
+    pub fn encode(&self) -> Vec<u8> {
+        let etag = clip(self.etag.as_bytes());
+        let ct = clip(self.content_type.as_bytes());
+        let mut v = Vec::with_capacity(32 + self.key.len() + etag.len() + ct.len());
+        v.extend_from_slice(MAGIC);
+        v.push(VERSION);
+        v.push(match self.kind {
+            BlobKind::Fragment => 0,
+            BlobKind::Content => 1,
+        });
+        v.push(u8::from(self.dirty));
+        v.push(self.class as u8);
+        v.extend_from_slice(&self.object_size.to_le_bytes());
+        v.extend_from_slice(&self.fragment.to_le_bytes());
+        v.extend_from_slice(&self.mtime_ns.to_le_bytes());
+        let klen = self.key.len().min(u16::MAX as usize);
+        v.extend_from_slice(&(klen as u16).to_le_bytes());
+        v.extend_from_slice(&self.key[..klen]);
+        v.push(etag.len() as u8);
+        v.extend_from_slice(etag);
+        v.push(ct.len() as u8);
+        v.extend_from_slice(ct);
+        v
+    }
+
+    /// Decodes; `None` for anything that is not a well-formed version-1 header (never panics).
+    pub fn decode(b: &[u8]) -> Option<BlobHeader> {
+        let mut r = b;
+        let mut take = |n: usize| -> Option<&[u8]> {
+            let (h, t) = r.split_at_checked(n)?;
+            r = t;
+            Some(h)
+        };
+        if take(4)? != MAGIC || take(1)?[0] != VERSION {
+            return None;
+        }
+        let kind = match take(1)?[0] {
+            0 => BlobKind::Fragment,
+            1 => BlobKind::Content,
+            _ => return None,
+        };
+        let flags = take(1)?[0];
+        let class = Class::from_bits(u64::from(take(1)?[0]));
+        let u64_of = |s: &[u8]| u64::from_le_bytes(s.try_into().expect("8 bytes"));
+        let object_size = u64_of(take(8)?);
+        let fragment = u32::from_le_bytes(take(4)?.try_into().ok()?);
+        let mtime_ns = u64_of(take(8)?);
+        let klen = u16::from_le_bytes(take(2)?.try_into().ok()?) as usize;
+        let key = take(klen)?.to_vec();
+        let elen = take(1)?[0] as usize;
+        let etag = String::from_utf8(take(elen)?.to_vec()).ok()?;
+        let clen = take(1)?[0] as usize;
+        let content_type = String::from_utf8(take(clen)?.to_vec()).ok()?;
+        Some(BlobHeader {
+            kind,
+            dirty: flags & 1 != 0,
+            class,
+            object_size,
+            fragment,
+            mtime_ns,
+            key,
+            etag,
+            content_type,
+        })
+    }
+}
+
+/// At most 255 bytes, cut on a UTF-8 boundary.
+fn clip(s: &[u8]) -> &[u8] {
+    if s.len() <= 255 {
+        return s;
+    }
+    let mut n = 255;
+    while n > 0 && (s[n] & 0xC0) == 0x80 {
+        n -= 1;
+    }
+    &s[..n]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample() -> BlobHeader {
+        BlobHeader {
+            kind: BlobKind::Fragment,
+            dirty: true,
+            class: Class::Dirty,
+            object_size: 5 << 30,
+            fragment: 4,
+            mtime_ns: 1_700_000_000_000_000_000,
+            key: b"bucket/photos/x.jpg".to_vec(),
+            etag: "\"9e107d9d372bb6826bd81d3542a419d6\"".into(),
+            content_type: "image/jpeg".into(),
+        }
+    }
+
+    #[test]
+    fn round_trips() {
+        let h = sample();
+        assert_eq!(BlobHeader::decode(&h.encode()), Some(h));
+        let c = BlobHeader { kind: BlobKind::Content, dirty: false, class: Class::Hot, ..sample() };
+        assert_eq!(BlobHeader::decode(&c.encode()), Some(c));
+    }
+
+    #[test]
+    fn long_etag_is_cut_on_a_char_boundary() {
+        let h = BlobHeader { etag: "é".repeat(200), ..sample() };
+        let d = BlobHeader::decode(&h.encode()).unwrap();
+        assert_eq!(d.etag, "é".repeat(127));
+    }
+
+    #[test]
+    fn rejects_other_versions_and_truncations() {
+        let mut b = sample().encode();
+        for n in 0..b.len() {
+            assert!(BlobHeader::decode(&b[..n]).is_none(), "truncated to {n}");
+        }
+        b[4] = 2;
+        assert!(BlobHeader::decode(&b).is_none());
+    }
+
+    proptest! {
+        #[test]
+        fn decoder_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+            let _ = BlobHeader::decode(&bytes);
+            let mut framed = b"RCB1\x01\x00".to_vec();
+            framed.extend_from_slice(&bytes);
+            let _ = BlobHeader::decode(&framed);
+        }
+    }
+}

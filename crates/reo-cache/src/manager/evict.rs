@@ -1,0 +1,172 @@
+//! Freeing flash: the replacement policy's evictions (cache-based eviction), and the store
+//! cleaner's handler, which relocates, re-encodes or drops each live blob of the victim band
+//! (GC-based eviction drops the clean blobs nobody read since they were written or last moved).
+
+use std::collections::HashMap;
+
+use reo_store::{Durability, Error as StoreError, GcDecision, GcHandler, Location, Store};
+
+use super::read::forget_fragment;
+use super::{Cache, State};
+use crate::config::EvictionMode;
+use crate::header::BlobHeader;
+use crate::index::split_key;
+use crate::policy::Key;
+
+/// Frees blobs (best effort: a blob already gone is fine).
+pub(crate) fn free_all(store: &Store, locs: &[Location], d: Durability) {
+    for l in locs {
+        let _ = store.free(l, d);
+    }
+}
+
+/// Removes the entry of `slot` if it holds no blob and is neither dirty nor pinned.
+pub(crate) fn drop_entry_if_empty(s: &mut State, slot: u32) {
+    let Some(e) = s.index.get(slot) else { return };
+    let empty = if e.fragmented() { s.index.cached_fragments(slot) == 0 } else { e.blob().is_none() };
+    let leased = e.pinned() && s.pins.get(&slot).is_some_and(|&until| until > s.now);
+    if empty && !e.dirty() && !leased {
+        s.index.remove(slot);
+        s.pins.remove(&slot);
+    }
+}
+
+impl Cache {
+    /// Unlinks the fragments the policy evicted; returns their blobs (to free after unlocking).
+    pub(crate) fn apply_evictions(&self, s: &mut State, keys: &[Key]) -> Vec<Location> {
+        let mut locs = Vec::with_capacity(keys.len());
+        for &k in keys {
+            let (slot, frag) = split_key(k);
+            if let Some(l) = s.location(slot, frag, self.cfg.fragment_size) {
+                locs.push(l);
+            }
+            s.set_location(slot, frag, None);
+            drop_entry_if_empty(s, slot);
+            s.stats.evictions += 1;
+        }
+        locs
+    }
+
+    /// Makes room after the store said it is full: clean bands until one more is free; failing
+    /// that (cache-based), evict about a zone's worth of the policy's victims so the next cleaning
+    /// finds dead space. False when nothing can be freed (all dirty or pinned).
+    pub(crate) fn make_room(&self) -> bool {
+        let before = self.store.free_bands();
+        for _ in 0..4 {
+            if !self.clean_once() {
+                break;
+            }
+            if self.store.free_bands() > before {
+                return true;
+            }
+        }
+        if self.cfg.eviction == EvictionMode::GcBased {
+            // Referenced blobs lost their bit as they moved: the next passes can drop them.
+            return self.store.free_bands() > before;
+        }
+        let target = self.store.layout().zone;
+        let mut freed = 0;
+        while freed < target {
+            let locs = {
+                let mut s = self.lock();
+                let State { index, policy, pins, now, .. } = &mut *s;
+                let now = *now;
+                let Some(k) = policy.evict_one(&mut |k| State::evictable(index, pins, now, k)) else { break };
+                self.apply_evictions(&mut s, &[k])
+            };
+            freed += locs.iter().map(|l| l.len.max(1)).sum::<u64>();
+            free_all(&self.store, &locs, Durability::None);
+        }
+        freed > 0
+    }
+
+    /// Runs the cleaner while fewer than `gc_free_bands` bands are free (a bounded number of
+    /// passes). Called after writes; cheap when there is room.
+    pub fn maintain(&self) {
+        for _ in 0..8 {
+            if self.store.free_bands() >= self.cfg.gc_free_bands || !self.clean_once() {
+                return;
+            }
+        }
+    }
+
+    /// One cleaner pass; true if it reclaimed a band.
+    fn clean_once(&self) -> bool {
+        let mut h = Cleaner { cache: self, moving: HashMap::new() };
+        matches!(self.store.gc(self.cfg.gc_victim, &mut h), Ok(Some(r)) if r.reclaimed_device_bytes > 0 || r.dropped > 0 || r.relocated > 0)
+    }
+}
+
+/// The cache's say in cleaning one band.
+struct Cleaner<'a> {
+    cache: &'a Cache,
+    /// Blob sequence → (slot, fragment) of the blobs decided in this pass.
+    moving: HashMap<u64, (u32, u32)>,
+}
+
+impl GcHandler for Cleaner<'_> {
+    fn decide(&mut self, loc: &Location, header: &[u8]) -> GcDecision {
+        let c = self.cache;
+        let Some(h) = BlobHeader::decode(header) else { return GcDecision::Drop };
+        let mut s = c.lock();
+        let Some(slot) = s.index.find(&h.key) else { return GcDecision::Drop };
+        if s.location(slot, h.fragment, c.cfg.fragment_size).as_ref() != Some(loc) {
+            return GcDecision::Drop; // not the blob the index points at: a leftover
+        }
+        let now = s.now;
+        let live_pin = s.pins.get(&slot).is_some_and(|&u| u > now);
+        let e = s.index.get_mut(slot).expect("found");
+        let keep = match c.cfg.eviction {
+            EvictionMode::CacheBased => true,
+            EvictionMode::GcBased => e.dirty() || (e.pinned() && live_pin) || e.referenced(),
+        };
+        self.moving.insert(loc.seq, (slot, h.fragment));
+        if !keep {
+            return GcDecision::Drop;
+        }
+        e.set_referenced(false);
+        let target = c.classes.of(e.class());
+        if target != loc.scheme {
+            GcDecision::Reencode(target)
+        } else {
+            GcDecision::Relocate
+        }
+    }
+
+    fn relocated(&mut self, old: &Location, new: &Location) {
+        let Some(&(slot, frag)) = self.moving.get(&old.seq) else { return };
+        let c = self.cache;
+        let mut s = c.lock();
+        s.stats.gc_write_bytes += new.len;
+        if s.location(slot, frag, c.cfg.fragment_size).as_ref() == Some(old) {
+            s.set_location(slot, frag, Some(new));
+        }
+    }
+
+    fn dropped(&mut self, loc: &Location) {
+        let Some(&(slot, frag)) = self.moving.get(&loc.seq) else { return };
+        let c = self.cache;
+        let mut s = c.lock();
+        if s.location(slot, frag, c.cfg.fragment_size).as_ref() == Some(loc) {
+            forget_fragment(&mut s, slot, frag);
+            s.stats.gc_evictions += 1;
+        }
+    }
+
+    fn lost(&mut self, loc: &Location, err: &StoreError) {
+        let Some(&(slot, frag)) = self.moving.get(&loc.seq) else { return };
+        let c = self.cache;
+        let mut s = c.lock();
+        if s.location(slot, frag, c.cfg.fragment_size).as_ref() != Some(loc) {
+            return;
+        }
+        let dirty = s.index.get(slot).is_some_and(|e| e.dirty());
+        if dirty {
+            let key = String::from_utf8_lossy(&s.index.get(slot).expect("found").key).into_owned();
+            eprintln!("reo-cache: DATA LOSS: dirty fragment {frag} of {key:?} unreadable while cleaning: {err}");
+            s.stats.dirty_lost += 1;
+            // The entry stays dirty with the fragment missing: reads report the loss.
+        }
+        forget_fragment(&mut s, slot, frag);
+    }
+}

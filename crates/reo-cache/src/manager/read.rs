@@ -1,0 +1,147 @@
+//! The read path: [`Cache::get`] of a byte range — hits from flash, misses reported per fragment
+//! for the caller to fetch from the backend (and offer back with `fill`).
+
+use reo_store::{Error as StoreError, Location};
+
+use super::{Cache, State};
+use crate::index::frag_key;
+use crate::manager::write::WriteError;
+
+/// One fragment-aligned part of a requested range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Piece {
+    /// Object byte range `[start, end)`.
+    pub start: u64,
+    pub end: u64,
+    /// The bytes from flash, or `None`: fetch this range from the backend.
+    pub data: Option<Vec<u8>>,
+}
+
+/// The answer to a get.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GetResult {
+    /// The object's size if the cache knows the object.
+    pub size: Option<u64>,
+    /// The requested range (clamped to the size when known), in order. For an unknown object, one
+    /// missing piece with the range as asked (`end` may be `u64::MAX`: to the end).
+    pub pieces: Vec<Piece>,
+}
+
+impl GetResult {
+    /// Every piece came from flash.
+    pub fn is_hit(&self) -> bool {
+        self.size.is_some() && self.pieces.iter().all(|p| p.data.is_some())
+    }
+
+    /// The ranges to fetch from the backend.
+    pub fn missing(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.pieces.iter().filter(|p| p.data.is_none()).map(|p| (p.start, p.end))
+    }
+}
+
+impl Cache {
+    /// Reads `[start, end)` of `key` (`end` = `u64::MAX`: to the end of the object) at time
+    /// `now_ns` on the caller's clock. Counts one request. Misses are not fetched here: the caller
+    /// fetches the missing ranges and offers them with [`Cache::fill`].
+    ///
+    /// Errors only when a *dirty* fragment cannot be read (its redundancy is exhausted): that data
+    /// is nowhere else, so it must not be replaced by the backend's older copy.
+    pub fn get(&self, key: &[u8], start: u64, end: u64, now_ns: u64) -> Result<GetResult, WriteError> {
+        let fs = self.cfg.fragment_size;
+        let mut s = self.lock();
+        s.now = s.now.max(now_ns);
+        s.stats.requests += 1;
+        let Some(slot) = s.index.find(key) else {
+            if end != u64::MAX {
+                s.stats.request_bytes += end.saturating_sub(start);
+            }
+            return Ok(GetResult { size: None, pieces: vec![Piece { start, end, data: None }] });
+        };
+        let e = s.index.get_mut(slot).expect("found");
+        e.touch();
+        let (size, dirty) = (e.size(), e.dirty());
+        let end = end.min(size);
+        if start >= end {
+            s.stats.hits += 1;
+            return Ok(GetResult { size: Some(size), pieces: Vec::new() });
+        }
+        s.stats.request_bytes += end - start;
+        let mut plan: Vec<(u64, u64, u32, Option<Location>)> = Vec::new();
+        for f in (start / fs) as u32..=((end - 1) / fs) as u32 {
+            let (fstart, fend) = (u64::from(f) * fs, (u64::from(f) + 1) * fs);
+            let loc = s.location(slot, f, fs);
+            if loc.is_some() {
+                s.policy.on_hit(frag_key(slot, f));
+            }
+            plan.push((start.max(fstart), end.min(fend), f, loc));
+        }
+        drop(s);
+
+        let mut pieces = Vec::with_capacity(plan.len());
+        let mut hit_bytes = 0;
+        let mut raced = 0;
+        for (a, b, f, loc) in plan {
+            let data = match loc {
+                None => None,
+                Some(loc) => {
+                    let fbase = u64::from(f) * fs;
+                    match self.store.read(&loc, a - fbase, b - fbase) {
+                        Ok(d) => Some(d),
+                        Err(StoreError::NotFound { .. }) => {
+                            // Evicted or relocated meanwhile: look again once.
+                            raced += 1;
+                            let now = self.lock().location(slot, f, fs).filter(|l| *l != loc);
+                            now.and_then(|l| self.store.read(&l, a - fbase, b - fbase).ok())
+                        }
+                        Err(err) => {
+                            self.drop_lost_fragment(key, f, &loc);
+                            if dirty {
+                                return Err(WriteError::DirtyLost(format!(
+                                    "dirty fragment {f} of {:?} is unreadable: {err}",
+                                    String::from_utf8_lossy(key)
+                                )));
+                            }
+                            None
+                        }
+                    }
+                }
+            };
+            if data.is_some() {
+                hit_bytes += b - a;
+            }
+            pieces.push(Piece { start: a, end: b, data });
+        }
+        let mut s = self.lock();
+        s.stats.raced_reads += raced;
+        s.stats.hit_bytes += hit_bytes;
+        let result = GetResult { size: Some(size), pieces };
+        if result.is_hit() {
+            s.stats.hits += 1;
+        }
+        Ok(result)
+    }
+
+    /// Notes bytes fetched from the backend by the caller after a miss.
+    pub fn record_backend_read(&self, bytes: u64) {
+        self.lock().stats.backend_read_bytes += bytes;
+    }
+
+    /// Forgets a fragment whose blob could not be read beyond its redundancy.
+    fn drop_lost_fragment(&self, key: &[u8], frag: u32, loc: &Location) {
+        let mut s = self.lock();
+        let Some(slot) = s.index.find(key) else { return };
+        if s.location(slot, frag, self.cfg.fragment_size).as_ref() == Some(loc) {
+            forget_fragment(&mut s, slot, frag);
+        }
+        drop(s);
+        let _ = self.store.free(loc, reo_store::Durability::None);
+    }
+}
+
+/// Removes fragment `frag` of `slot` from the policy and the index (not from the store); removes
+/// the object entry when nothing of it is left and it is not dirty.
+pub(crate) fn forget_fragment(s: &mut State, slot: u32, frag: u32) {
+    s.policy.remove(frag_key(slot, frag));
+    s.set_location(slot, frag, None);
+    super::evict::drop_entry_if_empty(s, slot);
+}

@@ -1,0 +1,123 @@
+//! Warm restart: the index rebuilt from the blobs the store kept (their headers), so a restarted
+//! cache serves what it held and still knows which objects are dirty.
+//!
+//! A crash can leave two versions of an object on flash (an overwrite whose old blobs' frees were
+//! not yet durable, or an interrupted write). A version is the pair (object size, ETag). Rules:
+//! a dirty version counts only if all its fragments are present (an unacknowledged write that
+//! stopped half-way must not shadow the acknowledged one); among the rest, the version holding the
+//! newest blob wins; every other blob is freed. Within one version a fragment stored twice (an
+//! interrupted re-encode) keeps its newest copy.
+
+use std::collections::HashMap;
+
+use reo_store::{Durability, Location};
+
+use super::evict::free_all;
+use super::{frag_count, new_entry, Cache};
+use crate::header::{BlobHeader, BlobKind};
+
+/// One version of one object found on flash.
+struct Version {
+    size: u64,
+    etag: String,
+    dirty: bool,
+    class: crate::object::Class,
+    newest: u64,
+    /// fragment → newest location; older duplicates go to `extra`.
+    frags: HashMap<u32, Location>,
+    extra: Vec<Location>,
+}
+
+impl Cache {
+    pub(crate) fn rebuild_from_store(&self) -> Result<(), String> {
+        let fs = self.cfg.fragment_size;
+        let mut objects: HashMap<Vec<u8>, Vec<Version>> = HashMap::new();
+        let mut garbage = Vec::new();
+        for (loc, hdr) in self.store.blobs() {
+            let Some(h) = BlobHeader::decode(&hdr).filter(|h| h.kind == BlobKind::Fragment) else {
+                garbage.push(loc);
+                continue;
+            };
+            if h.fragment as u64 >= frag_count(h.object_size, fs) {
+                garbage.push(loc); // cut with another fragment size: unusable
+                continue;
+            }
+            let versions = objects.entry(h.key).or_default();
+            let v = match versions.iter_mut().position(|v| v.size == h.object_size && v.etag == h.etag) {
+                Some(i) => &mut versions[i],
+                None => {
+                    versions.push(Version {
+                        size: h.object_size,
+                        etag: h.etag,
+                        dirty: h.dirty,
+                        class: h.class,
+                        newest: 0,
+                        frags: HashMap::new(),
+                        extra: Vec::new(),
+                    });
+                    versions.last_mut().expect("pushed")
+                }
+            };
+            v.newest = v.newest.max(loc.seq);
+            // Blobs come in sequence order: a later copy of a fragment is newer.
+            if let Some(old) = v.frags.insert(h.fragment, loc) {
+                v.extra.push(old);
+            }
+            // The newest copy's state wins (a re-encode after flushing is clean).
+            v.dirty = h.dirty;
+            v.class = h.class;
+        }
+        let mut s = self.lock();
+        for (key, versions) in objects {
+            let complete = |v: &Version| v.frags.len() as u64 == frag_count(v.size, fs);
+            let best = versions
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| !v.dirty || complete(v))
+                .max_by_key(|(_, v)| v.newest)
+                .map(|(i, _)| i);
+            for (i, mut v) in versions.into_iter().enumerate() {
+                garbage.append(&mut v.extra);
+                if Some(i) != best {
+                    if v.dirty && complete(&v) {
+                        eprintln!(
+                            "reo-cache: restart: an older dirty version of {:?} was superseded by a newer write",
+                            String::from_utf8_lossy(&key)
+                        );
+                    }
+                    garbage.extend(v.frags.into_values());
+                    continue;
+                }
+                let slot = s.index.insert(new_entry(&key, v.size, v.class, fs));
+                let e = s.index.get_mut(slot).expect("inserted");
+                e.set_dirty(v.dirty);
+                let mut frags: Vec<_> = v.frags.into_iter().collect();
+                frags.sort_by_key(|(f, _)| *f);
+                for (f, loc) in frags {
+                    match self.policy_insert(&mut s, slot, f, loc.len) {
+                        Ok(evicted) => {
+                            s.set_location(slot, f, Some(&loc));
+                            garbage.extend(evicted);
+                        }
+                        // Smaller cache than before the restart: what does not fit goes (unless
+                        // dirty: then it stays indexed, outside the policy, never evicted).
+                        Err(evicted) => {
+                            garbage.extend(evicted);
+                            if v.dirty {
+                                s.set_location(slot, f, Some(&loc));
+                            } else {
+                                garbage.push(loc);
+                            }
+                        }
+                    }
+                }
+                super::evict::drop_entry_if_empty(&mut s, slot);
+            }
+        }
+        // Rebuilding is not traffic.
+        s.stats = Default::default();
+        drop(s);
+        free_all(&self.store, &garbage, Durability::None);
+        Ok(())
+    }
+}

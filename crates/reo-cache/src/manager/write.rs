@@ -1,0 +1,458 @@
+//! The write paths: [`Cache::fill`] (a fetched fragment offered to the cache), [`Cache::put`]
+//! (a client write: write-back dirty, or write-through clean), [`Cache::mark_clean`] (after the
+//! flusher wrote the backend), [`Cache::delete`].
+
+use std::fmt;
+
+use reo_store::{Durability, Location, PutOptions, Scheme};
+
+use super::evict::free_all;
+use super::{frag_count, frag_len, new_entry, Cache, State};
+use crate::header::{BlobHeader, BlobKind};
+use crate::index::{frag_key, MAX_FRAGMENTS};
+use crate::object::{Class, MAX_OBJECT_SIZE};
+use crate::policy::InsertError;
+
+/// What the cache keeps about an object besides its bytes (written into its blob headers).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ObjectMeta {
+    pub etag: String,
+    pub content_type: String,
+    pub mtime_ns: u64,
+}
+
+/// Why a write was not taken. Nothing is lost: the caller still holds the data.
+#[derive(Debug)]
+pub enum WriteError {
+    /// Sense code 0x64: no evictable space (everything else is dirty or pinned). Retry later
+    /// (the gateway answers 503 SlowDown).
+    Full(String),
+    /// The object is larger than the cache or the format allows.
+    TooLarge(String),
+    /// The store refused (no healthy devices, I/O errors, out of space after cleaning).
+    Store(reo_store::Error),
+    /// A dirty object's bytes could not be read back beyond its redundancy: data loss.
+    DirtyLost(String),
+}
+
+impl fmt::Display for WriteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WriteError::Full(m) => write!(f, "cache full (0x64): {m}"),
+            WriteError::TooLarge(m) => write!(f, "object too large: {m}"),
+            WriteError::Store(e) => write!(f, "flash store: {e}"),
+            WriteError::DirtyLost(m) => write!(f, "DATA LOSS: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for WriteError {}
+
+impl From<reo_store::Error> for WriteError {
+    fn from(e: reo_store::Error) -> Self {
+        WriteError::Store(e)
+    }
+}
+
+/// What became of a fill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FillOutcome {
+    /// Written to flash.
+    Admitted,
+    /// Not written; the reason (an admission policy's, or "full").
+    Rejected(&'static str),
+    /// The fragment was already cached (a concurrent fill won).
+    AlreadyCached,
+    /// The cache holds a newer (dirty) version of the object: the backend's bytes are older.
+    Stale,
+}
+
+/// Receipt of a client write: the version to pass to [`Cache::mark_clean`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PutReceipt {
+    pub version: u64,
+}
+
+impl Cache {
+    fn header(&self, key: &[u8], size: u64, frag: u32, dirty: bool, class: Class, meta: &ObjectMeta) -> Vec<u8> {
+        BlobHeader {
+            kind: BlobKind::Fragment,
+            dirty,
+            class,
+            object_size: size,
+            fragment: frag,
+            mtime_ns: meta.mtime_ns,
+            key: key.to_vec(),
+            etag: meta.etag.clone(),
+            content_type: meta.content_type.clone(),
+        }
+        .encode()
+    }
+
+    fn check_size(&self, size: u64) -> Result<(), WriteError> {
+        if size > MAX_OBJECT_SIZE || frag_count(size, self.cfg.fragment_size) > MAX_FRAGMENTS {
+            return Err(WriteError::TooLarge(format!("{size} bytes exceeds the cache's object limit")));
+        }
+        Ok(())
+    }
+
+    /// Writes one blob, cleaning (and in cache-based mode evicting) when the store is full.
+    pub(crate) fn put_blob(
+        &self,
+        header: &[u8],
+        data: &[u8],
+        scheme: Scheme,
+        sync: bool,
+        placement: u64,
+    ) -> Result<Location, WriteError> {
+        let opts = PutOptions::new(scheme)
+            .durability(if sync { Durability::Sync } else { Durability::None })
+            .placement(placement);
+        let mut attempts = 0;
+        loop {
+            match self.store.put(header, data, &opts) {
+                Err(reo_store::Error::OutOfSpace { .. }) if attempts < 64 => {
+                    attempts += 1;
+                    if !self.make_room() {
+                        return Err(WriteError::Full("flash full of dirty or pinned data".into()));
+                    }
+                }
+                r => return r.map_err(WriteError::from),
+            }
+        }
+    }
+
+    /// Offers fragment `frag` of `key` (an object of `object_size` bytes, fetched from the backend
+    /// after a miss) to the cache. Admission decides; an admitted fragment is written to flash.
+    pub fn fill(
+        &self,
+        key: &[u8],
+        object_size: u64,
+        frag: u32,
+        data: &[u8],
+        meta: &ObjectMeta,
+        now_ns: u64,
+    ) -> Result<FillOutcome, WriteError> {
+        self.check_size(object_size)?;
+        let fs = self.cfg.fragment_size;
+        if u64::from(frag) >= frag_count(object_size, fs) || data.len() as u64 != frag_len(object_size, frag, fs) {
+            return Err(WriteError::TooLarge(format!(
+                "fragment {frag} of {} bytes does not fit an object of {object_size} bytes",
+                data.len()
+            )));
+        }
+        let class = {
+            let mut s = self.lock();
+            s.now = s.now.max(now_ns);
+            s.stats.backend_read_bytes += data.len() as u64;
+            if let Some(slot) = s.index.find(key) {
+                let e = s.index.get(slot).expect("found");
+                if e.size() != object_size {
+                    if e.dirty() {
+                        return Ok(FillOutcome::Stale);
+                    }
+                    let locs = self.forget_object(&mut s, slot);
+                    drop(s);
+                    free_all(&self.store, &locs, Durability::None);
+                    s = self.lock();
+                } else if s.location(slot, frag, fs).is_some() {
+                    return Ok(FillOutcome::AlreadyCached);
+                }
+            }
+            s.stats.admission_offered += 1;
+            // Admission control (admit-all unless configured).
+            s.stats.admitted += 1;
+            s.index.find(key).and_then(|slot| s.index.get(slot)).map_or(Class::Cold, |e| e.class())
+        };
+        let header = self.header(key, object_size, frag, false, class, meta);
+        let loc = match self.put_blob(&header, data, self.classes.of(class), false, placement_of(key)) {
+            Ok(l) => l,
+            // A fill is optional: a full flash is a rejection, not an error.
+            Err(WriteError::Full(_)) | Err(WriteError::Store(reo_store::Error::OutOfSpace { .. })) => {
+                let mut s = self.lock();
+                s.stats.full_rejections += 1;
+                s.stats.reject("full");
+                return Ok(FillOutcome::Rejected("full"));
+            }
+            Err(e) => return Err(e),
+        };
+        let (outcome, to_free) = {
+            let mut s = self.lock();
+            let slot = match s.index.find(key) {
+                Some(slot) => slot,
+                None => s.index.insert(new_entry(key, object_size, class, fs)),
+            };
+            let e = s.index.get(slot).expect("live");
+            if e.size() != object_size || s.location(slot, frag, fs).is_some() {
+                (FillOutcome::AlreadyCached, vec![loc])
+            } else {
+                match self.policy_insert(&mut s, slot, frag, data.len() as u64) {
+                    Ok(mut evicted) => {
+                        s.set_location(slot, frag, Some(&loc));
+                        s.stats.cache_write_bytes += loc.len;
+                        s.stats.cache_writes += 1;
+                        evicted.shrink_to_fit();
+                        (FillOutcome::Admitted, evicted)
+                    }
+                    Err(mut evicted) => {
+                        s.stats.full_rejections += 1;
+                        s.stats.reject("full");
+                        super::evict::drop_entry_if_empty(&mut s, slot);
+                        evicted.push(loc);
+                        (FillOutcome::Rejected("full"), evicted)
+                    }
+                }
+            }
+        };
+        free_all(&self.store, &to_free, Durability::None);
+        Ok(outcome)
+    }
+
+    /// Inserts fragment `frag` of `slot` into the policy; returns the blobs of evicted fragments
+    /// (to free), or on failure those plus nothing inserted.
+    pub(crate) fn policy_insert(
+        &self,
+        s: &mut State,
+        slot: u32,
+        frag: u32,
+        len: u64,
+    ) -> Result<Vec<Location>, Vec<Location>> {
+        let State { index, policy, pins, now, evicted, .. } = s;
+        let now = *now;
+        evicted.clear();
+        let r = policy.insert(frag_key(slot, frag), len, &mut |k| State::evictable(index, pins, now, k), evicted);
+        let keys = std::mem::take(evicted);
+        let locs = self.apply_evictions(s, &keys);
+        s.evicted = keys;
+        match r {
+            Ok(()) => Ok(locs),
+            Err(InsertError::TooLarge) | Err(InsertError::Full) => Err(locs),
+        }
+    }
+
+    /// A client write of the whole object `key`. `dirty` (write-back): class 1, on every device its
+    /// scheme needs and fdatasync'ed before returning; it is never evicted before
+    /// [`Cache::mark_clean`]. Not dirty (write-through): stored clean like a fill.
+    pub fn put(
+        &self,
+        key: &[u8],
+        data: &[u8],
+        meta: &ObjectMeta,
+        dirty: bool,
+        now_ns: u64,
+    ) -> Result<PutReceipt, WriteError> {
+        let size = data.len() as u64;
+        self.check_size(size)?;
+        if dirty && size > self.cfg.capacity_bytes && self.cfg.eviction == crate::config::EvictionMode::CacheBased {
+            return Err(WriteError::TooLarge(format!(
+                "{size} bytes exceeds the cache capacity {}",
+                self.cfg.capacity_bytes
+            )));
+        }
+        let fs = self.cfg.fragment_size;
+        let class = if dirty { Class::Dirty } else { Class::Cold };
+        {
+            let mut s = self.lock();
+            s.now = s.now.max(now_ns);
+            s.stats.original_write_bytes += size;
+        }
+        let n = frag_count(size, fs) as u32;
+        let mut locs = Vec::with_capacity(n as usize);
+        for f in 0..n {
+            let a = (u64::from(f) * fs) as usize;
+            let b = a + frag_len(size, f, fs) as usize;
+            let header = self.header(key, size, f, dirty, class, meta);
+            match self.put_blob(&header, &data[a..b], self.classes.of(class), dirty, placement_of(key)) {
+                Ok(l) => locs.push(l),
+                Err(e) => {
+                    free_all(&self.store, &locs, Durability::None);
+                    return Err(e);
+                }
+            }
+        }
+        let version = locs[0].seq;
+        let to_free = self.install(key, size, class, dirty, &locs)?;
+        free_all(&self.store, &to_free, if dirty { Durability::Sync } else { Durability::None });
+        Ok(PutReceipt { version })
+    }
+
+    /// Installs a new version of `key` made of `locs`; returns the blobs to free (the old
+    /// version's and evicted ones). On failure the old version is kept and the new blobs freed.
+    fn install(
+        &self,
+        key: &[u8],
+        size: u64,
+        class: Class,
+        dirty: bool,
+        locs: &[Location],
+    ) -> Result<Vec<Location>, WriteError> {
+        let fs = self.cfg.fragment_size;
+        let mut s = self.lock();
+        let slot = match s.index.find(key) {
+            Some(slot) => slot,
+            None => s.index.insert(new_entry(key, 0, class, fs)),
+        };
+        let old_size = s.index.get(slot).expect("live").size();
+        let old: Vec<(u32, Location)> =
+            (0..frag_count(old_size, fs) as u32).filter_map(|f| s.location(slot, f, fs).map(|l| (f, l))).collect();
+        for &(f, _) in &old {
+            s.policy.remove(frag_key(slot, f));
+        }
+        // The object's own fragments are not candidates while it is being replaced.
+        let was_dirty = s.index.get(slot).expect("live").dirty();
+        s.index.get_mut(slot).expect("live").set_dirty(true);
+        let mut freed = Vec::new();
+        let mut inserted = Vec::new();
+        let mut failed = false;
+        for (f, l) in locs.iter().enumerate() {
+            match self.policy_insert(&mut s, slot, f as u32, l.len) {
+                Ok(ev) => {
+                    freed.extend(ev);
+                    inserted.push(f as u32);
+                }
+                Err(ev) => {
+                    freed.extend(ev);
+                    failed = true;
+                    break;
+                }
+            }
+        }
+        if failed {
+            for f in inserted {
+                s.policy.remove(frag_key(slot, f));
+            }
+            s.index.get_mut(slot).expect("live").set_dirty(was_dirty);
+            for &(f, l) in &old {
+                let _ = self.policy_insert(&mut s, slot, f, l.len);
+            }
+            s.stats.full_rejections += 1;
+            super::evict::drop_entry_if_empty(&mut s, slot);
+            drop(s);
+            free_all(&self.store, &freed, Durability::None);
+            free_all(&self.store, locs, Durability::None);
+            return Err(WriteError::Full("the rest of the cache is dirty or pinned".into()));
+        }
+        for &(f, _) in &old {
+            s.set_location(slot, f, None);
+        }
+        let e = s.index.get_mut(slot).expect("live");
+        e.set_blob(None);
+        e.set_size(size);
+        e.set_class(class);
+        e.set_dirty(dirty);
+        e.set_fragmented(frag_count(size, fs) > 1);
+        for (f, l) in locs.iter().enumerate() {
+            s.set_location(slot, f as u32, Some(l));
+            s.stats.cache_write_bytes += l.len;
+            s.stats.cache_writes += 1;
+        }
+        freed.extend(old.into_iter().map(|(_, l)| l));
+        Ok(freed)
+    }
+
+    /// The flusher wrote version `version` of `key` to the backend: the object becomes clean and
+    /// its blobs move to the clean scheme (the extra replicas of dirty data are dropped). Returns
+    /// false if the object changed since (a newer write is still dirty) or is gone.
+    pub fn mark_clean(&self, key: &[u8], version: u64) -> Result<bool, WriteError> {
+        let fs = self.cfg.fragment_size;
+        let (slot, size, old) = {
+            let s = self.lock();
+            let Some(slot) = s.index.find(key) else { return Ok(false) };
+            let e = s.index.get(slot).expect("found");
+            if !e.dirty() || s.location(slot, 0, fs).map(|l| l.seq) != Some(version) {
+                return Ok(false);
+            }
+            let n = frag_count(e.size(), fs) as u32;
+            (slot, e.size(), (0..n).filter_map(|f| s.location(slot, f, fs)).collect::<Vec<_>>())
+        };
+        let class = Class::Cold;
+        let scheme = self.classes.of(class);
+        let mut new = Vec::with_capacity(old.len());
+        for (f, l) in old.iter().enumerate() {
+            let moved = (|| {
+                let data = self.store.read_all(l)?;
+                let hdr = self.store_header(l).unwrap_or_default();
+                let mut h = BlobHeader::decode(&hdr).unwrap_or(BlobHeader {
+                    kind: BlobKind::Fragment,
+                    dirty: false,
+                    class,
+                    object_size: size,
+                    fragment: f as u32,
+                    mtime_ns: 0,
+                    key: key.to_vec(),
+                    etag: String::new(),
+                    content_type: String::new(),
+                });
+                h.dirty = false;
+                h.class = class;
+                self.put_blob(&h.encode(), &data, scheme, false, placement_of(key))
+            })();
+            match moved {
+                Ok(n) => new.push(n),
+                Err(e) => {
+                    free_all(&self.store, &new, Durability::None);
+                    return Err(e);
+                }
+            }
+        }
+        let mut s = self.lock();
+        let still = s.index.get(slot).is_some_and(|e| &*e.key == key && e.dirty())
+            && s.location(slot, 0, fs).map(|l| l.seq) == Some(version);
+        if !still {
+            drop(s);
+            free_all(&self.store, &new, Durability::None);
+            return Ok(false);
+        }
+        for (f, l) in new.iter().enumerate() {
+            s.set_location(slot, f as u32, Some(l));
+            s.stats.gc_write_bytes += l.len;
+        }
+        let e = s.index.get_mut(slot).expect("live");
+        e.set_dirty(false);
+        e.set_class(class);
+        drop(s);
+        free_all(&self.store, &old, Durability::Sync);
+        Ok(true)
+    }
+
+    /// Forgets `key` (delete or invalidation). A dirty object's frees are made durable so that it
+    /// cannot come back after a crash. Returns whether it was cached.
+    pub fn delete(&self, key: &[u8]) -> bool {
+        let mut s = self.lock();
+        let Some(slot) = s.index.find(key) else { return false };
+        let dirty = s.index.get(slot).expect("found").dirty();
+        let locs = self.forget_object(&mut s, slot);
+        drop(s);
+        free_all(&self.store, &locs, if dirty { Durability::Sync } else { Durability::None });
+        true
+    }
+
+    /// Removes every fragment of `slot` from the policy and the object from the index; returns the
+    /// blobs to free.
+    pub(crate) fn forget_object(&self, s: &mut State, slot: u32) -> Vec<Location> {
+        let fs = self.cfg.fragment_size;
+        let size = s.index.get(slot).map_or(0, |e| e.size());
+        let mut locs = Vec::new();
+        for f in 0..frag_count(size, fs) as u32 {
+            s.policy.remove(frag_key(slot, f));
+            if let Some(l) = s.location(slot, f, fs) {
+                locs.push(l);
+            }
+            s.set_location(slot, f, None);
+        }
+        s.pins.remove(&slot);
+        s.index.remove(slot);
+        locs
+    }
+
+    /// The store header of a live blob (from the store's metadata, no device I/O).
+    fn store_header(&self, loc: &Location) -> Option<Vec<u8>> {
+        self.store.header(loc)
+    }
+}
+
+/// Isolated placement key: all fragments of one object on one device.
+pub(crate) fn placement_of(key: &[u8]) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<crate::hash::KeyHasher>::default().hash_one(key)
+}

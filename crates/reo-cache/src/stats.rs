@@ -1,0 +1,119 @@
+//! [`CacheStats`]: the one accounting structure of the cache manager, as seed 003's tables count.
+//!
+//! * **Original writes**: bytes clients wrote (PUTs), whatever the cache did with them.
+//! * **Cache writes**: user bytes written to flash *for the cache*: admitted read-miss fills plus
+//!   admitted client writes (with dedup, only new content is written).
+//! * **GC writes**: user bytes the store's cleaner relocated.
+//! * CLWA = cache writes / original writes (undefined — `None` — with no original writes),
+//!   FLWA = (cache writes + GC writes) / cache writes, multiplier = CLWA × FLWA.
+//!
+//! Device bytes (with copies, parity and padding) are counted apart: they are the redundancy's
+//! cost, not the cache's. The same structure feeds the gateway's metrics and `reo replay`.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// Counters since the cache opened. Plain integers: the manager updates them under its lock.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CacheStats {
+    /// Read requests (GET of a byte range).
+    pub requests: u64,
+    /// Requests served wholly from flash.
+    pub hits: u64,
+    /// Requested bytes, and those served from flash.
+    pub request_bytes: u64,
+    pub hit_bytes: u64,
+    /// Bytes fetched from the backend on misses.
+    pub backend_read_bytes: u64,
+    /// Client writes (PUT bytes) — seed 003's "original writes".
+    pub original_write_bytes: u64,
+    /// User bytes written to flash for the cache (fills + admitted writes).
+    pub cache_write_bytes: u64,
+    /// Blobs written for the cache.
+    pub cache_writes: u64,
+    /// User bytes the cleaner relocated (including re-encodes).
+    pub gc_write_bytes: u64,
+    /// Device bytes written by the store for cache and GC writes (with redundancy).
+    pub device_write_bytes: u64,
+    /// Fragments offered to admission, admitted, rejected by reason, throttled.
+    pub admission_offered: u64,
+    pub admitted: u64,
+    pub rejected: BTreeMap<String, u64>,
+    /// Fragments evicted by the replacement policy, and dropped by GC-based eviction.
+    pub evictions: u64,
+    pub gc_evictions: u64,
+    /// Fragments served from flash whose content was written for another key (dedup).
+    pub dedup_hits: u64,
+    /// Writes whose content was already on flash (dedup): no flash write.
+    pub dedup_saved_writes: u64,
+    /// Inserts that found everything pinned or dirty (cache full, 0x64).
+    pub full_rejections: u64,
+    /// Dirty fragments found unreadable beyond their redundancy: data-loss events.
+    pub dirty_lost: u64,
+    /// Reads whose blob vanished under them (evicted or relocated concurrently) and were retried.
+    pub raced_reads: u64,
+}
+
+/// Derived ratios, serialized next to the counters.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Ratios {
+    pub hit_ratio: f64,
+    pub byte_hit_ratio: f64,
+    pub clwa: Option<f64>,
+    pub flwa: Option<f64>,
+    pub multiplier: Option<f64>,
+}
+
+impl CacheStats {
+    pub fn ratios(&self) -> Ratios {
+        let div = |a: u64, b: u64| if b == 0 { None } else { Some(a as f64 / b as f64) };
+        let clwa = div(self.cache_write_bytes, self.original_write_bytes);
+        let flwa = div(self.cache_write_bytes + self.gc_write_bytes, self.cache_write_bytes);
+        Ratios {
+            hit_ratio: div(self.hits, self.requests).unwrap_or(0.0),
+            byte_hit_ratio: div(self.hit_bytes, self.request_bytes).unwrap_or(0.0),
+            clwa,
+            flwa,
+            multiplier: clwa.zip(flwa).map(|(c, f)| c * f),
+        }
+    }
+
+    pub(crate) fn reject(&mut self, reason: &str) {
+        *self.rejected.entry(reason.to_string()).or_default() += 1;
+    }
+
+    /// Counters and ratios as one JSON object.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).expect("plain data serializes");
+        let r = serde_json::to_value(self.ratios()).expect("plain data serializes");
+        if let (Some(o), serde_json::Value::Object(r)) = (v.as_object_mut(), r) {
+            o.extend(r);
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Seed 003's TPC-Backup row at 120 GiB: 36.8 original, 275.83 cache, 1352.01 GC writes.
+    #[test]
+    fn ratios_match_seed_003_table() {
+        let gib = |x: f64| (x * 1024.0 * 1024.0 * 1024.0) as u64;
+        let s = CacheStats {
+            original_write_bytes: gib(36.8),
+            cache_write_bytes: gib(275.83),
+            gc_write_bytes: gib(1352.01),
+            ..Default::default()
+        };
+        let r = s.ratios();
+        assert!((r.clwa.unwrap() - 7.5).abs() < 0.01, "{r:?}");
+        assert!((r.flwa.unwrap() - 5.9).abs() < 0.01, "{r:?}");
+        assert!((r.multiplier.unwrap() - 44.25).abs() < 0.05, "{r:?}");
+        assert_eq!(CacheStats::default().ratios().clwa, None);
+        let j = s.to_json();
+        assert!(j["clwa"].as_f64().is_some() && j["cache_write_bytes"].as_u64() == Some(gib(275.83)));
+    }
+}
