@@ -1,4 +1,5 @@
-//! Reo's cache manager: replacement policies behind one byte-size-aware [`Policy`] trait.
+//! Reo's cache manager: replacement policies behind one byte-size-aware [`Policy`] trait, and flash
+//! admission control.
 //!
 //! * [`admission`]: flash admission control (admit-all, SEQR, SSEQR, touch count, SDCC's watchlist,
 //!   a write budget), chained cheap → expensive, every rejection counted by reason.
@@ -18,7 +19,7 @@ pub mod policy;
 pub mod sim;
 mod slab;
 
-pub use admission::{Admission, AdmissionStats, Admitter, Decision};
+pub use admission::{Admission, AdmissionConfig, AdmissionKind, AdmissionStats, Admitter, Decision};
 pub use bench::bench_policy;
 pub use policy::{new_policy, InsertError, Key, Policy, PolicyKind};
 pub use sim::{miss_ratio, zipf_trace};

@@ -24,16 +24,21 @@
 //! a `now` that goes backwards is treated as no time passing.
 
 pub mod budget;
+pub mod config;
 pub mod seqr;
 mod stats;
 pub mod tc;
 pub mod watchlist;
+
+#[cfg(test)]
+mod scan_tests;
 
 use serde::Serialize;
 
 use crate::policy::Key;
 
 pub use budget::{BudgetConfig, WriteBudget};
+pub use config::{AdmissionConfig, AdmissionConfigError, AdmissionKind};
 pub use seqr::{Seqr, SeqrConfig, Sseqr, StreamTable};
 pub use stats::{AdmissionStats, Admitter, RejectCounts, ThrottleCounts};
 pub use tc::{TcConfig, TouchCount};
