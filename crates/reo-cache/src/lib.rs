@@ -6,6 +6,8 @@
 //! * [`header`]: the blob header format the cache writes to flash.
 //! * [`stats`]: hit ratios, CLWA / FLWA accounting.
 //! * [`config`]: tunables with documented defaults; class → scheme map.
+//! * [`admission`]: flash admission control (admit-all, SEQR, SSEQR, touch count, SDCC's watchlist,
+//!   a write budget), chained cheap → expensive, every rejection counted by reason.
 //! * [`policy`]: the trait and its contract (admission-agnostic; pinned/dirty objects are protected
 //!   through an `evictable` callback), and LRU, ARC, S3-FIFO, SIEVE and SDCC's generalized CLOCK.
 //! * [`sim`]: a miss-ratio simulator and a deterministic Zipf trace generator.
@@ -15,6 +17,7 @@
 //! Every policy stores its entries (ghosts included) as 24-byte nodes in a slab (`Vec`, `u32`
 //! links, free list) indexed by a `hashbrown::HashTable<u32>` of slot numbers.
 
+pub mod admission;
 pub mod bench;
 pub mod config;
 pub mod hash;
@@ -27,6 +30,7 @@ pub mod sim;
 mod slab;
 pub mod stats;
 
+pub use admission::{Admission, AdmissionConfig, AdmissionKind, AdmissionStats, Admitter, Decision};
 pub use bench::bench_policy;
 pub use config::{CacheConfig, ClassSchemes, EvictionMode};
 pub use manager::{Cache, FillOutcome, GetResult, ObjectInfo, ObjectMeta, Piece, PutReceipt, WriteError};
