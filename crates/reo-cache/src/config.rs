@@ -6,6 +6,7 @@ use std::str::FromStr;
 
 use reo_store::{Placement, Scheme, VictimPolicy};
 
+use crate::admission::{AdmissionConfig, AdmissionKind};
 use crate::object::Class;
 use crate::policy::PolicyKind;
 
@@ -99,6 +100,8 @@ pub struct CacheConfig {
     /// Replacement policy (default S3-FIFO: the best mean miss ratio of the reference policies,
     /// and scan resistant).
     pub policy: PolicyKind,
+    /// Flash admission (default admit-all); see [`crate::admission`].
+    pub admission: AdmissionConfig,
     /// Default cache-based.
     pub eviction: EvictionMode,
     /// Class → scheme. `None`: [`ClassSchemes::reo_default`] for the store's device count.
@@ -116,6 +119,7 @@ impl CacheConfig {
             capacity_bytes,
             fragment_size: 1 << 20,
             policy: PolicyKind::S3Fifo,
+            admission: AdmissionConfig::new(AdmissionKind::AdmitAll),
             eviction: EvictionMode::CacheBased,
             class_schemes: None,
             gc_victim: VictimPolicy::CostBenefit,

@@ -10,9 +10,9 @@
 //! Device bytes (with copies, parity and padding) are counted apart: they are the redundancy's
 //! cost, not the cache's. The same structure feeds the gateway's metrics and `reo replay`.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
+
+use crate::admission::AdmissionStats;
 
 /// Counters since the cache opened. Plain integers: the manager updates them under its lock.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -36,10 +36,8 @@ pub struct CacheStats {
     pub gc_write_bytes: u64,
     /// Device bytes written by the store for cache and GC writes (with redundancy).
     pub device_write_bytes: u64,
-    /// Fragments offered to admission, admitted, rejected by reason, throttled.
-    pub admission_offered: u64,
-    pub admitted: u64,
-    pub rejected: BTreeMap<String, u64>,
+    /// Admission: fragments offered, admitted, rejected by reason, throttled.
+    pub admission: AdmissionStats,
     /// Fragments evicted by the replacement policy, and dropped by GC-based eviction.
     pub evictions: u64,
     pub gc_evictions: u64,
@@ -77,10 +75,6 @@ impl CacheStats {
             flwa,
             multiplier: clwa.zip(flwa).map(|(c, f)| c * f),
         }
-    }
-
-    pub(crate) fn reject(&mut self, reason: &str) {
-        *self.rejected.entry(reason.to_string()).or_default() += 1;
     }
 
     /// Counters and ratios as one JSON object.

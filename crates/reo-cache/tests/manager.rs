@@ -287,3 +287,47 @@ fn a_dead_device_costs_only_clean_data() {
     // Isolated placement: about a quarter of the cold objects lived on the dead device.
     assert!((1..16).contains(&lost), "lost {lost} of 16");
 }
+
+/// A sequential scan through the cache does not flush the hot set under SEQR or TC (it does under
+/// admit-all); rejections are counted by reason; a write budget caps flash writes.
+#[test]
+fn admission_keeps_the_hot_set_through_a_scan_and_budgets_writes() {
+    for (name, kept) in [("aa", false), ("seqr", true), ("tc", true), ("seqr+tc", true)] {
+        let mut cf = cfg(32 * FRAG);
+        cf.admission = name.parse().unwrap();
+        let c = open(&devices(4, 64), cf);
+        let hot: Vec<Vec<u8>> = (0..16).map(|i| content(i, FRAG as usize)).collect();
+        for round in 0..3 {
+            for (i, d) in hot.iter().enumerate() {
+                read_through(&c, format!("hot{i}").as_bytes(), d, 0, u64::MAX, round * 100 + i as u64);
+            }
+        }
+        let scan = content(99, (200 * FRAG) as usize);
+        for f in 0..200u64 {
+            read_through(&c, b"backup.tar", &scan, f * FRAG, (f + 1) * FRAG, 1_000 + f);
+        }
+        let hits =
+            (0..16).filter(|i| c.get(format!("hot{i}").as_bytes(), 0, u64::MAX, 5_000).unwrap().is_hit()).count();
+        let st = c.stats();
+        eprintln!("{name}: {hits}/16 hot objects still cached, admission {:?}", st.admission);
+        if kept {
+            assert!(hits >= 15, "{name}: the scan flushed the hot set ({hits}/16 left)");
+            assert!(st.admission.rejected >= 190, "{name}: scan fragments rejected and counted");
+        } else {
+            assert!(hits <= 2, "{name}: admit-all should have been flushed ({hits}/16 left)");
+        }
+        assert_eq!(st.admission.requests, st.admission.admitted + st.admission.rejected + st.admission.throttled);
+    }
+    // A budget of 10 fragments a day (no burst beyond it) over one simulated hour: at most the
+    // budget's share plus the burst reaches flash.
+    let mut cf = cfg(64 * FRAG);
+    cf.admission = format!("aa,budget={},burst={}", 10 * FRAG, 4 * FRAG).parse().unwrap();
+    let c = open(&devices(4, 64), cf);
+    let hour = 3_600_000_000_000u64;
+    for i in 0..100u64 {
+        read_through(&c, format!("o{i}").as_bytes(), &content(i, FRAG as usize), 0, u64::MAX, i * hour / 100);
+    }
+    let st = c.stats();
+    assert!(st.cache_write_bytes <= 4 * FRAG + 10 * FRAG / 24, "{} bytes written", st.cache_write_bytes);
+    assert!(st.admission.throttled > 90, "{:?}", st.admission);
+}

@@ -139,6 +139,20 @@ pub enum Reason {
     BelowEvictedAverage,
 }
 
+impl Reason {
+    /// Stable lower-case name (metrics labels, replay reports).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Sequential => "sequential",
+            Reason::SequentialPastLimit => "sequential_past_limit",
+            Reason::Cold => "cold",
+            Reason::Watching => "watching",
+            Reason::BelowVictim => "below_victim",
+            Reason::BelowEvictedAverage => "below_evicted_average",
+        }
+    }
+}
+
 /// Why the write budget held a request back (the request may be worth caching).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -37,6 +37,12 @@ impl Cache {
         let mut locs = Vec::with_capacity(keys.len());
         for &k in keys {
             let (slot, frag) = split_key(k);
+            if let Some(e) = s.index.get(slot) {
+                // Utility of the evicted: its reads since it entered the cache.
+                let (id, freq) = (super::write::placement_of(&e.key), f64::from(e.freq()));
+                let now = s.now;
+                s.admitter.on_evict(id, freq, now);
+            }
             if let Some(l) = s.location(slot, frag, self.cfg.fragment_size) {
                 locs.push(l);
             }

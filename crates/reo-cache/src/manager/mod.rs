@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use reo_store::{Location, Scheme, Store};
 
+use crate::admission::Admitter;
 use crate::config::{CacheConfig, ClassSchemes, EvictionMode};
 use crate::hash::KeyBuildHasher;
 use crate::index::{frag_key, ObjectIndex};
@@ -72,6 +73,7 @@ impl SchemeTable {
 pub(crate) struct State {
     pub index: ObjectIndex,
     pub policy: Box<dyn Policy>,
+    pub admitter: Admitter,
     /// Lease end (caller's clock, ns) of pinned objects, by slot.
     pub pins: HashMap<u32, u64, KeyBuildHasher>,
     pub schemes: SchemeTable,
@@ -161,6 +163,14 @@ impl Cache {
         let state = State {
             index: ObjectIndex::new(),
             policy: new_policy(cfg.policy, capacity),
+            admitter: {
+                // Touch counts and watch entries are per fragment: a segment spanning several
+                // fragments would count a scan's next fragment as a second touch.
+                let mut a = cfg.admission.clone();
+                a.tc.segment_len = a.tc.segment_len.min(cfg.fragment_size);
+                a.watchlist.fragment_len = cfg.fragment_size;
+                a.build()
+            },
             pins: HashMap::default(),
             schemes: SchemeTable::default(),
             stats: CacheStats::default(),
@@ -190,7 +200,13 @@ impl Cache {
 
     /// Counters since open.
     pub fn stats(&self) -> CacheStats {
-        self.lock().stats.clone()
+        let s = self.lock();
+        let mut st = s.stats.clone();
+        st.admission = *s.admitter.stats();
+        drop(s);
+        let store = self.store.stats();
+        st.device_write_bytes = store.put_device_bytes + store.gc_device_bytes;
+        st
     }
 
     /// Objects in the index, user bytes the policy holds.

@@ -8,6 +8,7 @@ use reo_store::{Durability, Location, PutOptions, Scheme};
 
 use super::evict::free_all;
 use super::{frag_count, frag_len, new_entry, Cache, State};
+use crate::admission::{Decision, Request};
 use crate::header::{BlobHeader, BlobKind};
 use crate::index::{frag_key, MAX_FRAGMENTS};
 use crate::object::{Class, MAX_OBJECT_SIZE};
@@ -141,7 +142,7 @@ impl Cache {
                 data.len()
             )));
         }
-        let class = {
+        let (class, req) = {
             let mut s = self.lock();
             s.now = s.now.max(now_ns);
             s.stats.backend_read_bytes += data.len() as u64;
@@ -159,10 +160,12 @@ impl Cache {
                     return Ok(FillOutcome::AlreadyCached);
                 }
             }
-            s.stats.admission_offered += 1;
-            // Admission control (admit-all unless configured).
-            s.stats.admitted += 1;
-            s.index.find(key).and_then(|slot| s.index.get(slot)).map_or(Class::Cold, |e| e.class())
+            let req = Request::read_miss(placement_of(key), u64::from(frag) * fs, data.len() as u64, now_ns)
+                .with_occupancy(s.policy.used_bytes(), self.cfg.capacity_bytes);
+            if let Some(why) = admission_refusal(s.admitter.decide(&req)) {
+                return Ok(FillOutcome::Rejected(why));
+            }
+            (s.index.find(key).and_then(|slot| s.index.get(slot)).map_or(Class::Cold, |e| e.class()), req)
         };
         let header = self.header(key, object_size, frag, false, class, meta);
         let loc = match self.put_blob(&header, data, self.classes.of(class), false, placement_of(key)) {
@@ -171,7 +174,6 @@ impl Cache {
             Err(WriteError::Full(_)) | Err(WriteError::Store(reo_store::Error::OutOfSpace { .. })) => {
                 let mut s = self.lock();
                 s.stats.full_rejections += 1;
-                s.stats.reject("full");
                 return Ok(FillOutcome::Rejected("full"));
             }
             Err(e) => return Err(e),
@@ -189,6 +191,7 @@ impl Cache {
                 match self.policy_insert(&mut s, slot, frag, data.len() as u64) {
                     Ok(mut evicted) => {
                         s.set_location(slot, frag, Some(&loc));
+                        s.admitter.on_insert(&req);
                         s.stats.cache_write_bytes += loc.len;
                         s.stats.cache_writes += 1;
                         evicted.shrink_to_fit();
@@ -196,7 +199,6 @@ impl Cache {
                     }
                     Err(mut evicted) => {
                         s.stats.full_rejections += 1;
-                        s.stats.reject("full");
                         super::evict::drop_entry_if_empty(&mut s, slot);
                         evicted.push(loc);
                         (FillOutcome::Rejected("full"), evicted)
@@ -255,6 +257,16 @@ impl Cache {
             let mut s = self.lock();
             s.now = s.now.max(now_ns);
             s.stats.original_write_bytes += size;
+            // Dirty data is the only copy: always cached. A clean write is a candidate like a fill.
+            if !dirty {
+                let req = Request::write(placement_of(key), 0, size, now_ns)
+                    .with_occupancy(s.policy.used_bytes(), self.cfg.capacity_bytes);
+                if admission_refusal(s.admitter.decide(&req)).is_some() {
+                    drop(s);
+                    self.delete(key); // the cached copy, if any, is now stale
+                    return Ok(PutReceipt { version: 0 });
+                }
+            }
         }
         let n = frag_count(size, fs) as u32;
         let mut locs = Vec::with_capacity(n as usize);
@@ -448,6 +460,15 @@ impl Cache {
     /// The store header of a live blob (from the store's metadata, no device I/O).
     fn store_header(&self, loc: &Location) -> Option<Vec<u8>> {
         self.store.header(loc)
+    }
+}
+
+/// `None` to admit, or the refusal's name (as counted in the admission stats).
+pub(crate) fn admission_refusal(d: Decision) -> Option<&'static str> {
+    match d {
+        Decision::Admit => None,
+        Decision::Reject(r) => Some(r.as_str()),
+        Decision::Throttled(_) => Some("throttled"),
     }
 }
 
