@@ -188,6 +188,12 @@ mod comparison {
             let mut p = new_dedup(k, meta, bytes).expect("dedup on");
             rows.push((k.as_str(), replay(p.as_mut(), &trace)));
             p.check_invariants().unwrap();
+            let per_entry = p.memory_bytes() as f64 / (p.meta_len() + p.data_len()) as f64;
+            eprintln!(
+                "{k:>7}: {} M entries, {} D fps, {per_entry:.0} B of index per entry",
+                p.meta_len(),
+                p.data_len()
+            );
         }
         for (name, s) in &rows {
             eprintln!(

@@ -220,6 +220,8 @@ impl FpTable {
         self.map.values().copied()
     }
 
+    /// Heap bytes; the map's share is estimated from its capacity (hashbrown: one entry plus one
+    /// control byte per bucket).
     pub fn memory_bytes(&self) -> usize {
         let bucket = std::mem::size_of::<(Fingerprint, u32)>() + 1;
         self.map.capacity() * bucket + self.ents.capacity() * std::mem::size_of::<FpEnt>() + self.free.capacity() * 4
