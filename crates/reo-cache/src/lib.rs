@@ -13,6 +13,8 @@
 //! * [`sim`]: a miss-ratio simulator and a deterministic Zipf trace generator.
 //! * [`mod@bench`]: single-thread throughput and per-object memory of a policy.
 //! * [`hash`]: the fast key hash used by the policies' index.
+//! * [`dedup`]: dedup-aware caching (CacheDedup's D-LRU, D-ARC, CD-ARC) over a metadata cache of
+//!   address → fingerprint and a data cache of fingerprints, with a dedup trace simulator.
 //!
 //! Every policy stores its entries (ghosts included) as 24-byte nodes in a slab (`Vec`, `u32`
 //! links, free list) indexed by a `hashbrown::HashTable<u32>` of slot numbers.
@@ -20,6 +22,7 @@
 pub mod admission;
 pub mod bench;
 pub mod config;
+pub mod dedup;
 pub mod hash;
 pub mod header;
 pub mod index;
@@ -33,6 +36,7 @@ pub mod stats;
 pub use admission::{Admission, AdmissionConfig, AdmissionKind, AdmissionStats, Admitter, Decision};
 pub use bench::bench_policy;
 pub use config::{CacheConfig, ClassSchemes, EvictionMode};
+pub use dedup::{new_dedup, Chunk, DedupKind, DedupOutcome, DedupPolicy, Fingerprint};
 pub use manager::{Cache, FillOutcome, GetResult, ObjectInfo, ObjectMeta, Piece, PutReceipt, WriteError};
 pub use object::Class;
 pub use policy::{new_policy, InsertError, Key, Policy, PolicyKind};
