@@ -7,6 +7,7 @@ use std::str::FromStr;
 use reo_store::{Placement, Scheme, VictimPolicy};
 
 use crate::admission::{AdmissionConfig, AdmissionKind};
+use crate::dedup::DedupKind;
 use crate::object::Class;
 use crate::policy::PolicyKind;
 
@@ -102,6 +103,12 @@ pub struct CacheConfig {
     pub policy: PolicyKind,
     /// Flash admission (default admit-all); see [`crate::admission`].
     pub admission: AdmissionConfig,
+    /// Inline dedup of clean fragments (default off: the replacement policy runs on fragments).
+    pub dedup: DedupKind,
+    /// Entries of the dedup metadata cache (address → fingerprint). `None`: twice the fragments
+    /// the data cache holds (CacheDedup sizes the metadata cache larger than the data cache so
+    /// that duplicate addresses can hit).
+    pub dedup_meta_entries: Option<usize>,
     /// Default cache-based.
     pub eviction: EvictionMode,
     /// Class → scheme. `None`: [`ClassSchemes::reo_default`] for the store's device count.
@@ -120,11 +127,18 @@ impl CacheConfig {
             fragment_size: 1 << 20,
             policy: PolicyKind::S3Fifo,
             admission: AdmissionConfig::new(AdmissionKind::AdmitAll),
+            dedup: DedupKind::Off,
+            dedup_meta_entries: None,
             eviction: EvictionMode::CacheBased,
             class_schemes: None,
             gc_victim: VictimPolicy::CostBenefit,
             gc_free_bands: 2,
         }
+    }
+
+    /// Entries of the dedup metadata cache.
+    pub fn meta_entries(&self) -> usize {
+        self.dedup_meta_entries.unwrap_or((2 * self.capacity_bytes / self.fragment_size).max(16) as usize)
     }
 
     pub fn validate(&self, devices: usize) -> Result<(), String> {
@@ -136,6 +150,13 @@ impl CacheConfig {
         }
         if devices > crate::object::MAX_DEVICES {
             return Err(format!("{devices} devices: at most {} are supported", crate::object::MAX_DEVICES));
+        }
+        if self.dedup != DedupKind::Off && self.eviction == EvictionMode::GcBased {
+            return Err(format!(
+                "dedup {} with gc-eviction: the dedup policy decides which content leaves the cache \
+                 (a content blob may back many objects), so the cleaner cannot drop it; use cache-eviction",
+                self.dedup
+            ));
         }
         if let Some(s) = &self.class_schemes {
             s.validate(devices)?;

@@ -41,7 +41,7 @@ pub struct CacheStats {
     /// Fragments evicted by the replacement policy, and dropped by GC-based eviction.
     pub evictions: u64,
     pub gc_evictions: u64,
-    /// Fragments served from flash whose content was written for another key (dedup).
+    /// Fragments served from flash through the dedup cache.
     pub dedup_hits: u64,
     /// Writes whose content was already on flash (dedup): no flash write.
     pub dedup_saved_writes: u64,

@@ -21,7 +21,13 @@ pub(crate) fn free_all(store: &Store, locs: &[Location], d: Durability) {
 }
 
 /// Removes the entry of `slot` if it holds no blob and is neither dirty nor pinned.
+///
+/// With dedup on, clean fragments live in the dedup cache, not in the entry: the entry stays (its
+/// size says how to address them) until the object is deleted or a read finds nothing of it.
 pub(crate) fn drop_entry_if_empty(s: &mut State, slot: u32) {
+    if s.dedup.is_some() {
+        return;
+    }
     let Some(e) = s.index.get(slot) else { return };
     let empty = if e.fragmented() { s.index.cached_fragments(slot) == 0 } else { e.blob().is_none() };
     let leased = e.pinned() && s.pins.get(&slot).is_some_and(|&until| until > s.now);
@@ -103,17 +109,32 @@ impl Cache {
     }
 }
 
+/// A blob the cleaner asked about.
+enum Moving {
+    /// Fragment of the object in slot.
+    Fragment(u32, u32),
+    /// Dedup content blob with this fingerprint.
+    Content(Vec<u8>),
+}
+
 /// The cache's say in cleaning one band.
 struct Cleaner<'a> {
     cache: &'a Cache,
-    /// Blob sequence → (slot, fragment) of the blobs decided in this pass.
-    moving: HashMap<u64, (u32, u32)>,
+    /// Blob sequence → what the blob is, for the blobs decided in this pass.
+    moving: HashMap<u64, Moving>,
 }
 
 impl GcHandler for Cleaner<'_> {
     fn decide(&mut self, loc: &Location, header: &[u8]) -> GcDecision {
         let c = self.cache;
         let Some(h) = BlobHeader::decode(header) else { return GcDecision::Drop };
+        if h.kind == crate::header::BlobKind::Content {
+            if !c.content_is_live(&h.key, loc) {
+                return GcDecision::Drop;
+            }
+            self.moving.insert(loc.seq, Moving::Content(h.key));
+            return GcDecision::Relocate;
+        }
         let mut s = c.lock();
         let Some(slot) = s.index.find(&h.key) else { return GcDecision::Drop };
         if s.location(slot, h.fragment, c.cfg.fragment_size).as_ref() != Some(loc) {
@@ -126,7 +147,7 @@ impl GcHandler for Cleaner<'_> {
             EvictionMode::CacheBased => true,
             EvictionMode::GcBased => e.dirty() || (e.pinned() && live_pin) || e.referenced(),
         };
-        self.moving.insert(loc.seq, (slot, h.fragment));
+        self.moving.insert(loc.seq, Moving::Fragment(slot, h.fragment));
         if !keep {
             return GcDecision::Drop;
         }
@@ -140,7 +161,11 @@ impl GcHandler for Cleaner<'_> {
     }
 
     fn relocated(&mut self, old: &Location, new: &Location) {
-        let Some(&(slot, frag)) = self.moving.get(&old.seq) else { return };
+        let (slot, frag) = match self.moving.get(&old.seq) {
+            Some(Moving::Fragment(slot, frag)) => (*slot, *frag),
+            Some(Moving::Content(fp)) => return self.cache.content_moved(fp, old, new),
+            None => return,
+        };
         let c = self.cache;
         let mut s = c.lock();
         s.stats.gc_write_bytes += new.len;
@@ -150,7 +175,7 @@ impl GcHandler for Cleaner<'_> {
     }
 
     fn dropped(&mut self, loc: &Location) {
-        let Some(&(slot, frag)) = self.moving.get(&loc.seq) else { return };
+        let Some(&Moving::Fragment(slot, frag)) = self.moving.get(&loc.seq) else { return };
         let c = self.cache;
         let mut s = c.lock();
         if s.location(slot, frag, c.cfg.fragment_size).as_ref() == Some(loc) {
@@ -160,7 +185,11 @@ impl GcHandler for Cleaner<'_> {
     }
 
     fn lost(&mut self, loc: &Location, err: &StoreError) {
-        let Some(&(slot, frag)) = self.moving.get(&loc.seq) else { return };
+        let (slot, frag) = match self.moving.get(&loc.seq) {
+            Some(Moving::Fragment(slot, frag)) => (*slot, *frag),
+            Some(Moving::Content(fp)) => return self.cache.content_lost(fp, loc),
+            None => return,
+        };
         let c = self.cache;
         let mut s = c.lock();
         if s.location(slot, frag, c.cfg.fragment_size).as_ref() != Some(loc) {

@@ -12,6 +12,7 @@
 //! policy evictions, the cleaner's handler for both eviction modes), `restart.rs` (rebuilding the
 //! index from the store after a restart).
 
+mod dedup;
 mod evict;
 mod read;
 mod restart;
@@ -82,6 +83,8 @@ pub(crate) struct State {
     pub now: u64,
     /// Scratch buffer for evicted keys.
     pub evicted: Vec<Key>,
+    /// Dedup of clean fragments, when configured.
+    pub dedup: Option<dedup::DedupState>,
 }
 
 impl State {
@@ -176,6 +179,7 @@ impl Cache {
             stats: CacheStats::default(),
             now: 0,
             evicted: Vec::new(),
+            dedup: dedup::DedupState::new(cfg.dedup, cfg.meta_entries(), cfg.capacity_bytes),
         };
         let cache = Cache { store, cfg, classes, state: Mutex::new(state) };
         cache.rebuild_from_store()?;
@@ -224,7 +228,11 @@ impl Cache {
         let mut schemes = Vec::new();
         let mut cached = 0;
         for f in 0..fragments as u32 {
-            if let Some(l) = s.location(slot, f, self.cfg.fragment_size) {
+            let content = s.dedup.as_ref().and_then(|d| {
+                let fp = d.policy.mapping(frag_key(slot, f))?;
+                d.blobs.get(fp.as_bytes()).copied()
+            });
+            if let Some(l) = s.location(slot, f, self.cfg.fragment_size).or(content) {
                 cached += 1;
                 if !schemes.contains(&l.scheme) {
                     schemes.push(l.scheme);

@@ -3,7 +3,8 @@
 
 use reo_store::{Error as StoreError, Location};
 
-use super::{Cache, State};
+use super::dedup::ContentRef;
+use super::{frag_len, Cache, State};
 use crate::index::frag_key;
 use crate::manager::write::WriteError;
 
@@ -68,25 +69,45 @@ impl Cache {
             return Ok(GetResult { size: Some(size), pieces: Vec::new() });
         }
         s.stats.request_bytes += end - start;
-        let mut plan: Vec<(u64, u64, u32, Option<Location>)> = Vec::new();
+        // Per fragment: (start, end, fragment, its own blob, or its dedup content).
+        type Step = (u64, u64, u32, Option<Location>, Option<ContentRef>);
+        let mut plan: Vec<Step> = Vec::new();
         for f in (start / fs) as u32..=((end - 1) / fs) as u32 {
             let (fstart, fend) = (u64::from(f) * fs, (u64::from(f) + 1) * fs);
             let loc = s.location(slot, f, fs);
-            if loc.is_some() {
+            let content = if loc.is_some() {
                 s.policy.on_hit(frag_key(slot, f));
+                None
+            } else {
+                s.dedup_lookup(frag_key(slot, f))
+            };
+            plan.push((start.max(fstart), end.min(fend), f, loc, content));
+        }
+        if s.dedup.is_some() && !dirty && plan.iter().all(|p| p.3.is_none() && p.4.is_none()) {
+            // Dedup keeps the entry while any fragment may be cached; none is: forget it.
+            let whole = frag_len(size, 0, fs) == size || (start == 0 && end == size);
+            if whole {
+                let locs = self.forget_object(&mut s, slot);
+                debug_assert!(locs.is_empty());
             }
-            plan.push((start.max(fstart), end.min(fend), f, loc));
         }
         drop(s);
 
         let mut pieces = Vec::with_capacity(plan.len());
         let mut hit_bytes = 0;
         let mut raced = 0;
-        for (a, b, f, loc) in plan {
+        let mut dedup_hits = 0;
+        for (a, b, f, loc, content) in plan {
+            let fbase = u64::from(f) * fs;
             let data = match loc {
-                None => None,
+                None => content.and_then(|c| {
+                    let d = self.read_content(&c, frag_len(size, f, fs), a - fbase, b - fbase).ok();
+                    if d.is_some() {
+                        dedup_hits += 1;
+                    }
+                    d
+                }),
                 Some(loc) => {
-                    let fbase = u64::from(f) * fs;
                     match self.store.read(&loc, a - fbase, b - fbase) {
                         Ok(d) => Some(d),
                         Err(StoreError::NotFound { .. }) => {
@@ -115,6 +136,7 @@ impl Cache {
         }
         let mut s = self.lock();
         s.stats.raced_reads += raced;
+        s.stats.dedup_hits += dedup_hits;
         s.stats.hit_bytes += hit_bytes;
         let result = GetResult { size: Some(size), pieces };
         if result.is_hit() {

@@ -167,6 +167,21 @@ impl Cache {
             }
             (s.index.find(key).and_then(|slot| s.index.get(slot)).map_or(Class::Cold, |e| e.class()), req)
         };
+        if self.lock().dedup.is_some() {
+            let slot = {
+                let mut s = self.lock();
+                match s.index.find(key) {
+                    Some(slot) => slot,
+                    None => s.index.insert(new_entry(key, object_size, class, fs)),
+                }
+            };
+            return Ok(if self.dedup_insert(frag_key(slot, frag), data) {
+                self.lock().admitter.on_insert(&req);
+                FillOutcome::Admitted
+            } else {
+                FillOutcome::Rejected("full")
+            });
+        }
         let header = self.header(key, object_size, frag, false, class, meta);
         let loc = match self.put_blob(&header, data, self.classes.of(class), false, placement_of(key)) {
             Ok(l) => l,
@@ -269,6 +284,15 @@ impl Cache {
             }
         }
         let n = frag_count(size, fs) as u32;
+        if !dirty && self.lock().dedup.is_some() {
+            self.delete(key);
+            let slot = self.lock().index.insert(new_entry(key, size, class, fs));
+            for f in 0..n {
+                let a = (u64::from(f) * fs) as usize;
+                self.dedup_insert(frag_key(slot, f), &data[a..a + frag_len(size, f, fs) as usize]);
+            }
+            return Ok(PutReceipt { version: 0 });
+        }
         let mut locs = Vec::with_capacity(n as usize);
         for f in 0..n {
             let a = (u64::from(f) * fs) as usize;
@@ -309,6 +333,9 @@ impl Cache {
             (0..frag_count(old_size, fs) as u32).filter_map(|f| s.location(slot, f, fs).map(|l| (f, l))).collect();
         for &(f, _) in &old {
             s.policy.remove(frag_key(slot, f));
+        }
+        for f in 0..frag_count(old_size, fs) as u32 {
+            s.dedup_forget(frag_key(slot, f));
         }
         // The object's own fragments are not candidates while it is being replaced.
         let was_dirty = s.index.get(slot).expect("live").dirty();
@@ -377,6 +404,9 @@ impl Cache {
             let n = frag_count(e.size(), fs) as u32;
             (slot, e.size(), (0..n).filter_map(|f| s.location(slot, f, fs)).collect::<Vec<_>>())
         };
+        if self.lock().dedup.is_some() {
+            return self.mark_clean_into_dedup(key, slot, version, &old);
+        }
         let class = Class::Cold;
         let scheme = self.classes.of(class);
         let mut new = Vec::with_capacity(old.len());
@@ -427,6 +457,36 @@ impl Cache {
         Ok(true)
     }
 
+    /// `mark_clean` with dedup on: the flushed fragments enter the dedup cache (written once if
+    /// their content is new) and the dirty replicas are freed.
+    fn mark_clean_into_dedup(&self, key: &[u8], slot: u32, version: u64, old: &[Location]) -> Result<bool, WriteError> {
+        let mut datas = Vec::with_capacity(old.len());
+        for l in old {
+            datas.push(self.store.read_all(l)?);
+        }
+        {
+            let mut s = self.lock();
+            let fs = self.cfg.fragment_size;
+            let still = s.index.get(slot).is_some_and(|e| &*e.key == key && e.dirty())
+                && s.location(slot, 0, fs).map(|l| l.seq) == Some(version);
+            if !still {
+                return Ok(false);
+            }
+            for f in 0..old.len() as u32 {
+                s.policy.remove(frag_key(slot, f));
+                s.set_location(slot, f, None);
+            }
+            let e = s.index.get_mut(slot).expect("live");
+            e.set_dirty(false);
+            e.set_class(Class::Cold);
+        }
+        for (f, d) in datas.iter().enumerate() {
+            self.dedup_insert(frag_key(slot, f as u32), d);
+        }
+        free_all(&self.store, old, Durability::Sync);
+        Ok(true)
+    }
+
     /// Forgets `key` (delete or invalidation). A dirty object's frees are made durable so that it
     /// cannot come back after a crash. Returns whether it was cached.
     pub fn delete(&self, key: &[u8]) -> bool {
@@ -447,6 +507,7 @@ impl Cache {
         let mut locs = Vec::new();
         for f in 0..frag_count(size, fs) as u32 {
             s.policy.remove(frag_key(slot, f));
+            s.dedup_forget(frag_key(slot, f));
             if let Some(l) = s.location(slot, f, fs) {
                 locs.push(l);
             }

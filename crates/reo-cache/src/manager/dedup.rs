@@ -1,0 +1,211 @@
+//! Dedup in the manager: clean fragments go through a [`DedupPolicy`] (D-LRU, D-ARC, CD-ARC)
+//! instead of the replacement policy. The address of a fragment is its fragment key; its content
+//! is a *content blob* named by its BLAKE3 fingerprint, written once however many fragments share
+//! it, and freed when the dedup policy evicts the fingerprint.
+//!
+//! Dirty data bypasses dedup: it is written as ordinary fragment blobs (replicated, never evicted)
+//! and enters dedup when the flusher marks it clean. With CD-ARC a content blob holds the LZ4
+//! block of the fragment (kept raw when compression does not shrink it); the WEU is the policy's
+//! eviction unit — every content blob of an evicted WEU is freed together.
+//!
+//! After a restart dedup starts cold: content blobs are not addressable without the metadata cache
+//! (address → fingerprint), which lives in DRAM only, so they are freed.
+
+use std::collections::HashMap;
+
+use reo_store::{Durability, Location, Scheme};
+
+use super::evict::free_all;
+use super::{Cache, State};
+use crate::dedup::{compress, decompress, new_dedup, Chunk, DedupKind, DedupOutcome, DedupPolicy, Fingerprint};
+use crate::header::{BlobHeader, BlobKind};
+use crate::object::Class;
+use crate::policy::Key;
+
+/// Dedup state of the manager.
+pub(crate) struct DedupState {
+    pub policy: Box<dyn DedupPolicy>,
+    /// Fingerprint → content blob. The blob's length is the stored (maybe compressed) length.
+    pub blobs: HashMap<[u8; 32], Location>,
+    /// Content blobs are LZ4 blocks (CD-ARC).
+    pub compressed: bool,
+    pub out: DedupOutcome,
+}
+
+impl DedupState {
+    pub fn new(kind: DedupKind, meta_entries: usize, data_bytes: u64) -> Option<DedupState> {
+        Some(DedupState {
+            policy: new_dedup(kind, meta_entries, data_bytes)?,
+            blobs: HashMap::new(),
+            compressed: kind == DedupKind::CdArc,
+            out: DedupOutcome::default(),
+        })
+    }
+}
+
+/// Where a deduplicated fragment's bytes are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ContentRef {
+    pub loc: Location,
+    pub compressed: bool,
+}
+
+impl State {
+    /// Looks `addr` up in the dedup cache (a read: updates its recency). `None`: a miss.
+    pub fn dedup_lookup(&mut self, addr: Key) -> Option<ContentRef> {
+        let d = self.dedup.as_mut()?;
+        let fp = d.policy.lookup(addr)?;
+        match d.blobs.get(fp.as_bytes()) {
+            // Under CD-ARC a blob shorter than its fragment is an LZ4 block.
+            Some(&loc) => Some(ContentRef { loc, compressed: d.compressed }),
+            None => {
+                // Content admitted but its write failed or is still in flight: a miss.
+                d.policy.remove(addr);
+                None
+            }
+        }
+    }
+
+    /// Forgets `addr` in the dedup cache.
+    pub fn dedup_forget(&mut self, addr: Key) {
+        if let Some(d) = self.dedup.as_mut() {
+            d.policy.remove(addr);
+        }
+    }
+}
+
+impl Cache {
+    /// Scheme of content blobs: the clean classes' scheme for cold data.
+    fn content_scheme(&self) -> Scheme {
+        self.classes.of(Class::Cold)
+    }
+
+    /// Reads `[a, b)` of a deduplicated fragment of `frag_len` bytes.
+    pub(crate) fn read_content(&self, c: &ContentRef, frag_len: u64, a: u64, b: u64) -> reo_store::Result<Vec<u8>> {
+        if c.compressed && c.loc.len < frag_len {
+            let z = self.store.read_all(&c.loc)?;
+            let raw = decompress(&z, frag_len as usize).ok_or_else(|| reo_store::Error::Corrupt {
+                seq: c.loc.seq,
+                detail: "content blob does not decompress to its fragment length".into(),
+            })?;
+            Ok(raw[a as usize..b as usize].to_vec())
+        } else {
+            self.store.read(&c.loc, a, b)
+        }
+    }
+
+    /// Offers a clean fragment (`addr`, bytes `data`) to the dedup cache: maps it, writes its
+    /// content if new, frees evicted contents. Returns whether it is now cached.
+    pub(crate) fn dedup_insert(&self, addr: Key, data: &[u8]) -> bool {
+        let fp = Fingerprint::of(data);
+        let size = data.len() as u32;
+        let (stored, z) = {
+            let s = self.lock();
+            let compressed = s.dedup.as_ref().is_some_and(|d| d.compressed);
+            drop(s);
+            if compressed {
+                let z = compress(data);
+                if z.len() < data.len() {
+                    (z.len() as u32, Some(z))
+                } else {
+                    (size, None)
+                }
+            } else {
+                (size, None)
+            }
+        };
+        let chunk = Chunk { fp, size, compressed: stored };
+        let (write, evicted) = {
+            let mut s = self.lock();
+            let State { dedup, stats, .. } = &mut *s;
+            let Some(d) = dedup.as_mut() else { return false };
+            d.out.reset();
+            d.policy.update(addr, &chunk, &mut d.out);
+            let evicted: Vec<Location> = d.out.evicted.iter().filter_map(|f| d.blobs.remove(f.as_bytes())).collect();
+            stats.evictions += evicted.len() as u64;
+            if !d.out.admitted {
+                drop(s);
+                free_all(&self.store, &evicted, Durability::None);
+                return false;
+            }
+            if !d.out.write {
+                stats.dedup_saved_writes += 1;
+            }
+            (d.out.write, evicted)
+        };
+        free_all(&self.store, &evicted, Durability::None);
+        if !write {
+            return true;
+        }
+        let header = BlobHeader {
+            kind: BlobKind::Content,
+            dirty: false,
+            class: Class::Cold,
+            object_size: u64::from(size),
+            fragment: 0,
+            mtime_ns: 0,
+            key: fp.as_bytes().to_vec(),
+            etag: String::new(),
+            content_type: String::new(),
+        }
+        .encode();
+        let body = z.as_deref().unwrap_or(data);
+        let placement = fp.prefix();
+        let put = self.put_blob(&header, body, self.content_scheme(), false, placement);
+        let mut s = self.lock();
+        match put {
+            Ok(loc) => {
+                s.stats.cache_write_bytes += loc.len;
+                s.stats.cache_writes += 1;
+                let d = s.dedup.as_mut().expect("dedup on");
+                if d.policy.contains_fp(&fp) {
+                    if let Some(old) = d.blobs.insert(*fp.as_bytes(), loc) {
+                        drop(s);
+                        free_all(&self.store, &[old], Durability::None);
+                    }
+                    true
+                } else {
+                    // Evicted while being written.
+                    drop(s);
+                    free_all(&self.store, &[loc], Durability::None);
+                    false
+                }
+            }
+            Err(_) => {
+                s.dedup_forget(addr);
+                s.stats.full_rejections += 1;
+                false
+            }
+        }
+    }
+
+    /// The cleaner met content blob `fp` at `loc`: is it the live copy?
+    pub(crate) fn content_is_live(&self, fp: &[u8], loc: &Location) -> bool {
+        let s = self.lock();
+        s.dedup.as_ref().and_then(|d| d.blobs.get(fp)).is_some_and(|l| l == loc)
+    }
+
+    /// The cleaner moved content blob `fp`.
+    pub(crate) fn content_moved(&self, fp: &[u8], old: &Location, new: &Location) {
+        let mut s = self.lock();
+        s.stats.gc_write_bytes += new.len;
+        if let Some(d) = s.dedup.as_mut() {
+            if let Some(l) = d.blobs.get_mut(fp) {
+                if l == old {
+                    *l = *new;
+                }
+            }
+        }
+    }
+
+    /// The cleaner could not read content blob `fp`: forget it (the addresses mapping to it miss
+    /// and refetch).
+    pub(crate) fn content_lost(&self, fp: &[u8], loc: &Location) {
+        let mut s = self.lock();
+        if let Some(d) = s.dedup.as_mut() {
+            if d.blobs.get(fp) == Some(loc) {
+                d.blobs.remove(fp);
+            }
+        }
+    }
+}
