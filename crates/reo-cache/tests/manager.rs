@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use reo_cache::{Cache, Class, EvictionMode, FillOutcome, ObjectMeta, WriteError};
+use reo_cache::{Class, EvictionMode, FillOutcome, ObjectMeta, WriteError};
 use reo_store::{Placement, Scheme};
 
 mod common;
