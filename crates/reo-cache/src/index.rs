@@ -1,6 +1,6 @@
 //! [`ObjectIndex`]: object key → [`ObjectEntry`], plus the fragment side table.
 //!
-//! Entries live in a slab (`Vec<Option<ObjectEntry>>`, 40 bytes a slot thanks to the boxed key's
+//! Entries live in a slab (`Vec<Option<ObjectEntry>>`, 32 bytes a slot thanks to the thin key's
 //! niche) with a free list; a `hashbrown::HashTable<u32>` maps a key to its slot and stores only
 //! the 4-byte slot number (the key is compared in the entry, and rehashed from it on growth).
 //! Byte keys come from clients, so they are hashed with std's keyed SipHash (`RandomState`): an
@@ -162,9 +162,11 @@ impl ObjectIndex {
         self.table.reserve(objects, |&s| Self::hash(hasher, &slots[s as usize].as_ref().expect("live").key));
     }
 
-    /// Heap bytes of the index structures, key bytes excluded (slab, table, free list, side table).
+    /// Heap bytes of the index structures beyond the key bytes (slab, table, free list, side
+    /// table, and each key's 2-byte length prefix).
     pub fn memory_bytes(&self) -> usize {
-        self.slots.capacity() * std::mem::size_of::<Option<ObjectEntry>>()
+        2 * self.len()
+            + self.slots.capacity() * std::mem::size_of::<Option<ObjectEntry>>()
             + self.table.allocation_size()
             + self.free.capacity() * 4
             + self.frags.capacity() * (std::mem::size_of::<(Key, PackedLoc)>() + 1)
@@ -180,8 +182,8 @@ mod tests {
     #[test]
     fn insert_find_remove_reuse() {
         let mut ix = ObjectIndex::new();
-        let a = ix.insert(ObjectEntry::new(b"a".to_vec().into(), 1, Class::Cold));
-        let b = ix.insert(ObjectEntry::new(b"bucket/b".to_vec().into(), 2, Class::Dirty));
+        let a = ix.insert(ObjectEntry::new(b"a", 1, Class::Cold));
+        let b = ix.insert(ObjectEntry::new(b"bucket/b", 2, Class::Dirty));
         assert_eq!(ix.find(b"a"), Some(a));
         assert_eq!(ix.find(b"bucket/b"), Some(b));
         assert_eq!(ix.find(b"c"), None);
@@ -189,7 +191,7 @@ mod tests {
         assert_eq!(&*ix.remove(a).unwrap().key, b"a");
         assert_eq!(ix.find(b"a"), None);
         assert!(ix.remove(a).is_none());
-        let c = ix.insert(ObjectEntry::new(b"c".to_vec().into(), 3, Class::Cold));
+        let c = ix.insert(ObjectEntry::new(b"c", 3, Class::Cold));
         assert_eq!(c, a, "slot reused");
         assert_eq!(ix.len(), 2);
         assert_eq!(ix.iter().map(|(s, _)| s).collect::<Vec<_>>(), vec![a, b]);
@@ -199,7 +201,7 @@ mod tests {
     fn grows_past_many_keys() {
         let mut ix = ObjectIndex::new();
         for i in 0..10_000u32 {
-            ix.insert(ObjectEntry::new(format!("k{i}").into_bytes().into(), i as u64, Class::Cold));
+            ix.insert(ObjectEntry::new(format!("k{i}").as_bytes(), i as u64, Class::Cold));
         }
         for i in (0..10_000u32).step_by(7) {
             let s = ix.find(format!("k{i}").as_bytes()).unwrap();

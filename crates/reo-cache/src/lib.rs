@@ -2,7 +2,7 @@
 //!
 //! * [`Cache`] (`manager`): the engine — object index, fragments, replacement, admission, classes,
 //!   write-back state, pins, cache- or GC-based eviction, warm restart — over a `reo_store::Store`.
-//! * [`index`], [`object`]: the object index and its 40-byte packed entries.
+//! * [`index`], [`object`], [`thinkey`]: the object index and its 32-byte packed entries.
 //! * [`header`]: the blob header format the cache writes to flash.
 //! * [`stats`]: hit ratios, CLWA / FLWA accounting.
 //! * [`config`]: tunables with documented defaults; class → scheme map.
@@ -32,6 +32,7 @@ pub mod policy;
 pub mod sim;
 mod slab;
 pub mod stats;
+pub mod thinkey;
 
 pub use admission::{Admission, AdmissionConfig, AdmissionKind, AdmissionStats, Admitter, Decision};
 pub use bench::bench_policy;

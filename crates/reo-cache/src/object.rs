@@ -1,7 +1,7 @@
-//! [`ObjectEntry`]: the cache's DRAM state of one object, packed into 40 bytes.
+//! [`ObjectEntry`]: the cache's DRAM state of one object, packed into 32 bytes.
 //!
-//! Per object the index keeps: the key (a boxed byte slice: the key bytes plus a 16-byte fat
-//! pointer), the location of its blob when the object is a single fragment (the common case), its
+//! Per object the index keeps: the key (a [`ThinKey`]: the key bytes after a 2-byte length, behind
+//! an 8-byte pointer), the location of its blob when the object is a single fragment (the common case), its
 //! size, its read counter `Freq` (for the hot threshold H = Freq / Size), its class and its
 //! dirty / pinned / referenced bits. ETag, content type and user metadata are *not* in DRAM: they
 //! live in the blob header on flash (and in the backend), read only when a request needs them.
@@ -14,6 +14,8 @@
 //!   class (2) | dirty (1) | pinned (1) | referenced (1) | spare (0).
 
 use reo_store::{Location, ROW_BAND};
+
+use crate::thinkey::ThinKey;
 
 /// Largest object size an entry can hold (8 TiB − 1).
 pub const MAX_OBJECT_SIZE: u64 = (1 << 43) - 1;
@@ -119,10 +121,10 @@ impl PackedLoc {
     }
 }
 
-/// One object's DRAM state (40 bytes). See the module documentation for the layout.
+/// One object's DRAM state (32 bytes). See the module documentation for the layout.
 #[derive(Debug, Clone)]
 pub struct ObjectEntry {
-    pub key: Box<[u8]>,
+    pub key: ThinKey,
     seq: u64,
     place: u64,
     state: u64,
@@ -130,9 +132,14 @@ pub struct ObjectEntry {
 
 impl ObjectEntry {
     /// A new entry: `size` bytes, class `class`, no blob yet, counters at zero.
-    pub fn new(key: Box<[u8]>, size: u64, class: Class) -> ObjectEntry {
+    pub fn new(key: &[u8], size: u64, class: Class) -> ObjectEntry {
         debug_assert!(size <= MAX_OBJECT_SIZE);
-        ObjectEntry { key, seq: 0, place: 0, state: (size & SIZE_MASK) | (class as u64) << CLASS_SHIFT }
+        ObjectEntry {
+            key: ThinKey::new(key),
+            seq: 0,
+            place: 0,
+            state: (size & SIZE_MASK) | (class as u64) << CLASS_SHIFT,
+        }
     }
 
     pub fn size(&self) -> u64 {
@@ -246,13 +253,14 @@ mod tests {
     use reo_store::{Placement, Scheme};
 
     #[test]
-    fn entry_is_forty_bytes() {
-        assert_eq!(std::mem::size_of::<ObjectEntry>(), 40);
+    fn entry_is_thirty_two_bytes() {
+        assert_eq!(std::mem::size_of::<ObjectEntry>(), 32);
+        assert_eq!(std::mem::size_of::<Option<ObjectEntry>>(), 32);
     }
 
     #[test]
     fn fields_do_not_overlap() {
-        let mut e = ObjectEntry::new(b"k".to_vec().into(), MAX_OBJECT_SIZE, Class::Cold);
+        let mut e = ObjectEntry::new(b"k", MAX_OBJECT_SIZE, Class::Cold);
         e.set_freq(70_000);
         e.set_dirty(true);
         e.set_pinned(true);

@@ -89,4 +89,28 @@ fn memory_bytes_matches_the_allocator() {
     eprintln!("std HashMap<u64, u32> index alone, same churn: {std_index:.1} B/object");
     assert!(std_index > 16.0);
     drop((m, fifo));
+
+    // The object index: 1 M objects with S3-like keys, grown by doubling (no reserve). Allocator-
+    // measured bytes minus the key bytes themselves, per object.
+    use reo_cache::index::ObjectIndex;
+    use reo_cache::object::{Class, ObjectEntry};
+    const INDEXED: u64 = 1_000_000;
+    let before = live();
+    let mut ix = ObjectIndex::new();
+    let mut key_bytes = 0usize;
+    for i in 0..INDEXED {
+        let key = format!("photos-bucket/2026/11/{i:08}.jpg");
+        key_bytes += key.len();
+        ix.insert(ObjectEntry::new(key.as_bytes(), 1 << 20, Class::Cold));
+    }
+    let measured = (live() - before) as usize;
+    let per_object = (measured - key_bytes) as f64 / INDEXED as f64;
+    eprintln!("object index: {per_object:.1} B/object beyond key bytes (allocator-measured, 1 M objects)");
+    assert!(
+        measured >= ix.memory_bytes() + key_bytes - 2 * INDEXED as usize
+            && measured - key_bytes - ix.memory_bytes() < 4096,
+        "allocator {measured} B vs memory_bytes {} + keys {key_bytes}",
+        ix.memory_bytes()
+    );
+    assert!(per_object <= 48.0, "{per_object:.1} B/object exceeds the 48-byte target");
 }

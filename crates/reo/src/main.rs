@@ -1,9 +1,11 @@
 //! `reo`: the one binary of Reo, a reliable, efficient flash object cache.
 //!
 //! Subcommands so far: `bench store` (the array store measured against the devices' raw
-//! bandwidth in the same run) and `crashtest` (the SIGKILL crash-consistency workload and its
-//! checker). The gateway, replay and evaluation come with their issues.
+//! bandwidth in the same run), `bench cache` (the cache manager's DRAM hot path and memory per
+//! object) and `crashtest` (the SIGKILL crash-consistency workload and its checker). The gateway,
+//! replay and evaluation come with their issues.
 
+mod bench_cache;
 mod bench_store;
 mod crashtest;
 
@@ -36,12 +38,15 @@ enum Command {
 enum BenchWhat {
     /// The flash array store: raw device bandwidth vs put/get, degraded get, codec, recovery.
     Store(bench_store::BenchStoreArgs),
+    /// The cache manager: lookup+update ops/s per replacement policy and DRAM bytes per object.
+    Cache(bench_cache::BenchCacheArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench { what: BenchWhat::Store(args) } => bench_store::run(&args),
+        Command::Bench { what: BenchWhat::Cache(args) } => bench_cache::run(&args),
         Command::Crashtest { what } => crashtest::run(what),
     };
     match result {

@@ -291,7 +291,7 @@ impl Cache {
 
 /// A new entry for `key`.
 pub(crate) fn new_entry(key: &[u8], size: u64, class: Class, frag_size: u64) -> ObjectEntry {
-    let mut e = ObjectEntry::new(key.to_vec().into_boxed_slice(), size, class);
+    let mut e = ObjectEntry::new(key, size, class);
     e.set_fragmented(frag_count(size, frag_size) > 1);
     e
 }

@@ -90,7 +90,14 @@ impl Cache {
         .encode()
     }
 
-    fn check_size(&self, size: u64) -> Result<(), WriteError> {
+    fn check_size(&self, key: &[u8], size: u64) -> Result<(), WriteError> {
+        if key.len() > crate::thinkey::MAX_KEY_LEN {
+            return Err(WriteError::TooLarge(format!(
+                "key of {} bytes exceeds {}",
+                key.len(),
+                crate::thinkey::MAX_KEY_LEN
+            )));
+        }
         if size > MAX_OBJECT_SIZE || frag_count(size, self.cfg.fragment_size) > MAX_FRAGMENTS {
             return Err(WriteError::TooLarge(format!("{size} bytes exceeds the cache's object limit")));
         }
@@ -134,7 +141,7 @@ impl Cache {
         meta: &ObjectMeta,
         now_ns: u64,
     ) -> Result<FillOutcome, WriteError> {
-        self.check_size(object_size)?;
+        self.check_size(key, object_size)?;
         let fs = self.cfg.fragment_size;
         if u64::from(frag) >= frag_count(object_size, fs) || data.len() as u64 != frag_len(object_size, frag, fs) {
             return Err(WriteError::TooLarge(format!(
@@ -259,7 +266,7 @@ impl Cache {
         now_ns: u64,
     ) -> Result<PutReceipt, WriteError> {
         let size = data.len() as u64;
-        self.check_size(size)?;
+        self.check_size(key, size)?;
         if dirty && size > self.cfg.capacity_bytes && self.cfg.eviction == crate::config::EvictionMode::CacheBased {
             return Err(WriteError::TooLarge(format!(
                 "{size} bytes exceeds the cache capacity {}",
