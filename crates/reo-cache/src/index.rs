@@ -45,8 +45,9 @@ pub struct ObjectIndex {
     slots: Vec<Option<ObjectEntry>>,
     free: Vec<u32>,
     frags: HashMap<Key, PackedLoc, KeyBuildHasher>,
-    /// Cached fragments per multi-fragment object, by slot.
-    frag_counts: HashMap<u32, u32, KeyBuildHasher>,
+    /// Per multi-fragment object with cached fragments, by slot: (cached fragments, version tag).
+    /// The tag (a hash of the ETag) keeps fragments of two versions of an object from mixing.
+    frag_counts: HashMap<u32, (u32, u32), KeyBuildHasher>,
     hasher: RandomState,
 }
 
@@ -118,9 +119,9 @@ impl ObjectIndex {
             None => self.frags.remove(&key),
         };
         match (old.is_some(), loc.is_some()) {
-            (false, true) => *self.frag_counts.entry(slot).or_default() += 1,
+            (false, true) => self.frag_counts.entry(slot).or_default().0 += 1,
             (true, false) => {
-                let c = self.frag_counts.get_mut(&slot).expect("counted");
+                let c = &mut self.frag_counts.get_mut(&slot).expect("counted").0;
                 *c -= 1;
                 if *c == 0 {
                     self.frag_counts.remove(&slot);
@@ -133,7 +134,20 @@ impl ObjectIndex {
 
     /// Cached fragments of the multi-fragment object in `slot`.
     pub fn cached_fragments(&self, slot: u32) -> u32 {
-        self.frag_counts.get(&slot).copied().unwrap_or(0)
+        self.frag_counts.get(&slot).map_or(0, |c| c.0)
+    }
+
+    /// Version tag of the cached fragments of the multi-fragment object in `slot` (`None` when none
+    /// is cached: any version may start filling).
+    pub fn version_tag(&self, slot: u32) -> Option<u32> {
+        self.frag_counts.get(&slot).map(|c| c.1)
+    }
+
+    /// Sets the version tag of a multi-fragment object that has cached fragments.
+    pub fn set_version_tag(&mut self, slot: u32, tag: u32) {
+        if let Some(c) = self.frag_counts.get_mut(&slot) {
+            c.1 = tag;
+        }
     }
 
     /// Cached fragments in the side table.
@@ -170,7 +184,7 @@ impl ObjectIndex {
             + self.table.allocation_size()
             + self.free.capacity() * 4
             + self.frags.capacity() * (std::mem::size_of::<(Key, PackedLoc)>() + 1)
-            + self.frag_counts.capacity() * (std::mem::size_of::<(u32, u32)>() + 1)
+            + self.frag_counts.capacity() * (std::mem::size_of::<(u32, (u32, u32))>() + 1)
     }
 }
 

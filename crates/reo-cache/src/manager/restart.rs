@@ -111,6 +111,7 @@ impl Cache {
                         }
                     }
                 }
+                s.index.set_version_tag(slot, super::write::version_tag(&v.etag));
                 super::evict::drop_entry_if_empty(&mut s, slot);
             }
         }

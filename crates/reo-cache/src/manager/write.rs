@@ -155,7 +155,10 @@ impl Cache {
             s.stats.backend_read_bytes += data.len() as u64;
             if let Some(slot) = s.index.find(key) {
                 let e = s.index.get(slot).expect("found");
-                if e.size() != object_size {
+                // Another version of the object (the backend changed, or a write raced this fetch):
+                // its fragments must not mix with these bytes.
+                let other = s.index.version_tag(slot).is_some_and(|t| t != version_tag(&meta.etag));
+                if e.size() != object_size || other {
                     if e.dirty() {
                         return Ok(FillOutcome::Stale);
                     }
@@ -213,6 +216,7 @@ impl Cache {
                 match self.policy_insert(&mut s, slot, frag, data.len() as u64) {
                     Ok(mut evicted) => {
                         s.set_location(slot, frag, Some(&loc));
+                        s.index.set_version_tag(slot, version_tag(&meta.etag));
                         s.admitter.on_insert(&req);
                         s.stats.cache_write_bytes += loc.len;
                         s.stats.cache_writes += 1;
@@ -314,7 +318,7 @@ impl Cache {
             }
         }
         let version = locs[0].seq;
-        let to_free = self.install(key, size, class, dirty, &locs)?;
+        let to_free = self.install(key, size, class, dirty, &locs, version_tag(&meta.etag))?;
         free_all(&self.store, &to_free, if dirty { Durability::Sync } else { Durability::None });
         Ok(PutReceipt { version })
     }
@@ -328,6 +332,7 @@ impl Cache {
         class: Class,
         dirty: bool,
         locs: &[Location],
+        tag: u32,
     ) -> Result<Vec<Location>, WriteError> {
         let fs = self.cfg.fragment_size;
         let mut s = self.lock();
@@ -392,6 +397,7 @@ impl Cache {
             s.stats.cache_write_bytes += l.len;
             s.stats.cache_writes += 1;
         }
+        s.index.set_version_tag(slot, tag);
         freed.extend(old.into_iter().map(|(_, l)| l));
         Ok(freed)
     }
@@ -538,6 +544,11 @@ pub(crate) fn admission_refusal(d: Decision) -> Option<&'static str> {
         Decision::Reject(r) => Some(r.as_str()),
         Decision::Throttled(_) => Some("throttled"),
     }
+}
+
+/// Version tag of an object: a hash of its ETag (S3 ETags change with the content).
+pub(crate) fn version_tag(etag: &str) -> u32 {
+    placement_of(etag.as_bytes()) as u32
 }
 
 /// Isolated placement key: all fragments of one object on one device.
