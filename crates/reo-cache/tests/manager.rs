@@ -34,8 +34,8 @@ fn hits_are_byte_exact_and_ranges_cache_only_their_fragments() {
     let small = content(2, 1000);
     read_through(&c, b"b/small", &small, 0, u64::MAX, 5);
     assert_eq!(c.get(b"b/small", 10, 20, 6).unwrap().pieces[0].data.as_deref(), Some(&small[10..20]));
-    assert_eq!(c.fill(b"b/small", 1000, 0, &small, &meta(), 7).unwrap(), FillOutcome::AlreadyCached);
-    assert!(c.fill(b"b/small", 1000, 1, &small, &meta(), 7).is_err(), "fragment out of range");
+    assert_eq!(c.fill(b"b/small", 1000, 0, &small, &meta(), c.token(), 7).unwrap(), FillOutcome::AlreadyCached);
+    assert!(c.fill(b"b/small", 1000, 1, &small, &meta(), c.token(), 7).is_err(), "fragment out of range");
     let info = c.info(b"b/small").unwrap();
     assert_eq!(
         (info.class, info.dirty, info.schemes.clone()),
@@ -277,14 +277,31 @@ fn fragments_of_two_versions_never_mix() {
     let m1 = ObjectMeta { etag: "\"v1\"".into(), ..meta() };
     let m2 = ObjectMeta { etag: "\"v2\"".into(), ..meta() };
     let f = FRAG as usize;
-    assert_eq!(c.fill(b"o", 3 * FRAG, 0, &v1[..f], &m1, 1).unwrap(), FillOutcome::Admitted);
-    assert_eq!(c.fill(b"o", 3 * FRAG, 1, &v2[f..2 * f], &m2, 2).unwrap(), FillOutcome::Admitted);
+    assert_eq!(c.fill(b"o", 3 * FRAG, 0, &v1[..f], &m1, c.token(), 1).unwrap(), FillOutcome::Admitted);
+    assert_eq!(c.fill(b"o", 3 * FRAG, 1, &v2[f..2 * f], &m2, c.token(), 2).unwrap(), FillOutcome::Admitted);
     let r = c.get(b"o", 0, u64::MAX, 3).unwrap();
     assert!(r.pieces[0].data.is_none(), "fragment 0 of v1 was dropped when v2 arrived");
     assert_eq!(r.pieces[1].data.as_deref(), Some(&v2[f..2 * f]));
     // A dirty version is newer than anything the backend returns: its fill is refused as stale.
     c.put(b"o", &v1, &m1, true, 4).unwrap();
-    assert_eq!(c.fill(b"o", 3 * FRAG, 2, &v2[2 * f..], &m2, 5).unwrap(), FillOutcome::Stale);
+    assert_eq!(c.fill(b"o", 3 * FRAG, 2, &v2[2 * f..], &m2, c.token(), 5).unwrap(), FillOutcome::Stale);
     let r = c.get(b"o", 0, u64::MAX, 6).unwrap();
     assert_eq!(r.pieces.into_iter().flat_map(|p| p.data.unwrap()).collect::<Vec<_>>(), v1);
+}
+
+/// A fill of bytes fetched before a write (or delete) of the key is refused: the backend may
+/// already hold newer bytes.
+#[test]
+fn a_fill_fetched_before_a_write_is_stale() {
+    let c = open(&devices(4, 64), cfg(64 * FRAG));
+    let (old, new) = (content(1, 5000), content(2, 5000));
+    let miss = c.get(b"k", 0, u64::MAX, 1).unwrap();
+    // Meanwhile a client overwrites the key (write-through), and the cache later evicts it.
+    c.put(b"k", &new, &meta(), false, 2).unwrap();
+    assert!(c.delete(b"k"));
+    assert_eq!(c.fill(b"k", 5000, 0, &old, &meta(), miss.token, 3).unwrap(), FillOutcome::Stale);
+    assert!(c.info(b"k").is_none());
+    // A fresh miss can fill.
+    let miss = c.get(b"k", 0, u64::MAX, 4).unwrap();
+    assert_eq!(c.fill(b"k", 5000, 0, &new, &meta(), miss.token, 5).unwrap(), FillOutcome::Admitted);
 }

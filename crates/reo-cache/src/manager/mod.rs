@@ -85,9 +85,33 @@ pub(crate) struct State {
     pub evicted: Vec<Key>,
     /// Dedup of clean fragments, when configured.
     pub dedup: Option<dedup::DedupState>,
+    /// Invalidation epoch: bumped by every write or delete.
+    pub epoch: u64,
+    /// Key hash → epoch of its latest invalidation, for recent ones; fills whose token is older
+    /// than `epoch_floor` are refused outright (the map was reset since).
+    pub invalidated: HashMap<u64, u64, KeyBuildHasher>,
+    pub epoch_floor: u64,
 }
 
+/// Invalidations remembered before the map is reset (≈ 1.5 MiB).
+const INVALIDATIONS_KEPT: usize = 65_536;
+
 impl State {
+    /// Records that `key` changed (a write or delete): fills fetched before now are stale.
+    pub fn invalidate(&mut self, key: &[u8]) {
+        self.epoch += 1;
+        if self.invalidated.len() >= INVALIDATIONS_KEPT {
+            self.invalidated.clear();
+            self.epoch_floor = self.epoch;
+        }
+        self.invalidated.insert(write::placement_of(key), self.epoch);
+    }
+
+    /// Was `key` (possibly) invalidated after `token` was taken?
+    pub fn invalidated_since(&self, key: &[u8], token: u64) -> bool {
+        token < self.epoch_floor || self.invalidated.get(&write::placement_of(key)).is_some_and(|&e| e > token)
+    }
+
     /// May the fragment key be evicted? Not while its object is dirty or pinned by a live lease.
     pub fn evictable(index: &ObjectIndex, pins: &HashMap<u32, u64, KeyBuildHasher>, now: u64, key: Key) -> bool {
         let (slot, _) = crate::index::split_key(key);
@@ -180,6 +204,9 @@ impl Cache {
             now: 0,
             evicted: Vec::new(),
             dedup: dedup::DedupState::new(cfg.dedup, cfg.meta_entries(), cfg.capacity_bytes),
+            epoch: 0,
+            invalidated: HashMap::default(),
+            epoch_floor: 0,
         };
         let cache = Cache { store, cfg, classes, state: Mutex::new(state) };
         cache.rebuild_from_store()?;
@@ -211,6 +238,11 @@ impl Cache {
         let store = self.store.stats();
         st.device_write_bytes = store.put_device_bytes + store.gc_device_bytes;
         st
+    }
+
+    /// A token for [`Cache::fill`] taken before fetching from the backend (what `get` returns).
+    pub fn token(&self) -> u64 {
+        self.lock().epoch
     }
 
     /// Objects in the index, user bytes the policy holds.

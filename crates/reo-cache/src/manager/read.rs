@@ -23,6 +23,8 @@ pub struct Piece {
 pub struct GetResult {
     /// The object's size if the cache knows the object.
     pub size: Option<u64>,
+    /// Pass to [`Cache::fill`] with the bytes fetched for the missing pieces.
+    pub token: u64,
     /// The requested range (clamped to the size when known), in order. For an unknown object, one
     /// missing piece with the range as asked (`end` may be `u64::MAX`: to the end).
     pub pieces: Vec<Piece>,
@@ -56,7 +58,7 @@ impl Cache {
             if end != u64::MAX {
                 s.stats.request_bytes += end.saturating_sub(start);
             }
-            return Ok(GetResult { size: None, pieces: vec![Piece { start, end, data: None }] });
+            return Ok(GetResult { size: None, token: s.epoch, pieces: vec![Piece { start, end, data: None }] });
         };
         let e = s.index.get_mut(slot).expect("found");
         e.touch();
@@ -66,7 +68,7 @@ impl Cache {
         let end = end.min(size);
         if start >= end {
             s.stats.hits += 1;
-            return Ok(GetResult { size: Some(size), pieces: Vec::new() });
+            return Ok(GetResult { size: Some(size), token: s.epoch, pieces: Vec::new() });
         }
         s.stats.request_bytes += end - start;
         // Per fragment: (start, end, fragment, its own blob, or its dedup content).
@@ -91,6 +93,7 @@ impl Cache {
                 debug_assert!(locs.is_empty());
             }
         }
+        let token = s.epoch;
         drop(s);
 
         let mut pieces = Vec::with_capacity(plan.len());
@@ -138,7 +141,7 @@ impl Cache {
         s.stats.raced_reads += raced;
         s.stats.dedup_hits += dedup_hits;
         s.stats.hit_bytes += hit_bytes;
-        let result = GetResult { size: Some(size), pieces };
+        let result = GetResult { size: Some(size), token, pieces };
         if result.is_hit() {
             s.stats.hits += 1;
         }

@@ -132,6 +132,11 @@ impl Cache {
 
     /// Offers fragment `frag` of `key` (an object of `object_size` bytes, fetched from the backend
     /// after a miss) to the cache. Admission decides; an admitted fragment is written to flash.
+    ///
+    /// `token` is [`GetResult::token`](super::GetResult::token) of the miss (or [`Cache::token`]
+    /// taken before the fetch): if `key` was written or deleted since, the fetched bytes may be
+    /// older than the backend's and the fill is refused as stale.
+    #[allow(clippy::too_many_arguments)]
     pub fn fill(
         &self,
         key: &[u8],
@@ -139,6 +144,7 @@ impl Cache {
         frag: u32,
         data: &[u8],
         meta: &ObjectMeta,
+        token: u64,
         now_ns: u64,
     ) -> Result<FillOutcome, WriteError> {
         self.check_size(key, object_size)?;
@@ -153,6 +159,9 @@ impl Cache {
             let mut s = self.lock();
             s.now = s.now.max(now_ns);
             s.stats.backend_read_bytes += data.len() as u64;
+            if s.invalidated_since(key, token) {
+                return Ok(FillOutcome::Stale);
+            }
             if let Some(slot) = s.index.find(key) {
                 let e = s.index.get(slot).expect("found");
                 // Another version of the object (the backend changed, or a write raced this fetch):
@@ -336,6 +345,7 @@ impl Cache {
     ) -> Result<Vec<Location>, WriteError> {
         let fs = self.cfg.fragment_size;
         let mut s = self.lock();
+        s.invalidate(key);
         let slot = match s.index.find(key) {
             Some(slot) => slot,
             None => s.index.insert(new_entry(key, 0, class, fs)),
@@ -504,6 +514,7 @@ impl Cache {
     /// cannot come back after a crash. Returns whether it was cached.
     pub fn delete(&self, key: &[u8]) -> bool {
         let mut s = self.lock();
+        s.invalidate(key);
         let Some(slot) = s.index.find(key) else { return false };
         let dirty = s.index.get(slot).expect("found").dirty();
         let locs = self.forget_object(&mut s, slot);

@@ -67,7 +67,7 @@ pub fn read_through(c: &Cache, key: &[u8], data: &[u8], start: u64, end: u64, no
                 for f in f0..=f1 {
                     let a = (f * FRAG) as usize;
                     let b = ((f + 1) * FRAG).min(data.len() as u64) as usize;
-                    c.fill(key, data.len() as u64, f as u32, &data[a..b], &meta(), now).unwrap();
+                    c.fill(key, data.len() as u64, f as u32, &data[a..b], &meta(), r.token, now).unwrap();
                 }
             }
         }
