@@ -47,6 +47,10 @@ pub struct CacheStats {
     pub dedup_saved_writes: u64,
     /// Inserts that found everything pinned or dirty (cache full, 0x64).
     pub full_rejections: u64,
+    /// User bytes written to flash and freed without being installed (a fill or write that lost a
+    /// race, a flush rewrite that found the object moved). Included in device bytes, not in cache
+    /// writes.
+    pub wasted_write_bytes: u64,
     /// Dirty fragments found unreadable beyond their redundancy: data-loss events.
     pub dirty_lost: u64,
     /// Reads whose blob vanished under them (evicted or relocated concurrently) and were retried.

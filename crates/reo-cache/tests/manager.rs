@@ -98,7 +98,7 @@ fn dirty_and_pinned_data_survive_pressure_and_full_is_reported() {
     assert!(!info.dirty && info.class == Class::Cold);
     assert_eq!(info.schemes, vec![Scheme::None(Placement::Isolated)]);
     assert_eq!(read_through(&c, b"b/dirty1", &d1, 0, u64::MAX, 3_000), d1);
-    assert_eq!(c.dirty_keys(), vec![b"b/dirty2".to_vec()]);
+    assert_eq!(c.dirty_keys().into_iter().map(|(k, _)| k).collect::<Vec<_>>(), vec![b"b/dirty2".to_vec()]);
 }
 
 /// CLWA and FLWA against a count made by hand.
@@ -173,13 +173,14 @@ fn restart_keeps_the_cache_warm_and_dirty_state() {
     let devs = devices(4, 64);
     let d = content(5, (3 * FRAG + 7) as usize);
     let clean = content(6, 999);
+    let last;
     {
         let c = open(&devs, cfg(8 << 20));
         c.put(b"b/dirty", &d, &meta(), true, 1).unwrap();
         read_through(&c, b"b/clean", &clean, 0, u64::MAX, 2);
         // Overwrite: the old version must not come back.
         c.put(b"b/dirty", &d[..100], &meta(), true, 3).unwrap();
-        c.put(b"b/dirty", &d, &ObjectMeta { etag: "\"v3\"".into(), ..meta() }, true, 4).unwrap();
+        last = c.put(b"b/dirty", &d, &ObjectMeta { etag: "\"v3\"".into(), ..meta() }, true, 4).unwrap();
         let store = c.store().clone();
         drop(c);
         Arc::try_unwrap(store).ok().expect("sole owner").close().unwrap();
@@ -190,7 +191,12 @@ fn restart_keeps_the_cache_warm_and_dirty_state() {
     let r = c.get(b"b/dirty", 0, u64::MAX, 10).unwrap();
     assert_eq!(r.pieces.into_iter().flat_map(|p| p.data.unwrap()).collect::<Vec<_>>(), d);
     assert!(c.get(b"b/clean", 0, u64::MAX, 11).unwrap().is_hit());
-    assert_eq!(c.dirty_keys(), vec![b"b/dirty".to_vec()]);
+    // The flusher resumes with the version the last write's receipt named.
+    let dirty = c.dirty_keys();
+    assert_eq!(dirty.len(), 1);
+    assert_eq!(dirty[0].0, b"b/dirty".to_vec());
+    assert_eq!(dirty[0].1, last.version);
+    assert!(c.mark_clean(b"b/dirty", dirty[0].1).unwrap());
     assert_eq!(c.store().blob_count(), 5, "older versions freed");
 }
 
@@ -304,4 +310,44 @@ fn a_fill_fetched_before_a_write_is_stale() {
     // A fresh miss can fill.
     let miss = c.get(b"k", 0, u64::MAX, 4).unwrap();
     assert_eq!(c.fill(b"k", 5000, 0, &new, &meta(), miss.token, 5).unwrap(), FillOutcome::Admitted);
+}
+
+/// The cleaner moving a dirty object's blobs does not change its version: the flusher's
+/// mark_clean still applies. A dirty fragment lost beyond its redundancy is reported as data loss,
+/// never replaced by the backend's older bytes.
+#[test]
+fn relocated_dirty_data_still_flushes_and_lost_dirty_data_is_reported() {
+    let c = open(&devices(4, 64), cfg(64 * FRAG));
+    let d = content(9, (2 * FRAG) as usize);
+    let r = c.put(b"d", &d, &meta(), true, 1).unwrap();
+    c.store().seal_open_bands();
+    let mut passes = 0;
+    while c.stats().gc_write_bytes < d.len() as u64 {
+        assert!(c.clean_once() && passes < 16, "the cleaner moves the dirty blobs");
+        passes += 1;
+    }
+    assert!(c.mark_clean(b"d", r.version).unwrap(), "version survives relocation");
+    let info = c.info(b"d").unwrap();
+    assert!(!info.dirty && info.cached_fragments == 2);
+    let got = c.get(b"d", 0, u64::MAX, 2).unwrap();
+    assert_eq!(got.pieces.into_iter().flat_map(|p| p.data.unwrap()).collect::<Vec<_>>(), d);
+
+    // Lose a dirty fragment: every copy's device fails.
+    let c = open(&devices(2, 64), {
+        let mut cf = cfg(64 * FRAG);
+        cf.class_schemes = Some(reo_cache::ClassSchemes::reo_default(2));
+        cf
+    });
+    c.put(b"d", &d, &meta(), true, 1).unwrap();
+    c.store().fail_device(0).unwrap();
+    c.store().fail_device(1).unwrap();
+    match c.get(b"d", 0, u64::MAX, 2) {
+        Err(WriteError::DirtyLost(m)) => assert!(m.contains("dirty fragment"), "{m}"),
+        other => panic!("expected DirtyLost, got {other:?}"),
+    }
+    assert_eq!(
+        c.fill(b"d", d.len() as u64, 0, &d[..FRAG as usize], &meta(), c.token(), 3).unwrap(),
+        FillOutcome::Stale
+    );
+    assert!(c.info(b"d").unwrap().dirty, "still dirty: the loss stays visible");
 }

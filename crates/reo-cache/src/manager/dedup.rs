@@ -94,11 +94,26 @@ impl Cache {
         }
     }
 
-    /// Offers a clean fragment (`addr`, bytes `data`) to the dedup cache: maps it, writes its
-    /// content if new, frees evicted contents. Returns whether it is now cached.
-    pub(crate) fn dedup_insert(&self, addr: Key, data: &[u8]) -> bool {
+    /// Offers clean fragment `frag` of `key` (in `slot`, an object of `size` bytes; bytes `data`)
+    /// to the dedup cache: maps it, writes its content if new, frees evicted contents. The entry is
+    /// re-checked under the lock right before mapping (the slot may have been reused, the object
+    /// rewritten or, with a fill `token`, invalidated since its bytes were fetched). `rewrite`
+    /// counts the write as a GC write (a flushed object moving in), not a cache write. Returns
+    /// whether the fragment is now cached.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn dedup_insert(
+        &self,
+        key: &[u8],
+        slot: u32,
+        frag: u32,
+        size: u64,
+        data: &[u8],
+        token: Option<u64>,
+        rewrite: bool,
+    ) -> bool {
+        let addr = crate::index::frag_key(slot, frag);
         let fp = Fingerprint::of(data);
-        let size = data.len() as u32;
+        let chunk_len = data.len() as u32;
         let (stored, z) = {
             let s = self.lock();
             let compressed = s.dedup.as_ref().is_some_and(|d| d.compressed);
@@ -108,15 +123,21 @@ impl Cache {
                 if z.len() < data.len() {
                     (z.len() as u32, Some(z))
                 } else {
-                    (size, None)
+                    (chunk_len, None)
                 }
             } else {
-                (size, None)
+                (chunk_len, None)
             }
         };
-        let chunk = Chunk { fp, size, compressed: stored };
+        let chunk = Chunk { fp, size: chunk_len, compressed: stored };
         let (write, evicted) = {
             let mut s = self.lock();
+            let same = s.index.find(key) == Some(slot)
+                && s.index.get(slot).is_some_and(|e| e.size() == size && !e.dirty())
+                && !token.is_some_and(|t| s.invalidated_since(key, t));
+            if !same {
+                return false;
+            }
             let State { dedup, stats, .. } = &mut *s;
             let Some(d) = dedup.as_mut() else { return false };
             d.out.reset();
@@ -141,7 +162,7 @@ impl Cache {
             kind: BlobKind::Content,
             dirty: false,
             class: Class::Cold,
-            object_size: u64::from(size),
+            object_size: u64::from(chunk_len),
             fragment: 0,
             mtime_ns: 0,
             key: fp.as_bytes().to_vec(),
@@ -155,8 +176,12 @@ impl Cache {
         let mut s = self.lock();
         match put {
             Ok(loc) => {
-                s.stats.cache_write_bytes += loc.len;
-                s.stats.cache_writes += 1;
+                if rewrite {
+                    s.stats.gc_write_bytes += loc.len;
+                } else {
+                    s.stats.cache_write_bytes += loc.len;
+                    s.stats.cache_writes += 1;
+                }
                 let d = s.dedup.as_mut().expect("dedup on");
                 if d.policy.contains_fp(&fp) {
                     if let Some(old) = d.blobs.insert(*fp.as_bytes(), loc) {
@@ -166,6 +191,7 @@ impl Cache {
                     true
                 } else {
                     // Evicted while being written.
+                    s.stats.wasted_write_bytes += loc.len;
                     drop(s);
                     free_all(&self.store, &[loc], Durability::None);
                     false
@@ -185,16 +211,21 @@ impl Cache {
         s.dedup.as_ref().and_then(|d| d.blobs.get(fp)).is_some_and(|l| l == loc)
     }
 
-    /// The cleaner moved content blob `fp`.
+    /// The cleaner moved content blob `fp`. If the content left the cache meanwhile, the copy is
+    /// freed (nothing would ever free it otherwise).
     pub(crate) fn content_moved(&self, fp: &[u8], old: &Location, new: &Location) {
         let mut s = self.lock();
         s.stats.gc_write_bytes += new.len;
-        if let Some(d) = s.dedup.as_mut() {
-            if let Some(l) = d.blobs.get_mut(fp) {
-                if l == old {
-                    *l = *new;
-                }
+        let moved = s.dedup.as_mut().and_then(|d| d.blobs.get_mut(fp)).is_some_and(|l| {
+            let hit = l == old;
+            if hit {
+                *l = *new;
             }
+            hit
+        });
+        drop(s);
+        if !moved {
+            free_all(&self.store, &[*new], Durability::None);
         }
     }
 

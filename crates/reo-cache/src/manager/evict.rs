@@ -102,8 +102,9 @@ impl Cache {
         }
     }
 
-    /// One cleaner pass; true if it reclaimed a band.
-    fn clean_once(&self) -> bool {
+    /// Runs one cleaner pass now (victim by the configured policy, the cache deciding per blob);
+    /// true if it cleaned a band. For operators and tests; `maintain` calls it when space is low.
+    pub fn clean_once(&self) -> bool {
         let mut h = Cleaner { cache: self, moving: HashMap::new() };
         matches!(self.store.gc(self.cfg.gc_victim, &mut h), Ok(Some(r)) if r.reclaimed_device_bytes > 0 || r.dropped > 0 || r.relocated > 0)
     }
@@ -171,7 +172,13 @@ impl GcHandler for Cleaner<'_> {
         s.stats.gc_write_bytes += new.len;
         if s.location(slot, frag, c.cfg.fragment_size).as_ref() == Some(old) {
             s.set_location(slot, frag, Some(new));
+            return;
         }
+        // The fragment was deleted, evicted or rewritten while being moved: nothing points at
+        // the copy. Free it — durably if it holds dirty bytes, so a crash cannot resurrect them.
+        drop(s);
+        let dirty = c.store.header(new).and_then(|h| BlobHeader::decode(&h)).is_some_and(|h| h.dirty);
+        free_all(&c.store, &[*new], if dirty { Durability::Sync } else { Durability::None });
     }
 
     fn dropped(&mut self, loc: &Location) {

@@ -303,9 +303,15 @@ impl Cache {
         }
     }
 
-    /// Keys of dirty objects (for the flusher), in no particular order.
-    pub fn dirty_keys(&self) -> Vec<Vec<u8>> {
-        self.lock().index.iter().filter(|(_, e)| e.dirty()).map(|(_, e)| e.key.to_vec()).collect()
+    /// Dirty objects (for the flusher): key and the version to pass to [`Cache::mark_clean`],
+    /// in no particular order. After a restart this is how the flusher resumes.
+    pub fn dirty_keys(&self) -> Vec<(Vec<u8>, u64)> {
+        let s = self.lock();
+        s.index
+            .iter()
+            .filter(|(_, e)| e.dirty())
+            .map(|(slot, e)| (e.key.to_vec(), self.dirty_version(&s, slot).unwrap_or(0)))
+            .collect()
     }
 
     /// (freq, size) of every cached object: the input of the hot-threshold computation (seed 000

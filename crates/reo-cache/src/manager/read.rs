@@ -77,6 +77,14 @@ impl Cache {
         for f in (start / fs) as u32..=((end - 1) / fs) as u32 {
             let (fstart, fend) = (u64::from(f) * fs, (u64::from(f) + 1) * fs);
             let loc = s.location(slot, f, fs);
+            if loc.is_none() && dirty {
+                // A dirty object is cached whole: a hole is a lost fragment, and the backend's
+                // older bytes must not stand in for it.
+                return Err(WriteError::DirtyLost(format!(
+                    "dirty fragment {f} of {:?} was lost beyond its redundancy",
+                    String::from_utf8_lossy(key)
+                )));
+            }
             let content = if loc.is_some() {
                 s.policy.on_hit(frag_key(slot, f));
                 None
@@ -114,19 +122,20 @@ impl Cache {
                     match self.store.read(&loc, a - fbase, b - fbase) {
                         Ok(d) => Some(d),
                         Err(StoreError::NotFound { .. }) => {
-                            // Evicted or relocated meanwhile: look again once.
+                            // Evicted or relocated meanwhile. Looking again could find a slot
+                            // reused by another object or another version: report a miss.
                             raced += 1;
-                            let now = self.lock().location(slot, f, fs).filter(|l| *l != loc);
-                            now.and_then(|l| self.store.read(&l, a - fbase, b - fbase).ok())
+                            None
                         }
-                        Err(err) => {
+                        Err(err) if dirty => {
+                            // The only copy: keep it (the error may be transient) and say so.
+                            return Err(WriteError::DirtyLost(format!(
+                                "dirty fragment {f} of {:?} is unreadable: {err}",
+                                String::from_utf8_lossy(key)
+                            )));
+                        }
+                        Err(_) => {
                             self.drop_lost_fragment(key, f, &loc);
-                            if dirty {
-                                return Err(WriteError::DirtyLost(format!(
-                                    "dirty fragment {f} of {:?} is unreadable: {err}",
-                                    String::from_utf8_lossy(key)
-                                )));
-                            }
                             None
                         }
                     }
@@ -153,7 +162,7 @@ impl Cache {
         self.lock().stats.backend_read_bytes += bytes;
     }
 
-    /// Forgets a fragment whose blob could not be read beyond its redundancy.
+    /// Forgets a clean fragment whose blob could not be read beyond its redundancy.
     fn drop_lost_fragment(&self, key: &[u8], frag: u32, loc: &Location) {
         let mut s = self.lock();
         let Some(slot) = s.index.find(key) else { return };

@@ -164,13 +164,14 @@ impl Cache {
             }
             if let Some(slot) = s.index.find(key) {
                 let e = s.index.get(slot).expect("found");
+                if e.dirty() {
+                    // Cached whole and newer than anything the backend holds.
+                    return Ok(FillOutcome::Stale);
+                }
                 // Another version of the object (the backend changed, or a write raced this fetch):
                 // its fragments must not mix with these bytes.
                 let other = s.index.version_tag(slot).is_some_and(|t| t != version_tag(&meta.etag));
                 if e.size() != object_size || other {
-                    if e.dirty() {
-                        return Ok(FillOutcome::Stale);
-                    }
                     let locs = self.forget_object(&mut s, slot);
                     drop(s);
                     free_all(&self.store, &locs, Durability::None);
@@ -194,7 +195,7 @@ impl Cache {
                     None => s.index.insert(new_entry(key, object_size, class, fs)),
                 }
             };
-            return Ok(if self.dedup_insert(frag_key(slot, frag), data) {
+            return Ok(if self.dedup_insert(key, slot, frag, object_size, data, Some(token), false) {
                 self.lock().admitter.on_insert(&req);
                 FillOutcome::Admitted
             } else {
@@ -219,8 +220,15 @@ impl Cache {
                 None => s.index.insert(new_entry(key, object_size, class, fs)),
             };
             let e = s.index.get(slot).expect("live");
-            if e.size() != object_size || s.location(slot, frag, fs).is_some() {
-                (FillOutcome::AlreadyCached, vec![loc])
+            // Re-check what may have changed while the blob was written.
+            let stale = s.invalidated_since(key, token)
+                || e.dirty()
+                || e.size() != object_size
+                || s.index.version_tag(slot).is_some_and(|t| t != version_tag(&meta.etag));
+            if stale || s.location(slot, frag, fs).is_some() {
+                s.stats.wasted_write_bytes += loc.len;
+                super::evict::drop_entry_if_empty(&mut s, slot);
+                (if stale { FillOutcome::Stale } else { FillOutcome::AlreadyCached }, vec![loc])
             } else {
                 match self.policy_insert(&mut s, slot, frag, data.len() as u64) {
                     Ok(mut evicted) => {
@@ -234,6 +242,7 @@ impl Cache {
                     }
                     Err(mut evicted) => {
                         s.stats.full_rejections += 1;
+                        s.stats.wasted_write_bytes += loc.len;
                         super::evict::drop_entry_if_empty(&mut s, slot);
                         evicted.push(loc);
                         (FillOutcome::Rejected("full"), evicted)
@@ -309,7 +318,7 @@ impl Cache {
             let slot = self.lock().index.insert(new_entry(key, size, class, fs));
             for f in 0..n {
                 let a = (u64::from(f) * fs) as usize;
-                self.dedup_insert(frag_key(slot, f), &data[a..a + frag_len(size, f, fs) as usize]);
+                self.dedup_insert(key, slot, f, size, &data[a..a + frag_len(size, f, fs) as usize], None, false);
             }
             return Ok(PutReceipt { version: 0 });
         }
@@ -326,10 +335,11 @@ impl Cache {
                 }
             }
         }
-        let version = locs[0].seq;
-        let to_free = self.install(key, size, class, dirty, &locs, version_tag(&meta.etag))?;
-        free_all(&self.store, &to_free, if dirty { Durability::Sync } else { Durability::None });
-        Ok(PutReceipt { version })
+        let (to_free, old_dirty) = self.install(key, size, class, dirty, &locs, version_tag(&meta.etag))?;
+        // A replaced dirty version must not come back after a crash (its flush would overwrite
+        // newer data): its frees are durable.
+        free_all(&self.store, &to_free, if dirty || old_dirty { Durability::Sync } else { Durability::None });
+        Ok(PutReceipt { version: object_version(&meta.etag, size, meta.mtime_ns) })
     }
 
     /// Installs a new version of `key` made of `locs`; returns the blobs to free (the old
@@ -342,7 +352,7 @@ impl Cache {
         dirty: bool,
         locs: &[Location],
         tag: u32,
-    ) -> Result<Vec<Location>, WriteError> {
+    ) -> Result<(Vec<Location>, bool), WriteError> {
         let fs = self.cfg.fragment_size;
         let mut s = self.lock();
         s.invalidate(key);
@@ -387,6 +397,7 @@ impl Cache {
                 let _ = self.policy_insert(&mut s, slot, f, l.len);
             }
             s.stats.full_rejections += 1;
+            s.stats.wasted_write_bytes += locs.iter().map(|l| l.len).sum::<u64>();
             super::evict::drop_entry_if_empty(&mut s, slot);
             drop(s);
             free_all(&self.store, &freed, Durability::None);
@@ -409,51 +420,69 @@ impl Cache {
         }
         s.index.set_version_tag(slot, tag);
         freed.extend(old.into_iter().map(|(_, l)| l));
-        Ok(freed)
+        Ok((freed, was_dirty))
     }
 
-    /// The flusher wrote version `version` of `key` to the backend: the object becomes clean and
-    /// its blobs move to the clean scheme (the extra replicas of dirty data are dropped). Returns
-    /// false if the object changed since (a newer write is still dirty) or is gone.
-    pub fn mark_clean(&self, key: &[u8], version: u64) -> Result<bool, WriteError> {
+    /// The version of the dirty object in `slot` (from its first fragment's header).
+    pub(crate) fn dirty_version(&self, s: &State, slot: u32) -> Option<u64> {
+        let loc = s.location(slot, 0, self.cfg.fragment_size)?;
+        let h = BlobHeader::decode(&self.store.header(&loc)?)?;
+        Some(object_version(&h.etag, h.object_size, h.mtime_ns))
+    }
+
+    /// The dirty object `key` at `version`: (slot, every fragment's location). `Ok(None)` if it
+    /// is gone, clean or another version; `DirtyLost` if a fragment is missing.
+    fn dirty_fragments(&self, s: &State, key: &[u8], version: u64) -> Result<Option<(u32, Vec<Location>)>, WriteError> {
         let fs = self.cfg.fragment_size;
-        let (slot, size, old) = {
-            let s = self.lock();
-            let Some(slot) = s.index.find(key) else { return Ok(false) };
-            let e = s.index.get(slot).expect("found");
-            if !e.dirty() || s.location(slot, 0, fs).map(|l| l.seq) != Some(version) {
-                return Ok(false);
+        let Some(slot) = s.index.find(key) else { return Ok(None) };
+        let e = s.index.get(slot).expect("found");
+        if !e.dirty() || self.dirty_version(s, slot) != Some(version) {
+            return Ok(None);
+        }
+        let mut locs = Vec::new();
+        for f in 0..frag_count(e.size(), fs) as u32 {
+            match s.location(slot, f, fs) {
+                Some(l) => locs.push(l),
+                None => {
+                    return Err(WriteError::DirtyLost(format!(
+                        "dirty fragment {f} of {:?} was lost beyond its redundancy",
+                        String::from_utf8_lossy(key)
+                    )))
+                }
             }
-            let n = frag_count(e.size(), fs) as u32;
-            (slot, e.size(), (0..n).filter_map(|f| s.location(slot, f, fs)).collect::<Vec<_>>())
-        };
+        }
+        Ok(Some((slot, locs)))
+    }
+
+    /// The flusher wrote version `version` of `key` (from [`PutReceipt`] or [`Cache::dirty_keys`])
+    /// to the backend: the object becomes clean and its blobs move to the clean scheme (the extra
+    /// replicas of dirty data are dropped). Returns false if the object changed since (a newer
+    /// write is still dirty), is gone, or moved under the rewrite (the flusher retries later).
+    pub fn mark_clean(&self, key: &[u8], version: u64) -> Result<bool, WriteError> {
+        let Some((slot, old)) = self.dirty_fragments(&self.lock(), key, version)? else { return Ok(false) };
         if self.lock().dedup.is_some() {
             return self.mark_clean_into_dedup(key, slot, version, &old);
         }
         let class = Class::Cold;
         let scheme = self.classes.of(class);
         let mut new = Vec::with_capacity(old.len());
-        for (f, l) in old.iter().enumerate() {
+        for l in &old {
             let moved = (|| {
                 let data = self.store.read_all(l)?;
-                let hdr = self.store_header(l).unwrap_or_default();
-                let mut h = BlobHeader::decode(&hdr).unwrap_or(BlobHeader {
-                    kind: BlobKind::Fragment,
-                    dirty: false,
-                    class,
-                    object_size: size,
-                    fragment: f as u32,
-                    mtime_ns: 0,
-                    key: key.to_vec(),
-                    etag: String::new(),
-                    content_type: String::new(),
-                });
+                let hdr = self.store.header(l).ok_or(reo_store::Error::NotFound { seq: l.seq })?;
+                let mut h = BlobHeader::decode(&hdr).ok_or(reo_store::Error::NotFound { seq: l.seq })?;
                 h.dirty = false;
                 h.class = class;
                 self.put_blob(&h.encode(), &data, scheme, false, placement_of(key))
             })();
             match moved {
                 Ok(n) => new.push(n),
+                Err(WriteError::Store(reo_store::Error::NotFound { .. })) => {
+                    // Relocated by the cleaner meanwhile: try again later.
+                    self.lock().stats.wasted_write_bytes += new.iter().map(|l| l.len).sum::<u64>();
+                    free_all(&self.store, &new, Durability::None);
+                    return Ok(false);
+                }
                 Err(e) => {
                     free_all(&self.store, &new, Durability::None);
                     return Err(e);
@@ -461,9 +490,10 @@ impl Cache {
             }
         }
         let mut s = self.lock();
-        let still = s.index.get(slot).is_some_and(|e| &*e.key == key && e.dirty())
-            && s.location(slot, 0, fs).map(|l| l.seq) == Some(version);
+        let still =
+            matches!(self.dirty_fragments(&s, key, version), Ok(Some((sl, ref now))) if sl == slot && *now == old);
         if !still {
+            s.stats.wasted_write_bytes += new.iter().map(|l| l.len).sum::<u64>();
             drop(s);
             free_all(&self.store, &new, Durability::None);
             return Ok(false);
@@ -481,17 +511,21 @@ impl Cache {
     }
 
     /// `mark_clean` with dedup on: the flushed fragments enter the dedup cache (written once if
-    /// their content is new) and the dirty replicas are freed.
+    /// their content is new, counted as GC writes like any rewrite) and the dirty replicas are
+    /// freed.
     fn mark_clean_into_dedup(&self, key: &[u8], slot: u32, version: u64, old: &[Location]) -> Result<bool, WriteError> {
         let mut datas = Vec::with_capacity(old.len());
         for l in old {
-            datas.push(self.store.read_all(l)?);
+            match self.store.read_all(l) {
+                Ok(d) => datas.push(d),
+                Err(reo_store::Error::NotFound { .. }) => return Ok(false), // moved: retry later
+                Err(e) => return Err(e.into()),
+            }
         }
-        {
+        let size = {
             let mut s = self.lock();
-            let fs = self.cfg.fragment_size;
-            let still = s.index.get(slot).is_some_and(|e| &*e.key == key && e.dirty())
-                && s.location(slot, 0, fs).map(|l| l.seq) == Some(version);
+            let still =
+                matches!(self.dirty_fragments(&s, key, version), Ok(Some((sl, ref now))) if sl == slot && now == old);
             if !still {
                 return Ok(false);
             }
@@ -502,9 +536,10 @@ impl Cache {
             let e = s.index.get_mut(slot).expect("live");
             e.set_dirty(false);
             e.set_class(Class::Cold);
-        }
+            e.size()
+        };
         for (f, d) in datas.iter().enumerate() {
-            self.dedup_insert(frag_key(slot, f as u32), d);
+            self.dedup_insert(key, slot, f as u32, size, d, None, true);
         }
         free_all(&self.store, old, Durability::Sync);
         Ok(true)
@@ -541,11 +576,6 @@ impl Cache {
         s.index.remove(slot);
         locs
     }
-
-    /// The store header of a live blob (from the store's metadata, no device I/O).
-    fn store_header(&self, loc: &Location) -> Option<Vec<u8>> {
-        self.store.header(loc)
-    }
 }
 
 /// `None` to admit, or the refusal's name (as counted in the admission stats).
@@ -555,6 +585,15 @@ pub(crate) fn admission_refusal(d: Decision) -> Option<&'static str> {
         Decision::Reject(r) => Some(r.as_str()),
         Decision::Throttled(_) => Some("throttled"),
     }
+}
+
+/// The version of an object as the flusher names it: its ETag, size and modification time.
+pub(crate) fn object_version(etag: &str, size: u64, mtime_ns: u64) -> u64 {
+    let mut b = Vec::with_capacity(etag.len() + 16);
+    b.extend_from_slice(etag.as_bytes());
+    b.extend_from_slice(&size.to_le_bytes());
+    b.extend_from_slice(&mtime_ns.to_le_bytes());
+    placement_of(&b)
 }
 
 /// Version tag of an object: a hash of its ETag (S3 ETags change with the content).
