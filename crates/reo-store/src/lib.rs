@@ -25,6 +25,7 @@ mod journal;
 mod location;
 mod persist;
 mod read;
+mod rebuild;
 mod record;
 mod recover;
 mod scheme;
