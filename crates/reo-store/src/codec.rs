@@ -173,7 +173,8 @@ mod tests {
     fn batched_decode_equals_one_call_per_stripe() {
         let (k, p) = (3, 2);
         let lens = [65520usize, 4080, 12272, 64, 2];
-        let stripes: Vec<(Vec<Vec<u8>>, Vec<Vec<u8>>)> = lens
+        type Stripe = (Vec<Vec<u8>>, Vec<Vec<u8>>); // (data, parity)
+        let stripes: Vec<Stripe> = lens
             .iter()
             .enumerate()
             .map(|(i, &len)| {

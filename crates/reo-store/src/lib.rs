@@ -28,6 +28,7 @@ mod read;
 mod rebuild;
 mod record;
 mod recover;
+mod scan;
 mod scheme;
 mod stats;
 mod store;

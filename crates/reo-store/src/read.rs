@@ -139,28 +139,31 @@ impl Inner {
                 _ => runs.push((c.device, c.offset, c.height, vec![(i, 0)])),
             }
         }
-        let read: Vec<(AlignedBuf, bool)> = self.pool.map(runs.len(), |r| {
-            let (d, off, len, _) = &runs[r];
+        // Each job reads its run and verifies its chunks (checksums in parallel too).
+        let read: Vec<(AlignedBuf, Vec<bool>)> = self.pool.map(runs.len(), |r| {
+            let (d, off, len, members) = &runs[r];
             let mut b = self.bufs.take(*len);
-            let ok = self.devices[*d].read_at(&mut b[..*len], *off).is_ok();
-            if !ok {
+            if let Err(_e) = self.devices[*d].read_at(&mut b[..*len], *off) {
                 Counters::add(&self.stats.read_errors, 1);
+                return (b, Vec::new());
             }
-            (b, ok)
+            let good = members
+                .iter()
+                .map(|&(i, off)| {
+                    let c = chunks[i];
+                    let ok = !self.stores_bytes || chunk::verify(&b[off..off + c.height], seq, c.index, c.place);
+                    if !ok {
+                        Counters::add(&self.stats.checksum_errors, 1);
+                    }
+                    ok
+                })
+                .collect();
+            (b, good)
         });
         let mut got: Fetched = vec![None; chunks.len()];
         for (r, (_, _, _, members)) in runs.iter().enumerate() {
-            let (buf, ok) = &read[r];
-            if !ok {
-                continue;
-            }
-            for &(i, off) in members {
-                let c = chunks[i];
-                if !self.stores_bytes || chunk::verify(&buf[off..off + c.height], seq, c.index, c.place) {
-                    got[i] = Some((r, off));
-                } else {
-                    Counters::add(&self.stats.checksum_errors, 1);
-                }
+            for (&(i, off), _) in members.iter().zip(&read[r].1).filter(|(_, &ok)| ok) {
+                got[i] = Some((r, off));
             }
         }
         (read.into_iter().map(|(b, _)| b).collect(), got)
