@@ -11,6 +11,7 @@ use crate::scheme::Scheme;
 use crate::stats::Counters;
 use crate::store::{BlobHealth, Inner};
 use reo_media::AlignedBuf;
+use std::sync::Mutex;
 
 /// One chunk to fetch and verify.
 #[derive(Debug, Clone, Copy)]
@@ -28,6 +29,10 @@ type Run = (usize, u64, usize, Vec<(usize, usize)>);
 
 /// Fetched chunk bytes: (run buffer, offset in it), or `None` when unreadable or unverified.
 pub(crate) type Fetched = Vec<Option<(usize, usize)>>;
+
+/// Where a fetched chunk's wanted bytes go: (piece of the output, offset of its first byte in the
+/// chunk body).
+pub(crate) type Dest<'a> = (&'a mut [std::mem::MaybeUninit<u8>], usize);
 
 /// A data chunk a read wants: the chunk, its row (index into the read's rows) and its data
 /// position in the row (stripe × data + column).
@@ -56,8 +61,10 @@ impl Inner {
         let shape = self.shape(loc);
         let g = shape.geom;
         let rows: Vec<Row> = shape.rows_between(loc.start as u64, from, to).collect();
-        // Pass 1: the data chunks overlapping the range, in blob order.
+        // Pass 1: the data chunks overlapping the range, in blob order, each with the part of its
+        // body the caller wants (blob bytes [x, y) of the chunk starting at blob byte a).
         let mut want: Vec<Want> = Vec::new();
+        let mut spans: Vec<(u64, u64, u64)> = Vec::new(); // (x, y, a)
         for (ri, row) in rows.iter().enumerate() {
             let body = row.body() as u64;
             for s in 0..g.stripes_per_row {
@@ -67,45 +74,87 @@ impl Inner {
                     let b = (a + body).min(row.data_off + row.data_len);
                     if a < b && a < to && b > from {
                         want.push((self.chunk_at(loc, &shape, row, s, c), ri, j));
+                        spans.push((a.max(from), b.min(to), a));
                     }
                 }
             }
         }
-        let chunks: Vec<ChunkAt> = want.iter().map(|w| w.0).collect();
-        let (runs, got) = self.fetch(loc.seq, &chunks);
-        let missing: Vec<usize> = (0..want.len()).filter(|&i| got[i].is_none()).collect();
-        let rebuilt = if missing.is_empty() {
-            Ok(Vec::new())
-        } else {
-            self.rebuild(loc, &shape, &rows, &want, (&runs, &got), &missing)
-        };
-        let result = rebuilt.map(|rebuilt| {
-            // The pieces are contiguous and in order: append them, no zero-fill first.
-            let mut out = Vec::with_capacity((to - from) as usize);
-            let mut next_rebuilt = rebuilt.iter();
-            for (i, (_, ri, j)) in want.iter().enumerate() {
-                let row = &rows[*ri];
-                let body = row.body();
-                let bytes: &[u8] = match got[i] {
-                    Some((run, off)) => &runs[run][off..off + body],
-                    None => next_rebuilt.next().expect("one rebuilt chunk per missing chunk"),
-                };
-                let a = row.data_off + (*j * body) as u64;
-                let b = (a + body as u64).min(row.data_off + row.data_len);
-                let (x, y) = (a.max(from), b.min(to));
-                debug_assert_eq!(from + out.len() as u64, x, "pieces are contiguous");
-                out.extend_from_slice(&bytes[(x - a) as usize..(y - a) as usize]);
+        // Stripes with a wanted chunk on a failed device: fetch the columns that rebuild it in
+        // the same round (`rs` only), instead of a second round after this one.
+        let extra = self.prefetch_columns(loc, &shape, &rows, &want);
+        let mut chunks: Vec<ChunkAt> = want.iter().map(|w| w.0).collect();
+        chunks.extend(extra.iter().map(|&(ri, s, c)| self.chunk_at(loc, &shape, &rows[ri], s, c)));
+        // The output is filled by the I/O jobs, each copying the chunks it read and verified
+        // (while they are in cache) into their own disjoint pieces of it.
+        let len = (to - from) as usize;
+        let mut out: Vec<u8> = Vec::with_capacity(len);
+        let (runs, got) = {
+            let mut dests: Vec<Option<Dest<'_>>> = Vec::with_capacity(chunks.len());
+            let mut rest = &mut out.spare_capacity_mut()[..len];
+            for &(x, y, a) in &spans {
+                let (piece, tail) = rest.split_at_mut((y - x) as usize);
+                dests.push(Some((piece, (x - a) as usize)));
+                rest = tail;
             }
-            debug_assert_eq!(out.len() as u64, to - from);
-            out
-        });
+            debug_assert!(rest.is_empty(), "the pieces cover the range");
+            dests.resize_with(chunks.len(), || None);
+            self.fetch_into(loc.seq, &chunks, dests)
+        };
+        let missing: Vec<usize> = (0..want.len()).filter(|&i| got[i].is_none()).collect();
+        let result = if missing.is_empty() {
+            Ok(())
+        } else {
+            self.rebuild(loc, &shape, &rows, &want, &extra, (&runs, &got), &missing).map(|rebuilt| {
+                let spare = out.spare_capacity_mut();
+                for (&i, body) in missing.iter().zip(&rebuilt) {
+                    let (x, y, a) = spans[i];
+                    spare[(x - from) as usize..(y - from) as usize]
+                        .write_copy_of_slice(&body[(x - a) as usize..(y - a) as usize]);
+                }
+            })
+        };
         for b in runs {
             self.bufs.give(b);
         }
-        if result.is_ok() && !missing.is_empty() {
+        result?;
+        // SAFETY: the pieces of `spans` cover [0, len) of the spare capacity exactly, and each
+        // was written: by the I/O job that read and verified its chunk (`got[i]` is `Some` only
+        // then), or above from the rebuilt chunk (every other one is in `missing`).
+        unsafe { out.set_len(len) };
+        if !missing.is_empty() {
             Counters::add(&self.stats.degraded_reads, 1);
         }
-        result
+        Ok(out)
+    }
+
+    /// For `rs` blobs, the (row, stripe, column) of the chunks that rebuild the wanted chunks on
+    /// failed devices: per such stripe, healthy columns not already wanted, up to k in all.
+    fn prefetch_columns(
+        &self,
+        loc: &Location,
+        shape: &Shape,
+        rows: &[Row],
+        want: &[Want],
+    ) -> Vec<(usize, usize, usize)> {
+        let Scheme::Rs { k, .. } = loc.scheme else { return Vec::new() };
+        let (k, g) = (k as usize, shape.geom);
+        let mut extra = Vec::new();
+        let mut i = 0;
+        while i < want.len() {
+            // The wanted chunks of one stripe are adjacent in `want`.
+            let (ri, s) = (want[i].1, want[i].2 / g.data);
+            let end = (i..want.len()).find(|&e| (want[e].1, want[e].2 / g.data) != (ri, s)).unwrap_or(want.len());
+            if want[i..end].iter().any(|w| self.is_failed(w.0.device)) {
+                let healthy_wanted = want[i..end].iter().filter(|w| !self.is_failed(w.0.device)).count();
+                let wanted = |c: usize| want[i..end].iter().any(|w| w.2 % g.data == c);
+                let more = (0..g.width)
+                    .filter(|&c| !wanted(c) && !self.is_failed(shape.device_of(loc.band, &rows[ri], s, c, loc.device)))
+                    .take(k.saturating_sub(healthy_wanted));
+                extra.extend(more.map(|c| (ri, s, c)));
+            }
+            i = end;
+        }
+        extra
     }
 
     pub(crate) fn chunk_at(&self, loc: &Location, shape: &Shape, row: &Row, s: usize, c: usize) -> ChunkAt {
@@ -122,6 +171,18 @@ impl Inner {
     /// reading devices in parallel. Failed devices and bad chunks come back as `None`. The run
     /// buffers come from the pool (possibly longer than the run); callers give them back.
     pub(crate) fn fetch(&self, seq: u64, chunks: &[ChunkAt]) -> (Vec<AlignedBuf>, Fetched) {
+        self.fetch_into(seq, chunks, (0..chunks.len()).map(|_| None).collect())
+    }
+
+    /// [`Inner::fetch`], also copying the body bytes of each chunk that verifies into its
+    /// destination, if it has one: `dests[i] = (piece, offset in the body)`. A chunk that comes
+    /// back `Some` has had its destination written in full.
+    pub(crate) fn fetch_into(
+        &self,
+        seq: u64,
+        chunks: &[ChunkAt],
+        mut dests: Vec<Option<Dest<'_>>>,
+    ) -> (Vec<AlignedBuf>, Fetched) {
         // Group into runs: (device, offset, len, [(chunk i, offset in run)]).
         let mut order: Vec<usize> = (0..chunks.len()).collect();
         order.sort_by_key(|&i| (chunks[i].device, chunks[i].offset));
@@ -139,21 +200,30 @@ impl Inner {
                 _ => runs.push((c.device, c.offset, c.height, vec![(i, 0)])),
             }
         }
-        // Each job reads its run and verifies its chunks (checksums in parallel too).
+        // Each run's destinations, handed to the job that reads it.
+        let run_dests: Vec<Mutex<Vec<Option<Dest<'_>>>>> =
+            runs.iter().map(|r| Mutex::new(r.3.iter().map(|&(i, _)| dests[i].take()).collect())).collect();
+        // Each job reads its run, verifies its chunks and copies them out while they are in cache.
         let read: Vec<(AlignedBuf, Vec<bool>)> = self.pool.map(runs.len(), |r| {
             let (d, off, len, members) = &runs[r];
             let mut b = self.bufs.take(*len);
-            if let Err(_e) = self.devices[*d].read_at(&mut b[..*len], *off) {
+            if self.devices[*d].read_at(&mut b[..*len], *off).is_err() {
                 Counters::add(&self.stats.read_errors, 1);
                 return (b, Vec::new());
             }
+            let mut dests = run_dests[r].lock().unwrap_or_else(|e| e.into_inner());
             let good = members
                 .iter()
-                .map(|&(i, off)| {
+                .zip(dests.iter_mut())
+                .map(|(&(i, off), dest)| {
                     let c = chunks[i];
-                    let ok = !self.stores_bytes || chunk::verify(&b[off..off + c.height], seq, c.index, c.place);
+                    let bytes = &b[off..off + c.height];
+                    let ok = !self.stores_bytes || chunk::verify(bytes, seq, c.index, c.place);
                     if !ok {
                         Counters::add(&self.stats.checksum_errors, 1);
+                    } else if let Some((piece, at)) = dest {
+                        let n = piece.len();
+                        piece.write_copy_of_slice(&bytes[*at..*at + n]);
                     }
                     ok
                 })

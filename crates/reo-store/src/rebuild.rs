@@ -24,14 +24,17 @@ type Column = (bool, Option<Piece>);
 
 impl Inner {
     /// Rebuilds the data chunks `missing` (indexes into `want`) that pass 1 (`first`: its run
-    /// buffers and what they hold) could not read or verify, from copies or parity. Returns the
+    /// buffers and what they hold) could not read or verify, from copies or parity. Pass 1 also
+    /// fetched the `extra` (row, stripe, column) chunks, after the wanted ones. Returns the
     /// bodies in `missing` order.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn rebuild(
         &self,
         loc: &Location,
         shape: &Shape,
         rows: &[Row],
         want: &[Want],
+        extra: &[(usize, usize, usize)],
         first: (&[AlignedBuf], &Fetched),
         missing: &[usize],
     ) -> Result<Vec<Vec<u8>>> {
@@ -76,7 +79,7 @@ impl Inner {
             Scheme::Rs { k, p } => {
                 let (k, p) = (k as usize, p as usize);
                 let mut rounds: Vec<Vec<AlignedBuf>> = Vec::new();
-                let r = self.rebuild_rs(loc, shape, rows, want, first, missing, (k, p), &mut rounds);
+                let r = self.rebuild_rs(loc, shape, rows, (want, extra), first, missing, (k, p), &mut rounds);
                 for b in rounds.into_iter().flatten() {
                     self.bufs.give(b);
                 }
@@ -93,7 +96,7 @@ impl Inner {
         loc: &Location,
         shape: &Shape,
         rows: &[Row],
-        want: &[Want],
+        (want, extra): (&[Want], &[(usize, usize, usize)]),
         first: (&[AlignedBuf], &Fetched),
         missing: &[usize],
         (k, p): (usize, usize),
@@ -114,6 +117,11 @@ impl Inner {
         for (i, w) in want.iter().enumerate() {
             if let Some((_, cols)) = stripes.iter_mut().find(|(key, _)| *key == stripe_of(i)) {
                 cols[w.2 % data] = (true, first.1[i].map(|(run, off)| (0, run, off)));
+            }
+        }
+        for (e, &(ri, s, c)) in extra.iter().enumerate() {
+            if let Some((_, cols)) = stripes.iter_mut().find(|(key, _)| *key == (ri, s)) {
+                cols[c] = (true, first.1[want.len() + e].map(|(run, off)| (0, run, off)));
             }
         }
         // Fetch rounds: each stripe short of k pieces asks for as many untried columns (healthy
