@@ -3,9 +3,10 @@
 //!
 //! For `rs`, the chunks every damaged stripe needs are fetched together in one parallel round
 //! (merged per device like any read); another round follows only if some of those are unreadable
-//! too. Stripes that lost the same columns are then decoded in a single codec call over packed
-//! shards (see `codec.rs`): a decode call has a fixed cost of about 190 µs, so one call per
-//! stripe made a degraded 4 MiB read pay it some 16 times.
+//! too. Stripes that lost the same columns are then decoded together over packed shards with
+//! the cached coefficients of their pattern (see `codec.rs`): a decoder call costs about 190 µs
+//! fixed plus about 1 ms per MiB, which made a degraded read CPU-bound; a combination of k
+//! shards costs a few multiplications by constants.
 
 use crate::codec;
 use crate::error::{Error, Result};
@@ -192,12 +193,10 @@ impl Inner {
                 (0..data).filter(|c| !from.contains(c) && members.iter().any(|&si| stripes[si].1[*c].0)).collect();
             let mut restored: Vec<AlignedBuf> = targets.iter().map(|_| self.bufs.take(total)).collect();
             let ok = {
-                let shard = |c: usize| from.iter().position(|&f| f == c).map(|i| &packed[i][..total]);
-                let shards: Vec<Option<&[u8]>> = (0..k).map(shard).collect();
-                let parity: Vec<Option<&[u8]>> = (k..k + p).map(shard).collect();
+                let shards: Vec<&[u8]> = packed.iter().map(|b| &b[..total]).collect();
                 let mut outs: Vec<(usize, &mut [u8])> =
                     targets.iter().zip(restored.iter_mut()).map(|(&c, b)| (c, &mut b[..total])).collect();
-                codec::decode(k, p, &shards, &parity, &mut outs)
+                codec::decode_packed(k, p, from, &shards, &mut outs)
             };
             let mut result = Ok(());
             if ok {
