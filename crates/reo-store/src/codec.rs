@@ -33,12 +33,14 @@ pub const CODEC_ID: u32 = 1;
 
 /// Per restored data shard: (its index, the log of κ_j for each source shard j, `None` for 0).
 type Coefficients = Vec<(usize, Vec<Option<GfElement>>)>;
+/// Cached coefficients by (k, p, source shards).
+type CoefficientCache = HashMap<(usize, usize, Vec<usize>), Coefficients>;
 
 thread_local! {
     static ENCODER: RefCell<Option<ReedSolomonEncoder>> = const { RefCell::new(None) };
     static DECODER: RefCell<Option<ReedSolomonDecoder>> = const { RefCell::new(None) };
-    /// Coefficients by (k, p, source shards), and a scratch buffer for one product.
-    static COEFFICIENTS: RefCell<HashMap<(usize, usize, Vec<usize>), Coefficients>> = RefCell::new(HashMap::new());
+    /// Coefficients by pattern, and a scratch buffer for one product.
+    static COEFFICIENTS: RefCell<CoefficientCache> = RefCell::new(HashMap::new());
     static SCRATCH: RefCell<Vec<[u8; 64]>> = const { RefCell::new(Vec::new()) };
 }
 
