@@ -24,6 +24,10 @@ pub(crate) struct ChunkAt {
     pub place: u64,
 }
 
+/// Largest merged read: a longer stretch of one device is read as several reads in parallel,
+/// so that checking and copying the first part overlaps reading the rest.
+const MAX_RUN: usize = 1 << 20;
+
 /// A merged read: device, offset, length, and its member chunks (chunk number, offset in the run).
 type Run = (usize, u64, usize, Vec<(usize, usize)>);
 
@@ -193,7 +197,7 @@ impl Inner {
                 continue;
             }
             match runs.last_mut() {
-                Some(r) if r.0 == c.device && r.1 + r.2 as u64 == c.offset => {
+                Some(r) if r.0 == c.device && r.1 + r.2 as u64 == c.offset && r.2 + c.height <= MAX_RUN => {
                     r.3.push((i, r.2));
                     r.2 += c.height;
                 }
