@@ -139,7 +139,6 @@ fn read_superblock(dev: &dyn Media) -> Found {
 
 fn new_inner(layout: Layout, devices: Vec<Arc<dyn Media>>, pool: IoPool, failed: &[usize]) -> Inner {
     let stores_bytes = devices.iter().all(|d| d.stores_bytes());
-    let devices_n = devices.len();
     Inner {
         failed: (0..devices.len()).map(|d| AtomicBool::new(failed.contains(&d))).collect(),
         bands: (0..layout.zones).map(|_| RwLock::new(Band::new())).collect(),
@@ -153,7 +152,7 @@ fn new_inner(layout: Layout, devices: Vec<Arc<dyn Media>>, pool: IoPool, failed:
         stats: Counters::default(),
         stores_bytes,
         gc_lock: Mutex::new(()),
-        bufs: BufPool::new(((16usize << 20) * devices_n).max(64 << 20)),
+        bufs: BufPool::shared(),
         layout,
     }
 }

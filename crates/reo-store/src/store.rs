@@ -141,8 +141,8 @@ pub(crate) struct Inner {
     pub stores_bytes: bool,
     /// Serialises cleaners.
     pub gc_lock: Mutex<()>,
-    /// Column and read buffers reused across operations.
-    pub bufs: BufPool,
+    /// Column and read buffers reused across operations (the process-wide pool).
+    pub bufs: &'static BufPool,
 }
 
 impl Inner {
