@@ -1,7 +1,8 @@
-//! The read path: fetch the chunks a byte range needs (each device's chunks in one merged read,
-//! devices in parallel), verify every trailer, and rebuild what is missing or bad from copies or
-//! parity. A chunk that cannot be verified or rebuilt makes the read fail with `Corrupt`: wrong
-//! bytes are never returned.
+//! The read path: fetch the chunks a byte range needs (adjacent chunks of a device merged into
+//! reads of up to 1 MiB, all in parallel), verify every trailer and copy the wanted bytes into the
+//! caller's buffer inside the I/O jobs, and rebuild what is missing or bad from copies or parity
+//! (`rebuild.rs`). A chunk that cannot be verified or rebuilt makes the read fail with `Corrupt`:
+//! wrong bytes are never returned.
 
 use crate::chunk;
 use crate::error::{Error, Result};
