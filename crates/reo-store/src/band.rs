@@ -7,6 +7,32 @@ use crate::geometry::SECTOR;
 use crate::location::Location;
 use crate::scheme::Scheme;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Hasher of the live maps' keys, sequence numbers: unique integers the store assigns, not
+/// chosen by clients, so one multiply (Fibonacci hashing, good high bits for the table's
+/// control bytes) replaces SipHash. Restart inserts every live blob, and this is its hot loop.
+#[derive(Default, Clone, Copy)]
+pub struct SeqHasher(u64);
+
+impl Hasher for SeqHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// A band's live blobs by sequence number.
+pub type LiveMap = HashMap<u64, Entry, BuildHasherDefault<SeqHasher>>;
 
 /// Life cycle of a band.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,7 +59,7 @@ pub struct Band {
     pub scheme: Option<Scheme>,
     /// Sectors used: one cursor for row bands, one per device for isolated bands.
     pub cursor: Vec<u64>,
-    pub live: HashMap<u64, Entry>,
+    pub live: LiveMap,
     /// Sum of live blob lengths.
     pub live_bytes: u64,
     /// Device bytes held by live blobs (all columns of their rows, or their one device).
@@ -52,7 +78,7 @@ impl Band {
             state: BandState::Free,
             scheme: None,
             cursor: Vec::new(),
-            live: HashMap::new(),
+            live: LiveMap::default(),
             live_bytes: 0,
             live_phys: 0,
             last_write: 0,

@@ -26,7 +26,8 @@ pub struct StoreConfig {
     /// Bytes of each of the two checkpoint slots on each device. `None`: 1/32 of the device,
     /// within 1 MiB–1 GiB.
     pub checkpoint_size: Option<u64>,
-    /// I/O threads. `None`: two per device, at most 16.
+    /// I/O threads. `None`: four per device (so that concurrent puts and reads each keep every
+    /// device busy), at least 4 and at most 32.
     pub io_threads: Option<usize>,
     /// Format blank devices into a new store. Off, opening blank devices is an error.
     pub create: bool,
@@ -74,7 +75,7 @@ impl StoreConfig {
 
     /// I/O threads for `devices` devices.
     pub fn io_threads_for(&self, devices: usize) -> usize {
-        self.io_threads.unwrap_or((2 * devices).clamp(2, 16))
+        self.io_threads.unwrap_or((4 * devices).clamp(4, 32))
     }
 }
 

@@ -6,8 +6,12 @@
 //! chunk tall; the last row of a blob is only as tall as its data needs (rounded to 4 KiB), so a
 //! small blob is sealed with its parity at once instead of padding a whole chunk.
 //!
-//! Which device holds column 0 of a row rotates with a hash of the row's position, which spreads
-//! parity (and the unused columns when `width` does not divide N) evenly over the devices.
+//! Which device holds column 0 of a row rotates, which spreads parity (and the unused columns
+//! when `width` does not divide N) evenly over the devices: a blob's first row starts at a hash
+//! of the blob's position, and every [`ROTATE_BYTES`] of chunk height (a *run* of rows) the
+//! columns shift by one device. Within a run each device keeps its column, so a device holds a
+//! blob's data in long contiguous stretches (k runs of data, then p of parity, for `rs(k, p)`)
+//! and a read fetches them with a few large I/Os rather than one per row.
 //! Isolated blobs are one column tall stack of chunks on one device.
 
 use crate::chunk::TRAILER;
@@ -16,6 +20,10 @@ use crate::scheme::Geometry;
 
 /// Sector size: the unit of allocation and alignment.
 pub const SECTOR: u64 = 4096;
+
+/// Chunk height of the rows of one rotation run (at least one row): the columns of a blob's rows
+/// shift by one device every this many bytes of height.
+pub const ROTATE_BYTES: usize = 1 << 20;
 
 /// One row of a blob.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,7 +118,10 @@ impl Shape {
         if self.isolated {
             return device as usize;
         }
-        (rotation(band, row.start, self.devices) + stripe * self.geom.width + col) % self.devices
+        // Every row before the last is full height, so the blob starts `index` chunks above.
+        let blob_start = row.start - row.index as u64 * (self.chunk as u64 / SECTOR);
+        let run = row.index as usize / (ROTATE_BYTES / self.chunk).max(1);
+        (rotation(band, blob_start, self.devices) + run + stripe * self.geom.width + col) % self.devices
     }
 
     /// Chunk number bound into the trailer of (row, stripe, column).
@@ -120,7 +131,8 @@ impl Shape {
     }
 }
 
-/// First device of a row: a hash of the row's position so parity and spare columns rotate.
+/// First device of a blob's first row: a hash of the blob's position, so that parity and spare
+/// columns of different blobs start on different devices.
 fn rotation(band: u32, start: u64, devices: usize) -> usize {
     let mut x = start ^ ((band as u64) << 40) ^ 0x9E37_79B9_7F4A_7C15;
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

@@ -25,8 +25,10 @@ mod journal;
 mod location;
 mod persist;
 mod read;
+mod rebuild;
 mod record;
 mod recover;
+mod scan;
 mod scheme;
 mod stats;
 mod store;
@@ -46,5 +48,5 @@ pub use superblock::{Layout, FORMAT_VERSION};
 
 /// Raw codec entry points, for benchmarks.
 pub mod rs {
-    pub use crate::codec::{decode, encode, CODEC_ID};
+    pub use crate::codec::{decode, decode_packed, encode, pack, padded, unpack, CODEC_ID};
 }

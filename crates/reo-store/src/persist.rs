@@ -16,6 +16,17 @@ use std::sync::Arc;
 /// Writes `buf` at `offset` on every healthy device and fdatasyncs them, in parallel. Devices
 /// that fail are marked failed; succeeds if at least one device holds the bytes.
 pub(crate) fn write_everywhere(inner: &Inner, offset: u64, buf: &[u8], what: &str) -> std::result::Result<(), String> {
+    // O_DIRECT media bounce an unaligned buffer through an aligned copy of their own: make that
+    // copy once here rather than once per device.
+    let aligned;
+    let buf = if (buf.as_ptr() as usize).is_multiple_of(reo_media::ALIGN) {
+        buf
+    } else {
+        let mut b = reo_media::AlignedBuf::zeroed(buf.len());
+        b.copy_from_slice(buf);
+        aligned = b;
+        &aligned[..]
+    };
     let results = inner.pool.map(inner.n(), |d| {
         if inner.is_failed(d) {
             return None;

@@ -1,10 +1,10 @@
-//! The read path: fetch the chunks a byte range needs (each device's chunks in one merged read,
-//! devices in parallel), verify every trailer, and rebuild what is missing or bad from copies or
-//! parity. A chunk that cannot be verified or rebuilt makes the read fail with `Corrupt`: wrong
-//! bytes are never returned.
+//! The read path: fetch the chunks a byte range needs (adjacent chunks of a device merged into
+//! reads of up to 1 MiB, all in parallel), verify every trailer and copy the wanted bytes into the
+//! caller's buffer inside the I/O jobs, and rebuild what is missing or bad from copies or parity
+//! (`rebuild.rs`). A chunk that cannot be verified or rebuilt makes the read fail with `Corrupt`:
+//! wrong bytes are never returned.
 
 use crate::chunk;
-use crate::codec;
 use crate::error::{Error, Result};
 use crate::geometry::{Row, Shape, SECTOR};
 use crate::location::Location;
@@ -12,27 +12,36 @@ use crate::scheme::Scheme;
 use crate::stats::Counters;
 use crate::store::{BlobHealth, Inner};
 use reo_media::AlignedBuf;
+use std::sync::Mutex;
 
 /// One chunk to fetch and verify.
 #[derive(Debug, Clone, Copy)]
-struct ChunkAt {
-    device: usize,
+pub(crate) struct ChunkAt {
+    pub device: usize,
     /// Byte offset on the device.
-    offset: u64,
-    height: usize,
-    index: u32,
-    place: u64,
+    pub offset: u64,
+    pub height: usize,
+    pub index: u32,
+    pub place: u64,
 }
+
+/// Largest merged read: a longer stretch of one device is read as several reads in parallel,
+/// so that checking and copying the first part overlaps reading the rest.
+const MAX_RUN: usize = 1 << 20;
 
 /// A merged read: device, offset, length, and its member chunks (chunk number, offset in the run).
 type Run = (usize, u64, usize, Vec<(usize, usize)>);
 
 /// Fetched chunk bytes: (run buffer, offset in it), or `None` when unreadable or unverified.
-type Fetched = Vec<Option<(usize, usize)>>;
+pub(crate) type Fetched = Vec<Option<(usize, usize)>>;
+
+/// Where a fetched chunk's wanted bytes go: (piece of the output, offset of its first byte in the
+/// chunk body).
+pub(crate) type Dest<'a> = (&'a mut [std::mem::MaybeUninit<u8>], usize);
 
 /// A data chunk a read wants: the chunk, its row (index into the read's rows) and its data
 /// position in the row (stripe × data + column).
-type Want = (ChunkAt, usize, usize);
+pub(crate) type Want = (ChunkAt, usize, usize);
 
 impl Inner {
     /// Reads blob bytes `[from, to)`.
@@ -57,8 +66,10 @@ impl Inner {
         let shape = self.shape(loc);
         let g = shape.geom;
         let rows: Vec<Row> = shape.rows_between(loc.start as u64, from, to).collect();
-        // Pass 1: the data chunks overlapping the range, in blob order.
+        // Pass 1: the data chunks overlapping the range, in blob order, each with the part of its
+        // body the caller wants (blob bytes [x, y) of the chunk starting at blob byte a).
         let mut want: Vec<Want> = Vec::new();
+        let mut spans: Vec<(u64, u64, u64)> = Vec::new(); // (x, y, a)
         for (ri, row) in rows.iter().enumerate() {
             let body = row.body() as u64;
             for s in 0..g.stripes_per_row {
@@ -68,48 +79,90 @@ impl Inner {
                     let b = (a + body).min(row.data_off + row.data_len);
                     if a < b && a < to && b > from {
                         want.push((self.chunk_at(loc, &shape, row, s, c), ri, j));
+                        spans.push((a.max(from), b.min(to), a));
                     }
                 }
             }
         }
-        let chunks: Vec<ChunkAt> = want.iter().map(|w| w.0).collect();
-        let (runs, got) = self.fetch(loc.seq, &chunks);
-        let missing: Vec<usize> = (0..want.len()).filter(|&i| got[i].is_none()).collect();
-        let rebuilt = if missing.is_empty() {
-            Ok(Vec::new())
-        } else {
-            self.rebuild(loc, &shape, &rows, &want, (&runs, &got), &missing)
-        };
-        let result = rebuilt.map(|rebuilt| {
-            // The pieces are contiguous and in order: append them, no zero-fill first.
-            let mut out = Vec::with_capacity((to - from) as usize);
-            let mut next_rebuilt = rebuilt.iter();
-            for (i, (_, ri, j)) in want.iter().enumerate() {
-                let row = &rows[*ri];
-                let body = row.body();
-                let bytes: &[u8] = match got[i] {
-                    Some((run, off)) => &runs[run][off..off + body],
-                    None => next_rebuilt.next().expect("one rebuilt chunk per missing chunk"),
-                };
-                let a = row.data_off + (*j * body) as u64;
-                let b = (a + body as u64).min(row.data_off + row.data_len);
-                let (x, y) = (a.max(from), b.min(to));
-                debug_assert_eq!(from + out.len() as u64, x, "pieces are contiguous");
-                out.extend_from_slice(&bytes[(x - a) as usize..(y - a) as usize]);
+        // Stripes with a wanted chunk on a failed device: fetch the columns that rebuild it in
+        // the same round (`rs` only), instead of a second round after this one.
+        let extra = self.prefetch_columns(loc, &shape, &rows, &want);
+        let mut chunks: Vec<ChunkAt> = want.iter().map(|w| w.0).collect();
+        chunks.extend(extra.iter().map(|&(ri, s, c)| self.chunk_at(loc, &shape, &rows[ri], s, c)));
+        // The output is filled by the I/O jobs, each copying the chunks it read and verified
+        // (while they are in cache) into their own disjoint pieces of it.
+        let len = (to - from) as usize;
+        let mut out: Vec<u8> = Vec::with_capacity(len);
+        let (runs, got) = {
+            let mut dests: Vec<Option<Dest<'_>>> = Vec::with_capacity(chunks.len());
+            let mut rest = &mut out.spare_capacity_mut()[..len];
+            for &(x, y, a) in &spans {
+                let (piece, tail) = rest.split_at_mut((y - x) as usize);
+                dests.push(Some((piece, (x - a) as usize)));
+                rest = tail;
             }
-            debug_assert_eq!(out.len() as u64, to - from);
-            out
-        });
+            debug_assert!(rest.is_empty(), "the pieces cover the range");
+            dests.resize_with(chunks.len(), || None);
+            self.fetch_into(loc.seq, &chunks, dests)
+        };
+        let missing: Vec<usize> = (0..want.len()).filter(|&i| got[i].is_none()).collect();
+        let result = if missing.is_empty() {
+            Ok(())
+        } else {
+            self.rebuild(loc, &shape, &rows, &want, &extra, (&runs, &got), &missing).map(|rebuilt| {
+                let spare = out.spare_capacity_mut();
+                for (&i, body) in missing.iter().zip(&rebuilt) {
+                    let (x, y, a) = spans[i];
+                    spare[(x - from) as usize..(y - from) as usize]
+                        .write_copy_of_slice(&body[(x - a) as usize..(y - a) as usize]);
+                }
+            })
+        };
         for b in runs {
             self.bufs.give(b);
         }
-        if result.is_ok() && !missing.is_empty() {
+        result?;
+        // SAFETY: the pieces of `spans` cover [0, len) of the spare capacity exactly, and each
+        // was written: by the I/O job that read and verified its chunk (`got[i]` is `Some` only
+        // then), or above from the rebuilt chunk (every other one is in `missing`).
+        unsafe { out.set_len(len) };
+        if !missing.is_empty() {
             Counters::add(&self.stats.degraded_reads, 1);
         }
-        result
+        Ok(out)
     }
 
-    fn chunk_at(&self, loc: &Location, shape: &Shape, row: &Row, s: usize, c: usize) -> ChunkAt {
+    /// For `rs` blobs, the (row, stripe, column) of the chunks that rebuild the wanted chunks on
+    /// failed devices: per such stripe, healthy columns not already wanted, up to k in all.
+    fn prefetch_columns(
+        &self,
+        loc: &Location,
+        shape: &Shape,
+        rows: &[Row],
+        want: &[Want],
+    ) -> Vec<(usize, usize, usize)> {
+        let Scheme::Rs { k, .. } = loc.scheme else { return Vec::new() };
+        let (k, g) = (k as usize, shape.geom);
+        let mut extra = Vec::new();
+        let mut i = 0;
+        while i < want.len() {
+            // The wanted chunks of one stripe are adjacent in `want`.
+            let (ri, s) = (want[i].1, want[i].2 / g.data);
+            let end = (i..want.len()).find(|&e| (want[e].1, want[e].2 / g.data) != (ri, s)).unwrap_or(want.len());
+            if want[i..end].iter().any(|w| self.is_failed(w.0.device)) {
+                let healthy_wanted = want[i..end].iter().filter(|w| !self.is_failed(w.0.device)).count();
+                let wanted = |c: usize| want[i..end].iter().any(|w| w.2 % g.data == c);
+                let more = (0..g.width)
+                    .filter(|&c| !wanted(c) && !self.is_failed(shape.device_of(loc.band, &rows[ri], s, c, loc.device)))
+                    .take(k.saturating_sub(healthy_wanted));
+                extra.extend(more.map(|c| (ri, s, c)));
+            }
+            i = end;
+        }
+        extra
+    }
+
+    pub(crate) fn chunk_at(&self, loc: &Location, shape: &Shape, row: &Row, s: usize, c: usize) -> ChunkAt {
         ChunkAt {
             device: shape.device_of(loc.band, row, s, c, loc.device),
             offset: self.layout.offset(loc.band, row.start),
@@ -119,163 +172,22 @@ impl Inner {
         }
     }
 
-    /// Rebuilds the data chunks `missing` (indexes into `want`) that pass 1 (`first`: its run
-    /// buffers and what they hold) could not read or verify, from copies or parity. The chunks
-    /// every damaged stripe needs are fetched together in one parallel round; another round
-    /// follows only if some of those are unreadable too. Returns the bodies in `missing` order.
-    fn rebuild(
-        &self,
-        loc: &Location,
-        shape: &Shape,
-        rows: &[Row],
-        want: &[Want],
-        first: (&[AlignedBuf], &Fetched),
-        missing: &[usize],
-    ) -> Result<Vec<Vec<u8>>> {
-        let g = shape.geom;
-        let lost = |i: usize, why: &str| {
-            let at = want[i].0;
-            Error::Corrupt { seq: loc.seq, detail: format!("chunk {} on device {}: {why}", at.index, at.device) }
-        };
-        match loc.scheme {
-            Scheme::None(_) => Err(lost(missing[0], "unreadable and the scheme has no redundancy")),
-            Scheme::Replicate(r) => {
-                let mut out: Vec<Option<Vec<u8>>> = vec![None; missing.len()];
-                for copy in 1..r as usize {
-                    let todo: Vec<usize> = (0..missing.len()).filter(|&m| out[m].is_none()).collect();
-                    if todo.is_empty() {
-                        break;
-                    }
-                    let others: Vec<ChunkAt> = todo
-                        .iter()
-                        .map(|&m| {
-                            let (_, ri, j) = want[missing[m]];
-                            self.chunk_at(loc, shape, &rows[ri], j / g.data, copy)
-                        })
-                        .collect();
-                    let (bufs, found) = self.fetch(loc.seq, &others);
-                    for (t, &m) in todo.iter().enumerate() {
-                        if let Some((run, off)) = found[t] {
-                            let body = rows[want[missing[m]].1].body();
-                            out[m] = Some(bufs[run][off..off + body].to_vec());
-                            Counters::add(&self.stats.reconstructed_chunks, 1);
-                        }
-                    }
-                    for b in bufs {
-                        self.bufs.give(b);
-                    }
-                }
-                out.into_iter()
-                    .enumerate()
-                    .map(|(m, o)| o.ok_or_else(|| lost(missing[m], "every copy is unreadable")))
-                    .collect()
-            }
-            Scheme::Rs { k, p } => {
-                let (k, p) = (k as usize, p as usize);
-                let mut rounds: Vec<Vec<AlignedBuf>> = Vec::new();
-                let r = self.rebuild_rs(loc, shape, rows, want, first, missing, (k, p), &mut rounds);
-                for b in rounds.into_iter().flatten() {
-                    self.bufs.give(b);
-                }
-                r.map_err(|(i, why)| lost(i, &why))
-            }
-        }
-    }
-
-    /// [`Inner::rebuild`] for `rs(k, p)`; the buffers of extra fetch rounds go into `rounds`.
-    /// An error names the `want` index of a chunk that cannot be rebuilt and why.
-    #[allow(clippy::too_many_arguments)]
-    fn rebuild_rs(
-        &self,
-        loc: &Location,
-        shape: &Shape,
-        rows: &[Row],
-        want: &[Want],
-        first: (&[AlignedBuf], &Fetched),
-        missing: &[usize],
-        (k, p): (usize, usize),
-        rounds: &mut Vec<Vec<AlignedBuf>>,
-    ) -> std::result::Result<Vec<Vec<u8>>, (usize, String)> {
-        let width = shape.geom.width;
-        let data = shape.geom.data;
-        // Every damaged stripe, (row, stripe) → its columns: (tried, piece: (round, run, offset)).
-        type Piece = (usize, usize, usize);
-        type Column = (bool, Option<Piece>);
-        let mut stripes: Vec<((usize, usize), Vec<Column>)> = Vec::new();
-        let stripe_of = |i: usize| (want[i].1, want[i].2 / data);
-        for &i in missing {
-            if !stripes.iter().any(|(key, _)| *key == stripe_of(i)) {
-                stripes.push((stripe_of(i), vec![(false, None); width]));
-            }
-        }
-        for (i, w) in want.iter().enumerate() {
-            if let Some((_, cols)) = stripes.iter_mut().find(|(key, _)| *key == stripe_of(i)) {
-                cols[w.2 % data] = (true, first.1[i].map(|(run, off)| (0, run, off)));
-            }
-        }
-        // Fetch rounds: each stripe short of k pieces asks for as many untried columns (healthy
-        // devices first) as it lacks.
-        loop {
-            let mut ask: Vec<(usize, usize)> = Vec::new(); // (stripe, column)
-            for (si, ((ri, s), cols)) in stripes.iter().enumerate() {
-                let have = cols.iter().filter(|c| c.1.is_some()).count();
-                if have >= k {
-                    continue;
-                }
-                let mut untried: Vec<usize> = (0..width).filter(|&c| !cols[c].0).collect();
-                untried.sort_by_key(|&c| self.is_failed(shape.device_of(loc.band, &rows[*ri], *s, c, loc.device)));
-                ask.extend(untried.into_iter().take(k - have).map(|c| (si, c)));
-            }
-            if ask.is_empty() {
-                break;
-            }
-            let chunks: Vec<ChunkAt> = ask
-                .iter()
-                .map(|&(si, c)| {
-                    let (ri, s) = stripes[si].0;
-                    self.chunk_at(loc, shape, &rows[ri], s, c)
-                })
-                .collect();
-            let (bufs, found) = self.fetch(loc.seq, &chunks);
-            rounds.push(bufs);
-            for (t, &(si, c)) in ask.iter().enumerate() {
-                stripes[si].1[c] = (true, found[t].map(|(run, off)| (rounds.len(), run, off)));
-            }
-        }
-        // Decode each stripe, restoring the data chunks asked for.
-        let mut out: Vec<Vec<u8>> = vec![Vec::new(); missing.len()];
-        for ((ri, s), cols) in &stripes {
-            let body = rows[*ri].body();
-            let piece = |c: usize| -> Option<&[u8]> {
-                cols[c].1.map(|(round, run, off)| {
-                    let bufs = if round == 0 { first.0 } else { &rounds[round - 1][..] };
-                    &bufs[run][off..off + body]
-                })
-            };
-            let shards: Vec<Option<&[u8]>> = (0..k).map(piece).collect();
-            let parity: Vec<Option<&[u8]>> = (k..k + p).map(piece).collect();
-            let targets: Vec<usize> = (0..missing.len()).filter(|&m| stripe_of(missing[m]) == (*ri, *s)).collect();
-            let mut bodies: Vec<Vec<u8>> = targets.iter().map(|_| vec![0u8; body]).collect();
-            let mut restored: Vec<(usize, &mut [u8])> = targets
-                .iter()
-                .zip(bodies.iter_mut())
-                .map(|(&m, b)| (want[missing[m]].2 % data, b.as_mut_slice()))
-                .collect();
-            if !codec::decode(k, p, &shards, &parity, &mut restored) {
-                return Err((missing[targets[0]], format!("more than {p} chunks of its stripe are unreadable")));
-            }
-            Counters::add(&self.stats.reconstructed_chunks, targets.len() as u64);
-            for (&m, b) in targets.iter().zip(bodies) {
-                out[m] = b;
-            }
-        }
-        Ok(out)
-    }
-
     /// Reads and verifies `chunks`, merging adjacent chunks of one device into one read and
     /// reading devices in parallel. Failed devices and bad chunks come back as `None`. The run
     /// buffers come from the pool (possibly longer than the run); callers give them back.
-    fn fetch(&self, seq: u64, chunks: &[ChunkAt]) -> (Vec<AlignedBuf>, Fetched) {
+    pub(crate) fn fetch(&self, seq: u64, chunks: &[ChunkAt]) -> (Vec<AlignedBuf>, Fetched) {
+        self.fetch_into(seq, chunks, (0..chunks.len()).map(|_| None).collect())
+    }
+
+    /// [`Inner::fetch`], also copying the body bytes of each chunk that verifies into its
+    /// destination, if it has one: `dests[i] = (piece, offset in the body)`. A chunk that comes
+    /// back `Some` has had its destination written in full.
+    pub(crate) fn fetch_into(
+        &self,
+        seq: u64,
+        chunks: &[ChunkAt],
+        mut dests: Vec<Option<Dest<'_>>>,
+    ) -> (Vec<AlignedBuf>, Fetched) {
         // Group into runs: (device, offset, len, [(chunk i, offset in run)]).
         let mut order: Vec<usize> = (0..chunks.len()).collect();
         order.sort_by_key(|&i| (chunks[i].device, chunks[i].offset));
@@ -286,35 +198,47 @@ impl Inner {
                 continue;
             }
             match runs.last_mut() {
-                Some(r) if r.0 == c.device && r.1 + r.2 as u64 == c.offset => {
+                Some(r) if r.0 == c.device && r.1 + r.2 as u64 == c.offset && r.2 + c.height <= MAX_RUN => {
                     r.3.push((i, r.2));
                     r.2 += c.height;
                 }
                 _ => runs.push((c.device, c.offset, c.height, vec![(i, 0)])),
             }
         }
-        let read: Vec<(AlignedBuf, bool)> = self.pool.map(runs.len(), |r| {
-            let (d, off, len, _) = &runs[r];
+        // Each run's destinations, handed to the job that reads it.
+        let run_dests: Vec<Mutex<Vec<Option<Dest<'_>>>>> =
+            runs.iter().map(|r| Mutex::new(r.3.iter().map(|&(i, _)| dests[i].take()).collect())).collect();
+        // Each job reads its run, verifies its chunks and copies them out while they are in cache.
+        let read: Vec<(AlignedBuf, Vec<bool>)> = self.pool.map(runs.len(), |r| {
+            let (d, off, len, members) = &runs[r];
             let mut b = self.bufs.take(*len);
-            let ok = self.devices[*d].read_at(&mut b[..*len], *off).is_ok();
-            if !ok {
+            if self.devices[*d].read_at(&mut b[..*len], *off).is_err() {
                 Counters::add(&self.stats.read_errors, 1);
+                return (b, Vec::new());
             }
-            (b, ok)
+            let mut dests = run_dests[r].lock().unwrap_or_else(|e| e.into_inner());
+            let good = members
+                .iter()
+                .zip(dests.iter_mut())
+                .map(|(&(i, off), dest)| {
+                    let c = chunks[i];
+                    let bytes = &b[off..off + c.height];
+                    let ok = !self.stores_bytes || chunk::verify(bytes, seq, c.index, c.place);
+                    if !ok {
+                        Counters::add(&self.stats.checksum_errors, 1);
+                    } else if let Some((piece, at)) = dest {
+                        let n = piece.len();
+                        piece.write_copy_of_slice(&bytes[*at..*at + n]);
+                    }
+                    ok
+                })
+                .collect();
+            (b, good)
         });
         let mut got: Fetched = vec![None; chunks.len()];
         for (r, (_, _, _, members)) in runs.iter().enumerate() {
-            let (buf, ok) = &read[r];
-            if !ok {
-                continue;
-            }
-            for &(i, off) in members {
-                let c = chunks[i];
-                if !self.stores_bytes || chunk::verify(&buf[off..off + c.height], seq, c.index, c.place) {
-                    got[i] = Some((r, off));
-                } else {
-                    Counters::add(&self.stats.checksum_errors, 1);
-                }
+            for (&(i, off), _) in members.iter().zip(&read[r].1).filter(|(_, &ok)| ok) {
+                got[i] = Some((r, off));
             }
         }
         (read.into_iter().map(|(b, _)| b).collect(), got)

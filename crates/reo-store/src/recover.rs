@@ -8,8 +8,9 @@ use crate::bufpool::BufPool;
 use crate::config::StoreConfig;
 use crate::error::{Error, Result};
 use crate::journal::Journal;
-use crate::persist::{self, decode_checkpoint, Checkpoint};
-use crate::record::{Frame, Record, BATCH_MAGIC, CKPT_MAGIC, FRAME_HEADER};
+use crate::persist;
+use crate::record::Record;
+use crate::scan::{load_checkpoint, read_journal};
 use crate::scheme::Scheme;
 use crate::stats::Counters;
 use crate::store::{Alloc, Inner, JournalPos, Store};
@@ -138,7 +139,6 @@ fn read_superblock(dev: &dyn Media) -> Found {
 
 fn new_inner(layout: Layout, devices: Vec<Arc<dyn Media>>, pool: IoPool, failed: &[usize]) -> Inner {
     let stores_bytes = devices.iter().all(|d| d.stores_bytes());
-    let devices_n = devices.len();
     Inner {
         failed: (0..devices.len()).map(|d| AtomicBool::new(failed.contains(&d))).collect(),
         bands: (0..layout.zones).map(|_| RwLock::new(Band::new())).collect(),
@@ -152,7 +152,7 @@ fn new_inner(layout: Layout, devices: Vec<Arc<dyn Media>>, pool: IoPool, failed:
         stats: Counters::default(),
         stores_bytes,
         gc_lock: Mutex::new(()),
-        bufs: BufPool::new(((16usize << 20) * devices_n).max(64 << 20)),
+        bufs: BufPool::shared(),
         layout,
     }
 }
@@ -198,116 +198,7 @@ fn format(devices: Vec<Arc<dyn Media>>, cfg: &StoreConfig, pool: IoPool) -> Resu
     Ok((start(inner), report))
 }
 
-/// Reads the best checkpoint from any healthy device: the newest whose frame and payload verify.
-///
-/// Only the 4 KiB frame header of each slot is read first; then whole checkpoints are read and
-/// decoded newest first until one verifies — normally one read and one decode instead of both
-/// slots of every device (the slots are 1/32 of a device each, and decoding holds every blob).
-fn load_checkpoint(inner: &Inner) -> Result<(Frame, Checkpoint)> {
-    let l = inner.layout;
-    let heads: Vec<Vec<(u64, Frame)>> = inner.pool.map(inner.n(), |d| {
-        if inner.is_failed(d) {
-            return Vec::new();
-        }
-        let mut found = Vec::new();
-        let mut buf = AlignedBuf::zeroed(4096);
-        for slot in 0..2 {
-            if inner.devices[d].read_at(&mut buf, l.ckpt_slot(slot)).is_err() {
-                continue;
-            }
-            let Some(f) = Frame::parse(&buf) else { continue };
-            if &f.magic == CKPT_MAGIC && f.store == l.store_id && f.total_len() <= l.ckpt_len {
-                found.push((slot, f));
-            }
-        }
-        found
-    });
-    let mut candidates: Vec<(usize, u64, Frame)> =
-        heads.into_iter().enumerate().flat_map(|(d, v)| v.into_iter().map(move |(slot, f)| (d, slot, f))).collect();
-    candidates.sort_by_key(|(_, _, f)| std::cmp::Reverse(f.number));
-    for (d, slot, f) in candidates {
-        let mut buf = AlignedBuf::zeroed(f.total_len() as usize);
-        if inner.devices[d].read_at(&mut buf, l.ckpt_slot(slot)).is_err() {
-            continue;
-        }
-        if let Some(c) = f.payload(&buf).and_then(|p| decode_checkpoint(p, l.zones as usize, inner.n())) {
-            return Ok((f, c));
-        }
-    }
-    Err(Error::Devices("no readable checkpoint on any device".into()))
-}
-
-/// Reads journal batches of `gen` in order from any healthy device; returns (records per batch,
-/// end position, next batch number). Each device's journal is read in 4 MiB windows; a frame that
-/// is missing or invalid on one device is taken from the next.
-fn read_journal(inner: &Inner, gen: u64) -> (Vec<Vec<Record>>, u64, u64) {
-    let l = inner.layout;
-    let window = (4u64 << 20).min(l.journal_len) as usize;
-    let healthy: Vec<usize> = (0..inner.n()).filter(|&d| !inner.is_failed(d)).collect();
-    let mut batches = Vec::new();
-    let (mut pos, mut number) = (0u64, 0u64);
-    // The current window of each device: (start position, bytes).
-    let mut windows: Vec<Option<(u64, AlignedBuf)>> = (0..inner.n()).map(|_| None).collect();
-    'outer: while pos + FRAME_HEADER as u64 <= l.journal_len {
-        let wanted = |f: &Frame| &f.magic == BATCH_MAGIC && f.store == l.store_id && f.gen == gen && f.number == number;
-        for &d in &healthy {
-            let Some(view) = window_at(inner, d, pos, window, &mut windows, &wanted) else { continue };
-            let Some(f) = Frame::parse(view) else { continue };
-            if !wanted(&f) {
-                continue;
-            }
-            if pos + f.total_len() > l.journal_len {
-                continue;
-            }
-            let recs = if f.total_len() as usize <= view.len() {
-                f.payload(view).and_then(Record::decode_all)
-            } else {
-                let mut b = AlignedBuf::zeroed(f.total_len() as usize);
-                match inner.devices[d].read_at(&mut b, l.journal_off + pos) {
-                    Ok(()) => f.payload(&b).and_then(Record::decode_all),
-                    Err(_) => None,
-                }
-            };
-            let Some(recs) = recs else { continue };
-            batches.push(recs);
-            pos += f.total_len();
-            number += 1;
-            continue 'outer;
-        }
-        break;
-    }
-    (batches, pos, number)
-}
-
-/// The bytes of device `d`'s journal from `pos` to the end of its current window, reading a new
-/// window when `pos` is outside it. A new window is read only if the frame header at `pos` (read
-/// first, 4 KiB) is `wanted`: the end of the journal costs each device one small read, not a
-/// window.
-fn window_at<'a>(
-    inner: &Inner,
-    d: usize,
-    pos: u64,
-    window: usize,
-    windows: &'a mut [Option<(u64, AlignedBuf)>],
-    wanted: &dyn Fn(&Frame) -> bool,
-) -> Option<&'a [u8]> {
-    let l = inner.layout;
-    let hit = windows[d].as_ref().is_some_and(|(s, b)| pos >= *s && pos + 4096 <= *s + b.len() as u64);
-    if !hit {
-        let mut b = AlignedBuf::zeroed(4096);
-        inner.devices[d].read_at(&mut b, l.journal_off + pos).ok()?;
-        let len = (window as u64).min(l.journal_len - pos) as usize;
-        if len > b.len() && Frame::parse(&b).is_some_and(|f| wanted(&f)) {
-            b = AlignedBuf::zeroed(len);
-            inner.devices[d].read_at(&mut b, l.journal_off + pos).ok()?;
-        }
-        windows[d] = Some((pos, b));
-    }
-    let (s, b) = windows[d].as_ref()?;
-    Some(&b[(pos - s) as usize..])
-}
-
-fn apply(inner: &Inner, rec: &Record, last_seq: &mut u64) {
+fn apply(inner: &Inner, rec: Record, last_seq: &mut u64) {
     let n = inner.n();
     match rec {
         Record::Put { loc, header } => {
@@ -315,7 +206,7 @@ fn apply(inner: &Inner, rec: &Record, last_seq: &mut u64) {
             if loc.scheme.validate(n).is_err() || (loc.scheme.is_isolated() && loc.device as usize >= n) {
                 return;
             }
-            let sectors = inner.sectors(loc);
+            let sectors = inner.sectors(&loc);
             if loc.start as u64 + sectors > inner.layout.zone_sectors() {
                 return;
             }
@@ -327,19 +218,19 @@ fn apply(inner: &Inner, rec: &Record, last_seq: &mut u64) {
                 b.open(loc.scheme, n);
                 b.state = BandState::Sealed;
             }
-            b.cover(loc, sectors);
+            b.cover(&loc, sectors);
             if !b.live.contains_key(&loc.seq) {
-                b.insert(*loc, header.clone().into(), sectors, n);
+                b.insert(loc, header.into_boxed_slice(), sectors, n);
             }
             *last_seq = (*last_seq).max(loc.seq);
         }
         Record::Free { seq, band } => {
-            if let Some(b) = inner.bands.get(*band as usize) {
-                b.write().unwrap_or_else(|e| e.into_inner()).remove(*seq, |l| inner.sectors(l), n);
+            if let Some(b) = inner.bands.get(band as usize) {
+                b.write().unwrap_or_else(|e| e.into_inner()).remove(seq, |l| inner.sectors(l), n);
             }
         }
         Record::BandReset { band } => {
-            if let Some(b) = inner.bands.get(*band as usize) {
+            if let Some(b) = inner.bands.get(band as usize) {
                 *b.write().unwrap_or_else(|e| e.into_inner()) = Band::new();
             }
         }
@@ -360,10 +251,30 @@ fn recover(inner: Inner, failed: Vec<usize>) -> Result<(Store, OpenReport)> {
             }
         }
     }
-    let mut last_seq = 0;
-    for rec in &ckpt.live {
-        apply(&inner, rec, &mut last_seq);
+    // The checkpoint's records, per band (a record only ever touches its own band), applied with
+    // the bands in parallel and each live map sized once.
+    let mut per_band: Vec<Vec<Record>> = (0..inner.bands.len()).map(|_| Vec::new()).collect();
+    for rec in ckpt.live {
+        let band = match &rec {
+            Record::Put { loc, .. } => loc.band,
+            Record::Free { band, .. } | Record::BandReset { band } => *band,
+        };
+        if let Some(v) = per_band.get_mut(band as usize) {
+            v.push(rec);
+        }
     }
+    let per_band: Vec<(usize, Mutex<Vec<Record>>)> =
+        per_band.into_iter().enumerate().filter(|(_, v)| !v.is_empty()).map(|(i, v)| (i, Mutex::new(v))).collect();
+    let seqs = inner.pool.map(per_band.len(), |i| {
+        let recs = std::mem::take(&mut *per_band[i].1.lock().unwrap_or_else(|e| e.into_inner()));
+        inner.bands[per_band[i].0].write().unwrap_or_else(|e| e.into_inner()).live.reserve(recs.len());
+        let mut last_seq = 0;
+        for rec in recs {
+            apply(&inner, rec, &mut last_seq);
+        }
+        last_seq
+    });
+    let mut last_seq = seqs.into_iter().max().unwrap_or(0);
     let (batches, _end, _next) = read_journal(&inner, frame.gen);
     let mut report = OpenReport {
         clean: ckpt.clean && batches.is_empty(),
@@ -372,7 +283,14 @@ fn recover(inner: Inner, failed: Vec<usize>) -> Result<(Store, OpenReport)> {
         failed_devices: failed,
         ..Default::default()
     };
-    for batch in &batches {
+    // The last batch may have been written but not synced when the crash came: its blobs are
+    // verified after the replay, and only those whose data verifies are kept.
+    let last_puts: Vec<crate::location::Location> = batches
+        .last()
+        .map(|b| b.iter().filter_map(|r| if let Record::Put { loc, .. } = r { Some(*loc) } else { None }).collect())
+        .unwrap_or_default();
+    let replayed = !batches.is_empty();
+    for batch in batches {
         for rec in batch {
             apply(&inner, rec, &mut last_seq);
         }
@@ -380,22 +298,19 @@ fn recover(inner: Inner, failed: Vec<usize>) -> Result<(Store, OpenReport)> {
     inner.next_seq.store(ckpt.next_seq.max(last_seq + 1), std::sync::atomic::Ordering::Release);
     *inner.jpos.lock().unwrap_or_else(|e| e.into_inner()) =
         JournalPos { gen: frame.gen, pos: 0, batch: 0, ckpt_number: frame.number };
-    // The last batch may have been written but not synced when the crash came: keep only the
-    // blobs whose data verifies.
-    if let Some(last) = batches.last() {
-        for rec in last {
-            if let Record::Put { loc, .. } = rec {
-                if inner.is_live(loc) && matches!(inner.read(loc, 0, loc.len), Err(Error::Corrupt { .. })) {
-                    let mut b = inner.bands[loc.band as usize].write().unwrap_or_else(|e| e.into_inner());
-                    b.remove(loc.seq, |l| inner.sectors(l), n);
-                    report.dropped_unverified += 1;
-                }
-            }
-        }
+    // Verified in parallel: each is a read of its own (an I/O latency each, one after another).
+    let corrupt = inner.pool.map(last_puts.len(), |i| {
+        let loc = &last_puts[i];
+        inner.is_live(loc) && matches!(inner.read(loc, 0, loc.len), Err(Error::Corrupt { .. }))
+    });
+    for (loc, _) in last_puts.iter().zip(corrupt).filter(|(_, c)| *c) {
+        let mut b = inner.bands[loc.band as usize].write().unwrap_or_else(|e| e.into_inner());
+        b.remove(loc.seq, |l| inner.sectors(l), n);
+        report.dropped_unverified += 1;
     }
     settle_bands(&inner);
     report.live_blobs = inner.bands.iter().map(|b| b.read().unwrap_or_else(|e| e.into_inner()).live.len()).sum();
-    if !batches.is_empty() || !ckpt.clean {
+    if replayed || !ckpt.clean {
         // New generation: nothing after this point can be confused with the old tail.
         persist::checkpoint(&inner, false)?;
     }

@@ -141,8 +141,8 @@ pub(crate) struct Inner {
     pub stores_bytes: bool,
     /// Serialises cleaners.
     pub gc_lock: Mutex<()>,
-    /// Column and read buffers reused across operations.
-    pub bufs: BufPool,
+    /// Column and read buffers reused across operations (the process-wide pool).
+    pub bufs: &'static BufPool,
 }
 
 impl Inner {
@@ -258,11 +258,13 @@ impl Store {
     }
 
     /// Marks device `d` failed: no more I/O goes to it; reads of its chunks reconstruct.
+    /// Unlike a failure the store detects itself (an I/O error, always logged on stderr), a
+    /// failure by command is not logged: the caller asked for it.
     pub fn fail_device(&self, d: usize) -> Result<()> {
         if d >= self.inner.n() {
             return Err(Error::Config(format!("no device {d}: the store has {} devices", self.inner.n())));
         }
-        self.inner.mark_failed(d, "failed by command");
+        self.inner.failed[d].store(true, Ordering::Release);
         Ok(())
     }
 

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 /// Magic of the superblock.
 pub const MAGIC: &[u8; 8] = b"REOSTOR1";
 /// On-device format version; bumped on any incompatible change.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// Bytes reserved for the two superblock copies.
 pub const SUPERBLOCK_AREA: u64 = 8192;
 

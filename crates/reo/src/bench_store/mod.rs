@@ -219,7 +219,7 @@ impl Plan {
         let rs_per_thread = per_thread(rs)?;
         let rep_per_thread = per_thread(Scheme::Replicate(2))?;
         // Crash restart: small blobs of at most 2 sectors each, within the checkpoint and space.
-        let want = if quick { 50_000 } else { 200_000 };
+        let want = if quick { 100_000 } else { 400_000 };
         let by_ckpt = layout.ckpt_len * 3 / 4 / PUT_RECORD_BYTES;
         let by_space = usable * zone / (2 * 4096) * n as u64;
         let recover_blobs = (want as u64).min(by_ckpt).min(by_space) as usize;

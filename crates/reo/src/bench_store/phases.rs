@@ -288,6 +288,7 @@ pub fn run(
     let (mut degraded_reads, mut reconstructed_chunks) = (0, 0);
     let get_what = format!("get {}", plan.rs);
     let degraded_what = format!("degraded get {} (device 0 failed)", plan.rs);
+    progress(format_args!("read rounds: device 0 is failed by command for each degraded get, back after a reopen"));
     for round in 0..MAX_ROUNDS {
         if round % 2 == 0 {
             raw_read.add(raw::pass(files, plan, Op::Read)?);
