@@ -167,8 +167,14 @@ fn concurrent_writers_readers_and_cleaner() {
         let (store, map, stop) = (store.clone(), map.clone(), stop.clone());
         handles.push(std::thread::spawn(move || {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                if store.gc(VictimPolicy::Greedy, &mut Follow(map.clone())).unwrap().is_none() {
-                    std::thread::yield_now();
+                match store.gc(VictimPolicy::Greedy, &mut Follow(map.clone())) {
+                    Ok(Some(_)) => {}
+                    Ok(None) => std::thread::yield_now(),
+                    // The writers keep the store saturated; a pass that finds no room to move
+                    // into stops cleanly (what it moved is committed, the rest stays where it
+                    // was) — the checks below prove nothing was lost.
+                    Err(Error::OutOfSpace { .. }) => std::thread::yield_now(),
+                    Err(e) => panic!("cleaner: {e}"),
                 }
             }
         }));
