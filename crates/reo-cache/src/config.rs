@@ -10,6 +10,7 @@ use crate::admission::{AdmissionConfig, AdmissionKind};
 use crate::dedup::DedupKind;
 use crate::object::Class;
 use crate::policy::PolicyKind;
+use crate::redundancy::Redundancy;
 
 /// Who frees flash space.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,8 +112,14 @@ pub struct CacheConfig {
     pub dedup_meta_entries: Option<usize>,
     /// Default cache-based.
     pub eviction: EvictionMode,
-    /// Class → scheme. `None`: [`ClassSchemes::reo_default`] for the store's device count.
+    /// Reo-x% (default Reo-20%) or a uniform baseline; gives the class → scheme map and the hot
+    /// class's redundancy budget.
+    pub redundancy: Redundancy,
+    /// Overrides the class → scheme map of `redundancy`.
     pub class_schemes: Option<ClassSchemes>,
+    /// The hot threshold H_hot is recomputed every this many requests (default 10,000), and on
+    /// demand ([`crate::Cache::recompute_hot_threshold`]).
+    pub hot_recompute_every: u64,
     /// The cleaner's victim selection (default cost-benefit).
     pub gc_victim: VictimPolicy,
     /// The cleaner runs when fewer free bands than this remain (default 2: one band in flight for
@@ -130,7 +137,9 @@ impl CacheConfig {
             dedup: DedupKind::Off,
             dedup_meta_entries: None,
             eviction: EvictionMode::CacheBased,
+            redundancy: Redundancy::default(),
             class_schemes: None,
+            hot_recompute_every: 10_000,
             gc_victim: VictimPolicy::CostBenefit,
             gc_free_bands: 2,
         }
@@ -158,8 +167,14 @@ impl CacheConfig {
                 self.dedup
             ));
         }
-        if let Some(s) = &self.class_schemes {
-            s.validate(devices)?;
+        let schemes = self.class_schemes.unwrap_or_else(|| self.redundancy.class_schemes(devices));
+        if self.redundancy.is_baseline() && self.class_schemes.is_none() {
+            // Baselines measure what uniform protection does, unprotected dirty data included.
+            for c in Class::ALL {
+                schemes.of(c).validate(devices).map_err(|e| format!("class {}: {e}", c.as_str()))?;
+            }
+        } else {
+            schemes.validate(devices)?;
         }
         Ok(())
     }

@@ -155,6 +155,11 @@ impl ObjectIndex {
         self.frags.len()
     }
 
+    /// Slots of the slab (live and free): the range of slot numbers.
+    pub fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+
     /// Objects in the index.
     pub fn len(&self) -> usize {
         self.table.len()

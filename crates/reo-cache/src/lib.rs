@@ -5,7 +5,7 @@
 //! * [`index`], [`object`], [`thinkey`]: the object index and its 32-byte packed entries.
 //! * [`header`]: the blob header format the cache writes to flash.
 //! * [`stats`]: hit ratios, CLWA / FLWA accounting.
-//! * [`config`]: tunables with documented defaults; class → scheme map.
+//! * [`config`], [`redundancy`]: tunables with documented defaults; Reo-x% or uniform baselines.
 //! * [`admission`]: flash admission control (admit-all, SEQR, SSEQR, touch count, SDCC's watchlist,
 //!   a write budget), chained cheap → expensive, every rejection counted by reason.
 //! * [`policy`]: the trait and its contract (admission-agnostic; pinned/dirty objects are protected
@@ -29,6 +29,7 @@ pub mod index;
 mod manager;
 pub mod object;
 pub mod policy;
+pub mod redundancy;
 pub mod sim;
 mod slab;
 pub mod stats;
@@ -41,5 +42,6 @@ pub use dedup::{new_dedup, Chunk, DedupKind, DedupOutcome, DedupPolicy, Fingerpr
 pub use manager::{Cache, FillOutcome, GetResult, ObjectInfo, ObjectMeta, Piece, PutReceipt, WriteError};
 pub use object::Class;
 pub use policy::{new_policy, InsertError, Key, Policy, PolicyKind};
+pub use redundancy::Redundancy;
 pub use sim::{miss_ratio, zipf_trace};
 pub use stats::CacheStats;

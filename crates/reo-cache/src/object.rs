@@ -9,7 +9,7 @@
 //!
 //! Packing (two `u64` words next to the store sequence number):
 //! * `place`: band (24 bits) | start sector (24) | device (8; 0xFF = all devices of the row) |
-//!   scheme code (5) | has-blob (1) | fragmented (1) | spare (1);
+//!   scheme code (5) | has-blob (1) | fragmented (1) | class set by command (1);
 //! * `state`: size (43 bits, < 8 TiB, S3's largest object is 5 TiB) | freq (16, saturating) |
 //!   class (2) | dirty (1) | pinned (1) | referenced (1) | spare (0).
 
@@ -65,6 +65,7 @@ const DEV_SHIFT: u32 = 48;
 const SCHEME_SHIFT: u32 = 56;
 const HAS_BLOB: u64 = 1 << 61;
 const FRAGMENTED: u64 = 1 << 62;
+const EXPLICIT: u64 = 1 << 63;
 
 const SIZE_MASK: u64 = MAX_OBJECT_SIZE;
 const FREQ_SHIFT: u32 = 43;
@@ -227,8 +228,21 @@ impl ObjectEntry {
         (self.place & HAS_BLOB != 0).then_some(PackedLoc { seq: self.seq, place: self.place & (HAS_BLOB - 1) })
     }
 
+    /// The class was set by a classification command (`#SETID#`): hotness does not change it.
+    pub fn explicit_class(&self) -> bool {
+        self.place & EXPLICIT != 0
+    }
+
+    pub fn set_explicit_class(&mut self, on: bool) {
+        if on {
+            self.place |= EXPLICIT
+        } else {
+            self.place &= !EXPLICIT
+        }
+    }
+
     pub fn set_blob(&mut self, loc: Option<PackedLoc>) {
-        let keep = self.place & FRAGMENTED;
+        let keep = self.place & (FRAGMENTED | EXPLICIT);
         match loc {
             Some(l) => {
                 self.seq = l.seq;
@@ -286,8 +300,11 @@ mod tests {
         e.set_dirty(false);
         e.set_size(5);
         assert!(e.referenced() && !e.dirty() && e.pinned() && e.fragmented() && e.size() == 5);
+        e.set_explicit_class(true);
         e.set_blob(None);
-        assert!(e.blob().is_none() && e.fragmented());
+        assert!(e.blob().is_none() && e.fragmented() && e.explicit_class());
+        e.set_blob(PackedLoc::pack(&loc, 3));
+        assert!(e.explicit_class() && e.blob().unwrap().scheme_code() == 3);
         let row = Location { device: ROW_BAND, ..loc };
         assert_eq!(PackedLoc::pack(&row, 0).unwrap().unpack(loc.scheme, 9), row);
         assert!(PackedLoc::pack(&Location { band: MAX_BAND + 1, ..loc }, 0).is_none());

@@ -47,6 +47,10 @@ pub struct CacheStats {
     pub dedup_saved_writes: u64,
     /// Inserts that found everything pinned or dirty (cache full, 0x64).
     pub full_rejections: u64,
+    /// Objects whose class changed when H_hot was recomputed (hot ↔ cold).
+    pub class_changes: u64,
+    /// User bytes the re-encoder moved to their class's scheme (also in GC writes).
+    pub reencoded_bytes: u64,
     /// User bytes written to flash and freed without being installed (a fill or write that lost a
     /// race, a flush rewrite that found the object moved). Included in device bytes, not in cache
     /// writes.

@@ -12,6 +12,7 @@
 //! policy evictions, the cleaner's handler for both eviction modes), `restart.rs` (rebuilding the
 //! index from the store after a restart).
 
+mod classify;
 mod dedup;
 mod evict;
 mod read;
@@ -85,6 +86,14 @@ pub(crate) struct State {
     pub evicted: Vec<Key>,
     /// Dedup of clean fragments, when configured.
     pub dedup: Option<dedup::DedupState>,
+    /// Hot threshold: clean objects with H = Freq / Size ≥ this are hot (∞: none).
+    pub h_hot: f64,
+    /// Requests since H_hot was last computed.
+    pub since_recompute: u64,
+    /// Where the re-encoder resumes (a slot number, wrapping).
+    pub reencode_cursor: u64,
+    /// Redundancy bytes the budget allows, and those in use (for sense code 0x67).
+    pub redundancy_over_budget: bool,
     /// Invalidation epoch: bumped by every write or delete.
     pub epoch: u64,
     /// Key hash → epoch of its latest invalidation, for recent ones; fills whose token is older
@@ -180,8 +189,7 @@ impl Cache {
                 ((MAX_START as u64 + 1) * 4096) >> 30
             ));
         }
-        let classes = cfg.class_schemes.unwrap_or_else(|| ClassSchemes::reo_default(n));
-        classes.validate(n)?;
+        let classes = cfg.class_schemes.unwrap_or_else(|| cfg.redundancy.class_schemes(n));
         let capacity = match cfg.eviction {
             EvictionMode::CacheBased => cfg.capacity_bytes,
             // The policy only ranks; the flash's size bounds the cache.
@@ -204,6 +212,10 @@ impl Cache {
             now: 0,
             evicted: Vec::new(),
             dedup: dedup::DedupState::new(cfg.dedup, cfg.meta_entries(), cfg.capacity_bytes),
+            h_hot: f64::INFINITY,
+            since_recompute: 0,
+            reencode_cursor: 0,
+            redundancy_over_budget: false,
             epoch: 0,
             invalidated: HashMap::default(),
             epoch_floor: 0,

@@ -54,6 +54,7 @@ impl Cache {
         let mut s = self.lock();
         s.now = s.now.max(now_ns);
         s.stats.requests += 1;
+        self.tick_classes(&mut s);
         let Some(slot) = s.index.find(key) else {
             if end != u64::MAX {
                 s.stats.request_bytes += end.saturating_sub(start);

@@ -409,6 +409,8 @@ impl Cache {
         }
         let e = s.index.get_mut(slot).expect("live");
         e.set_blob(None);
+        // A new version is classified afresh (a command's class applied to the old bytes).
+        e.set_explicit_class(false);
         e.set_size(size);
         e.set_class(class);
         e.set_dirty(dirty);
@@ -463,7 +465,13 @@ impl Cache {
         if self.lock().dedup.is_some() {
             return self.mark_clean_into_dedup(key, slot, version, &old);
         }
-        let class = Class::Cold;
+        // Clean now: hot (parity) or cold (isolated) by its H, or the class a command set.
+        let class = {
+            let s = self.lock();
+            let mut e = s.index.get(slot).expect("found").clone();
+            e.set_dirty(false);
+            self.class_for(&s, &e)
+        };
         let scheme = self.classes.of(class);
         let mut new = Vec::with_capacity(old.len());
         for l in &old {

@@ -1,0 +1,196 @@
+//! Classes in motion (seed 000 §IV.C.1): the adaptive hot threshold H_hot under the redundancy
+//! budget, the class each object should have, the background re-encoder that moves blobs whose
+//! class changed, and the space efficiency the redundancy costs.
+//!
+//! **H_hot.** Clean objects are sorted by H = Freq / Size, descending, and added to the hot class
+//! one by one while the redundancy they would cost in the hot scheme (size × parity / data) fits
+//! the budget: `budget × capacity` minus what dirty data's replicas already take. The H of the last
+//! object that fits is H_hot; an object with H ≥ H_hot is hot. Objects that never were read have
+//! H = 0 and stay cold. If every candidate fits, H_hot = 0 (every object read is hot); if none
+//! does, H_hot = ∞. Recomputed every `hot_recompute_every` requests and on demand.
+//!
+//! **Moving.** A class change only updates the entry; its blobs follow lazily — when the cleaner
+//! meets them (a `Reencode`) or when [`Cache::reencode_step`] (the rate-limited re-encoder)
+//! rewrites them.
+
+use reo_store::{Durability, Scheme};
+
+use super::evict::free_all;
+use super::{frag_count, Cache, State};
+use crate::header::BlobHeader;
+use crate::object::{Class, ObjectEntry};
+
+/// Device bytes of redundancy per user byte in `scheme` (copies and parity; no padding).
+pub(crate) fn overhead(scheme: Scheme) -> f64 {
+    match scheme {
+        Scheme::Replicate(r) => f64::from(r) - 1.0,
+        Scheme::Rs { k, p } => f64::from(p) / f64::from(k),
+        Scheme::None(_) => 0.0,
+    }
+}
+
+impl Cache {
+    /// The class a clean (or dirty) entry should have now.
+    pub(crate) fn class_for(&self, s: &State, e: &ObjectEntry) -> Class {
+        if e.dirty() {
+            Class::Dirty
+        } else if e.explicit_class() {
+            e.class()
+        } else if e.hotness() >= s.h_hot && e.freq() > 0 {
+            Class::Hot
+        } else {
+            Class::Cold
+        }
+    }
+
+    /// Recomputes H_hot now and reclassifies every clean object; returns H_hot (∞: nothing is hot).
+    /// Without a hot budget (uniform baselines) every clean object stays cold.
+    pub fn recompute_hot_threshold(&self) -> f64 {
+        let mut s = self.lock();
+        recompute(self, &mut s)
+    }
+
+    /// Counts a request and recomputes H_hot when it is due.
+    pub(crate) fn tick_classes(&self, s: &mut State) {
+        s.since_recompute += 1;
+        if s.since_recompute >= self.cfg.hot_recompute_every.max(1) {
+            recompute(self, s);
+        }
+    }
+
+    /// The current hot threshold.
+    pub fn hot_threshold(&self) -> f64 {
+        self.lock().h_hot
+    }
+
+    /// User bytes cached / device bytes they occupy with their redundancy (1.0 = no redundancy;
+    /// 0.25 = four copies). From the store's live space, so it covers every blob the cache holds.
+    pub fn space_efficiency(&self) -> f64 {
+        let sp = self.store.space();
+        let user: u64 = sp.per_scheme.iter().map(|(_, x)| x.live_bytes).sum();
+        let dev: u64 = sp.per_scheme.iter().map(|(_, x)| x.live_device_bytes).sum();
+        if dev == 0 {
+            1.0
+        } else {
+            user as f64 / dev as f64
+        }
+    }
+
+    /// The re-encoder: rewrites up to about `max_bytes` of clean blobs whose scheme is not their
+    /// class's any more (hot ↔ cold), resuming where the previous call stopped. Returns the bytes
+    /// moved. Callers pace it (bytes per second) so it shares the devices with traffic.
+    pub fn reencode_step(&self, max_bytes: u64) -> u64 {
+        let fs = self.cfg.fragment_size;
+        let mut moved = 0;
+        let mut visited = 0usize;
+        let mut attempts = 0usize;
+        while moved < max_bytes && attempts < 1_000_000 {
+            // Find the next misplaced fragment from the cursor.
+            let job = {
+                let mut s = self.lock();
+                let total = s.index.slot_count();
+                let mut found = None;
+                while found.is_none() && visited < total {
+                    let slot = (s.reencode_cursor as usize % total.max(1)) as u32;
+                    s.reencode_cursor = s.reencode_cursor.wrapping_add(1);
+                    visited += 1;
+                    let Some(e) = s.index.get(slot) else { continue };
+                    if e.dirty() {
+                        continue;
+                    }
+                    let target = self.classes.of(e.class());
+                    let n = frag_count(e.size(), fs) as u32;
+                    found = (0..n)
+                        .filter_map(|f| s.location(slot, f, fs).map(|l| (f, l)))
+                        .find(|(_, l)| l.scheme != target)
+                        .map(|(f, l)| (slot, f, l, target, e.class()));
+                    if found.is_some() {
+                        // Come back to this object for its other fragments.
+                        s.reencode_cursor = s.reencode_cursor.wrapping_sub(1);
+                        visited -= 1;
+                    }
+                }
+                found
+            };
+            let Some((slot, frag, old, target, class)) = job else { break };
+            let moved_one = (|| {
+                let data = self.store.read_all(&old).ok()?;
+                let mut h = BlobHeader::decode(&self.store.header(&old)?)?;
+                h.class = class;
+                self.put_blob(&h.encode(), &data, target, false, super::write::placement_of(&h.key)).ok()
+            })();
+            attempts += 1;
+            let Some(new) = moved_one else {
+                // Unreadable or gone: skip it this round.
+                let mut s = self.lock();
+                s.reencode_cursor = s.reencode_cursor.wrapping_add(1);
+                visited += 1;
+                continue;
+            };
+            let mut s = self.lock();
+            if s.location(slot, frag, fs).as_ref() == Some(&old) {
+                s.set_location(slot, frag, Some(&new));
+                s.stats.gc_write_bytes += new.len;
+                s.stats.reencoded_bytes += new.len;
+                drop(s);
+                free_all(&self.store, &[old], Durability::None);
+                moved += new.len;
+            } else {
+                s.stats.wasted_write_bytes += new.len;
+                drop(s);
+                free_all(&self.store, &[new], Durability::None);
+            }
+        }
+        moved
+    }
+}
+
+/// H_hot over the current index; reclassifies clean entries.
+fn recompute(c: &Cache, s: &mut State) -> f64 {
+    s.since_recompute = 0;
+    let Some(budget) = c.cfg.redundancy.hot_budget() else {
+        s.h_hot = f64::INFINITY;
+        return s.h_hot;
+    };
+    let capacity = c.cfg.capacity_bytes as f64;
+    let mut clean: Vec<(f64, u64)> = Vec::new();
+    let mut dirty_bytes = 0u64;
+    for (_, e) in s.index.iter() {
+        if e.dirty() {
+            dirty_bytes += e.size();
+        } else if !e.explicit_class() && e.freq() > 0 {
+            clean.push((e.hotness(), e.size()));
+        }
+    }
+    let dirty_cost = dirty_bytes as f64 * overhead(c.classes.of(Class::Dirty));
+    let mut room = budget * capacity - dirty_cost;
+    s.redundancy_over_budget = room < 0.0;
+    let per_byte = overhead(c.classes.of(Class::Hot));
+    clean.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
+    // Everything read fits when the budget is never exhausted: then H_hot = 0 (any object read
+    // at least once is hot) — including objects that become clean before the next recompute.
+    let mut h_hot = 0.0;
+    for (h, size) in clean {
+        let cost = size as f64 * per_byte;
+        if cost > room {
+            // The last object that fit set the threshold; none fit: nothing is hot.
+            if h_hot == 0.0 {
+                h_hot = f64::INFINITY;
+            }
+            break;
+        }
+        room -= cost;
+        h_hot = h;
+    }
+    s.h_hot = h_hot;
+    let slots: Vec<u32> = s.index.iter().map(|(slot, _)| slot).collect();
+    for slot in slots {
+        let e = s.index.get(slot).expect("listed");
+        let want = c.class_for(s, e);
+        if want != e.class() {
+            s.index.get_mut(slot).expect("listed").set_class(want);
+            s.stats.class_changes += 1;
+        }
+    }
+    h_hot
+}

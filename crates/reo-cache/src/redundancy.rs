@@ -1,0 +1,137 @@
+//! [`Redundancy`]: how the cache protects its data — Reo's differentiated classes under a
+//! redundancy budget (Reo-x%), or one of the paper's uniform baselines, all through the same code.
+//!
+//! Names are the stable, lower-case ones reports use: `reo-10%`, `reo-20%`, `reo-40%` (any
+//! `reo-N%`), `0-parity`, `1-parity`, `2-parity`, `full-replication`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use reo_store::{Placement, Scheme};
+
+use crate::config::ClassSchemes;
+
+/// The redundancy policy of a cache.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Redundancy {
+    /// Reo: metadata and dirty data replicated on every device, hot clean data Reed-Solomon with
+    /// 2 parity, cold clean data unprotected and isolated; hot objects are the hottest (by
+    /// H = Freq / Size) whose redundancy fits in `budget` (a fraction of the cache capacity).
+    Reo { budget: f64 },
+    /// Everything striped without parity (the paper's 0-parity: fastest, any failure loses all).
+    ZeroParity,
+    /// Everything rs(n − 1, 1).
+    OneParity,
+    /// Everything rs(n − 2, 2).
+    TwoParity,
+    /// Everything replicated on every device.
+    FullReplication,
+}
+
+impl Default for Redundancy {
+    /// Reo-20%.
+    fn default() -> Self {
+        Redundancy::Reo { budget: 0.2 }
+    }
+}
+
+impl Redundancy {
+    /// The class → scheme map over `devices` devices.
+    pub fn class_schemes(&self, devices: usize) -> ClassSchemes {
+        let n = devices.clamp(1, 255);
+        let rs = |p: usize| {
+            if n > p {
+                Scheme::Rs { k: (n - p) as u8, p: p as u8 }
+            } else {
+                Scheme::Replicate(n as u8)
+            }
+        };
+        match self {
+            Redundancy::Reo { .. } => ClassSchemes::reo_default(devices),
+            Redundancy::ZeroParity => ClassSchemes::uniform(Scheme::None(Placement::Striped)),
+            Redundancy::OneParity => ClassSchemes::uniform(rs(1)),
+            Redundancy::TwoParity => ClassSchemes::uniform(rs(2)),
+            Redundancy::FullReplication => ClassSchemes::uniform(Scheme::Replicate(n as u8)),
+        }
+    }
+
+    /// The hot-class redundancy budget (Reo only).
+    pub fn hot_budget(&self) -> Option<f64> {
+        match self {
+            Redundancy::Reo { budget } => Some(*budget),
+            _ => None,
+        }
+    }
+
+    /// Uniform baselines may leave dirty data unprotected (that is what they measure).
+    pub fn is_baseline(&self) -> bool {
+        !matches!(self, Redundancy::Reo { .. })
+    }
+}
+
+impl fmt::Display for Redundancy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Redundancy::Reo { budget } => write!(f, "reo-{}%", (budget * 100.0).round()),
+            Redundancy::ZeroParity => f.write_str("0-parity"),
+            Redundancy::OneParity => f.write_str("1-parity"),
+            Redundancy::TwoParity => f.write_str("2-parity"),
+            Redundancy::FullReplication => f.write_str("full-replication"),
+        }
+    }
+}
+
+impl FromStr for Redundancy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let err = || {
+            format!(
+                "unknown redundancy {s:?} (expected reo-N% with 0 < N < 100, 0-parity, 1-parity, 2-parity or full-replication)"
+            )
+        };
+        match s {
+            "0-parity" => Ok(Redundancy::ZeroParity),
+            "1-parity" => Ok(Redundancy::OneParity),
+            "2-parity" => Ok(Redundancy::TwoParity),
+            "full-replication" => Ok(Redundancy::FullReplication),
+            _ => {
+                let pct = s.strip_prefix("reo-").and_then(|r| r.strip_suffix('%')).ok_or_else(err)?;
+                let pct: f64 = pct.parse().map_err(|_| err())?;
+                if !(pct > 0.0 && pct < 100.0) {
+                    return Err(err());
+                }
+                Ok(Redundancy::Reo { budget: pct / 100.0 })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::object::Class;
+
+    #[test]
+    fn names_round_trip_and_map_to_schemes() {
+        for name in ["reo-10%", "reo-20%", "reo-40%", "0-parity", "1-parity", "2-parity", "full-replication"] {
+            let r: Redundancy = name.parse().unwrap();
+            assert_eq!(r.to_string(), name);
+        }
+        assert_eq!("reo-10%".parse::<Redundancy>().unwrap().hot_budget(), Some(0.1));
+        assert!("reo-0%".parse::<Redundancy>().is_err());
+        assert!("raid5".parse::<Redundancy>().unwrap_err().contains("expected reo-N%"));
+        let four = |r: Redundancy| r.class_schemes(4);
+        assert_eq!(four(Redundancy::OneParity).of(Class::Cold), Scheme::Rs { k: 3, p: 1 });
+        assert_eq!(four(Redundancy::TwoParity).of(Class::Dirty), Scheme::Rs { k: 2, p: 2 });
+        assert_eq!(four(Redundancy::FullReplication).of(Class::Hot), Scheme::Replicate(4));
+        assert_eq!(four(Redundancy::ZeroParity).of(Class::Hot), Scheme::None(Placement::Striped));
+        assert_eq!(four(Redundancy::default()).of(Class::Hot), Scheme::Rs { k: 2, p: 2 });
+        for r in [Redundancy::OneParity, Redundancy::TwoParity, Redundancy::FullReplication, Redundancy::default()] {
+            for n in 1..=6 {
+                for c in Class::ALL {
+                    r.class_schemes(n).of(c).validate(n).unwrap();
+                }
+            }
+        }
+    }
+}
