@@ -39,7 +39,10 @@ pub use admission::{Admission, AdmissionConfig, AdmissionKind, AdmissionStats, A
 pub use bench::bench_policy;
 pub use config::{CacheConfig, ClassSchemes, EvictionMode};
 pub use dedup::{new_dedup, Chunk, DedupKind, DedupOutcome, DedupPolicy, Fingerprint};
-pub use manager::{Cache, FillOutcome, GetResult, ObjectInfo, ObjectMeta, Piece, PutReceipt, WriteError};
+pub use manager::{
+    Access, Cache, ControlReply, FillOutcome, GetResult, ObjectInfo, ObjectMeta, ObjectStatus, Piece, PutReceipt,
+    SenseCode, SweepReport, WriteError, MAX_CONTROL_MESSAGE,
+};
 pub use object::Class;
 pub use policy::{new_policy, InsertError, Key, Policy, PolicyKind};
 pub use redundancy::Redundancy;

@@ -55,6 +55,8 @@ pub struct CacheStats {
     /// race, a flush rewrite that found the object moved). Included in device bytes, not in cache
     /// writes.
     pub wasted_write_bytes: u64,
+    /// Clean fragments dropped because their devices failed (refetched on demand).
+    pub lost_clean_fragments: u64,
     /// Dirty fragments found unreadable beyond their redundancy: data-loss events.
     pub dirty_lost: u64,
     /// Reads whose blob vanished under them (evicted or relocated concurrently) and were retried.

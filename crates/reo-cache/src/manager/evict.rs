@@ -95,6 +95,12 @@ impl Cache {
     /// Runs the cleaner while fewer than `gc_free_bands` bands are free (a bounded number of
     /// passes). Called after writes; cheap when there is room.
     pub fn maintain(&self) {
+        // A device failed since the last look (by command elsewhere, or ejected by the store on
+        // I/O errors): drop what it took.
+        let failed = self.store.failed_devices().len();
+        if failed > self.lock().failed_seen {
+            self.sweep_lost();
+        }
         for _ in 0..8 {
             if self.store.free_bands() >= self.cfg.gc_free_bands || !self.clean_once() {
                 return;

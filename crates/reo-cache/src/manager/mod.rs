@@ -13,8 +13,10 @@
 //! index from the store after a restart).
 
 mod classify;
+mod control;
 mod dedup;
 mod evict;
+mod health;
 mod read;
 mod restart;
 mod write;
@@ -32,6 +34,8 @@ use crate::object::{Class, ObjectEntry, PackedLoc, MAX_BAND, MAX_START, SCHEME_C
 use crate::policy::{new_policy, Key, Policy};
 use crate::stats::CacheStats;
 
+pub use control::{ControlReply, MAX_CONTROL_MESSAGE};
+pub use health::{Access, ObjectStatus, SenseCode, SweepReport};
 pub use read::{GetResult, Piece};
 pub use write::{FillOutcome, ObjectMeta, PutReceipt, WriteError};
 
@@ -92,6 +96,8 @@ pub(crate) struct State {
     pub since_recompute: u64,
     /// Where the re-encoder resumes (a slot number, wrapping).
     pub reencode_cursor: u64,
+    /// Failed devices at the last sweep (a change triggers one; recovery sense codes).
+    pub failed_seen: usize,
     /// Redundancy bytes the budget allows, and those in use (for sense code 0x67).
     pub redundancy_over_budget: bool,
     /// Invalidation epoch: bumped by every write or delete.
@@ -215,6 +221,7 @@ impl Cache {
             h_hot: f64::INFINITY,
             since_recompute: 0,
             reencode_cursor: 0,
+            failed_seen: 0,
             redundancy_over_budget: false,
             epoch: 0,
             invalidated: HashMap::default(),

@@ -1,0 +1,236 @@
+//! Failures as the cache sees them, and the paper's query interface (seed 000 §IV.C.2, Table III):
+//! per-object status (accessible, degraded, corrupted), engine sense codes, and the sweep that
+//! drops lost clean objects after a device dies (they are refetched from the backend on demand)
+//! while a lost dirty object is a loud, counted data-loss event.
+
+use reo_store::{BlobHealth, Durability, Location, Scheme, ROW_BAND};
+use serde::Serialize;
+
+use super::evict::free_all;
+use super::read::forget_fragment;
+use super::{frag_count, Cache};
+use crate::object::Class;
+
+/// Sense codes of Table III.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum SenseCode {
+    /// 0x00: the command is successful (the object is accessible).
+    Success,
+    /// −1: the command is unsuccessful (malformed, unknown object…).
+    Unsuccessful,
+    /// 0x63: data is corrupted (lost beyond its redundancy).
+    Corrupted,
+    /// 0x64: the cache is full (no evictable space for the request).
+    CacheFull,
+    /// 0x65: recovery starts (a device failed; degraded service, rebuild pending or running).
+    RecoveryStarts,
+    /// 0x66: recovery ends (every device healthy again since the last failure).
+    RecoveryEnds,
+    /// 0x67: the space allocated for redundancy is full.
+    RedundancyFull,
+}
+
+impl SenseCode {
+    pub fn code(self) -> i32 {
+        match self {
+            SenseCode::Success => 0,
+            SenseCode::Unsuccessful => -1,
+            SenseCode::Corrupted => 0x63,
+            SenseCode::CacheFull => 0x64,
+            SenseCode::RecoveryStarts => 0x65,
+            SenseCode::RecoveryEnds => 0x66,
+            SenseCode::RedundancyFull => 0x67,
+        }
+    }
+}
+
+/// Whether an object can be read from flash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Access {
+    /// Every cached fragment is on healthy devices.
+    Accessible,
+    /// Some chunks are on failed devices but every fragment can be reconstructed.
+    Degraded,
+    /// Some cached fragment is lost (sense 0x63).
+    Corrupted,
+}
+
+/// The status of one object (the query API's answer).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ObjectStatus {
+    pub access: Access,
+    pub class: Class,
+    pub dirty: bool,
+    pub size: u64,
+    pub cached_fragments: u64,
+    pub schemes: Vec<String>,
+    /// Devices holding its blobs.
+    pub devices: Vec<usize>,
+    pub freq: u32,
+    pub hotness: f64,
+    pub sense: SenseCode,
+}
+
+/// What a sweep after a failure found, in fragments.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SweepReport {
+    pub healthy: u64,
+    pub degraded: u64,
+    /// Clean fragments lost and dropped from the index (refetched on demand).
+    pub lost_clean: u64,
+    /// Dirty fragments lost: data-loss events.
+    pub lost_dirty: u64,
+}
+
+impl Cache {
+    /// Marks device `d` failed (by command) and sweeps: lost clean fragments leave the index.
+    pub fn fail_device(&self, d: usize) -> Result<SweepReport, String> {
+        self.store.fail_device(d).map_err(|e| e.to_string())?;
+        Ok(self.sweep_lost())
+    }
+
+    /// Checks every cached fragment against the failed devices (no I/O): lost clean fragments are
+    /// forgotten and freed; lost dirty fragments are counted and logged as data loss (the object
+    /// stays indexed so reads report the loss instead of serving the backend's older bytes).
+    pub fn sweep_lost(&self) -> SweepReport {
+        let fs = self.cfg.fragment_size;
+        let mut rep = SweepReport::default();
+        let mut to_free = Vec::new();
+        let mut s = self.lock();
+        s.failed_seen = self.store.failed_devices().len();
+        let slots: Vec<(u32, u64)> = s.index.iter().map(|(slot, e)| (slot, e.size())).collect();
+        for (slot, size) in slots {
+            for f in 0..frag_count(size, fs) as u32 {
+                let Some(loc) = s.location(slot, f, fs) else { continue };
+                match self.store.health(&loc) {
+                    BlobHealth::Healthy => rep.healthy += 1,
+                    BlobHealth::Degraded => rep.degraded += 1,
+                    BlobHealth::Lost => {
+                        if s.index.get(slot).is_some_and(|e| e.dirty()) {
+                            rep.lost_dirty += 1;
+                            s.stats.dirty_lost += 1;
+                            let key = String::from_utf8_lossy(&s.index.get(slot).expect("listed").key).into_owned();
+                            eprintln!(
+                                "reo-cache: DATA LOSS: dirty fragment {f} of {key:?} lost with the failed devices"
+                            );
+                        } else {
+                            rep.lost_clean += 1;
+                            forget_fragment(&mut s, slot, f);
+                            to_free.push(loc);
+                        }
+                    }
+                }
+            }
+        }
+        s.stats.lost_clean_fragments += rep.lost_clean;
+        drop(s);
+        free_all(&self.store, &to_free, Durability::None);
+        rep
+    }
+
+    /// Status of `key`, or `None` when it is not cached.
+    pub fn status(&self, key: &[u8]) -> Option<ObjectStatus> {
+        let fs = self.cfg.fragment_size;
+        let s = self.lock();
+        let slot = s.index.find(key)?;
+        let e = s.index.get(slot)?;
+        let n = self.store.layout().devices as usize;
+        let mut access = Access::Accessible;
+        let mut schemes: Vec<Scheme> = Vec::new();
+        let mut devices: Vec<usize> = Vec::new();
+        let mut cached = 0;
+        for f in 0..frag_count(e.size(), fs) as u32 {
+            let Some(loc) = s.location(slot, f, fs) else {
+                if e.dirty() {
+                    access = Access::Corrupted; // a dirty object is cached whole
+                }
+                continue;
+            };
+            cached += 1;
+            match self.store.health(&loc) {
+                BlobHealth::Healthy => {}
+                BlobHealth::Degraded => access = access.max_with(Access::Degraded),
+                BlobHealth::Lost => access = Access::Corrupted,
+            }
+            if !schemes.contains(&loc.scheme) {
+                schemes.push(loc.scheme);
+            }
+            for d in holders(&loc, n) {
+                if !devices.contains(&d) {
+                    devices.push(d);
+                }
+            }
+        }
+        devices.sort_unstable();
+        let sense = match access {
+            Access::Corrupted => SenseCode::Corrupted,
+            _ if s.failed_seen > 0 || !self.store.failed_devices().is_empty() => SenseCode::RecoveryStarts,
+            _ => SenseCode::Success,
+        };
+        Some(ObjectStatus {
+            access,
+            class: e.class(),
+            dirty: e.dirty(),
+            size: e.size(),
+            cached_fragments: cached,
+            schemes: schemes.iter().map(|x| x.to_string()).collect(),
+            devices,
+            freq: e.freq(),
+            hotness: e.hotness(),
+            sense,
+        })
+    }
+
+    /// The engine's sense code for a request of `size` bytes (`write`: would it fit?): 0x65 while a
+    /// device is failed, 0x66 once after every device is healthy again, 0x64 when a write could
+    /// not find evictable space, 0x67 when dirty data's redundancy exceeds the budget, else 0.
+    pub fn engine_sense(&self, write: bool, size: u64) -> SenseCode {
+        let failed = self.store.failed_devices().len();
+        let mut s = self.lock();
+        if failed > 0 {
+            s.failed_seen = failed;
+            return SenseCode::RecoveryStarts;
+        }
+        if s.failed_seen > 0 {
+            s.failed_seen = 0;
+            return SenseCode::RecoveryEnds;
+        }
+        if write {
+            let pinned_or_dirty: u64 =
+                s.index.iter().filter(|(_, e)| e.dirty() || e.pinned()).map(|(_, e)| e.size()).sum();
+            if pinned_or_dirty + size > self.cfg.capacity_bytes {
+                return SenseCode::CacheFull;
+            }
+            if s.redundancy_over_budget {
+                return SenseCode::RedundancyFull;
+            }
+        }
+        SenseCode::Success
+    }
+}
+
+impl Access {
+    fn max_with(self, other: Access) -> Access {
+        let rank = |a: Access| match a {
+            Access::Accessible => 0,
+            Access::Degraded => 1,
+            Access::Corrupted => 2,
+        };
+        if rank(other) > rank(self) {
+            other
+        } else {
+            self
+        }
+    }
+}
+
+/// Devices a blob has chunks on: its device for isolated placement, else every device (rows and
+/// their parity rotate over the whole array).
+fn holders(loc: &Location, n: usize) -> Vec<usize> {
+    if loc.device != ROW_BAND {
+        vec![loc.device as usize]
+    } else {
+        (0..n).collect()
+    }
+}

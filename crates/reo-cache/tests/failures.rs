@@ -1,0 +1,127 @@
+//! Device failures through the cache: each class survives exactly its tolerance for every set of
+//! failed devices (byte-exact reads), the accessible set is what placement predicts, lost clean
+//! objects become misses (refetched), lost dirty objects are reported — and the paper's control
+//! messages and sense codes answer accordingly.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use reo_cache::{Access, Cache, SenseCode, WriteError};
+use reo_media::Media;
+
+fn reopen(devs: &[Arc<dyn Media>]) -> Cache {
+    let mut c = cfg(64 * FRAG);
+    c.hot_recompute_every = u64::MAX;
+    open(devs, c)
+}
+
+fn close(c: Cache) {
+    let store = c.store().clone();
+    drop(c);
+    Arc::try_unwrap(store).ok().expect("sole owner").close().unwrap();
+}
+
+fn whole(c: &Cache, key: &str) -> Result<Option<Vec<u8>>, WriteError> {
+    let r = c.get(key.as_bytes(), 0, u64::MAX, 10)?;
+    Ok(r.is_hit().then(|| r.pieces.into_iter().flat_map(|p| p.data.unwrap()).collect()))
+}
+
+#[test]
+fn every_class_survives_exactly_its_tolerance_for_every_failure_set() {
+    // Four objects per class: dirty (replicate(4), tolerance 3), hot (rs(2,2), tolerance 2),
+    // cold (isolated, lost only with its own device). A fresh array per failure set: a sweep
+    // frees what the failed devices took, durably.
+    let body = |i: u64| content(i, (FRAG + 777 * i) as usize);
+    let setup = || {
+        let devs = devices(4, 64);
+        let c = reopen(&devs);
+        for i in 0..4u64 {
+            c.put(format!("b/dirty{i}").as_bytes(), &body(i), &meta(), true, 1).unwrap();
+            read_through(&c, format!("b/hot{i}").as_bytes(), &body(10 + i), 0, u64::MAX, 1);
+            assert_eq!(c.control(format!("#SETID# b hot{i} 2").as_bytes()).code, 0);
+            read_through(&c, format!("b/cold{i}").as_bytes(), &body(20 + i), 0, u64::MAX, 1);
+        }
+        c.reencode_step(u64::MAX);
+        close(c);
+        devs
+    };
+    for mask in 1u32..15 {
+        let failed: Vec<usize> = (0..4).filter(|d| mask & (1 << d) != 0).collect();
+        let c = reopen(&setup());
+        let cold_home: Vec<usize> =
+            (0..4).map(|i| c.status(format!("b/cold{i}").as_bytes()).unwrap().devices[0]).collect();
+        for &d in &failed {
+            c.fail_device(d).unwrap();
+        }
+        for i in 0..4u64 {
+            let (dk, hk, ck) = (format!("b/dirty{i}"), format!("b/hot{i}"), format!("b/cold{i}"));
+            // Dirty: replicated on every device, survives up to 3 failures.
+            assert_eq!(whole(&c, &dk).unwrap().unwrap(), body(i), "{failed:?} {dk}");
+            // Hot: rs(2,2) survives 2.
+            if failed.len() <= 2 {
+                assert_eq!(whole(&c, &hk).unwrap().as_deref(), Some(&body(10 + i)[..]), "{failed:?} {hk}");
+            } else {
+                assert!(whole(&c, &hk).unwrap().is_none(), "{failed:?} {hk}: lost, so a miss");
+            }
+            // Cold: only if its device survived.
+            let alive = !failed.contains(&cold_home[i as usize]);
+            assert_eq!(whole(&c, &ck).unwrap().is_some(), alive, "{failed:?} {ck} on device {}", cold_home[i as usize]);
+        }
+        assert_eq!(c.stats().dirty_lost, 0);
+        assert_eq!(c.engine_sense(false, 0), SenseCode::RecoveryStarts);
+        close(c);
+    }
+    // All four devices: even dirty data is gone — reported, never replaced by backend bytes.
+    let c = reopen(&setup());
+    for d in 0..4 {
+        c.fail_device(d).unwrap();
+    }
+    assert!(matches!(whole(&c, "b/dirty0"), Err(WriteError::DirtyLost(_))));
+    let st = c.status(b"b/dirty0").unwrap();
+    assert_eq!((st.access, st.sense), (Access::Corrupted, SenseCode::Corrupted));
+    assert_eq!(c.control(b"#QUERY# b dirty0 R 0 10").code, 0x63);
+    assert!(c.stats().dirty_lost >= 4);
+}
+
+#[test]
+fn control_messages_answer_and_never_panic() {
+    let c = reopen(&devices(4, 64));
+    read_through(&c, b"b/k", &content(1, 5000), 0, u64::MAX, 1);
+    let ok = c.control(b"#SETID# b k 0");
+    assert_eq!((ok.code, ok.sense), (0, SenseCode::Success), "{ok:?}");
+    c.recompute_hot_threshold();
+    assert_eq!(c.info(b"b/k").unwrap().class, reo_cache::Class::Metadata, "a command's class sticks");
+    c.reencode_step(u64::MAX);
+    assert_eq!(c.info(b"b/k").unwrap().schemes, vec![reo_store::Scheme::Replicate(4)]);
+    let q = c.control(b"#QUERY#  b  k  R  0  5000");
+    assert_eq!(q.code, 0, "{q:?}");
+    assert_eq!(q.status.unwrap().devices, vec![0, 1, 2, 3]);
+    // A write that cannot fit: cache full.
+    assert_eq!(c.control(format!("#QUERY# b new W 0 {}", 65 * FRAG).as_bytes()).code, 0x64);
+    assert_eq!(c.control(b"#QUERY# b new W 0 10").code, 0);
+    for bad in [
+        &b""[..],
+        b"#SETID#",
+        b"#SETID# b k",
+        b"#SETID# b k 1",
+        b"#SETID# b k 9",
+        b"#SETID# b missing 2",
+        b"#QUERY# b k X 0 1",
+        b"#QUERY# b k R -1 1",
+        b"#QUERY# b k R 0 99999999",
+        b"#QUERY# b k R 18446744073709551615 2",
+        b"#QUERY# b missing R 0 1",
+        b"#HELLO# b k",
+        b"\xff\xfe",
+    ] {
+        let r = c.control(bad);
+        assert_eq!(r.code, -1, "{:?} → {r:?}", String::from_utf8_lossy(bad));
+        assert!(!r.message.is_empty());
+    }
+    assert_eq!(c.control(&vec![b'#'; 5000]).code, -1);
+    // A failed device: recovery starts.
+    c.fail_device(2).unwrap();
+    assert_eq!(c.control(b"#QUERY# b k R 0 1").code, 0x65);
+}
