@@ -13,6 +13,7 @@
 //! * [`sim`]: a miss-ratio simulator and a deterministic Zipf trace generator.
 //! * [`mod@bench`]: single-thread throughput and per-object memory of a policy.
 //! * [`hash`]: the fast key hash used by the policies' index.
+//! * [`failure_plan`]: failure points (fail device d at request n, replace at m) for experiments.
 //! * [`dedup`]: dedup-aware caching (CacheDedup's D-LRU, D-ARC, CD-ARC) over a metadata cache of
 //!   address → fingerprint and a data cache of fingerprints, with a dedup trace simulator.
 //!
@@ -23,6 +24,7 @@ pub mod admission;
 pub mod bench;
 pub mod config;
 pub mod dedup;
+pub mod failure_plan;
 pub mod hash;
 pub mod header;
 pub mod index;
