@@ -19,6 +19,12 @@ pub struct RebuildHandle {
     pub(crate) r: Arc<Resync>,
 }
 
+impl std::fmt::Debug for RebuildHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RebuildHandle(device {})", self.r.device)
+    }
+}
+
 impl RebuildHandle {
     /// The device being rebuilt.
     pub fn device(&self) -> usize {
