@@ -17,6 +17,9 @@ use crate::store::Inner;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Blobs of one class restored in parallel (reads of one overlap the write of another).
+const BATCH: usize = 8;
+
 /// What became of one blob.
 enum Outcome {
     Written(u64),
@@ -33,7 +36,7 @@ pub(crate) fn run(inner: Arc<Inner>, r: Arc<Resync>, queue: Vec<(u8, Location, u
     let mut queued_bytes = 0u64;
     loop {
         // Pick: on-demand first, then the queue (within the token bucket).
-        let (loc, urgent) = {
+        let (picked, urgent) = {
             let mut c = r.ctl();
             loop {
                 if c.stop {
@@ -48,7 +51,7 @@ pub(crate) fn run(inner: Arc<Inner>, r: Arc<Resync>, queue: Vec<(u8, Location, u
                 }
                 if !c.paused {
                     if let Some(l) = c.urgent.pop_front() {
-                        break (Some(l), true);
+                        break (Some(vec![l]), true);
                     }
                     while next < queue.len() && !r.pending(queue[next].1.seq) {
                         next += 1; // restored on demand already
@@ -65,77 +68,97 @@ pub(crate) fn run(inner: Arc<Inner>, r: Arc<Resync>, queue: Vec<(u8, Location, u
                             c = r.wake.wait_timeout(c, w).unwrap_or_else(|e| e.into_inner()).0;
                             continue;
                         }
-                        _ => break (Some(queue[next].1), false),
+                        _ => {
+                            // A batch of pending blobs of one class, restored in parallel.
+                            let room = c
+                                .opts
+                                .as_ref()
+                                .and_then(|o| o.pause_after_blobs)
+                                .map(|n| n.saturating_sub(c.progress.blobs_done));
+                            let max = room.map_or(BATCH, |r| (r as usize).clamp(1, BATCH));
+                            let prio = queue[next].0;
+                            let mut batch = Vec::new();
+                            while next < queue.len() && batch.len() < max && queue[next].0 == prio {
+                                if r.pending(queue[next].1.seq) {
+                                    batch.push(queue[next].1);
+                                }
+                                next += 1;
+                            }
+                            break (Some(batch), false);
+                        }
                     }
                 }
                 c = r.wake.wait(c).unwrap_or_else(|e| e.into_inner());
             }
         };
-        let Some(loc) = loc else { break };
-        if !urgent {
-            next += 1;
-        }
-        if !r.pending(loc.seq) {
-            continue;
-        }
-        let outcome = restore(&inner, &r, &loc);
-        if let Outcome::Written(b) = outcome {
-            if !urgent {
-                queued_bytes += b;
+        let Some(batch) = picked else { break };
+        let batch: Vec<Location> = batch.into_iter().filter(|l| r.pending(l.seq)).collect();
+        let outcomes: Vec<Outcome> = {
+            // The cleaner's lock for the whole batch: no band is reset and reused meanwhile.
+            let _gc = inner.gc_lock.lock().unwrap_or_else(|e| e.into_inner());
+            std::thread::scope(|sc| {
+                let hs: Vec<_> = batch.iter().map(|l| sc.spawn(|| restore(&inner, &r, l))).collect();
+                hs.into_iter().map(|h| h.join().unwrap_or(Outcome::Lost)).collect()
+            })
+        };
+        for (loc, outcome) in batch.into_iter().zip(outcomes) {
+            if let Outcome::Written(b) = outcome {
+                if !urgent {
+                    queued_bytes += b;
+                }
             }
-        }
-        let prio = prio_of.get(&loc.seq).copied().unwrap_or(0);
-        let mut c = r.ctl();
-        let p = &mut c.progress;
-        let class = p.classes.entry(prio).or_default();
-        class.blobs_done += 1;
-        match outcome {
-            Outcome::Written(b) => {
-                class.bytes_done += b;
-                p.bytes_done += b;
+            let prio = prio_of.get(&loc.seq).copied().unwrap_or(0);
+            let mut c = r.ctl();
+            let p = &mut c.progress;
+            let class = p.classes.entry(prio).or_default();
+            class.blobs_done += 1;
+            match outcome {
+                Outcome::Written(b) => {
+                    class.bytes_done += b;
+                    p.bytes_done += b;
+                }
+                Outcome::Intact => p.already_intact += 1,
+                Outcome::Skipped => p.skipped += 1,
+                Outcome::Lost => {
+                    class.blobs_lost += 1;
+                    p.lost.push(loc);
+                }
             }
-            Outcome::Intact => p.already_intact += 1,
-            Outcome::Skipped => p.skipped += 1,
-            Outcome::Lost => {
-                class.blobs_lost += 1;
-                p.lost.push(loc);
+            if class.blobs_done >= class.blobs_total && class.restored_at.is_none() {
+                class.restored_at = Some(t0.elapsed());
             }
-        }
-        if class.blobs_done >= class.blobs_total && class.restored_at.is_none() {
-            class.restored_at = Some(t0.elapsed());
-        }
-        p.blobs_done += 1;
-        if urgent {
-            p.on_demand += 1;
-        }
-        p.elapsed = t0.elapsed();
-        p.rate = p.bytes_done as f64 / p.elapsed.as_secs_f64().max(1e-9);
-        p.eta =
-            (p.rate > 0.0).then(|| Duration::from_secs_f64(p.bytes_total.saturating_sub(p.bytes_done) as f64 / p.rate));
-        let record = c.opts.as_ref().is_some_and(|o| o.record_order);
-        if record {
-            c.progress.order.push(Restored { seq: loc.seq, priority: prio, on_demand: urgent });
-        }
-        if c.opts.as_ref().and_then(|o| o.pause_after_blobs).is_some_and(|n| c.progress.blobs_done >= n) {
-            c.paused = true;
-            c.progress.state = RebuildState::Paused;
-        }
-        let lost_cb =
-            matches!(outcome, Outcome::Lost).then(|| c.opts.as_ref().and_then(|o| o.on_lost.clone())).flatten();
-        drop(c);
-        r.wake.notify_all();
-        if let Some(cb) = lost_cb {
-            eprintln!("reo-store: rebuild of device {d}: blob {} is lost (beyond its redundancy)", loc.seq);
-            cb(&loc);
+            p.blobs_done += 1;
+            if urgent {
+                p.on_demand += 1;
+            }
+            p.elapsed = t0.elapsed();
+            p.rate = p.bytes_done as f64 / p.elapsed.as_secs_f64().max(1e-9);
+            p.eta = (p.rate > 0.0)
+                .then(|| Duration::from_secs_f64(p.bytes_total.saturating_sub(p.bytes_done) as f64 / p.rate));
+            let record = c.opts.as_ref().is_some_and(|o| o.record_order);
+            if record {
+                c.progress.order.push(Restored { seq: loc.seq, priority: prio, on_demand: urgent });
+            }
+            if c.opts.as_ref().and_then(|o| o.pause_after_blobs).is_some_and(|n| c.progress.blobs_done >= n) {
+                c.paused = true;
+                c.progress.state = RebuildState::Paused;
+            }
+            let lost_cb =
+                matches!(outcome, Outcome::Lost).then(|| c.opts.as_ref().and_then(|o| o.on_lost.clone())).flatten();
+            drop(c);
+            r.wake.notify_all();
+            if let Some(cb) = lost_cb {
+                eprintln!("reo-store: rebuild of device {d}: blob {} is lost (beyond its redundancy)", loc.seq);
+                cb(&loc);
+            }
         }
     }
     finish(&inner, &r, t0);
 }
 
-/// Restores one blob's chunks on the rebuilt device.
+/// Restores one blob's chunks on the rebuilt device (the caller holds the cleaner's lock).
 fn restore(inner: &Inner, r: &Resync, loc: &Location) -> Outcome {
     let d = r.device;
-    let _gc = inner.gc_lock.lock().unwrap_or_else(|e| e.into_inner());
     if !inner.is_live(loc) {
         r.mark_done(loc.seq);
         return Outcome::Skipped;

@@ -200,7 +200,7 @@ pub(crate) fn write_superblock(inner: &Inner, media: &dyn Media, d: usize, flags
 }
 
 /// The blobs to rebuild: live, older than the replacement, with a chunk on the device; as
-/// (priority, location, device bytes on it), in priority order and, within a class, in device
+/// (priority, location, device bytes to write on it), in priority order and, within a class, in device
 /// order (sequential writes on the new device).
 fn queue(inner: &Inner, r: &Resync, opts: &RebuildOptions) -> Vec<(u8, Location, u64)> {
     let start = r.start_seq.load(Ordering::Acquire);
@@ -214,7 +214,9 @@ fn queue(inner: &Inner, r: &Resync, opts: &RebuildOptions) -> Vec<(u8, Location,
             if loc.seq >= start || (loc.scheme.is_isolated() && loc.device as usize != r.device) {
                 continue;
             }
-            let bytes = inner.sectors(&loc) * crate::geometry::SECTOR;
+            // Blobs already beyond their redundancy count no bytes: none will be written.
+            let lost = inner.health(&loc) == crate::store::BlobHealth::Lost;
+            let bytes = if lost { 0 } else { inner.sectors(&loc) * crate::geometry::SECTOR };
             q.push(((opts.priority)(&loc, &header), loc, bytes));
         }
     }
