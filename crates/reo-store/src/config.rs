@@ -31,6 +31,14 @@ pub struct StoreConfig {
     pub io_threads: Option<usize>,
     /// Format blank devices into a new store. Off, opening blank devices is an error.
     pub create: bool,
+    /// Automatic ejection: a device whose decaying count of read errors and checksum mismatches
+    /// exceeds this many is marked failed (as bcache's `io_error_limit`). Each error adds 1; the
+    /// count halves every `io_error_halflife`. Default 32: a few bad sectors or flipped bits are
+    /// repaired and tolerated, a device that keeps failing reads is ejected within a few dozen
+    /// errors. 0 disables ejection by error budget (write and sync errors always fail a device).
+    pub io_error_limit: u32,
+    /// Half-life of the error count (as bcache's `io_error_halflife`). Default 60 s.
+    pub io_error_halflife: std::time::Duration,
 }
 
 impl Default for StoreConfig {
@@ -42,6 +50,8 @@ impl Default for StoreConfig {
             checkpoint_size: None,
             io_threads: None,
             create: true,
+            io_error_limit: 32,
+            io_error_halflife: std::time::Duration::from_secs(60),
         }
     }
 }
@@ -66,6 +76,11 @@ impl StoreConfig {
                     return Err(Error::Config(format!("{name} {v} must be a multiple of 4096 and at least 64 KiB")));
                 }
             }
+        }
+        if self.io_error_halflife.is_zero() {
+            return Err(Error::Config(
+                "io_error_halflife must be positive (set io_error_limit 0 to disable ejection)".into(),
+            ));
         }
         if self.io_threads == Some(0) {
             return Err(Error::Config("io_threads must be at least 1".into()));

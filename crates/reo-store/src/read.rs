@@ -62,7 +62,7 @@ impl Inner {
         r
     }
 
-    fn read_verified(&self, loc: &Location, from: u64, to: u64) -> Result<Vec<u8>> {
+    pub(crate) fn read_verified(&self, loc: &Location, from: u64, to: u64) -> Result<Vec<u8>> {
         let shape = self.shape(loc);
         let g = shape.geom;
         let rows: Vec<Row> = shape.rows_between(loc.start as u64, from, to).collect();
@@ -149,11 +149,13 @@ impl Inner {
             // The wanted chunks of one stripe are adjacent in `want`.
             let (ri, s) = (want[i].1, want[i].2 / g.data);
             let end = (i..want.len()).find(|&e| (want[e].1, want[e].2 / g.data) != (ri, s)).unwrap_or(want.len());
-            if want[i..end].iter().any(|w| self.is_failed(w.0.device)) {
-                let healthy_wanted = want[i..end].iter().filter(|w| !self.is_failed(w.0.device)).count();
+            if want[i..end].iter().any(|w| self.down(w.0.device, loc.seq)) {
+                let healthy_wanted = want[i..end].iter().filter(|w| !self.down(w.0.device, loc.seq)).count();
                 let wanted = |c: usize| want[i..end].iter().any(|w| w.2 % g.data == c);
                 let more = (0..g.width)
-                    .filter(|&c| !wanted(c) && !self.is_failed(shape.device_of(loc.band, &rows[ri], s, c, loc.device)))
+                    .filter(|&c| {
+                        !wanted(c) && !self.down(shape.device_of(loc.band, &rows[ri], s, c, loc.device), loc.seq)
+                    })
                     .take(k.saturating_sub(healthy_wanted));
                 extra.extend(more.map(|c| (ri, s, c)));
             }
@@ -194,7 +196,7 @@ impl Inner {
         let mut runs: Vec<Run> = Vec::new();
         for i in order {
             let c = chunks[i];
-            if self.is_failed(c.device) {
+            if self.down(c.device, seq) {
                 continue;
             }
             match runs.last_mut() {
@@ -212,8 +214,9 @@ impl Inner {
         let read: Vec<(AlignedBuf, Vec<bool>)> = self.pool.map(runs.len(), |r| {
             let (d, off, len, members) = &runs[r];
             let mut b = self.bufs.take(*len);
-            if self.devices[*d].read_at(&mut b[..*len], *off).is_err() {
+            if let Err(e) = self.devices[*d].read_at(&mut b[..*len], *off) {
                 Counters::add(&self.stats.read_errors, 1);
+                self.note_read_error(*d, &format!("read error: {e}"));
                 return (b, Vec::new());
             }
             let mut dests = run_dests[r].lock().unwrap_or_else(|e| e.into_inner());
@@ -226,6 +229,7 @@ impl Inner {
                     let ok = !self.stores_bytes || chunk::verify(bytes, seq, c.index, c.place);
                     if !ok {
                         Counters::add(&self.stats.checksum_errors, 1);
+                        self.note_read_error(*d, "checksum mismatch");
                     } else if let Some((piece, at)) = dest {
                         let n = piece.len();
                         piece.write_copy_of_slice(&bytes[*at..*at + n]);
@@ -260,7 +264,7 @@ impl Inner {
                 if used == 0 {
                     continue;
                 }
-                let down = |c: usize| self.is_failed(shape.device_of(loc.band, &row, s, c, loc.device));
+                let down = |c: usize| self.down(shape.device_of(loc.band, &row, s, c, loc.device), loc.seq);
                 let data_down = (0..used).any(down);
                 let lost = match loc.scheme {
                     Scheme::None(_) => data_down,

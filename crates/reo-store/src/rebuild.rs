@@ -135,7 +135,7 @@ impl Inner {
                     continue;
                 }
                 let mut untried: Vec<usize> = (0..width).filter(|&c| !cols[c].0).collect();
-                untried.sort_by_key(|&c| self.is_failed(shape.device_of(loc.band, &rows[*ri], *s, c, loc.device)));
+                untried.sort_by_key(|&c| self.down(shape.device_of(loc.band, &rows[*ri], *s, c, loc.device), loc.seq));
                 ask.extend(untried.into_iter().take(k - have).map(|c| (si, c)));
             }
             if ask.is_empty() {

@@ -6,15 +6,18 @@
 use crate::band::{Band, BandState};
 use crate::bufpool::BufPool;
 use crate::config::StoreConfig;
+use crate::eject::ErrorBudget;
 use crate::error::{Error, Result};
 use crate::journal::Journal;
 use crate::persist;
 use crate::record::Record;
+use crate::resync::{Resync, ResyncCell};
 use crate::scan::{load_checkpoint, read_journal};
 use crate::scheme::Scheme;
+use crate::slot::Slot;
 use crate::stats::Counters;
 use crate::store::{Alloc, Inner, JournalPos, Store};
-use crate::superblock::{Layout, SUPERBLOCK_AREA};
+use crate::superblock::{Layout, FLAG_REBUILDING, SUPERBLOCK_AREA};
 use reo_media::{AlignedBuf, IoPool, Media};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -23,7 +26,7 @@ use std::sync::{Arc, Mutex, RwLock};
 /// What a device's superblock said.
 enum Found {
     Blank,
-    Member(Layout, u16),
+    Member(Layout, u16, u32),
     Unreadable(String),
 }
 
@@ -38,6 +41,9 @@ pub struct OpenReport {
     pub dropped_unverified: u64,
     pub live_blobs: usize,
     pub failed_devices: Vec<usize>,
+    /// A device whose superblock was marked rebuilding: its rebuild was interrupted. Reads treat
+    /// its chunks of older blobs as missing until [`Store::resume_rebuild`] restores them.
+    pub rebuilding_device: Option<usize>,
 }
 
 impl Store {
@@ -50,11 +56,11 @@ impl Store {
         }
         let pool = IoPool::new(cfg.io_threads_for(devices.len()));
         let found: Vec<Found> = pool.map(devices.len(), |d| read_superblock(devices[d].as_ref()));
-        let members: Vec<(usize, Layout, u16)> = found
+        let members: Vec<(usize, Layout, u16, u32)> = found
             .iter()
             .enumerate()
             .filter_map(|(d, f)| match f {
-                Found::Member(l, i) => Some((d, *l, *i)),
+                Found::Member(l, i, flags) => Some((d, *l, *i, *flags)),
                 _ => None,
             })
             .collect();
@@ -70,7 +76,7 @@ impl Store {
             return format(devices, cfg, pool);
         }
         let layout = members[0].1;
-        for (d, l, _) in &members {
+        for (d, l, _, _) in &members {
             if l.store_id != layout.store_id {
                 return Err(Error::Devices(format!(
                     "device {d} ({}) belongs to another store ({:016x} vs {:016x})",
@@ -92,7 +98,7 @@ impl Store {
         }
         // Put members at their recorded index; the rest (blank or unreadable) fill the gaps as failed.
         let mut slots: Vec<Option<Arc<dyn Media>>> = vec![None; devices.len()];
-        for (d, _, i) in &members {
+        for (d, _, i, _) in &members {
             let i = *i as usize;
             if i >= slots.len() || slots[i].is_some() {
                 return Err(Error::Devices(format!("device {d} claims index {i}, which is taken or out of range")));
@@ -113,8 +119,33 @@ impl Store {
                 return Err(Error::Devices(format!("{} is smaller than the store's device size", d.describe())));
             }
         }
-        let inner = new_inner(layout, devs, pool, &failed);
-        recover(inner, failed)
+        // A device marked rebuilding resumes its rebuild; should several be (an aborted rebuild
+        // of one, then another), only the first is trusted at all, the others open as failed.
+        let mut rebuilding = None;
+        for (_, _, i, flags) in &members {
+            if flags & FLAG_REBUILDING != 0 {
+                if rebuilding.is_none() {
+                    rebuilding = Some(*i as usize);
+                } else {
+                    failed.push(*i as usize);
+                }
+            }
+        }
+        failed.sort_unstable();
+        let inner = new_inner(layout, devs, pool, &failed, cfg);
+        if let Some(d) = rebuilding {
+            inner.resync.install(Arc::new(Resync::new(d, u64::MAX, true)));
+        }
+        let (store, mut report) = recover(inner, failed)?;
+        if let Some(r) = store.inner.resync.get() {
+            r.start_seq.store(
+                store.inner.next_seq.load(std::sync::atomic::Ordering::Acquire),
+                std::sync::atomic::Ordering::Release,
+            );
+            report.rebuilding_device = Some(r.device);
+            eprintln!("reo-store: device {} was being rebuilt; call resume_rebuild to finish", r.device);
+        }
+        Ok((store, report))
     }
 }
 
@@ -129,17 +160,24 @@ fn read_superblock(dev: &dyn Media) -> Found {
     if !dev.stores_bytes() {
         return Found::Blank;
     }
-    let (a, b) = (Layout::decode(&buf[..4096]), Layout::decode(&buf[4096..]));
+    let (a, b) = (Layout::decode_flags(&buf[..4096]), Layout::decode_flags(&buf[4096..]));
     match (a, b) {
-        (Ok(Some((l, i))), _) | (_, Ok(Some((l, i)))) => Found::Member(l, i),
+        (Ok(Some((l, i, f))), _) | (_, Ok(Some((l, i, f)))) => Found::Member(l, i, f),
         (Ok(None), Ok(None)) => Found::Blank,
         (Err(e), _) | (_, Err(e)) => Found::Unreadable(e),
     }
 }
 
-fn new_inner(layout: Layout, devices: Vec<Arc<dyn Media>>, pool: IoPool, failed: &[usize]) -> Inner {
+fn new_inner(layout: Layout, devices: Vec<Arc<dyn Media>>, pool: IoPool, failed: &[usize], cfg: &StoreConfig) -> Inner {
     let stores_bytes = devices.iter().all(|d| d.stores_bytes());
+    let slots: Vec<Arc<Slot>> = devices.into_iter().map(|d| Arc::new(Slot::new(d))).collect();
+    let devices: Vec<Arc<dyn Media>> = slots.iter().map(|s| s.clone() as Arc<dyn Media>).collect();
     Inner {
+        budgets: (0..devices.len()).map(|_| ErrorBudget::default()).collect(),
+        error_limit: (cfg.io_error_limit, cfg.io_error_halflife),
+        put_fence: RwLock::new(()),
+        resync: ResyncCell::default(),
+        slots,
         failed: (0..devices.len()).map(|d| AtomicBool::new(failed.contains(&d))).collect(),
         bands: (0..layout.zones).map(|_| RwLock::new(Band::new())).collect(),
         devices,
@@ -173,7 +211,7 @@ fn format(devices: Vec<Arc<dyn Media>>, cfg: &StoreConfig, pool: IoPool) -> Resu
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
             ^ ((std::process::id() as u64) << 32);
     let layout = Layout::plan(cfg, devices.len(), len, id | 1)?;
-    let inner = new_inner(layout, devices, pool, &[]);
+    let inner = new_inner(layout, devices, pool, &[], cfg);
     // Blank the journal head and both checkpoint slots, then write the superblocks last.
     let zero = AlignedBuf::zeroed(4096);
     for off in [layout.journal_off, layout.ckpt_slot(0), layout.ckpt_slot(1)] {

@@ -25,6 +25,9 @@ pub struct Counters {
     pub journal_batches: AtomicU64,
     pub journal_device_bytes: AtomicU64,
     pub checkpoints: AtomicU64,
+    pub ejections: AtomicU64,
+    pub rebuilt_blobs: AtomicU64,
+    pub rebuild_device_bytes: AtomicU64,
 }
 
 /// A snapshot of the store's counters. Device bytes include redundancy (copies, parity, padding)
@@ -56,6 +59,12 @@ pub struct StoreStats {
     pub journal_batches: u64,
     pub journal_device_bytes: u64,
     pub checkpoints: u64,
+    /// Devices ejected by the error budget.
+    pub ejections: u64,
+    /// Blobs whose chunks on a replaced device were rebuilt.
+    pub rebuilt_blobs: u64,
+    /// Device bytes the rebuild wrote to replaced devices.
+    pub rebuild_device_bytes: u64,
 }
 
 impl Counters {
@@ -85,6 +94,9 @@ impl Counters {
             journal_batches: g(&self.journal_batches),
             journal_device_bytes: g(&self.journal_device_bytes),
             checkpoints: g(&self.checkpoints),
+            ejections: g(&self.ejections),
+            rebuilt_blobs: g(&self.rebuilt_blobs),
+            rebuild_device_bytes: g(&self.rebuild_device_bytes),
         }
     }
 }

@@ -143,6 +143,17 @@ pub(crate) struct Inner {
     pub gc_lock: Mutex<()>,
     /// Column and read buffers reused across operations (the process-wide pool).
     pub bufs: &'static BufPool,
+    /// The device positions behind `devices`, whose media `replace_device` swaps.
+    pub slots: Vec<Arc<crate::slot::Slot>>,
+    /// Per-device decaying read-error counts (automatic ejection).
+    pub budgets: Vec<crate::eject::ErrorBudget>,
+    /// (io_error_limit, io_error_halflife) from the configuration.
+    pub error_limit: (u32, std::time::Duration),
+    /// Held (read) by every put from taking its sequence number until its blob is recorded;
+    /// a replacement takes it (write) to bring a device back at a clean sequence boundary.
+    pub put_fence: RwLock<()>,
+    /// The device being rebuilt, if any (see `resync.rs`).
+    pub resync: crate::resync::ResyncCell,
 }
 
 impl Inner {
@@ -206,13 +217,16 @@ impl Store {
 
     /// Reads bytes `[start, end)` of the blob at `loc`, verifying every chunk and reconstructing
     /// what redundancy allows. Never returns wrong bytes.
+    /// During a rebuild, a blob whose chunk on the new device is not restored yet is queued for
+    /// repair ahead of the rebuild's queue (on-demand repair); the read itself reconstructs.
     pub fn read(&self, loc: &Location, start: u64, end: u64) -> Result<Vec<u8>> {
+        self.inner.on_demand(loc);
         self.inner.read(loc, start, end)
     }
 
     /// Reads the whole blob.
     pub fn read_all(&self, loc: &Location) -> Result<Vec<u8>> {
-        self.inner.read(loc, 0, loc.len)
+        self.read(loc, 0, loc.len)
     }
 
     /// Frees the blob at `loc`. With [`Durability::Sync`] the free is durable on return.
@@ -356,6 +370,9 @@ impl Store {
     }
 
     fn stop_writer(&self, kill: bool) {
+        if let Some(r) = self.inner.resync.get() {
+            r.stop("the store was closed; reopening resumes the rebuild");
+        }
         self.inner.journal.stop(kill);
         if let Some(h) = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = h.join();

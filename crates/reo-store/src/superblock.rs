@@ -5,8 +5,12 @@
 //! device: | superblock A (4 KiB) | superblock B (4 KiB) | journal | checkpoint A | checkpoint B | zone 0 | zone 1 | …
 //! superblock: magic "REOSTOR1" | format u32 | store_id u64 | device_index u16 | devices u16 |
 //!             device_len u64 | chunk u32 | zone u64 | zones u32 | journal_off u64 | journal_len u64 |
-//!             ckpt_off u64 | ckpt_len u64 | data_off u64 | codec u32 | crc32c u32 (of all before)
+//!             ckpt_off u64 | ckpt_len u64 | data_off u64 | codec u32 | flags u32 | crc32c u32 (of all before)
 //! ```
+//!
+//! `flags` (format 3): bit 0 = *rebuilding*: this device replaced a failed one and its chunks of
+//! blobs written before the replacement are not all rebuilt yet (see `resync.rs`). Format 2
+//! superblocks (no `flags` field) are still read, as flags 0; format 3 is written.
 
 use crate::bytes::{Reader, Writer};
 use crate::config::StoreConfig;
@@ -15,7 +19,9 @@ use crate::error::{Error, Result};
 /// Magic of the superblock.
 pub const MAGIC: &[u8; 8] = b"REOSTOR1";
 /// On-device format version; bumped on any incompatible change.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
+/// Superblock flag: the device is being rebuilt.
+pub const FLAG_REBUILDING: u32 = 1;
 /// Bytes reserved for the two superblock copies.
 pub const SUPERBLOCK_AREA: u64 = 8192;
 
@@ -97,6 +103,11 @@ impl Layout {
 
     /// Encodes the superblock of device `index` (one 4 KiB block).
     pub fn encode(&self, index: u16) -> Vec<u8> {
+        self.encode_flags(index, 0)
+    }
+
+    /// Encodes the superblock of device `index` with `flags`.
+    pub fn encode_flags(&self, index: u16, flags: u32) -> Vec<u8> {
         let mut w = Writer::default();
         w.bytes(MAGIC)
             .u32(FORMAT_VERSION)
@@ -112,7 +123,8 @@ impl Layout {
             .u64(self.ckpt_off)
             .u64(self.ckpt_len)
             .u64(self.data_off)
-            .u32(self.codec);
+            .u32(self.codec)
+            .u32(flags);
         let crc = crc32c::crc32c(&w.0);
         w.u32(crc);
         w.0.resize(4096, 0);
@@ -122,6 +134,11 @@ impl Layout {
     /// Decodes a superblock: `Ok(None)` for a blank (all-zero magic) block, an error for a block
     /// that is neither blank nor a valid superblock of this format.
     pub fn decode(buf: &[u8]) -> std::result::Result<Option<(Layout, u16)>, String> {
+        Ok(Self::decode_flags(buf)?.map(|(l, i, _)| (l, i)))
+    }
+
+    /// [`Layout::decode`], also returning the flags (0 for format 2).
+    pub fn decode_flags(buf: &[u8]) -> std::result::Result<Option<(Layout, u16, u32)>, String> {
         let mut r = Reader::new(buf);
         let magic = r.take(8).ok_or("truncated superblock")?;
         if magic.iter().all(|&b| b == 0) {
@@ -131,8 +148,8 @@ impl Layout {
             return Err("not a Reo device (bad magic)".into());
         }
         let version = r.u32().ok_or("truncated superblock")?;
-        if version != FORMAT_VERSION {
-            return Err(format!("format version {version} is not supported (this build reads {FORMAT_VERSION})"));
+        if version != FORMAT_VERSION && version != 2 {
+            return Err(format!("format version {version} is not supported (this build reads 2 and {FORMAT_VERSION})"));
         }
         let t = "truncated superblock";
         let store_id = r.u64().ok_or(t)?;
@@ -151,13 +168,14 @@ impl Layout {
             data_off: r.u64().ok_or(t)?,
             codec: r.u32().ok_or(t)?,
         };
+        let flags = if version >= 3 { r.u32().ok_or(t)? } else { 0 };
         let body = r.position();
         let crc = r.u32().ok_or(t)?;
         if crc != crc32c::crc32c(&buf[..body]) {
             return Err("superblock checksum mismatch".into());
         }
         layout.sane().map_err(|e| format!("superblock describes an impossible layout: {e}"))?;
-        Ok(Some((layout, index)))
+        Ok(Some((layout, index, flags)))
     }
 
     /// Internal consistency, so a decoded layout can never drive I/O out of bounds.
@@ -196,6 +214,8 @@ mod tests {
         bad[20] ^= 1;
         assert!(Layout::decode(&bad).is_err());
         assert!(l.zones >= 16);
+        let f = l.encode_flags(1, FLAG_REBUILDING);
+        assert_eq!(Layout::decode_flags(&f).unwrap(), Some((l, 1, FLAG_REBUILDING)));
     }
 
     #[test]

@@ -40,6 +40,8 @@ impl Inner {
             let max = self.shape(&loc).full_row_bytes() * (self.layout.zone / self.layout.chunk as u64);
             return Err(Error::TooLarge { len: loc.len, max });
         }
+        // Held until the blob is recorded: a replacement waits for it (see `replace.rs`).
+        let fence = self.put_fence.read().unwrap_or_else(|e| e.into_inner());
         loc.seq = self.next_seq.fetch_add(1, Ordering::AcqRel);
         let (band, start, device) = self.allocate(scheme, sectors, opts.placement_key, gc)?;
         loc.band = band;
@@ -73,6 +75,7 @@ impl Inner {
             self.land(band, Some(&loc), header);
             self.journal.enqueue(opts.durability == Durability::Sync, |w| Record::encode_put(w, &loc, header))?
         };
+        drop(fence);
         pending.wait()?;
         Ok(loc)
     }
@@ -149,10 +152,40 @@ impl Inner {
     /// data then zero padding in data chunks, parity encoded in place, copies, trailers, and
     /// zeros in the columns of a row that no stripe uses.
     fn write_blob(&self, loc: &Location, data: &[u8]) -> Result<u64> {
+        let Some((cols, col_len)) = self.lay_out(loc, data) else { return Ok(0) };
+        let n = self.n();
+        let offset = self.layout.offset(loc.band, loc.start as u64);
+        let results = self.pool.map(n, |d| {
+            if cols[d].is_empty() || self.is_failed(d) {
+                return Ok(0);
+            }
+            self.devices[d].write_at(&cols[d][..col_len], offset).map(|_| col_len as u64)
+        });
+        for col in cols {
+            self.bufs.give(col);
+        }
+        let mut written = 0;
+        for (d, r) in results.into_iter().enumerate() {
+            match r {
+                Ok(b) => written += b,
+                Err(e) => {
+                    Counters::add(&self.stats.write_errors, 1);
+                    self.mark_failed(d, &format!("write error: {e}"));
+                }
+            }
+        }
+        Ok(written)
+    }
+
+    /// Lays the blob out in one column buffer per device (empty for devices an isolated blob
+    /// does not use): data, parity or copies, trailers, zero padding. Returns the columns (from
+    /// the buffer pool: callers give them back) and the column length, or `None` for an empty
+    /// blob. Used by puts, and by rebuild and scrub to recreate a device's chunks.
+    pub(crate) fn lay_out(&self, loc: &Location, data: &[u8]) -> Option<(Vec<AlignedBuf>, usize)> {
         let shape = self.shape(loc);
         let sectors = shape.sectors();
         if sectors == 0 {
-            return Ok(0);
+            return None;
         }
         let col_len = (sectors * SECTOR) as usize;
         let n = self.n();
@@ -209,27 +242,7 @@ impl Inner {
                 }
             }
         }
-        let offset = self.layout.offset(loc.band, loc.start as u64);
-        let results = self.pool.map(n, |d| {
-            if cols[d].is_empty() || self.is_failed(d) {
-                return Ok(0);
-            }
-            self.devices[d].write_at(&cols[d][..col_len], offset).map(|_| col_len as u64)
-        });
-        for col in cols {
-            self.bufs.give(col);
-        }
-        let mut written = 0;
-        for (d, r) in results.into_iter().enumerate() {
-            match r {
-                Ok(b) => written += b,
-                Err(e) => {
-                    Counters::add(&self.stats.write_errors, 1);
-                    self.mark_failed(d, &format!("write error: {e}"));
-                }
-            }
-        }
-        Ok(written)
+        Some((cols, col_len))
     }
 }
 
@@ -279,6 +292,7 @@ mod tests {
             checkpoint_size: Some(1 << 20),
             io_threads: Some(4),
             create: true,
+            ..Default::default()
         };
         let schemes = [
             Scheme::None(Placement::Isolated),

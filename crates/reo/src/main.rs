@@ -2,10 +2,11 @@
 //!
 //! Subcommands so far: `bench store` (the array store measured against the devices' raw
 //! bandwidth in the same run), `bench cache` (the cache manager's DRAM hot path and memory per
-//! object) and `crashtest` (the SIGKILL crash-consistency workload and its checker). The gateway,
+//! object), `bench rebuild` (device replacement and prioritized rebuild) and `crashtest` (the SIGKILL crash-consistency workload and its checker). The gateway,
 //! replay and evaluation come with their issues.
 
 mod bench_cache;
+mod bench_rebuild;
 mod bench_store;
 mod crashtest;
 
@@ -40,6 +41,9 @@ enum BenchWhat {
     Store(bench_store::BenchStoreArgs),
     /// The cache manager: lookup+update ops/s per replacement policy and DRAM bytes per object.
     Cache(bench_cache::BenchCacheArgs),
+    /// Device replacement: fail a device, replace it, rebuild in class order; rebuild bandwidth
+    /// against the replacement file's raw write bandwidth, and each class's time to redundancy.
+    Rebuild(bench_rebuild::BenchRebuildArgs),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +51,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench { what: BenchWhat::Store(args) } => bench_store::run(&args),
         Command::Bench { what: BenchWhat::Cache(args) } => bench_cache::run(&args),
+        Command::Bench { what: BenchWhat::Rebuild(args) } => bench_rebuild::run(&args),
         Command::Crashtest { what } => crashtest::run(what),
     };
     match result {

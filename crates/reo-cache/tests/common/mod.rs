@@ -22,6 +22,7 @@ pub fn store_cfg() -> StoreConfig {
         checkpoint_size: Some(2 << 20),
         io_threads: Some(4),
         create: true,
+        ..Default::default()
     }
 }
 

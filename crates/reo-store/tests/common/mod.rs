@@ -14,6 +14,7 @@ pub fn small_config() -> StoreConfig {
         checkpoint_size: Some(512 << 10),
         io_threads: Some(4),
         create: true,
+        ..Default::default()
     }
 }
 

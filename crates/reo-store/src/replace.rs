@@ -1,0 +1,225 @@
+//! Replacing a failed device and rebuilding it: [`Store::replace_device`] installs fresh media
+//! in the failed device's slot (superblock marked *rebuilding*, metadata regions blanked, a
+//! checkpoint written so the new device holds the metadata too), brings the slot back for writes
+//! at a clean sequence boundary, and starts the rebuild thread (`rebuild_run.rs`). A rebuild
+//! found at open (a superblock still marked rebuilding) is resumed by [`Store::resume_rebuild`].
+
+use crate::error::{Error, Result};
+use crate::location::Location;
+use crate::progress::{RebuildOptions, RebuildProgress, RebuildState};
+use crate::resync::Resync;
+use crate::store::{Inner, Store};
+use crate::superblock::FLAG_REBUILDING;
+use reo_media::{AlignedBuf, Media};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// A running (or finished) rebuild: progress, resume, wait.
+pub struct RebuildHandle {
+    pub(crate) r: Arc<Resync>,
+}
+
+impl std::fmt::Debug for RebuildHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RebuildHandle(device {})", self.r.device)
+    }
+}
+
+impl RebuildHandle {
+    /// The device being rebuilt.
+    pub fn device(&self) -> usize {
+        self.r.device
+    }
+
+    /// A snapshot of the progress.
+    pub fn progress(&self) -> RebuildProgress {
+        self.r.ctl().progress.clone()
+    }
+
+    /// Starts a rebuild that is paused (`start_paused`, `pause_after_blobs`).
+    pub fn resume(&self) {
+        let mut c = self.r.ctl();
+        c.paused = false;
+        if let Some(o) = c.opts.as_mut() {
+            o.pause_after_blobs = None;
+        }
+        if c.progress.state == RebuildState::Paused {
+            c.progress.state = RebuildState::Running;
+        }
+        drop(c);
+        self.r.wake.notify_all();
+    }
+
+    /// Waits until `until` holds for the progress or the rebuild finished; returns the progress.
+    pub fn wait_until(&self, until: impl Fn(&RebuildProgress) -> bool) -> RebuildProgress {
+        let mut c = self.r.ctl();
+        while !until(&c.progress) && !c.progress.finished() {
+            c = self.r.wake.wait(c).unwrap_or_else(|e| e.into_inner());
+        }
+        c.progress.clone()
+    }
+
+    /// Waits until the rebuild is done or aborted.
+    pub fn wait(&self) -> RebuildProgress {
+        self.wait_until(|_| false)
+    }
+}
+
+impl Store {
+    /// Replaces failed device `d` with `media` and starts rebuilding onto it, in the order of
+    /// `opts.priority`, on a background thread. Fails (with nothing changed) if `d` is not a failed
+    /// device of this store, another rebuild is running, or `media` is too small or of a
+    /// different kind (byte-storing vs simulated) from the other devices.
+    pub fn replace_device(&self, d: usize, media: Arc<dyn Media>, opts: RebuildOptions) -> Result<RebuildHandle> {
+        let inner = &self.inner;
+        let n = inner.n();
+        if d >= n {
+            return Err(Error::Config(format!("no device {d}: the store has {n} devices")));
+        }
+        if let Some(r) = inner.resync.device() {
+            return Err(Error::Config(format!(
+                "device {r} is being rebuilt; wait for that rebuild to finish before replacing another device"
+            )));
+        }
+        if !inner.is_failed(d) {
+            return Err(Error::Config(format!(
+                "device {d} is healthy: only a failed device can be replaced (fail it first with fail_device)"
+            )));
+        }
+        if media.len() < inner.layout.device_len {
+            return Err(Error::Devices(format!(
+                "replacement {} has {} bytes; the store's devices need {}",
+                media.describe(),
+                media.len(),
+                inner.layout.device_len
+            )));
+        }
+        if media.stores_bytes() != inner.stores_bytes {
+            return Err(Error::Devices(format!(
+                "replacement {} is {} but the store's devices are {}",
+                media.describe(),
+                kind(media.stores_bytes()),
+                kind(inner.stores_bytes)
+            )));
+        }
+        // No cleaner move is half-done while the slot comes back.
+        let _gc = inner.gc_lock.lock().unwrap_or_else(|e| e.into_inner());
+        prepare(inner, d, &media).map_err(|e| Error::Io { device: d, op: "replace", source: e })?;
+        inner.slots[d].swap(media);
+        inner.budgets[d].reset();
+        let r = Arc::new(Resync::new(d, u64::MAX, false));
+        inner.resync.install(r.clone());
+        {
+            // No put is between taking its sequence number and recording its blob: every blob
+            // below `start` is recorded (and rebuilt), every later one is written to `d` in full.
+            let _fence = inner.put_fence.write().unwrap_or_else(|e| e.into_inner());
+            inner.failed[d].store(false, Ordering::SeqCst);
+            r.start_seq.store(inner.next_seq.load(Ordering::SeqCst), Ordering::SeqCst);
+        }
+        eprintln!("reo-store: device {d} replaced by {}; rebuilding", inner.devices[d].describe());
+        // The new device gets the whole metadata (a checkpoint), not only later journal batches.
+        if let Err(e) = crate::persist::checkpoint(inner, false) {
+            inner.resync.clear();
+            return Err(e);
+        }
+        self.start_rebuild(r, opts)
+    }
+
+    /// Resumes the rebuild of a device whose superblock was still marked rebuilding at open
+    /// (`OpenReport::rebuilding_device`). Blobs whose chunks on it verify are kept; the others
+    /// are rebuilt. `Ok(None)` when there is nothing to resume.
+    pub fn resume_rebuild(&self, opts: RebuildOptions) -> Result<Option<RebuildHandle>> {
+        let Some(r) = self.inner.resync.get() else { return Ok(None) };
+        if r.started.load(Ordering::Acquire) {
+            return Err(Error::Config(format!("the rebuild of device {} is already running", r.device)));
+        }
+        self.start_rebuild(r, opts).map(Some)
+    }
+
+    /// Progress of the rebuild in progress, if any.
+    pub fn rebuild_progress(&self) -> Option<RebuildProgress> {
+        self.inner.resync.get().map(|r| r.ctl().progress.clone())
+    }
+
+    fn start_rebuild(&self, r: Arc<Resync>, opts: RebuildOptions) -> Result<RebuildHandle> {
+        let queue = queue(&self.inner, &r, &opts);
+        {
+            let mut c = r.ctl();
+            c.paused = opts.start_paused;
+            c.progress.state = if opts.start_paused { RebuildState::Paused } else { RebuildState::Running };
+            for (prio, _, bytes) in &queue {
+                let e = c.progress.classes.entry(*prio).or_default();
+                e.blobs_total += 1;
+                e.bytes_total += bytes;
+                c.progress.blobs_total += 1;
+                c.progress.bytes_total += bytes;
+            }
+            for e in c.progress.classes.values_mut().filter(|e| e.blobs_total == 0) {
+                e.restored_at = Some(std::time::Duration::ZERO);
+            }
+            c.opts = Some(opts);
+        }
+        r.started.store(true, Ordering::Release);
+        let (inner, rr) = (self.inner.clone(), r.clone());
+        let h = std::thread::Builder::new()
+            .name("reo-rebuild".into())
+            .spawn(move || crate::rebuild_run::run(inner, rr, queue))
+            .map_err(|e| Error::Config(format!("cannot start the rebuild thread: {e}")))?;
+        *r.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
+        Ok(RebuildHandle { r })
+    }
+}
+
+fn kind(stores_bytes: bool) -> &'static str {
+    if stores_bytes {
+        "a byte-storing device"
+    } else {
+        "a simulated device (stores no bytes)"
+    }
+}
+
+/// Blanks the new device's journal head and checkpoint slots and writes its superblocks marked
+/// rebuilding, synced, before it joins.
+fn prepare(inner: &Inner, d: usize, media: &Arc<dyn Media>) -> std::io::Result<()> {
+    let l = &inner.layout;
+    let zero = AlignedBuf::zeroed(4096);
+    for off in [l.journal_off, l.ckpt_slot(0), l.ckpt_slot(1)] {
+        media.write_at(&zero, off)?;
+    }
+    write_superblock(inner, media.as_ref(), d, FLAG_REBUILDING)
+}
+
+/// Writes both superblock copies of device `d` with `flags`, synced.
+pub(crate) fn write_superblock(inner: &Inner, media: &dyn Media, d: usize, flags: u32) -> std::io::Result<()> {
+    let sb = inner.layout.encode_flags(d as u16, flags);
+    let mut two = AlignedBuf::zeroed(8192);
+    two[..4096].copy_from_slice(&sb);
+    two[4096..].copy_from_slice(&sb);
+    media.write_at(&two, 0)?;
+    media.sync()
+}
+
+/// The blobs to rebuild: live, older than the replacement, with a chunk on the device; as
+/// (priority, location, device bytes to write on it), in priority order and, within a class, in device
+/// order (sequential writes on the new device).
+fn queue(inner: &Inner, r: &Resync, opts: &RebuildOptions) -> Vec<(u8, Location, u64)> {
+    let start = r.start_seq.load(Ordering::Acquire);
+    let mut q: Vec<(u8, Location, u64)> = Vec::new();
+    for b in &inner.bands {
+        let entries: Vec<(Location, Box<[u8]>)> = {
+            let b = b.read().unwrap_or_else(|e| e.into_inner());
+            b.live.values().map(|e| (e.loc, e.header.clone())).collect()
+        };
+        for (loc, header) in entries {
+            if loc.seq >= start || (loc.scheme.is_isolated() && loc.device as usize != r.device) {
+                continue;
+            }
+            // Blobs already beyond their redundancy count no bytes: none will be written.
+            let lost = inner.health(&loc) == crate::store::BlobHealth::Lost;
+            let bytes = if lost { 0 } else { inner.sectors(&loc) * crate::geometry::SECTOR };
+            q.push(((opts.priority)(&loc, &header), loc, bytes));
+        }
+    }
+    q.sort_by_key(|(p, l, _)| (*p, l.band, l.start, l.seq));
+    q
+}

@@ -1,0 +1,136 @@
+//! Scrub: a throttled pass that reads and verifies every chunk (data, parity and copies) of every
+//! live blob, and repairs what redundancy allows.
+//!
+//! Repair is in place: when a blob has bad chunks, it is read whole through the verifying read
+//! path (reconstructing from copies or parity), laid out again exactly as a put does, and the
+//! columns of the devices holding bad chunks are rewritten at the same place. The location does
+//! not change, so the layer above has nothing to update. A blob whose data cannot be
+//! reconstructed is reported unrecoverable (and left alone: the layer above decides). Chunks on
+//! failed devices, and chunks a running rebuild has not restored yet, are not scrubbed.
+
+use crate::location::Location;
+use crate::read::ChunkAt;
+use crate::store::{Inner, Store};
+use std::time::{Duration, Instant};
+
+/// How a scrub runs.
+#[derive(Debug, Clone, Default)]
+pub struct ScrubOptions {
+    /// At most this many bytes read per second (`None`: as fast as it goes).
+    pub rate_limit: Option<u64>,
+}
+
+/// What a scrub found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScrubReport {
+    pub blobs: u64,
+    /// Chunks read and checked.
+    pub chunks_verified: u64,
+    /// Chunks that were unreadable or failed their checksum.
+    pub chunks_bad: u64,
+    /// Bad chunks rewritten from redundancy.
+    pub chunks_repaired: u64,
+    /// Chunks not checked: on failed devices or awaiting the rebuild.
+    pub chunks_skipped: u64,
+    pub bytes_read: u64,
+    /// Blobs with a bad chunk their redundancy cannot rebuild.
+    pub unrecoverable: Vec<Location>,
+}
+
+impl Store {
+    /// Verifies every chunk of every live blob, repairing what redundancy allows.
+    pub fn scrub(&self, opts: &ScrubOptions) -> ScrubReport {
+        let inner = &self.inner;
+        let t0 = Instant::now();
+        let mut rep = ScrubReport::default();
+        for (loc, _) in self.blobs() {
+            if let Some(rate) = opts.rate_limit {
+                let due = Duration::from_secs_f64(rep.bytes_read as f64 / rate.max(1) as f64);
+                if let Some(w) = due.checked_sub(t0.elapsed()) {
+                    std::thread::sleep(w); // the throttle itself, not a wait for an event
+                }
+            }
+            inner.scrub_blob(&loc, &mut rep);
+        }
+        rep
+    }
+}
+
+impl Inner {
+    /// Every chunk of the blob (all columns of all stripes of all rows).
+    pub(crate) fn blob_chunks(&self, loc: &Location) -> Vec<ChunkAt> {
+        let shape = self.shape(loc);
+        let g = shape.geom;
+        let mut out = Vec::new();
+        for row in shape.rows_between(loc.start as u64, 0, loc.len) {
+            for s in 0..g.stripes_per_row {
+                for c in 0..g.width {
+                    out.push(self.chunk_at(loc, &shape, &row, s, c));
+                }
+            }
+        }
+        out
+    }
+
+    /// Do all the blob's chunks on device `d` read and verify? (Bypasses the rebuild's view.)
+    pub(crate) fn column_verifies(&self, loc: &Location, d: usize) -> bool {
+        let chunks: Vec<ChunkAt> = self.blob_chunks(loc).into_iter().filter(|c| c.device == d).collect();
+        let media = &self.devices[d];
+        chunks.iter().all(|c| {
+            let mut b = self.bufs.take(c.height);
+            let ok = media.read_at(&mut b[..c.height], c.offset).is_ok()
+                && (!self.stores_bytes || crate::chunk::verify(&b[..c.height], loc.seq, c.index, c.place));
+            self.bufs.give(b);
+            ok
+        })
+    }
+
+    fn scrub_blob(&self, loc: &Location, rep: &mut ScrubReport) {
+        let _gc = self.gc_lock.lock().unwrap_or_else(|e| e.into_inner());
+        if !self.is_live(loc) {
+            return;
+        }
+        rep.blobs += 1;
+        let all = self.blob_chunks(loc);
+        let (chunks, skipped): (Vec<ChunkAt>, Vec<ChunkAt>) =
+            all.into_iter().partition(|c| !self.down(c.device, loc.seq));
+        rep.chunks_skipped += skipped.len() as u64;
+        let (bufs, got) = self.fetch(loc.seq, &chunks);
+        for b in bufs {
+            self.bufs.give(b);
+        }
+        rep.chunks_verified += chunks.len() as u64;
+        rep.bytes_read += chunks.iter().map(|c| c.height as u64).sum::<u64>();
+        let bad: Vec<usize> = (0..chunks.len()).filter(|&i| got[i].is_none()).collect();
+        if bad.is_empty() {
+            return;
+        }
+        rep.chunks_bad += bad.len() as u64;
+        let data = match self.read_verified(loc, 0, loc.len) {
+            Ok(d) => d,
+            Err(_) => {
+                rep.unrecoverable.push(*loc);
+                return;
+            }
+        };
+        let Some((cols, len)) = self.lay_out(loc, &data) else { return };
+        let off = self.layout.offset(loc.band, loc.start as u64);
+        let mut devs: Vec<usize> = bad.iter().map(|&i| chunks[i].device).collect();
+        devs.dedup();
+        devs.sort_unstable();
+        devs.dedup();
+        for dev in devs {
+            let n_bad = bad.iter().filter(|&&i| chunks[i].device == dev).count() as u64;
+            match self.devices[dev].write_at(&cols[dev][..len], off).and_then(|_| self.devices[dev].sync()) {
+                Ok(()) => rep.chunks_repaired += n_bad,
+                Err(e) => {
+                    crate::stats::Counters::add(&self.stats.write_errors, 1);
+                    self.mark_failed(dev, &format!("write error during scrub repair: {e}"));
+                }
+            }
+        }
+        for c in cols {
+            self.bufs.give(c);
+        }
+    }
+}

@@ -1,0 +1,425 @@
+//! Device replacement and rebuild (B4), second failures and crashes during a rebuild (A5),
+//! automatic ejection by error budget, and scrub (B3): every test checks bytes, not only counters.
+
+mod common;
+
+use common::{as_media, content, devices, open, schemes, small_config};
+use reo_media::{FaultyMedia, Media, MemMedia, OpKind, PowerCut};
+use reo_store::{
+    Durability, Error, Location, Placement, PutOptions, RebuildOptions, RebuildState, Scheme, ScrubOptions, Store,
+    StoreConfig,
+};
+use std::collections::HashSet;
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+const DEV: u64 = 16 << 20;
+
+fn fresh() -> Arc<FaultyMedia> {
+    Arc::new(FaultyMedia::new(Arc::new(MemMedia::new(DEV))))
+}
+
+/// Puts blobs of several sizes (one chunk, many rows, a tail) with `scheme`; header byte 0 = class.
+fn fill(store: &Store, scheme: Scheme, count: usize, seed: u64) -> Vec<(Location, Vec<u8>)> {
+    let sizes = [1usize, 5_000, 16 << 10, 70_000, 200_000];
+    (0..count)
+        .map(|i| {
+            let data = content(seed * 1000 + i as u64, sizes[i % sizes.len()]);
+            let header = [(i % 4) as u8, 7];
+            let opts = PutOptions::new(scheme).placement(i as u64).durability(Durability::Sync);
+            (store.put(&header, &data, &opts).unwrap(), data)
+        })
+        .collect()
+}
+
+fn by_class() -> RebuildOptions {
+    RebuildOptions { priority: Arc::new(|_, h: &[u8]| h[0]), record_order: true, ..Default::default() }
+}
+
+fn subsets(n: usize, size: usize) -> Vec<Vec<usize>> {
+    (0u32..1 << n)
+        .filter(|m| m.count_ones() as usize == size)
+        .map(|m| (0..n).filter(|d| m >> d & 1 == 1).collect())
+        .collect()
+}
+
+/// Every blob reads back exact with each set of `t` devices failed (after a clean reopen each).
+fn survives_any(devs: &[Arc<FaultyMedia>], cfg: &StoreConfig, blobs: &[(Location, Vec<u8>)], t: usize, what: &str) {
+    for g in subsets(devs.len(), t) {
+        let store = open(devs, cfg);
+        for &d in &g {
+            store.fail_device(d).unwrap();
+        }
+        for (loc, data) in blobs {
+            let got = store.read_all(loc).unwrap_or_else(|e| panic!("{what}: devices {g:?} failed: {e}"));
+            assert_eq!(&got, data, "{what}: devices {g:?} failed");
+        }
+        store.close().unwrap();
+    }
+}
+
+#[test]
+fn replace_restores_full_redundancy_for_every_scheme_and_failure_set() {
+    let cfg = small_config();
+    let n = 4;
+    for scheme in schemes(n).into_iter().filter(|s| s.tolerance() > 0) {
+        let t = scheme.tolerance();
+        for size in 1..=t {
+            for failed in subsets(n, size) {
+                let what = format!("{scheme}, failed {failed:?}");
+                let mut devs = devices(n, DEV);
+                let store = open(&devs, &cfg);
+                let mut blobs = fill(&store, scheme, 6, 1);
+                for &d in &failed {
+                    store.fail_device(d).unwrap();
+                }
+                // Degraded writes: blobs written while the devices are failed.
+                blobs.extend(fill(&store, scheme, 4, 2));
+                for &d in &failed {
+                    let m = fresh();
+                    let h = store.replace_device(d, m.clone(), by_class()).unwrap();
+                    let p = h.wait();
+                    assert_eq!(p.state, RebuildState::Done, "{what}");
+                    assert!(p.lost.is_empty(), "{what}: lost {:?}", p.lost);
+                    devs[d] = m;
+                }
+                assert!(store.failed_devices().is_empty(), "{what}");
+                for (loc, data) in &blobs {
+                    assert_eq!(store.health(loc), reo_store::BlobHealth::Healthy, "{what}");
+                    assert_eq!(&store.read_all(loc).unwrap(), data, "{what}");
+                }
+                store.close().unwrap();
+                survives_any(&devs, &cfg, &blobs, t, &what);
+            }
+        }
+    }
+}
+
+#[test]
+fn isolated_blobs_of_the_dead_device_are_reported_lost_and_the_rest_kept() {
+    let cfg = small_config();
+    let devs = devices(4, DEV);
+    let store = open(&devs, &cfg);
+    let blobs = fill(&store, Scheme::None(Placement::Isolated), 12, 3);
+    let rs = fill(&store, Scheme::Rs { k: 2, p: 2 }, 4, 4);
+    store.fail_device(1).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let opts =
+        RebuildOptions { on_lost: Some(Arc::new(move |l: &Location| s2.lock().unwrap().push(l.seq))), ..by_class() };
+    let p = store.replace_device(1, fresh(), opts).unwrap().wait();
+    let expect: HashSet<u64> = blobs.iter().filter(|(l, _)| l.device == 1).map(|(l, _)| l.seq).collect();
+    assert!(!expect.is_empty());
+    assert_eq!(p.lost.iter().map(|l| l.seq).collect::<HashSet<_>>(), expect);
+    assert_eq!(seen.lock().unwrap().iter().copied().collect::<HashSet<_>>(), expect);
+    assert_eq!(p.classes.values().map(|c| c.blobs_lost).sum::<u64>(), expect.len() as u64);
+    for (loc, data) in blobs.iter().chain(&rs) {
+        if expect.contains(&loc.seq) {
+            assert!(matches!(store.read_all(loc), Err(Error::Corrupt { .. })));
+        } else {
+            assert_eq!(&store.read_all(loc).unwrap(), data);
+        }
+    }
+}
+
+#[test]
+fn rebuild_follows_priority_order_and_reports_per_class_progress() {
+    let cfg = small_config();
+    let devs = devices(4, DEV);
+    let store = open(&devs, &cfg);
+    let mut blobs = fill(&store, Scheme::Replicate(4), 16, 5);
+    blobs.extend(fill(&store, Scheme::Rs { k: 2, p: 2 }, 16, 6));
+    store.fail_device(2).unwrap();
+    let p = store.replace_device(2, fresh(), by_class()).unwrap().wait();
+    assert_eq!(p.state, RebuildState::Done);
+    assert_eq!(p.order.len(), blobs.len());
+    let prios: Vec<u8> = p.order.iter().map(|r| r.priority).collect();
+    let mut sorted = prios.clone();
+    sorted.sort_unstable();
+    assert_eq!(prios, sorted, "restored in priority order");
+    let first3 = prios.iter().position(|&x| x == 3).unwrap();
+    assert!(
+        prios[..first3].iter().filter(|&&x| x <= 1).count()
+            == blobs.iter().filter(|(l, _)| store.header(l).unwrap()[0] <= 1).count()
+    );
+    let at: Vec<_> = (0..4u8).map(|c| p.classes[&c].restored_at.unwrap()).collect();
+    assert!(at.windows(2).all(|w| w[0] <= w[1]), "{at:?}");
+    for c in p.classes.values() {
+        assert_eq!((c.blobs_done, c.bytes_done), (c.blobs_total, c.bytes_total));
+    }
+    for (loc, data) in &blobs {
+        assert_eq!(&store.read_all(loc).unwrap(), data);
+    }
+}
+
+#[test]
+fn an_on_demand_read_is_served_and_repaired_before_queued_work() {
+    let cfg = small_config();
+    let devs = devices(4, DEV);
+    let store = open(&devs, &cfg);
+    let blobs = fill(&store, Scheme::Rs { k: 2, p: 2 }, 20, 7);
+    store.fail_device(0).unwrap();
+    let h = store.replace_device(0, fresh(), RebuildOptions { start_paused: true, ..by_class() }).unwrap();
+    // A cold (class 3) blob, last in the queue, is read while the rebuild has not started.
+    let (cold, data) = blobs.iter().rev().find(|(l, _)| store.header(l).unwrap()[0] == 3).unwrap();
+    assert_eq!(store.health(cold), reo_store::BlobHealth::Degraded);
+    assert_eq!(&store.read_all(cold).unwrap(), data, "served at once, reconstructed");
+    h.resume();
+    let p = h.wait();
+    assert_eq!(p.order[0].seq, cold.seq);
+    assert!(p.order[0].on_demand);
+    assert_eq!(p.on_demand, 1);
+    assert_eq!(p.order.iter().filter(|r| r.seq == cold.seq).count(), 1, "not restored twice");
+    for (loc, data) in &blobs {
+        assert_eq!(&store.read_all(loc).unwrap(), data);
+    }
+}
+
+/// Counts bytes written into the data area (zones), where the rebuild writes.
+struct Counting {
+    inner: MemMedia,
+    data_off: AtomicU64,
+    written: AtomicU64,
+}
+
+impl Media for Counting {
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.inner.read_at(buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        if offset >= self.data_off.load(Ordering::Relaxed) {
+            self.written.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        }
+        self.inner.write_at(buf, offset)
+    }
+    fn sync(&self) -> io::Result<()> {
+        self.inner.sync()
+    }
+    fn describe(&self) -> String {
+        "counting".into()
+    }
+}
+
+#[test]
+fn rebuild_writes_exactly_the_live_recoverable_bytes() {
+    let cfg = small_config();
+    let devs = devices(4, DEV);
+    let store = open(&devs, &cfg);
+    let mut blobs = Vec::new();
+    for (i, s) in
+        [Scheme::Rs { k: 2, p: 2 }, Scheme::Replicate(2), Scheme::None(Placement::Isolated), Scheme::Rs { k: 3, p: 1 }]
+            .into_iter()
+            .enumerate()
+    {
+        blobs.extend(fill(&store, s, 10, 10 + i as u64));
+    }
+    // Free every other blob: their space must not be copied.
+    let (kept, freed): (Vec<_>, Vec<_>) = blobs.into_iter().enumerate().partition(|(i, _)| i % 2 == 0);
+    for (_, (loc, _)) in &freed {
+        store.free(loc, Durability::Sync).unwrap();
+    }
+    let kept: Vec<_> = kept.into_iter().map(|(_, b)| b).collect();
+    store.fail_device(3).unwrap();
+    let layout = store.layout();
+    // A blob's column on one device (what its put wrote there): healthy read bytes per data column.
+    let column = |l: &Location| {
+        let g = l.scheme.geometry(4);
+        reo_store::device_read_bytes(l, 4, layout.chunk as usize) / (g.stripes_per_row * g.data) as u64
+    };
+    let expect: u64 = kept.iter().filter(|(l, _)| !(l.scheme.is_isolated())).map(|(l, _)| column(l)).sum();
+    let m = Arc::new(Counting {
+        inner: MemMedia::new(DEV),
+        data_off: AtomicU64::new(layout.data_off),
+        written: AtomicU64::new(0),
+    });
+    let p = store.replace_device(3, m.clone(), by_class()).unwrap().wait();
+    assert_eq!(p.state, RebuildState::Done);
+    assert_eq!(p.bytes_done, expect, "progress counts the columns written");
+    assert_eq!(m.written.load(Ordering::Relaxed), expect, "device writes = live recoverable bytes");
+    assert_eq!(store.stats().rebuild_device_bytes, expect);
+    let lost: HashSet<u64> = p.lost.iter().map(|l| l.seq).collect();
+    for (loc, data) in &kept {
+        if lost.contains(&loc.seq) {
+            assert!(loc.scheme.is_isolated() && loc.device == 3);
+        } else {
+            assert_eq!(&store.read_all(loc).unwrap(), data);
+        }
+    }
+}
+
+#[test]
+fn a_crash_during_rebuild_resumes_after_reopen() {
+    let cfg = small_config();
+    let mut devs = devices(4, DEV);
+    let store = open(&devs, &cfg);
+    let mut blobs = fill(&store, Scheme::Rs { k: 2, p: 2 }, 12, 20);
+    blobs.extend(fill(&store, Scheme::Replicate(2), 12, 21));
+    store.fail_device(1).unwrap();
+    let m = fresh();
+    devs[1] = m.clone();
+    let h = store.replace_device(1, m, RebuildOptions { pause_after_blobs: Some(8), ..by_class() }).unwrap();
+    let p = h.wait_until(|p| p.state == RebuildState::Paused);
+    assert_eq!(p.blobs_done, 8);
+    store.kill();
+    for (i, d) in devs.iter().enumerate() {
+        d.power_cut(PowerCut::DropAll, i as u64).unwrap();
+    }
+    let (store, report) = Store::open(as_media(&devs), &cfg).unwrap();
+    assert_eq!(report.rebuilding_device, Some(1));
+    for (loc, data) in &blobs {
+        assert_eq!(&store.read_all(loc).unwrap(), data, "readable while the rebuild waits");
+    }
+    let p = store.resume_rebuild(by_class()).unwrap().expect("a rebuild to resume").wait();
+    assert_eq!(p.state, RebuildState::Done);
+    assert!(p.lost.is_empty());
+    assert_eq!(p.blobs_done, blobs.len() as u64);
+    assert!(store.resume_rebuild(by_class()).unwrap().is_none());
+    store.close().unwrap();
+    let (store, report) = Store::open(as_media(&devs), &cfg).unwrap();
+    assert_eq!(report.rebuilding_device, None, "the flag is cleared when done");
+    store.close().unwrap();
+    // Device 1 now holds its share: each other device may fail.
+    for other in [0, 2, 3] {
+        let store = open(&devs, &cfg);
+        store.fail_device(other).unwrap();
+        for (loc, data) in &blobs {
+            assert_eq!(&store.read_all(loc).unwrap(), data, "device {other} failed after the resumed rebuild");
+        }
+        store.close().unwrap();
+    }
+}
+
+#[test]
+fn a_second_failure_during_rebuild_loses_only_what_is_beyond_tolerance() {
+    let cfg = small_config();
+    let devs = devices(4, DEV);
+    let store = open(&devs, &cfg);
+    let rs = fill(&store, Scheme::Rs { k: 2, p: 2 }, 10, 30);
+    let r3 = fill(&store, Scheme::Replicate(3), 10, 31);
+    let r2 = fill(&store, Scheme::Replicate(2), 20, 32);
+    store.fail_device(0).unwrap();
+    let h = store.replace_device(0, fresh(), RebuildOptions { pause_after_blobs: Some(10), ..by_class() }).unwrap();
+    let before = h.wait_until(|p| p.state == RebuildState::Paused);
+    let restored: HashSet<u64> = before.order.iter().map(|r| r.seq).collect();
+    store.fail_device(1).unwrap();
+    h.resume();
+    let p = h.wait();
+    assert_eq!(p.state, RebuildState::Done);
+    let lost: HashSet<u64> = p.lost.iter().map(|l| l.seq).collect();
+    for (loc, data) in rs.iter().chain(&r3) {
+        assert!(!lost.contains(&loc.seq), "{} is within tolerance", loc.scheme);
+        assert_eq!(&store.read_all(loc).unwrap(), data);
+    }
+    for (loc, data) in &r2 {
+        match store.read_all(loc) {
+            Ok(b) => {
+                assert_eq!(&b, data);
+                assert!(!lost.contains(&loc.seq));
+            }
+            Err(Error::Corrupt { .. }) => {
+                assert!(lost.contains(&loc.seq), "an unreadable blob is reported lost");
+                assert!(!restored.contains(&loc.seq), "a blob restored before the second failure is kept");
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+#[test]
+fn a_device_exceeding_its_error_budget_is_ejected() {
+    let cfg = StoreConfig { io_error_limit: 4, ..small_config() };
+    let devs = devices(4, DEV);
+    let store = open(&devs, &cfg);
+    let blobs = fill(&store, Scheme::Rs { k: 2, p: 2 }, 10, 40);
+    // A few errors stay within the budget.
+    devs[2].fail_at(1, OpKind::Read, false);
+    for (loc, data) in &blobs {
+        assert_eq!(&store.read_all(loc).unwrap(), data);
+    }
+    assert!(store.failed_devices().is_empty());
+    // Persistent read errors eject the device after the budget; reads stay exact.
+    devs[2].fail_at(1, OpKind::Read, true);
+    for _ in 0..3 {
+        for (loc, data) in &blobs {
+            assert_eq!(&store.read_all(loc).unwrap(), data);
+        }
+    }
+    assert_eq!(store.failed_devices(), vec![2]);
+    assert_eq!(store.stats().ejections, 1);
+    // Disabled budget: never ejected.
+    let cfg = StoreConfig { io_error_limit: 0, ..small_config() };
+    let devs = devices(4, DEV);
+    let store = open(&devs, &cfg);
+    let blobs = fill(&store, Scheme::Rs { k: 2, p: 2 }, 10, 41);
+    devs[3].fail_at(1, OpKind::Read, true);
+    for (loc, data) in &blobs {
+        assert_eq!(&store.read_all(loc).unwrap(), data);
+    }
+    assert!(store.failed_devices().is_empty());
+}
+
+#[test]
+fn scrub_repairs_bit_flips_and_reports_the_unrecoverable() {
+    let cfg = small_config();
+    let devs = devices(4, DEV);
+    let store = open(&devs, &cfg);
+    let layout = store.layout();
+    let mut blobs = Vec::new();
+    for s in [Scheme::Rs { k: 2, p: 2 }, Scheme::Replicate(2), Scheme::None(Placement::Isolated)] {
+        blobs.extend(fill(&store, s, 3, 50));
+    }
+    let clean = store.scrub(&ScrubOptions::default());
+    assert_eq!((clean.chunks_bad, clean.unrecoverable.len()), (0, 0));
+    assert!(clean.chunks_verified > 0);
+    // One flipped bit in the first chunk of each blob on its first device (parity and copies too).
+    let mut flips = 0;
+    for (loc, _) in &blobs {
+        let off = layout.offset(loc.band, loc.start as u64) + 100;
+        let d = if loc.scheme.is_isolated() { loc.device as usize } else { 0 };
+        devs[d].flip_bit(off, 1).unwrap();
+        flips += 1;
+    }
+    let rep = store.scrub(&ScrubOptions { rate_limit: Some(1 << 30) });
+    let isolated: HashSet<u64> = blobs.iter().filter(|(l, _)| l.scheme.is_isolated()).map(|(l, _)| l.seq).collect();
+    assert_eq!(rep.chunks_bad, flips);
+    assert_eq!(rep.chunks_repaired, flips - isolated.len() as u64);
+    assert_eq!(rep.unrecoverable.iter().map(|l| l.seq).collect::<HashSet<_>>(), isolated);
+    // Repaired in place: a second pass finds only the unrecoverable ones, and with any one
+    // device failed the redundant blobs read exact.
+    let again = store.scrub(&ScrubOptions::default());
+    assert_eq!(again.chunks_bad, isolated.len() as u64);
+    store.close().unwrap();
+    for d in 0..4 {
+        let store = open(&devs, &cfg);
+        store.fail_device(d).unwrap();
+        for (loc, data) in blobs.iter().filter(|(l, _)| !l.scheme.is_isolated()) {
+            assert_eq!(&store.read_all(loc).unwrap(), data, "device {d} failed after scrub");
+        }
+        store.close().unwrap();
+    }
+}
+
+#[test]
+fn replace_refuses_bad_requests_with_clear_errors() {
+    let cfg = small_config();
+    let devs = devices(4, DEV);
+    let store = open(&devs, &cfg);
+    let e = store.replace_device(1, fresh(), RebuildOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("healthy"), "{e}");
+    let e = store.replace_device(9, fresh(), RebuildOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("no device 9"), "{e}");
+    store.fail_device(1).unwrap();
+    let small: Arc<dyn Media> = Arc::new(MemMedia::new(1 << 20));
+    let e = store.replace_device(1, small, RebuildOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("bytes"), "{e}");
+    let h = store.replace_device(1, fresh(), RebuildOptions { start_paused: true, ..Default::default() }).unwrap();
+    store.fail_device(2).unwrap();
+    let e = store.replace_device(2, fresh(), RebuildOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("being rebuilt"), "{e}");
+    h.resume();
+    assert_eq!(h.wait().state, RebuildState::Done);
+}
