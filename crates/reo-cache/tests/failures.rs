@@ -125,3 +125,59 @@ fn control_messages_answer_and_never_panic() {
     c.fail_device(2).unwrap();
     assert_eq!(c.control(b"#QUERY# b k R 0 1").code, 0x65);
 }
+
+/// A replaced device is rebuilt in the cache's priority order — metadata, dirty, hot (hottest
+/// first), cold — and the sense codes follow the recovery: 0x65 during, 0x66 once after.
+#[test]
+fn replacement_rebuilds_in_class_order_and_recovery_ends() {
+    let devs = devices(4, 64);
+    let c = reopen(&devs);
+    for i in 0..6u64 {
+        c.put(format!("b/dirty{i}").as_bytes(), &content(i, FRAG as usize), &meta(), true, 1).unwrap();
+        read_through(&c, format!("b/hot{i}").as_bytes(), &content(10 + i, FRAG as usize), 0, u64::MAX, 1);
+        read_through(&c, format!("b/cold{i}").as_bytes(), &content(20 + i, 3000), 0, u64::MAX, 1);
+        // hot{i} is read i + 1 times: hot5 is the hottest.
+        for _ in 0..=i {
+            c.get(format!("b/hot{i}").as_bytes(), 0, u64::MAX, 2).unwrap();
+        }
+        assert_eq!(c.control(format!("#SETID# b hot{i} 2").as_bytes()).code, 0);
+    }
+    read_through(&c, b"b/meta", &content(99, 2000), 0, u64::MAX, 3);
+    assert_eq!(c.control(b"#SETID# b meta 0").code, 0);
+    c.reencode_step(u64::MAX);
+    c.fail_device(1).unwrap();
+    assert_eq!(c.engine_sense(false, 0), SenseCode::RecoveryStarts);
+    let fresh: Arc<dyn Media> = Arc::new(reo_media::MemMedia::new(64 << 20));
+    let opts = reo_store::RebuildOptions { priority: c.rebuild_priorities(), record_order: true, ..Default::default() };
+    let done = c.store().replace_device(1, fresh, opts).unwrap().wait();
+    assert_eq!(done.state, reo_store::RebuildState::Done);
+    let order: Vec<u8> = done.order.iter().map(|r| r.priority).collect();
+    assert!(order.windows(2).all(|w| w[0] <= w[1]), "restored in priority order: {order:?}");
+    assert_eq!(order.first(), Some(&0), "metadata first");
+    assert!(order.contains(&1) && order.iter().any(|&p| (2..=202).contains(&p)), "{order:?}");
+    // Hotter objects get smaller priority numbers; everything is accessible again.
+    let prio = c.rebuild_priorities();
+    let prio_of = |key: &str| {
+        let (loc, h) = c
+            .store()
+            .blobs()
+            .into_iter()
+            .find(|(_, h)| reo_cache::header::BlobHeader::decode(h).is_some_and(|x| x.key == key.as_bytes()))
+            .unwrap();
+        prio(&loc, &h)
+    };
+    let hot: Vec<u8> = (0..6).map(|i| prio_of(&format!("b/hot{i}"))).collect();
+    assert!(hot.windows(2).all(|w| w[0] > w[1]) && hot[5] >= 2, "hottest first: {hot:?}");
+    assert_eq!((prio_of("b/dirty0"), prio_of("b/meta"), prio_of("b/cold0")), (1, 0, 255));
+    for k in (0..6).flat_map(|i| [format!("b/hot{i}"), format!("b/dirty{i}")]) {
+        assert_eq!(c.status(k.as_bytes()).unwrap().access, Access::Accessible, "{k} after the rebuild");
+    }
+    assert_eq!(c.engine_sense(false, 0), SenseCode::RecoveryEnds);
+    assert_eq!(c.engine_sense(false, 0), SenseCode::Success, "0x66 is reported once");
+    // Full redundancy again: any other single device may now fail without losing hot or dirty data.
+    c.fail_device(3).unwrap();
+    for i in 0..6u64 {
+        assert_eq!(whole(&c, &format!("b/dirty{i}")).unwrap().unwrap(), content(i, FRAG as usize));
+        assert_eq!(whole(&c, &format!("b/hot{i}")).unwrap().unwrap(), content(10 + i, FRAG as usize));
+    }
+}

@@ -165,7 +165,7 @@ impl Cache {
         devices.sort_unstable();
         let sense = match access {
             Access::Corrupted => SenseCode::Corrupted,
-            _ if s.failed_seen > 0 || !self.store.failed_devices().is_empty() => SenseCode::RecoveryStarts,
+            _ if !self.store.failed_devices().is_empty() || self.rebuilding() => SenseCode::RecoveryStarts,
             _ => SenseCode::Success,
         };
         Some(ObjectStatus {
@@ -183,12 +183,14 @@ impl Cache {
     }
 
     /// The engine's sense code for a request of `size` bytes (`write`: would it fit?): 0x65 while a
-    /// device is failed, 0x66 once after every device is healthy again, 0x64 when a write could
+    /// device is failed or being rebuilt, 0x66 once after every device is healthy again, 0x64 when a write could
     /// not find evictable space, 0x67 when dirty data's redundancy exceeds the budget, else 0.
     pub fn engine_sense(&self, write: bool, size: u64) -> SenseCode {
         let failed = self.store.failed_devices().len();
+        let rebuilding = self.rebuilding();
         let mut s = self.lock();
-        if failed > 0 {
+        if failed > 0 || rebuilding {
+            s.failed_seen = s.failed_seen.max(1);
             s.failed_seen = failed;
             return SenseCode::RecoveryStarts;
         }

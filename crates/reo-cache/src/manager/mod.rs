@@ -18,6 +18,7 @@ mod dedup;
 mod evict;
 mod health;
 mod read;
+mod rebuild;
 mod restart;
 mod write;
 
