@@ -8,16 +8,22 @@
 //! magic "RCB1" (4) | version u8 = 1 | kind u8 (0 fragment, 1 dedup content) | flags u8 (bit0 dirty)
 //! | class u8 | object size u64 | fragment u32 | mtime u64 (ns since the epoch)
 //! | key len u16 | key | etag len u8 | etag | content-type len u8 | content-type
+//! | (version 2) metadata count u8 | { name len u8 | name | value len u16 | value } × count
 //! ```
 //!
+//! Version 1 headers (no user metadata) are still read.
+//!
 //! For dedup content blobs (`kind` 1) the key is the 32-byte fingerprint and the sizes describe the
-//! chunk. User metadata is not kept here: it stays with the backend (and, for dirty objects, with
-//! the gateway's write-back log).
+//! chunk. User metadata (S3's `x-amz-meta-*`, at most [`MAX_USER_META`] bytes) is kept so that a
+//! dirty object — whose only copy is here — comes back whole after a restart.
 
 use crate::object::Class;
 
 const MAGIC: &[u8; 4] = b"RCB1";
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
+
+/// Most bytes of user metadata (names plus values) a blob header carries (S3 allows 2 KiB).
+pub const MAX_USER_META: usize = 8 << 10;
 
 /// What a blob holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +46,8 @@ pub struct BlobHeader {
     pub key: Vec<u8>,
     pub etag: String,
     pub content_type: String,
+    /// User metadata (name, value) pairs.
+    pub user: Vec<(String, String)>,
 }
 
 impl BlobHeader {
@@ -67,6 +75,16 @@ impl BlobHeader {
         v.extend_from_slice(etag);
         v.push(ct.len() as u8);
         v.extend_from_slice(ct);
+        let n = self.user.len().min(255);
+        v.push(n as u8);
+        for (name, value) in &self.user[..n] {
+            let name = clip(name.as_bytes());
+            let value = &value.as_bytes()[..value.len().min(u16::MAX as usize)];
+            v.push(name.len() as u8);
+            v.extend_from_slice(name);
+            v.extend_from_slice(&(value.len() as u16).to_le_bytes());
+            v.extend_from_slice(value);
+        }
         v
     }
 
@@ -78,7 +96,11 @@ impl BlobHeader {
             r = t;
             Some(h)
         };
-        if take(4)? != MAGIC || take(1)?[0] != VERSION {
+        if take(4)? != MAGIC {
+            return None;
+        }
+        let version = take(1)?[0];
+        if !(1..=VERSION).contains(&version) {
             return None;
         }
         let kind = match take(1)?[0] {
@@ -98,6 +120,16 @@ impl BlobHeader {
         let etag = String::from_utf8(take(elen)?.to_vec()).ok()?;
         let clen = take(1)?[0] as usize;
         let content_type = String::from_utf8(take(clen)?.to_vec()).ok()?;
+        let mut user = Vec::new();
+        if version >= 2 {
+            for _ in 0..take(1)?[0] {
+                let nlen = take(1)?[0] as usize;
+                let name = String::from_utf8(take(nlen)?.to_vec()).ok()?;
+                let vlen = u16::from_le_bytes(take(2)?.try_into().ok()?) as usize;
+                let value = String::from_utf8(take(vlen)?.to_vec()).ok()?;
+                user.push((name, value));
+            }
+        }
         Some(BlobHeader {
             kind,
             dirty: flags & 1 != 0,
@@ -108,6 +140,7 @@ impl BlobHeader {
             key,
             etag,
             content_type,
+            user,
         })
     }
 }
@@ -140,6 +173,7 @@ mod tests {
             key: b"bucket/photos/x.jpg".to_vec(),
             etag: "\"9e107d9d372bb6826bd81d3542a419d6\"".into(),
             content_type: "image/jpeg".into(),
+            user: vec![("camera".into(), "x100".into()), ("é".into(), String::new())],
         }
     }
 
@@ -164,8 +198,14 @@ mod tests {
         for n in 0..b.len() {
             assert!(BlobHeader::decode(&b[..n]).is_none(), "truncated to {n}");
         }
-        b[4] = 2;
+        b[4] = 3;
         assert!(BlobHeader::decode(&b).is_none());
+        // A version-1 header (no metadata section) still decodes.
+        let v1 = BlobHeader { user: Vec::new(), ..sample() };
+        let mut b = v1.encode();
+        b[4] = 1;
+        b.pop(); // the empty metadata count
+        assert_eq!(BlobHeader::decode(&b), Some(v1));
     }
 
     proptest! {

@@ -180,7 +180,8 @@ fn restart_keeps_the_cache_warm_and_dirty_state() {
         read_through(&c, b"b/clean", &clean, 0, u64::MAX, 2);
         // Overwrite: the old version must not come back.
         c.put(b"b/dirty", &d[..100], &meta(), true, 3).unwrap();
-        last = c.put(b"b/dirty", &d, &ObjectMeta { etag: "\"v3\"".into(), ..meta() }, true, 4).unwrap();
+        let m3 = ObjectMeta { etag: "\"v3\"".into(), user: vec![("owner".into(), "ana".into())], ..meta() };
+        last = c.put(b"b/dirty", &d, &m3, true, 4).unwrap();
         let store = c.store().clone();
         drop(c);
         Arc::try_unwrap(store).ok().expect("sole owner").close().unwrap();
@@ -191,6 +192,8 @@ fn restart_keeps_the_cache_warm_and_dirty_state() {
     let r = c.get(b"b/dirty", 0, u64::MAX, 10).unwrap();
     assert_eq!(r.pieces.into_iter().flat_map(|p| p.data.unwrap()).collect::<Vec<_>>(), d);
     assert!(c.get(b"b/clean", 0, u64::MAX, 11).unwrap().is_hit());
+    let m = c.meta(b"b/dirty").unwrap();
+    assert_eq!((m.etag.as_str(), m.user.clone()), ("\"v3\"", vec![("owner".to_string(), "ana".to_string())]));
     // The flusher resumes with the version the last write's receipt named.
     let dirty = c.dirty_keys();
     assert_eq!(dirty.len(), 1);

@@ -168,6 +168,7 @@ impl Cache {
             key: fp.as_bytes().to_vec(),
             etag: String::new(),
             content_type: String::new(),
+            user: Vec::new(),
         }
         .encode();
         let body = z.as_deref().unwrap_or(data);

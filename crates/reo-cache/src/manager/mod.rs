@@ -38,7 +38,7 @@ use crate::stats::CacheStats;
 pub use control::{ControlReply, MAX_CONTROL_MESSAGE};
 pub use health::{Access, ObjectStatus, SenseCode, SweepReport};
 pub use read::{GetResult, Piece};
-pub use write::{FillOutcome, ObjectMeta, PutReceipt, WriteError};
+pub use write::{FillOutcome, ObjectMeta, PutReceipt, WriteError, MAX_KEY_LEN};
 
 /// The state of one object, for queries (seed 000's per-object status, SDCC's query API).
 #[derive(Debug, Clone, PartialEq)]
@@ -302,6 +302,17 @@ impl Cache {
             cached_fragments: cached,
             schemes,
         })
+    }
+
+    /// The metadata of a cached object (ETag, content type, mtime, user metadata), from its first
+    /// fragment's blob header — no device I/O. `None` if that fragment is not on flash.
+    pub fn meta(&self, key: &[u8]) -> Option<ObjectMeta> {
+        let s = self.lock();
+        let slot = s.index.find(key)?;
+        let loc = s.location(slot, 0, self.cfg.fragment_size)?;
+        drop(s);
+        let h = crate::header::BlobHeader::decode(&self.store.header(&loc)?)?;
+        Some(ObjectMeta { etag: h.etag, content_type: h.content_type, mtime_ns: h.mtime_ns, user: h.user })
     }
 
     /// Pins `key` until `until_ns` on the caller's clock (a lease): it is not evicted before.

@@ -20,7 +20,13 @@ pub struct ObjectMeta {
     pub etag: String,
     pub content_type: String,
     pub mtime_ns: u64,
+    /// User metadata (S3 `x-amz-meta-*`), at most [`crate::header::MAX_USER_META`] bytes.
+    pub user: Vec<(String, String)>,
 }
+
+/// Longest object key the cache stores (S3 keys are at most 1,024 bytes, plus the bucket name);
+/// the key also goes into every blob header.
+pub const MAX_KEY_LEN: usize = 4096;
 
 /// Why a write was not taken. Nothing is lost: the caller still holds the data.
 #[derive(Debug)]
@@ -86,16 +92,24 @@ impl Cache {
             key: key.to_vec(),
             etag: meta.etag.clone(),
             content_type: meta.content_type.clone(),
+            user: meta.user.clone(),
         }
         .encode()
     }
 
-    fn check_size(&self, key: &[u8], size: u64) -> Result<(), WriteError> {
-        if key.len() > crate::thinkey::MAX_KEY_LEN {
+    fn check_size(&self, key: &[u8], size: u64, meta: &ObjectMeta) -> Result<(), WriteError> {
+        if key.len() > MAX_KEY_LEN {
             return Err(WriteError::TooLarge(format!(
-                "key of {} bytes exceeds {}",
-                key.len(),
-                crate::thinkey::MAX_KEY_LEN
+                "key of {} bytes exceeds the cache's limit of {MAX_KEY_LEN}",
+                key.len()
+            )));
+        }
+        let user: usize = meta.user.iter().map(|(k, v)| k.len() + v.len()).sum();
+        if user > crate::header::MAX_USER_META || meta.user.len() > 255 {
+            return Err(WriteError::TooLarge(format!(
+                "{} user metadata entries of {user} bytes exceed the cache's limit of 255 entries and {} bytes",
+                meta.user.len(),
+                crate::header::MAX_USER_META
             )));
         }
         if size > MAX_OBJECT_SIZE || frag_count(size, self.cfg.fragment_size) > MAX_FRAGMENTS {
@@ -147,7 +161,7 @@ impl Cache {
         token: u64,
         now_ns: u64,
     ) -> Result<FillOutcome, WriteError> {
-        self.check_size(key, object_size)?;
+        self.check_size(key, object_size, meta)?;
         let fs = self.cfg.fragment_size;
         if u64::from(frag) >= frag_count(object_size, fs) || data.len() as u64 != frag_len(object_size, frag, fs) {
             return Err(WriteError::TooLarge(format!(
@@ -288,7 +302,7 @@ impl Cache {
         now_ns: u64,
     ) -> Result<PutReceipt, WriteError> {
         let size = data.len() as u64;
-        self.check_size(key, size)?;
+        self.check_size(key, size, meta)?;
         if dirty && size > self.cfg.capacity_bytes && self.cfg.eviction == crate::config::EvictionMode::CacheBased {
             return Err(WriteError::TooLarge(format!(
                 "{size} bytes exceeds the cache capacity {}",

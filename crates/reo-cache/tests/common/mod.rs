@@ -51,7 +51,7 @@ pub fn content(seed: u64, len: usize) -> Vec<u8> {
 }
 
 pub fn meta() -> ObjectMeta {
-    ObjectMeta { etag: "\"e\"".into(), content_type: "application/octet-stream".into(), mtime_ns: 1 }
+    ObjectMeta { etag: "\"e\"".into(), content_type: "application/octet-stream".into(), mtime_ns: 1, user: Vec::new() }
 }
 
 /// Fetches every missing piece "from the backend" (`data`) and fills it; returns the whole range.
