@@ -43,7 +43,7 @@ pub use config::{CacheConfig, ClassSchemes, EvictionMode};
 pub use dedup::{new_dedup, Chunk, DedupKind, DedupOutcome, DedupPolicy, Fingerprint};
 pub use manager::{
     Access, Cache, ControlReply, FillOutcome, GetResult, ObjectInfo, ObjectMeta, ObjectStatus, Piece, PutReceipt,
-    SenseCode, SweepReport, WriteError, MAX_CONTROL_MESSAGE,
+    SenseCode, SweepReport, WriteError, MAX_CONTROL_MESSAGE, MAX_KEY_LEN,
 };
 pub use object::Class;
 pub use policy::{new_policy, InsertError, Key, Policy, PolicyKind};
