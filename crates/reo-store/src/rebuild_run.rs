@@ -30,11 +30,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Blobs of one class read in parallel.
-const BATCH: usize = 8;
+const BATCH: usize = 4;
 /// Batches under one holding of the cleaner's lock.
 const WINDOW: usize = 32;
 /// Prepared batches queued for the writer (bounds the memory in flight).
-const DEPTH: usize = 2;
+const DEPTH: usize = 4;
 /// Largest coalesced write.
 const MAX_WRITE: usize = 16 << 20;
 
