@@ -2,23 +2,41 @@
 //! the queue in priority order, throttled by a token bucket on bytes written; then marks the
 //! device in sync (superblock flag cleared) and retires.
 //!
-//! One blob: under the cleaner's lock (so its band cannot be reset and reused meanwhile), check
-//! it is still live, read it whole through the verifying read path (which treats the new device
-//! as down for it and reconstructs from the others), lay it out again exactly as a put does, and
-//! write the new device's column in place. A blob that cannot be read is lost: reported, never
-//! written. A resumed rebuild first checks the blob's chunks already on the device and keeps them
-//! if they all verify.
+//! Two stages, pipelined. The *reader* (this thread) picks a batch of blobs of one class and, for
+//! each in parallel, checks it is still live, reads it through the verifying read path (which
+//! treats the new device as down for it and reconstructs from the others: one copy for
+//! `replicate`, k chunks per stripe for `rs`) and lays out only the new device's column
+//! ([`Inner::lay_out_column`]). The *writer* thread takes the prepared columns in order,
+//! coalesces those that are contiguous on the device (the queue is sorted by band and offset
+//! within a class, and a band is laid out log-style, so consecutive blobs' columns usually are)
+//! into one large write, then marks the blobs restored and counts the progress. The reader reads
+//! the next batch while the writer writes the previous one.
+//!
+//! The cleaner's lock is held for a *window* of batches (so no band is reset and reused under a
+//! prepared column) and released, after the writer drained, whenever the reader must wait (rate
+//! limit, pause, nothing left) and at least every [`WINDOW`] batches. A blob that cannot be read is
+//! lost: reported, never written. A resumed rebuild first checks the blob's chunks already on the
+//! device and keeps them if they all verify.
 
 use crate::location::Location;
 use crate::progress::{RebuildState, Restored};
 use crate::resync::Resync;
 use crate::stats::Counters;
 use crate::store::Inner;
+use reo_media::AlignedBuf;
+use std::collections::HashSet;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Blobs of one class restored in parallel (reads of one overlap the write of another).
-const BATCH: usize = 8;
+/// Blobs of one class read in parallel.
+const BATCH: usize = 4;
+/// Batches under one holding of the cleaner's lock.
+const WINDOW: usize = 32;
+/// Prepared batches queued for the writer (bounds the memory in flight).
+const DEPTH: usize = 4;
+/// Largest coalesced write.
+const MAX_WRITE: usize = 16 << 20;
 
 /// What became of one blob.
 enum Outcome {
@@ -28,48 +46,97 @@ enum Outcome {
     Lost,
 }
 
+/// One blob after the read stage.
+enum Prep {
+    /// The new device's column and its device offset, to write.
+    Column(AlignedBuf, usize, u64),
+    Done(Outcome),
+}
+
+struct Item {
+    loc: Location,
+    urgent: bool,
+    prep: Prep,
+}
+
+enum Msg {
+    Batch(Vec<Item>),
+    /// Everything sent before is written and counted: answer.
+    Drain(SyncSender<()>),
+}
+
+/// What the reader does next.
+enum Pick {
+    Batch(Vec<Location>, bool),
+    Wait(Option<Duration>),
+    Stop,
+    Finished,
+}
+
 pub(crate) fn run(inner: Arc<Inner>, r: Arc<Resync>, queue: Vec<(u8, Location, u64)>) {
-    let d = r.device;
     let t0 = Instant::now();
     let prio_of: std::collections::HashMap<u64, u8> = queue.iter().map(|(p, l, _)| (l.seq, *p)).collect();
+    let finished = std::thread::scope(|sc| {
+        let (tx, rx) = sync_channel::<Msg>(DEPTH);
+        let writer = sc.spawn(|| write_stage(&inner, &r, &prio_of, t0, rx));
+        let done = read_stage(&inner, &r, &queue, t0, &tx);
+        drop(tx);
+        let _ = writer.join();
+        done
+    });
+    if finished {
+        finish(&inner, &r, t0);
+    }
+}
+
+/// Waits until the writer wrote and counted everything sent so far.
+fn drain(tx: &SyncSender<Msg>) {
+    let (ack, got) = sync_channel(1);
+    if tx.send(Msg::Drain(ack)).is_ok() {
+        let _ = got.recv();
+    }
+}
+
+/// The reader: picks and prepares batches; true when the queue is done (false: stopped).
+fn read_stage(inner: &Inner, r: &Resync, queue: &[(u8, Location, u64)], t0: Instant, tx: &SyncSender<Msg>) -> bool {
+    let d = r.device;
     let mut next = 0;
     let mut queued_bytes = 0u64;
+    // Blobs handed to the writer: restored (or lost) once it gets to them.
+    let mut sent: HashSet<u64> = HashSet::new();
+    let mut gc: Option<std::sync::MutexGuard<'_, ()>> = None;
+    let mut in_window = 0;
     loop {
-        // Pick: on-demand first, then the queue (within the token bucket).
-        let (picked, urgent) = {
+        let counting = r.ctl().opts.as_ref().is_some_and(|o| o.pause_after_blobs.is_some());
+        if counting {
+            // Exact pause points: the progress must count every blob sent.
+            drain(tx);
+        }
+        let pick = {
             let mut c = r.ctl();
-            loop {
-                if c.stop {
-                    return;
+            if c.stop {
+                Pick::Stop
+            } else if inner.is_failed(d) {
+                c.progress.state = RebuildState::Aborted(format!("device {d} failed during the rebuild"));
+                Pick::Stop
+            } else if c.paused {
+                Pick::Wait(None)
+            } else if let Some(l) = c.urgent.pop_front() {
+                Pick::Batch(vec![l], true)
+            } else {
+                while next < queue.len() && (!r.pending(queue[next].1.seq) || sent.contains(&queue[next].1.seq)) {
+                    next += 1; // restored on demand already
                 }
-                if inner.is_failed(d) {
-                    c.progress.state = RebuildState::Aborted(format!("device {d} failed during the rebuild"));
-                    drop(c);
-                    inner.resync.clear();
-                    r.wake.notify_all();
-                    return;
-                }
-                if !c.paused {
-                    if let Some(l) = c.urgent.pop_front() {
-                        break (Some(vec![l]), true);
-                    }
-                    while next < queue.len() && !r.pending(queue[next].1.seq) {
-                        next += 1; // restored on demand already
-                    }
-                    if next >= queue.len() {
-                        break (None, false);
-                    }
+                if next >= queue.len() {
+                    Pick::Finished
+                } else {
                     let wait = c.opts.as_ref().and_then(|o| o.rate_limit).map(|rate| {
                         let due = t0 + Duration::from_secs_f64(queued_bytes as f64 / rate.max(1) as f64);
                         due.saturating_duration_since(Instant::now())
                     });
                     match wait {
-                        Some(w) if !w.is_zero() => {
-                            c = r.wake.wait_timeout(c, w).unwrap_or_else(|e| e.into_inner()).0;
-                            continue;
-                        }
+                        Some(w) if !w.is_zero() => Pick::Wait(Some(w)),
                         _ => {
-                            // A batch of pending blobs of one class, restored in parallel.
                             let room = c
                                 .opts
                                 .as_ref()
@@ -79,124 +146,262 @@ pub(crate) fn run(inner: Arc<Inner>, r: Arc<Resync>, queue: Vec<(u8, Location, u
                             let prio = queue[next].0;
                             let mut batch = Vec::new();
                             while next < queue.len() && batch.len() < max && queue[next].0 == prio {
-                                if r.pending(queue[next].1.seq) {
-                                    batch.push(queue[next].1);
+                                let l = queue[next].1;
+                                if r.pending(l.seq) && !sent.contains(&l.seq) {
+                                    batch.push(l);
                                 }
                                 next += 1;
                             }
-                            break (Some(batch), false);
+                            Pick::Batch(batch, false)
                         }
                     }
                 }
-                c = r.wake.wait(c).unwrap_or_else(|e| e.into_inner());
             }
         };
-        let Some(batch) = picked else { break };
-        let batch: Vec<Location> = batch.into_iter().filter(|l| r.pending(l.seq)).collect();
-        let outcomes: Vec<Outcome> = {
-            // The cleaner's lock for the whole batch: no band is reset and reused meanwhile.
-            let _gc = inner.gc_lock.lock().unwrap_or_else(|e| e.into_inner());
-            std::thread::scope(|sc| {
-                let hs: Vec<_> = batch.iter().map(|l| sc.spawn(|| restore(&inner, &r, l))).collect();
-                hs.into_iter().map(|h| h.join().unwrap_or(Outcome::Lost)).collect()
-            })
-        };
-        for (loc, outcome) in batch.into_iter().zip(outcomes) {
-            if let Outcome::Written(b) = outcome {
-                if !urgent {
-                    queued_bytes += b;
+        match pick {
+            Pick::Batch(batch, urgent) => {
+                let batch: Vec<Location> =
+                    batch.into_iter().filter(|l| r.pending(l.seq) && !sent.contains(&l.seq)).collect();
+                if batch.is_empty() {
+                    continue;
+                }
+                if gc.is_none() {
+                    gc = Some(inner.gc_lock.lock().unwrap_or_else(|e| e.into_inner()));
+                    in_window = 0;
+                }
+                let preps: Vec<Prep> = std::thread::scope(|sc| {
+                    let hs: Vec<_> = batch.iter().map(|l| sc.spawn(|| prepare(inner, r, l))).collect();
+                    hs.into_iter().map(|h| h.join().unwrap_or(Prep::Done(Outcome::Lost))).collect()
+                });
+                let lost: Vec<Location> = batch
+                    .iter()
+                    .zip(&preps)
+                    .filter(|(_, p)| matches!(p, Prep::Done(Outcome::Lost)))
+                    .map(|(l, _)| *l)
+                    .collect();
+                let items: Vec<Item> = batch
+                    .into_iter()
+                    .zip(preps)
+                    .map(|(loc, prep)| {
+                        if let Prep::Column(_, len, _) = &prep {
+                            sent.insert(loc.seq);
+                            if !urgent {
+                                queued_bytes += *len as u64;
+                            }
+                        }
+                        Item { loc, urgent, prep }
+                    })
+                    .collect();
+                if tx.send(Msg::Batch(items)).is_err() {
+                    return false;
+                }
+                in_window += 1;
+                if !lost.is_empty() {
+                    // Counted first, then told, outside the cleaner's lock (the layer above
+                    // frees lost blobs).
+                    drain(tx);
+                    gc = None;
+                    let cb = r.ctl().opts.as_ref().and_then(|o| o.on_lost.clone());
+                    for loc in &lost {
+                        eprintln!("reo-store: rebuild of device {d}: blob {} is lost (beyond its redundancy)", loc.seq);
+                        if let Some(cb) = &cb {
+                            cb(loc);
+                        }
+                    }
+                } else if in_window >= WINDOW {
+                    // Let the cleaner in now and then.
+                    drain(tx);
+                    gc = None;
                 }
             }
-            let prio = prio_of.get(&loc.seq).copied().unwrap_or(0);
-            let mut c = r.ctl();
-            let p = &mut c.progress;
-            let class = p.classes.entry(prio).or_default();
-            class.blobs_done += 1;
-            match outcome {
-                Outcome::Written(b) => {
-                    class.bytes_done += b;
-                    p.bytes_done += b;
+            Pick::Wait(w) => {
+                drain(tx);
+                gc = None;
+                let c = r.ctl();
+                // Re-checked on the next turn; a wake-up lost between the pick and this wait
+                // costs at most this bound.
+                let w = w.unwrap_or(Duration::from_millis(20)).min(Duration::from_millis(20));
+                drop(r.wake.wait_timeout(c, w).unwrap_or_else(|e| e.into_inner()));
+            }
+            Pick::Stop => {
+                drain(tx);
+                drop(gc);
+                if inner.is_failed(d) && !r.ctl().stop {
+                    inner.resync.clear();
+                    r.wake.notify_all();
                 }
-                Outcome::Intact => p.already_intact += 1,
-                Outcome::Skipped => p.skipped += 1,
-                Outcome::Lost => {
-                    class.blobs_lost += 1;
-                    p.lost.push(loc);
-                }
+                return false;
             }
-            if class.blobs_done >= class.blobs_total && class.restored_at.is_none() {
-                class.restored_at = Some(t0.elapsed());
-            }
-            p.blobs_done += 1;
-            if urgent {
-                p.on_demand += 1;
-            }
-            p.elapsed = t0.elapsed();
-            p.rate = p.bytes_done as f64 / p.elapsed.as_secs_f64().max(1e-9);
-            p.eta = (p.rate > 0.0)
-                .then(|| Duration::from_secs_f64(p.bytes_total.saturating_sub(p.bytes_done) as f64 / p.rate));
-            let record = c.opts.as_ref().is_some_and(|o| o.record_order);
-            if record {
-                c.progress.order.push(Restored { seq: loc.seq, priority: prio, on_demand: urgent });
-            }
-            if c.opts.as_ref().and_then(|o| o.pause_after_blobs).is_some_and(|n| c.progress.blobs_done >= n) {
-                c.paused = true;
-                c.progress.state = RebuildState::Paused;
-            }
-            let lost_cb =
-                matches!(outcome, Outcome::Lost).then(|| c.opts.as_ref().and_then(|o| o.on_lost.clone())).flatten();
-            drop(c);
-            r.wake.notify_all();
-            if let Some(cb) = lost_cb {
-                eprintln!("reo-store: rebuild of device {d}: blob {} is lost (beyond its redundancy)", loc.seq);
-                cb(&loc);
+            Pick::Finished => {
+                drain(tx);
+                drop(gc);
+                return true;
             }
         }
     }
-    finish(&inner, &r, t0);
 }
 
-/// Restores one blob's chunks on the rebuilt device (the caller holds the cleaner's lock).
-fn restore(inner: &Inner, r: &Resync, loc: &Location) -> Outcome {
+/// The read stage of one blob (the caller holds the cleaner's lock).
+fn prepare(inner: &Inner, r: &Resync, loc: &Location) -> Prep {
     let d = r.device;
     if !inner.is_live(loc) {
         r.mark_done(loc.seq);
-        return Outcome::Skipped;
+        return Prep::Done(Outcome::Skipped);
     }
     if r.verify_first && inner.column_verifies(loc, d) {
         r.mark_done(loc.seq);
-        return Outcome::Intact;
+        return Prep::Done(Outcome::Intact);
     }
     let data = match inner.read_verified(loc, 0, loc.len) {
         Ok(data) => data,
         Err(_) if !inner.is_live(loc) => {
             r.mark_done(loc.seq);
-            return Outcome::Skipped;
+            return Prep::Done(Outcome::Skipped);
         }
-        Err(_) => return Outcome::Lost,
+        Err(_) => return Prep::Done(Outcome::Lost),
     };
-    let Some((cols, len)) = inner.lay_out(loc, &data) else {
-        r.mark_done(loc.seq);
-        return Outcome::Written(0);
-    };
-    let off = inner.layout.offset(loc.band, loc.start as u64);
-    let res = inner.devices[d].write_at(&cols[d][..len], off);
-    for c in cols {
-        inner.bufs.give(c);
-    }
-    match res {
-        Ok(()) => {
+    match inner.lay_out_column(loc, &data, d) {
+        Some((col, len)) => Prep::Column(col, len, inner.layout.offset(loc.band, loc.start as u64)),
+        None => {
             r.mark_done(loc.seq);
-            Counters::add(&inner.stats.rebuilt_blobs, 1);
-            Counters::add(&inner.stats.rebuild_device_bytes, len as u64);
-            Outcome::Written(len as u64)
-        }
-        Err(e) => {
-            Counters::add(&inner.stats.write_errors, 1);
-            inner.mark_failed(d, &format!("write error during rebuild: {e}"));
-            Outcome::Lost
+            Prep::Done(Outcome::Written(0))
         }
     }
+}
+
+/// The writer: writes prepared columns (contiguous ones coalesced) and counts the progress.
+fn write_stage(
+    inner: &Inner,
+    r: &Resync,
+    prio_of: &std::collections::HashMap<u64, u8>,
+    t0: Instant,
+    rx: Receiver<Msg>,
+) {
+    let d = r.device;
+    while let Ok(msg) = rx.recv() {
+        let items = match msg {
+            Msg::Drain(ack) => {
+                let _ = ack.send(());
+                continue;
+            }
+            Msg::Batch(items) => items,
+        };
+        let mut outcomes: Vec<Outcome> = Vec::with_capacity(items.len());
+        let mut i = 0;
+        while i < items.len() {
+            let Prep::Column(_, _, off) = &items[i].prep else {
+                outcomes.push(match &items[i].prep {
+                    Prep::Done(Outcome::Written(b)) => Outcome::Written(*b),
+                    Prep::Done(Outcome::Intact) => Outcome::Intact,
+                    Prep::Done(Outcome::Skipped) => Outcome::Skipped,
+                    _ => Outcome::Lost,
+                });
+                i += 1;
+                continue;
+            };
+            // The run of columns contiguous on the device starting at item i.
+            let mut end = *off;
+            let mut j = i;
+            let mut total = 0usize;
+            while j < items.len() {
+                match &items[j].prep {
+                    Prep::Column(_, len, o) if *o == end && (j == i || total + len <= MAX_WRITE) => {
+                        end += *len as u64;
+                        total += len;
+                        j += 1;
+                    }
+                    _ => break,
+                }
+            }
+            let res = if j == i + 1 {
+                let Prep::Column(buf, len, _) = &items[i].prep else { unreachable!() };
+                inner.devices[d].write_at(&buf[..*len], *off)
+            } else {
+                let mut big = inner.bufs.take(total);
+                let mut at = 0;
+                for it in &items[i..j] {
+                    if let Prep::Column(buf, len, _) = &it.prep {
+                        big[at..at + len].copy_from_slice(&buf[..*len]);
+                        at += len;
+                    }
+                }
+                let res = inner.devices[d].write_at(&big[..total], *off);
+                inner.bufs.give(big);
+                res
+            };
+            match res {
+                Ok(()) => {
+                    for it in &items[i..j] {
+                        let Prep::Column(_, len, _) = &it.prep else { unreachable!() };
+                        r.mark_done(it.loc.seq);
+                        Counters::add(&inner.stats.rebuilt_blobs, 1);
+                        Counters::add(&inner.stats.rebuild_device_bytes, *len as u64);
+                        outcomes.push(Outcome::Written(*len as u64));
+                    }
+                }
+                Err(e) => {
+                    Counters::add(&inner.stats.write_errors, 1);
+                    inner.mark_failed(d, &format!("write error during rebuild: {e}"));
+                    outcomes.extend((i..j).map(|_| Outcome::Lost));
+                }
+            }
+            i = j;
+        }
+        for (it, outcome) in items.into_iter().zip(outcomes) {
+            if let Prep::Column(buf, _, _) = it.prep {
+                inner.bufs.give(buf);
+            }
+            account(r, prio_of, t0, &it.loc, it.urgent, outcome);
+        }
+    }
+}
+
+/// Counts one handled blob in the progress (and reports it if lost).
+fn account(
+    r: &Resync,
+    prio_of: &std::collections::HashMap<u64, u8>,
+    t0: Instant,
+    loc: &Location,
+    urgent: bool,
+    outcome: Outcome,
+) {
+    let prio = prio_of.get(&loc.seq).copied().unwrap_or(0);
+    let mut c = r.ctl();
+    let p = &mut c.progress;
+    let class = p.classes.entry(prio).or_default();
+    class.blobs_done += 1;
+    match outcome {
+        Outcome::Written(b) => {
+            class.bytes_done += b;
+            p.bytes_done += b;
+        }
+        Outcome::Intact => p.already_intact += 1,
+        Outcome::Skipped => p.skipped += 1,
+        Outcome::Lost => {
+            class.blobs_lost += 1;
+            p.lost.push(*loc);
+        }
+    }
+    if class.blobs_done >= class.blobs_total && class.restored_at.is_none() {
+        class.restored_at = Some(t0.elapsed());
+    }
+    p.blobs_done += 1;
+    if urgent {
+        p.on_demand += 1;
+    }
+    p.elapsed = t0.elapsed();
+    p.rate = p.bytes_done as f64 / p.elapsed.as_secs_f64().max(1e-9);
+    p.eta = (p.rate > 0.0).then(|| Duration::from_secs_f64(p.bytes_total.saturating_sub(p.bytes_done) as f64 / p.rate));
+    let record = c.opts.as_ref().is_some_and(|o| o.record_order);
+    if record {
+        c.progress.order.push(Restored { seq: loc.seq, priority: prio, on_demand: urgent });
+    }
+    if c.opts.as_ref().and_then(|o| o.pause_after_blobs).is_some_and(|n| c.progress.blobs_done >= n) {
+        c.paused = true;
+        c.progress.state = RebuildState::Paused;
+    }
+    drop(c);
+    r.wake.notify_all();
 }
 
 /// Makes the rebuilt chunks durable, clears the superblock's rebuilding flag, retires.
