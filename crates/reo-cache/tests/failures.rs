@@ -181,3 +181,39 @@ fn replacement_rebuilds_in_class_order_and_recovery_ends() {
         assert_eq!(whole(&c, &format!("b/hot{i}")).unwrap().unwrap(), content(10 + i, FRAG as usize));
     }
 }
+
+/// Scrub through the cache: a flipped bit in a protected blob is repaired in place; in an
+/// unprotected (cold, isolated) blob it cannot be, so the object leaves the cache and is
+/// refetched — wrong bytes are never served either way.
+#[test]
+fn scrub_repairs_or_forgets_and_never_serves_flipped_bits() {
+    let faulty: Vec<Arc<reo_media::FaultyMedia>> =
+        (0..4).map(|_| Arc::new(reo_media::FaultyMedia::new(Arc::new(reo_media::MemMedia::new(64 << 20))))).collect();
+    let devs: Vec<Arc<dyn Media>> = faulty.iter().map(|f| f.clone() as Arc<dyn Media>).collect();
+    let c = reopen(&devs);
+    let (hot, cold) = (content(1, FRAG as usize), content(2, 3000));
+    read_through(&c, b"b/hot", &hot, 0, u64::MAX, 1);
+    c.get(b"b/hot", 0, u64::MAX, 2).unwrap();
+    assert_eq!(c.control(b"#SETID# b hot 2").code, 0);
+    c.reencode_step(u64::MAX);
+    read_through(&c, b"b/cold", &cold, 0, u64::MAX, 3);
+    let layout = c.store().layout();
+    for key in ["b/hot", "b/cold"] {
+        let (loc, _) = c
+            .store()
+            .blobs()
+            .into_iter()
+            .find(|(_, h)| reo_cache::header::BlobHeader::decode(h).is_some_and(|x| x.key == key.as_bytes()))
+            .unwrap();
+        let dev = if loc.device == reo_store::ROW_BAND { 0 } else { loc.device as usize };
+        faulty[dev].flip_bit(layout.offset(loc.band, loc.start as u64) + 100, 3).unwrap();
+    }
+    let rep = c.scrub(None);
+    assert!(rep.chunks_bad >= 2 && rep.chunks_repaired >= 1, "{rep:?}");
+    assert_eq!(rep.unrecoverable.len(), 1, "only the cold blob is beyond repair: {rep:?}");
+    assert_eq!(whole(&c, "b/hot").unwrap().as_deref(), Some(&hot[..]), "repaired in place");
+    assert!(whole(&c, "b/cold").unwrap().is_none(), "the cold object left the cache");
+    assert_eq!(read_through(&c, b"b/cold", &cold, 0, u64::MAX, 4), cold);
+    assert_eq!(whole(&c, "b/cold").unwrap().as_deref(), Some(&cold[..]), "refetched and cached again");
+    assert_eq!(c.stats().dirty_lost, 0);
+}

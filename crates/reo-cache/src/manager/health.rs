@@ -129,6 +129,47 @@ impl Cache {
         rep
     }
 
+    /// Scrubs the store (every chunk verified, what redundancy allows repaired) and settles what
+    /// it could not repair: clean fragments are forgotten and freed (refetched on demand), dirty
+    /// ones are counted and logged as data loss (reads report it). `rate_limit` in bytes per second.
+    pub fn scrub(&self, rate_limit: Option<u64>) -> reo_store::ScrubReport {
+        let rep = self.store.scrub(&reo_store::ScrubOptions { rate_limit });
+        let fs = self.cfg.fragment_size;
+        let mut to_free = Vec::new();
+        let mut s = self.lock();
+        for loc in &rep.unrecoverable {
+            let Some(h) = self.store.header(loc).and_then(|h| crate::header::BlobHeader::decode(&h)) else { continue };
+            if h.kind == crate::header::BlobKind::Content {
+                if let Some(d) = s.dedup.as_mut() {
+                    if d.blobs.get(&h.key[..]) == Some(loc) {
+                        d.blobs.remove(&h.key[..]);
+                        to_free.push(*loc);
+                    }
+                }
+                continue;
+            }
+            let Some(slot) = s.index.find(&h.key) else { continue };
+            if s.location(slot, h.fragment, fs).as_ref() != Some(loc) {
+                continue;
+            }
+            if s.index.get(slot).is_some_and(|e| e.dirty()) {
+                s.stats.dirty_lost += 1;
+                eprintln!(
+                    "reo-cache: DATA LOSS: scrub found dirty fragment {} of {:?} unrecoverable",
+                    h.fragment,
+                    String::from_utf8_lossy(&h.key)
+                );
+            } else {
+                forget_fragment(&mut s, slot, h.fragment);
+                s.stats.lost_clean_fragments += 1;
+                to_free.push(*loc);
+            }
+        }
+        drop(s);
+        free_all(&self.store, &to_free, Durability::None);
+        rep
+    }
+
     /// Status of `key`, or `None` when it is not cached.
     pub fn status(&self, key: &[u8]) -> Option<ObjectStatus> {
         let fs = self.cfg.fragment_size;
