@@ -120,6 +120,10 @@ pub struct CacheConfig {
     /// The hot threshold H_hot is recomputed every this many requests (default 10,000), and on
     /// demand ([`crate::Cache::recompute_hot_threshold`]).
     pub hot_recompute_every: u64,
+    /// Bytes the re-encoder may move per [`crate::Cache::maintain`] call (default 4 MiB; 0: only
+    /// the cleaner moves blobs whose class changed). With `maintain` called every 100 ms this
+    /// paces re-encoding at 40 MiB/s, a small share of the devices.
+    pub reencode_per_maintain: u64,
     /// The cleaner's victim selection (default cost-benefit).
     pub gc_victim: VictimPolicy,
     /// The cleaner runs when fewer free bands than this remain (default 2: one band in flight for
@@ -140,6 +144,7 @@ impl CacheConfig {
             redundancy: Redundancy::default(),
             class_schemes: None,
             hot_recompute_every: 10_000,
+            reencode_per_maintain: 4 << 20,
             gc_victim: VictimPolicy::CostBenefit,
             gc_free_bands: 2,
         }

@@ -92,8 +92,9 @@ impl Cache {
         freed > 0
     }
 
-    /// Runs the cleaner while fewer than `gc_free_bands` bands are free (a bounded number of
-    /// passes). Called after writes; cheap when there is room.
+    /// Housekeeping, called periodically (and by tests after writes): sweeps after device
+    /// failures, runs the cleaner while fewer than `gc_free_bands` bands are free (a bounded number
+    /// of passes), and lets the re-encoder move up to `reencode_per_maintain` bytes.
     pub fn maintain(&self) {
         // A device failed since the last look (by command elsewhere, or ejected by the store on
         // I/O errors): drop what it took.
@@ -103,8 +104,11 @@ impl Cache {
         }
         for _ in 0..8 {
             if self.store.free_bands() >= self.cfg.gc_free_bands || !self.clean_once() {
-                return;
+                break;
             }
+        }
+        if self.cfg.reencode_per_maintain > 0 {
+            self.reencode_step(self.cfg.reencode_per_maintain);
         }
     }
 
