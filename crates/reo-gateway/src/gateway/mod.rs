@@ -1,0 +1,233 @@
+//! [`Gateway`]: the data path between the S3 layer and the backend, with the flash cache in it.
+//!
+//! * Writes are write-back: the object goes to the cache as dirty (durable on flash before the
+//!   200) with its metadata in [`pending`]; the [`flusher`] writes it to the backend and marks it
+//!   clean. `WriteError::Full` becomes `503 SlowDown`; an object too large for the cache goes
+//!   straight to the backend (write-around).
+//! * Reads: metadata from the pending map (unflushed writes) or the backend; bytes from flash,
+//!   missing fragments fetched from the backend and offered back with `fill`.
+//! * Deletes go to the pending map, the cache and the backend, under the key's stripe lock, which
+//!   also serializes them with the flusher (a flush never resurrects a deleted object).
+//! * Listings merge the backend's keys with the unflushed ones.
+//!
+//! Every method blocks (device and backend I/O); the S3 layer runs them on tokio's blocking pool.
+
+pub mod errors;
+pub mod flusher;
+pub mod multipart;
+pub mod pending;
+mod read;
+
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use md5::{Digest, Md5};
+use reo_cache::{Cache, ObjectMeta, WriteError};
+use s3s::{s3_error, S3Result};
+
+use crate::backend::{Backend, ListEntry, ListPage, ListQuery, ObjectInfo};
+use errors::backend_err;
+use pending::{cache_key, Pending, PendingPut};
+
+const STRIPES: usize = 256;
+
+/// Counters for `/metrics`.
+#[derive(Debug, Default, Clone, Copy, serde::Serialize)]
+pub struct GatewayCounters {
+    pub flushed_objects: u64,
+    pub flushed_bytes: u64,
+    pub flush_errors: u64,
+    pub write_around: u64,
+    pub slowdowns: u64,
+    pub backend_reads: u64,
+}
+
+/// The gateway's data path.
+pub struct Gateway {
+    pub backend: Arc<dyn Backend>,
+    pub cache: Arc<Cache>,
+    pub(crate) pending: Mutex<Pending>,
+    stripes: Vec<Mutex<()>>,
+    /// Wakes the flusher (a write arrived) / signals shutdown.
+    pub(crate) wake: (Mutex<bool>, Condvar),
+    pub(crate) counters: Mutex<GatewayCounters>,
+    pub(crate) uploads: multipart::Uploads,
+    pub(crate) stopping: std::sync::atomic::AtomicBool,
+}
+
+pub(crate) fn now_ns() -> u64 {
+    crate::backend::local::now_ns()
+}
+
+impl Gateway {
+    /// A gateway over `cache` and `backend`, its unflushed state in `state_dir` (pending
+    /// metadata, multipart staging). Unflushed objects of a previous run are picked up.
+    pub fn open(backend: Arc<dyn Backend>, cache: Arc<Cache>, state_dir: &Path) -> Result<Arc<Gateway>, String> {
+        let mut pending =
+            Pending::open(&state_dir.join("pending")).map_err(|e| format!("{}: {e}", state_dir.display()))?;
+        let uploads = multipart::Uploads::open(&state_dir.join("uploads"))
+            .map_err(|e| format!("{}: {e}", state_dir.display()))?;
+        // Reconcile with the cache's dirty objects: they are what must still be flushed.
+        let dirty = cache.dirty_keys();
+        let dirty_keys: std::collections::HashSet<Vec<u8>> = dirty.iter().map(|(k, _)| k.clone()).collect();
+        let stale: Vec<String> = pending.map.keys().filter(|k| !dirty_keys.contains(k.as_bytes())).cloned().collect();
+        for k in stale {
+            pending.remove(&k);
+        }
+        for (k, version) in dirty {
+            let ck = String::from_utf8_lossy(&k).into_owned();
+            match pending.map.get_mut(&ck) {
+                Some(p) => p.version = version,
+                None => {
+                    // Metadata lost (should not happen: it is written first): derive it from the bytes.
+                    if let Some((bucket, key)) = ck.split_once('/') {
+                        if let Ok(r) = cache.get(&k, 0, u64::MAX, now_ns()) {
+                            if r.is_hit() {
+                                let data: Vec<u8> =
+                                    r.pieces.into_iter().flat_map(|p| p.data.unwrap_or_default()).collect();
+                                let info = ObjectInfo {
+                                    size: data.len() as u64,
+                                    etag: format!("{:x}", Md5::digest(&data)),
+                                    content_type: "binary/octet-stream".into(),
+                                    user_meta: Default::default(),
+                                    mtime_ns: now_ns(),
+                                };
+                                let p = PendingPut { bucket: bucket.into(), key: key.into(), info, version };
+                                pending.map.insert(ck, p);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Arc::new(Gateway {
+            backend,
+            cache,
+            pending: Mutex::new(pending),
+            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            wake: (Mutex::new(false), Condvar::new()),
+            counters: Mutex::new(GatewayCounters::default()),
+            uploads,
+            stopping: Default::default(),
+        }))
+    }
+
+    pub(crate) fn stripe(&self, ckey: &str) -> MutexGuard<'_, ()> {
+        let h = Md5::digest(ckey.as_bytes());
+        self.stripes[h[0] as usize % STRIPES].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn pending(&self) -> MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn counters(&self) -> GatewayCounters {
+        *self.counters.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Unflushed objects and their bytes.
+    pub fn dirty(&self) -> (usize, u64) {
+        let p = self.pending();
+        (p.map.len(), p.map.values().map(|p| p.info.size).sum())
+    }
+
+    pub(crate) fn kick_flusher(&self) {
+        let (m, c) = &self.wake;
+        *m.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        c.notify_all();
+    }
+
+    /// The current info of an object: unflushed write, else the backend's.
+    pub fn head(&self, bucket: &str, key: &str) -> S3Result<ObjectInfo> {
+        if let Some(p) = self.pending().map.get(&cache_key(bucket, key)) {
+            return Ok(p.info.clone());
+        }
+        self.backend.head(bucket, key).map_err(backend_err)
+    }
+
+    /// Stores a whole object (write-back; write-around if the cache cannot hold it).
+    pub fn put(&self, bucket: &str, key: &str, data: &[u8], mut info: ObjectInfo) -> S3Result<ObjectInfo> {
+        crate::keys::validate_key(key).map_err(|m| s3s::S3Error::with_message(s3s::S3ErrorCode::KeyTooLongError, m))?;
+        self.backend.head_bucket(bucket).map_err(backend_err)?;
+        info.size = data.len() as u64;
+        info.mtime_ns = now_ns();
+        if info.etag.is_empty() {
+            info.etag = format!("{:x}", Md5::digest(data));
+        }
+        let ck = cache_key(bucket, key);
+        let _g = self.stripe(&ck);
+        let mut pp = PendingPut { bucket: bucket.into(), key: key.into(), info: info.clone(), version: 0 };
+        self.pending().persist(&pp).map_err(|e| s3_error!(InternalError, "cannot record the write: {e}"))?;
+        let meta =
+            ObjectMeta { etag: info.etag.clone(), content_type: info.content_type.clone(), mtime_ns: info.mtime_ns };
+        match self.cache.put(ck.as_bytes(), data, &meta, true, now_ns()) {
+            Ok(r) => {
+                pp.version = r.version;
+                self.pending().map.insert(ck, pp);
+                self.kick_flusher();
+                Ok(info)
+            }
+            Err(WriteError::Full(m)) => {
+                self.forget_pending(&ck);
+                self.counters.lock().unwrap_or_else(|e| e.into_inner()).slowdowns += 1;
+                Err(s3_error!(SlowDown, "the cache has no room for more unflushed writes ({m}); retry later"))
+            }
+            Err(WriteError::TooLarge(_)) => {
+                // Write-around: the backend gets it now; the cache drops any older copy.
+                self.forget_pending(&ck);
+                self.cache.delete(ck.as_bytes());
+                self.backend.put(bucket, key, data, &info).map_err(backend_err)?;
+                self.counters.lock().unwrap_or_else(|e| e.into_inner()).write_around += 1;
+                Ok(info)
+            }
+            Err(e) => {
+                self.forget_pending(&ck);
+                Err(s3_error!(ServiceUnavailable, "flash write failed: {e}"))
+            }
+        }
+    }
+
+    /// Removes the pending record of `ck` (its file too) unless a newer write holds it.
+    fn forget_pending(&self, ck: &str) {
+        let mut p = self.pending();
+        match p.map.get(ck) {
+            Some(_) => {
+                // An older acknowledged write is still pending: rewrite its record.
+                let old = p.map.get(ck).cloned().expect("present");
+                let _ = p.persist(&old);
+            }
+            None => p.remove(ck),
+        }
+    }
+
+    /// Deletes an object everywhere (missing objects are fine, as in S3).
+    pub fn delete(&self, bucket: &str, key: &str) -> S3Result<()> {
+        self.backend.head_bucket(bucket).map_err(backend_err)?;
+        let ck = cache_key(bucket, key);
+        let _g = self.stripe(&ck);
+        self.pending().remove(&ck);
+        self.cache.delete(ck.as_bytes());
+        self.backend.delete(bucket, key).map_err(backend_err)
+    }
+
+    /// A listing page: the backend's keys merged with unflushed writes.
+    pub fn list(&self, bucket: &str, q: &ListQuery) -> S3Result<ListPage> {
+        let mut backend = self.backend.list(bucket, &q.prefix, &q.after, usize::MAX).map_err(backend_err)?;
+        let pending = self.pending().in_bucket(bucket, &q.prefix);
+        if !pending.is_empty() {
+            let over: std::collections::BTreeMap<String, ObjectInfo> = pending.into_iter().collect();
+            backend.retain(|e| !over.contains_key(&e.key));
+            backend.extend(over.into_iter().map(|(key, info)| ListEntry { key, info }));
+            backend.sort_by(|a, b| a.key.cmp(&b.key));
+        }
+        Ok(crate::backend::list::page(backend, q))
+    }
+
+    /// Deletes a bucket: refused while it holds objects, flushed or not.
+    pub fn delete_bucket(&self, bucket: &str) -> S3Result<()> {
+        if !self.pending().in_bucket(bucket, "").is_empty() {
+            return Err(s3_error!(BucketNotEmpty, "the bucket holds objects not yet written to the backend"));
+        }
+        self.backend.delete_bucket(bucket).map_err(backend_err)
+    }
+}
