@@ -6,10 +6,12 @@
 //! * [`gateway`]: the data path — write-back puts, the flusher, reads through the cache,
 //!   deletes, merged listings, multipart staging.
 //! * [`s3`]: the S3 operations over s3s.
+//! * [`launch`]: `reo serve` — data directory, devices, store, cache, backend, flusher, signals.
 //! * [`server`]: the HTTP server (SigV4 auth, `/_reo/health`, `/metrics`, graceful shutdown).
 
 pub mod backend;
 pub mod gateway;
 pub mod keys;
+pub mod launch;
 pub mod s3;
 pub mod server;

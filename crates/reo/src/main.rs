@@ -8,6 +8,7 @@
 mod bench_cache;
 mod bench_store;
 mod crashtest;
+mod serve;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -21,6 +22,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Serve S3 (write-back caching gateway in front of a backend; defaults need no arguments).
+    Serve(serve::ServeArgs),
     /// Measure performance against the machine's physical limits.
     Bench {
         #[command(subcommand)]
@@ -48,6 +51,7 @@ fn main() -> ExitCode {
         Command::Bench { what: BenchWhat::Store(args) } => bench_store::run(&args),
         Command::Bench { what: BenchWhat::Cache(args) } => bench_cache::run(&args),
         Command::Crashtest { what } => crashtest::run(what),
+        Command::Serve(args) => serve::run(&args),
     };
     match result {
         Ok(code) => code,
