@@ -1,6 +1,7 @@
 """Starts and stops a real `reo serve` on a free loopback port with a temporary data directory."""
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -22,11 +23,12 @@ def free_port():
 
 
 class Server:
-    def __init__(self, binary, data_dir=None):
+    def __init__(self, binary, data_dir=None, extra=()):
         self.binary = binary
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="reo-e2e-")
         self.port = free_port()
         self.proc = None
+        self.extra = list(extra)
         self.log = open(os.path.join(self.data_dir, "server.log"), "ab")
 
     @property
@@ -38,9 +40,11 @@ class Server:
         return os.path.join(self.data_dir, "backend")
 
     def start(self):
+        if self.log.closed:
+            self.log = open(os.path.join(self.data_dir, "server.log"), "ab")
         self.proc = subprocess.Popen(
             [self.binary, "serve", "--data-dir", self.data_dir, "--listen", f"127.0.0.1:{self.port}",
-             "--devices", "5", "--device-mib", "64", "--access-key", ACCESS, "--secret-key", SECRET],
+             "--devices", "5", "--device-mib", "64", "--access-key", ACCESS, "--secret-key", SECRET] + self.extra,
             stdout=self.log, stderr=self.log)
         deadline = time.time() + 60
         while time.time() < deadline:
@@ -58,7 +62,11 @@ class Server:
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(sig)
             self.proc.wait(timeout=60)
+        self.log.close()
         return self.proc.returncode
+
+    def cleanup(self):
+        shutil.rmtree(self.data_dir, ignore_errors=True)
 
     def client(self, access=ACCESS, secret=SECRET, **cfg):
         return boto3.client(

@@ -23,6 +23,7 @@ def setUpModule():
 
 def tearDownModule():
     assert srv.stop() == 0, "reo serve did not exit cleanly on SIGTERM"
+    srv.cleanup()
 
 
 def code(e):

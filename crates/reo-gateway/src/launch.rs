@@ -30,6 +30,8 @@ pub struct ServeConfig {
     pub access_key: Option<String>,
     pub secret_key: Option<String>,
     pub max_body: u64,
+    /// Minimum age of an unflushed object before it is written back.
+    pub flush_delay: std::time::Duration,
 }
 
 fn random_string(len: usize, alphabet: &[u8]) -> Result<String, String> {
@@ -115,6 +117,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     if n > 0 {
         println!("reo: resuming the flush of {n} unflushed objects ({bytes} bytes)");
     }
+    gw.set_flush_delay(cfg.flush_delay);
     let flusher = Flusher::start(gw.clone());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

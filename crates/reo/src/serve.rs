@@ -33,6 +33,10 @@ pub struct ServeArgs {
     /// Largest PUT or part body accepted, in MiB.
     #[arg(long, default_value_t = 1024)]
     max_body_mib: u64,
+    /// Minimum age of a written object before it is flushed to the backend, in milliseconds
+    /// (rewrites within it cost one backend write).
+    #[arg(long, default_value_t = 0)]
+    flush_delay_ms: u64,
 }
 
 pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
@@ -45,6 +49,7 @@ pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
         access_key: a.access_key.clone(),
         secret_key: a.secret_key.clone(),
         max_body: a.max_body_mib << 20,
+        flush_delay: std::time::Duration::from_millis(a.flush_delay_ms),
     };
     reo_gateway::launch::run(&cfg)?;
     Ok(ExitCode::SUCCESS)

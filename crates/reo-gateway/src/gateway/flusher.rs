@@ -1,7 +1,8 @@
 //! The flusher: a thread that writes unflushed (dirty) objects to the backend, then marks them
 //! clean in the cache and forgets their pending record. One object at a time, under the key's
 //! stripe lock (so a concurrent delete or overwrite is ordered with it); failures are retried
-//! with exponential backoff (100 ms doubling to 30 s) and counted.
+//! with exponential backoff (100 ms doubling to 30 s) and counted. An optional flush delay lets
+//! an object age before it is written (rewrites within the delay cost one backend write).
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -45,7 +46,14 @@ fn stopping(gw: &Gateway) -> bool {
 fn run(gw: &Gateway) {
     let mut backoff = BACKOFF_MIN;
     while !stopping(gw) {
-        let todo: Vec<(String, u64)> = gw.pending().map.iter().map(|(k, p)| (k.clone(), p.version)).collect();
+        let ripe = now_ns().saturating_sub(gw.flush_delay_ns.load(std::sync::atomic::Ordering::Relaxed));
+        let todo: Vec<(String, u64)> = gw
+            .pending()
+            .map
+            .iter()
+            .filter(|(_, p)| p.info.mtime_ns <= ripe)
+            .map(|(k, p)| (k.clone(), p.version))
+            .collect();
         let mut failed = false;
         for (ck, version) in todo {
             if stopping(gw) {

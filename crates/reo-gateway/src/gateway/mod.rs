@@ -53,6 +53,8 @@ pub struct Gateway {
     pub(crate) counters: Mutex<GatewayCounters>,
     pub(crate) uploads: multipart::Uploads,
     pub(crate) stopping: std::sync::atomic::AtomicBool,
+    /// Minimum age (ns) of an unflushed object before the flusher writes it (coalesces rewrites).
+    pub(crate) flush_delay_ns: std::sync::atomic::AtomicU64,
 }
 
 pub(crate) fn now_ns() -> u64 {
@@ -109,6 +111,7 @@ impl Gateway {
             counters: Mutex::new(GatewayCounters::default()),
             uploads,
             stopping: Default::default(),
+            flush_delay_ns: Default::default(),
         }))
     }
 
@@ -119,6 +122,11 @@ impl Gateway {
 
     pub(crate) fn pending(&self) -> MutexGuard<'_, Pending> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Unflushed objects wait at least `d` before the flusher writes them (default 0).
+    pub fn set_flush_delay(&self, d: std::time::Duration) {
+        self.flush_delay_ns.store(d.as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn counters(&self) -> GatewayCounters {
