@@ -17,6 +17,8 @@ pub mod flusher;
 pub mod multipart;
 pub mod pending;
 mod read;
+#[cfg(test)]
+mod tests;
 
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
