@@ -23,12 +23,13 @@ def free_port():
 
 
 class Server:
-    def __init__(self, binary, data_dir=None, extra=()):
+    def __init__(self, binary, data_dir=None, extra=(), device_mib=64):
         self.binary = binary
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="reo-e2e-")
         self.port = free_port()
         self.proc = None
         self.extra = list(extra)
+        self.device_mib = device_mib
         self.log = open(os.path.join(self.data_dir, "server.log"), "ab")
 
     @property
@@ -44,7 +45,7 @@ class Server:
             self.log = open(os.path.join(self.data_dir, "server.log"), "ab")
         self.proc = subprocess.Popen(
             [self.binary, "serve", "--data-dir", self.data_dir, "--listen", f"127.0.0.1:{self.port}",
-             "--devices", "5", "--device-mib", "64", "--access-key", ACCESS, "--secret-key", SECRET] + self.extra,
+             "--devices", "5", "--device-mib", str(self.device_mib), "--access-key", ACCESS, "--secret-key", SECRET] + self.extra,
             stdout=self.log, stderr=self.log)
         deadline = time.time() + 60
         while time.time() < deadline:

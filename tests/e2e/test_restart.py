@@ -49,6 +49,42 @@ class RestartTest(unittest.TestCase):
             self.assertEqual(srv2.stop(), 0)
         srv2.cleanup()
 
+    def test_dirty_budget_exhausted_gives_slowdown_then_recovers(self):
+        srv = Server(BIN, extra=["--flush-delay-ms", "600000"], device_mib=16)
+        srv.start()
+        s3 = srv.client()
+        s3.create_bucket(Bucket="full")
+        acked = {}
+        with self.assertRaises(ClientError) as e:
+            for i in range(200):
+                body = os.urandom(512 * 1024)
+                s3.put_object(Bucket="full", Key=f"k{i}", Body=body)
+                acked[f"k{i}"] = body
+        self.assertEqual(e.exception.response["Error"]["Code"], "SlowDown")
+        self.assertEqual(e.exception.response["ResponseMetadata"]["HTTPStatusCode"], 503)
+        self.assertGreater(len(acked), 3)
+        self.assertEqual(srv.stop(), 0)
+        # Restarted without the delay, the flusher drains the dirty data and writes succeed again.
+        srv2 = Server(BIN, data_dir=srv.data_dir, device_mib=16)
+        srv2.start()
+        s3 = srv2.client()
+        for k, body in acked.items():
+            self.assertEqual(s3.get_object(Bucket="full", Key=k)["Body"].read(), body)
+        deadline = time.time() + 60
+        while True:
+            try:
+                s3.put_object(Bucket="full", Key="after", Body=os.urandom(512 * 1024))
+                break
+            except ClientError as e:
+                self.assertEqual(e.response["Error"]["Code"], "SlowDown")
+                self.assertLess(time.time(), deadline, "still SlowDown after 60 s of flushing")
+                time.sleep(0.2)
+        for k, body in acked.items():
+            with open(os.path.join(srv2.backend_dir, "full", "o." + k), "rb") as f:
+                self.assertEqual(f.read(), body)
+        self.assertEqual(srv2.stop(), 0)
+        srv2.cleanup()
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -96,7 +96,17 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), String> {
     }
     let data: Vec<u8> = r.pieces.into_iter().flat_map(|x| x.data.unwrap_or_default()).collect();
     gw.backend.put(&p.bucket, &p.key, &data, &p.info).map_err(|e| e.to_string())?;
-    let clean = gw.cache.mark_clean(ck.as_bytes(), version).map_err(|e| e.to_string())?;
+    let clean = match gw.cache.mark_clean(ck.as_bytes(), version) {
+        Ok(c) => c,
+        // Rewriting into the clean scheme needs free flash; with none left (everything dirty) the
+        // object leaves the cache instead: it is safe in the backend now, and its space lets the
+        // other dirty objects be cleaned.
+        Err(reo_cache::WriteError::Full(_)) => {
+            gw.cache.delete(ck.as_bytes());
+            true
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     if clean {
         let mut pend = gw.pending();
         if pend.map.get(ck).is_some_and(|x| x.version == version) {

@@ -57,6 +57,8 @@ pub struct Gateway {
     pub(crate) stopping: std::sync::atomic::AtomicBool,
     /// Minimum age (ns) of an unflushed object before the flusher writes it (coalesces rewrites).
     pub(crate) flush_delay_ns: std::sync::atomic::AtomicU64,
+    /// Unflushed bytes beyond which writes get 503 SlowDown (the high watermark).
+    pub(crate) dirty_limit: std::sync::atomic::AtomicU64,
 }
 
 pub(crate) fn now_ns() -> u64 {
@@ -104,6 +106,7 @@ impl Gateway {
                 }
             }
         }
+        let dirty_limit = cache.config().capacity_bytes / 2;
         Ok(Arc::new(Gateway {
             backend,
             cache,
@@ -114,6 +117,8 @@ impl Gateway {
             uploads,
             stopping: Default::default(),
             flush_delay_ns: Default::default(),
+            // Half the cache: room is left for cleaning (rewriting flushed objects clean).
+            dirty_limit: std::sync::atomic::AtomicU64::new(dirty_limit),
         }))
     }
 
@@ -129,6 +134,11 @@ impl Gateway {
     /// Unflushed objects wait at least `d` before the flusher writes them (default 0).
     pub fn set_flush_delay(&self, d: std::time::Duration) {
         self.flush_delay_ns.store(d.as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Unflushed bytes beyond which writes get `503 SlowDown`.
+    pub fn set_dirty_limit(&self, bytes: u64) {
+        self.dirty_limit.store(bytes, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn counters(&self) -> GatewayCounters {
@@ -165,6 +175,15 @@ impl Gateway {
             info.etag = format!("{:x}", Md5::digest(data));
         }
         let ck = cache_key(bucket, key);
+        let limit = self.dirty_limit.load(std::sync::atomic::Ordering::Relaxed);
+        if info.size > limit {
+            let _g = self.stripe(&ck);
+            return self.write_around(bucket, key, &ck, data, info);
+        }
+        if self.dirty().1 + info.size > limit {
+            self.counters.lock().unwrap_or_else(|e| e.into_inner()).slowdowns += 1;
+            return Err(s3_error!(SlowDown, "{limit} bytes of writes are waiting for the backend; retry later"));
+        }
         let _g = self.stripe(&ck);
         let mut pp = PendingPut { bucket: bucket.into(), key: key.into(), info: info.clone(), version: 0 };
         self.pending().persist(&pp).map_err(|e| s3_error!(InternalError, "cannot record the write: {e}"))?;
@@ -183,18 +202,24 @@ impl Gateway {
                 Err(s3_error!(SlowDown, "the cache has no room for more unflushed writes ({m}); retry later"))
             }
             Err(WriteError::TooLarge(_)) => {
-                // Write-around: the backend gets it now; the cache drops any older copy.
                 self.forget_pending(&ck);
-                self.cache.delete(ck.as_bytes());
-                self.backend.put(bucket, key, data, &info).map_err(backend_err)?;
-                self.counters.lock().unwrap_or_else(|e| e.into_inner()).write_around += 1;
-                Ok(info)
+                self.write_around(bucket, key, &ck, data, info)
             }
             Err(e) => {
                 self.forget_pending(&ck);
                 Err(s3_error!(ServiceUnavailable, "flash write failed: {e}"))
             }
         }
+    }
+
+    /// Write-around (objects larger than the dirty budget or the cache): the backend gets it now;
+    /// the cache drops any older copy. The caller holds the key's stripe lock.
+    fn write_around(&self, bucket: &str, key: &str, ck: &str, data: &[u8], info: ObjectInfo) -> S3Result<ObjectInfo> {
+        self.pending().remove(ck);
+        self.cache.delete(ck.as_bytes());
+        self.backend.put(bucket, key, data, &info).map_err(backend_err)?;
+        self.counters.lock().unwrap_or_else(|e| e.into_inner()).write_around += 1;
+        Ok(info)
     }
 
     /// Removes the pending record of `ck` (its file too) unless a newer write holds it.
