@@ -80,7 +80,10 @@ class RestartTest(unittest.TestCase):
                 self.assertLess(time.time(), deadline, "still SlowDown after 60 s of flushing")
                 time.sleep(0.2)
         for k, body in acked.items():
-            with open(os.path.join(srv2.backend_dir, "full", "o." + k), "rb") as f:
+            path = os.path.join(srv2.backend_dir, "full", "o." + k)
+            while not os.path.exists(path) and time.time() < deadline:
+                time.sleep(0.1)
+            with open(path, "rb") as f:
                 self.assertEqual(f.read(), body)
         self.assertEqual(srv2.stop(), 0)
         srv2.cleanup()

@@ -209,6 +209,30 @@ class S3Test(unittest.TestCase):
             urllib.request.urlopen(srv.endpoint + "/")
         self.assertEqual(e.exception.code, 403)
 
+    def test_presigned_and_unsigned(self):
+        self.s3.put_object(Bucket=self.bucket, Key="p", Body=b"presigned")
+        url = self.s3.generate_presigned_url("get_object", Params={"Bucket": self.bucket, "Key": "p"}, ExpiresIn=60)
+        with urllib.request.urlopen(url) as r:
+            self.assertEqual(r.read(), b"presigned")
+        req = urllib.request.Request(f"{srv.endpoint}/{self.bucket}/p", data=b"x", method="PUT")
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req)
+        self.assertEqual(e.exception.code, 403)
+
+    def test_checksum_modes_and_key_limits(self):
+        old_sdk = srv.client(request_checksum_calculation="when_required",
+                             response_checksum_validation="when_required")
+        old_sdk.put_object(Bucket=self.bucket, Key="old", Body=b"no checksum")
+        self.assertEqual(self.s3.get_object(Bucket=self.bucket, Key="old")["Body"].read(), b"no checksum")
+        self.s3.put_object(Bucket=self.bucket, Key="crc", Body=b"x" * 100000, ChecksumAlgorithm="SHA256")
+        self.assertEqual(old_sdk.get_object(Bucket=self.bucket, Key="crc")["Body"].read(), b"x" * 100000)
+        longest = "k" * 1024
+        self.s3.put_object(Bucket=self.bucket, Key=longest, Body=b"ok")
+        self.assertEqual(self.keys()[0], ["crc", longest, "old"])
+        with self.assertRaises(ClientError) as e:
+            self.s3.put_object(Bucket=self.bucket, Key="k" * 1025, Body=b"no")
+        self.assertEqual(code(e), "KeyTooLongError")
+
     def test_metrics(self):
         with urllib.request.urlopen(srv.endpoint + "/metrics") as r:
             text = r.read().decode()
