@@ -233,6 +233,34 @@ class S3Test(unittest.TestCase):
             self.s3.put_object(Bucket=self.bucket, Key="k" * 1025, Body=b"no")
         self.assertEqual(code(e), "KeyTooLongError")
 
+    def test_reads_during_rewrites_are_consistent(self):
+        import threading
+        bodies = [os.urandom(100_000), os.urandom(300_000)]
+        self.s3.put_object(Bucket=self.bucket, Key="hot", Body=bodies[0])
+        stop = threading.Event()
+
+        def writer():
+            w, i = srv.client(), 0
+            while not stop.is_set():
+                w.put_object(Bucket=self.bucket, Key="hot", Body=bodies[i % 2])
+                i += 1
+
+        t = threading.Thread(target=writer)
+        t.start()
+        try:
+            for _ in range(40):
+                try:
+                    g = self.s3.get_object(Bucket=self.bucket, Key="hot")
+                except ClientError as e:
+                    self.assertEqual(code(e), "SlowDown")
+                    continue
+                data = g["Body"].read()
+                self.assertIn(data, bodies)
+                self.assertEqual(g["ETag"], '"%s"' % hashlib.md5(data).hexdigest())
+        finally:
+            stop.set()
+            t.join()
+
     def test_metrics(self):
         with urllib.request.urlopen(srv.endpoint + "/metrics") as r:
             text = r.read().decode()

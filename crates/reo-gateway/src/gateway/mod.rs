@@ -7,7 +7,8 @@
 //! * Reads: metadata from the pending map (unflushed writes) or the backend; bytes from flash,
 //!   missing fragments fetched from the backend and offered back with `fill`.
 //! * Deletes go to the pending map, the cache and the backend, under the key's stripe lock, which
-//!   also serializes them with the flusher (a flush never resurrects a deleted object).
+//!   also serializes them with the flusher (a flush never resurrects a deleted object). Reads hold
+//!   the stripe shared ([`Gateway::read_lock`]): metadata and bytes are of one version.
 //! * Listings merge the backend's keys with the unflushed ones.
 //!
 //! Every method blocks (device and backend I/O); the S3 layer runs them on tokio's blocking pool.
@@ -21,7 +22,7 @@ mod read;
 mod tests;
 
 use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use md5::{Digest, Md5};
 use reo_cache::{Cache, ObjectMeta, WriteError};
@@ -49,7 +50,9 @@ pub struct Gateway {
     pub backend: Arc<dyn Backend>,
     pub cache: Arc<Cache>,
     pub(crate) pending: Mutex<Pending>,
-    stripes: Vec<Mutex<()>>,
+    /// Per-key ordering: writers (put, delete, the flusher) hold a stripe exclusively, readers
+    /// (metadata + bytes of one GET) shared, so a read never mixes two versions.
+    stripes: Vec<RwLock<()>>,
     /// Wakes the flusher (a write arrived) / signals shutdown.
     pub(crate) wake: (Mutex<bool>, Condvar),
     pub(crate) counters: Mutex<GatewayCounters>,
@@ -111,7 +114,7 @@ impl Gateway {
             backend,
             cache,
             pending: Mutex::new(pending),
-            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            stripes: (0..STRIPES).map(|_| RwLock::new(())).collect(),
             wake: (Mutex::new(false), Condvar::new()),
             counters: Mutex::new(GatewayCounters::default()),
             uploads,
@@ -122,9 +125,18 @@ impl Gateway {
         }))
     }
 
-    pub(crate) fn stripe(&self, ckey: &str) -> MutexGuard<'_, ()> {
+    fn stripe_of(&self, ckey: &str) -> &RwLock<()> {
         let h = Md5::digest(ckey.as_bytes());
-        self.stripes[h[0] as usize % STRIPES].lock().unwrap_or_else(|e| e.into_inner())
+        &self.stripes[h[0] as usize % STRIPES]
+    }
+
+    pub(crate) fn stripe(&self, ckey: &str) -> RwLockWriteGuard<'_, ()> {
+        self.stripe_of(ckey).write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Hold while reading an object's metadata and bytes: no write of the key lands meanwhile.
+    pub fn read_lock(&self, bucket: &str, key: &str) -> RwLockReadGuard<'_, ()> {
+        self.stripe_of(&cache_key(bucket, key)).read().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(crate) fn pending(&self) -> MutexGuard<'_, Pending> {

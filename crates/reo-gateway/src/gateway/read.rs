@@ -10,7 +10,8 @@ use super::{now_ns, Gateway};
 use crate::backend::ObjectInfo;
 
 impl Gateway {
-    /// Bytes `[start, end)` of the object described by `info` (from [`Gateway::head`]).
+    /// Bytes `[start, end)` of the object described by `info` (from [`Gateway::head`]); hold
+    /// [`Gateway::read_lock`] across both.
     pub fn read(&self, bucket: &str, key: &str, info: &ObjectInfo, start: u64, end: u64) -> S3Result<Vec<u8>> {
         let end = end.min(info.size);
         if start >= end {

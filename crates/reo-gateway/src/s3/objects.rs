@@ -22,6 +22,7 @@ impl ReoS3 {
         let gw = self.gw.clone();
         let i = req.input;
         let (info, data, range) = blocking(move || {
+            let _r = gw.read_lock(&i.bucket, &i.key);
             let info = gw.head(&i.bucket, &i.key)?;
             check_conditions(
                 &info,
@@ -54,6 +55,7 @@ impl ReoS3 {
         let gw = self.gw.clone();
         let i = req.input;
         let info = blocking(move || {
+            let _r = gw.read_lock(&i.bucket, &i.key);
             let info = gw.head(&i.bucket, &i.key)?;
             check_conditions(
                 &info,
@@ -167,6 +169,7 @@ impl ReoS3 {
         }
         let limit = self.limits.max_body;
         let info = blocking(move || {
+            let read = gw.read_lock(&sb, &sk);
             let src = gw.head(&sb, &sk)?;
             check_conditions(
                 &src,
@@ -189,6 +192,7 @@ impl ReoS3 {
                 ));
             }
             let data = gw.read(&sb, &sk, &src, 0, src.size)?;
+            drop(read);
             let info = if replace {
                 ObjectInfo {
                     content_type: i.content_type.unwrap_or_else(|| "binary/octet-stream".into()),
