@@ -2,7 +2,8 @@
 //! type, user metadata, start time) and one file per part (`part-NNNNN`, its MD5 in
 //! `part-NNNNN.md5`). Completion concatenates the listed parts, stores the object through the
 //! normal write path with ETag `md5(part md5s)-N`, and leaves `done.json` behind so a repeated
-//! CompleteMultipartUpload answers the same (as AWS does) instead of failing.
+//! CompleteMultipartUpload answers the same (as AWS does) instead of failing; answers older than a
+//! day are removed at start-up. Parts are fsync'ed before UploadPart answers.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -49,8 +50,16 @@ fn io(e: std::io::Error) -> s3s::S3Error {
 }
 
 impl Uploads {
+    /// Opens the staging directory, removing the answers of uploads completed over a day ago.
     pub fn open(dir: &Path) -> std::io::Result<Uploads> {
         fs::create_dir_all(dir)?;
+        for ent in fs::read_dir(dir)?.flatten() {
+            let done = ent.path().join("done.json");
+            let old = fs::metadata(&done).and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok());
+            if old.is_some_and(|age| age > std::time::Duration::from_secs(86_400)) {
+                let _ = fs::remove_dir_all(ent.path());
+            }
+        }
         Ok(Uploads { dir: dir.to_path_buf(), seq: AtomicU64::new(0) })
     }
 
@@ -103,7 +112,11 @@ impl Uploads {
         let d = self.path(&u.id)?;
         let etag = format!("{:x}", Md5::digest(data));
         let tmp = d.join(format!("tmp-{n}-{}", self.seq.fetch_add(1, Ordering::Relaxed)));
-        fs::write(&tmp, data).map_err(io)?;
+        {
+            use std::io::Write;
+            let mut f = fs::File::create(&tmp).map_err(io)?;
+            f.write_all(data).and_then(|_| f.sync_all()).map_err(io)?;
+        }
         fs::write(d.join(format!("part-{n:05}.md5")), &etag).map_err(io)?;
         fs::rename(&tmp, d.join(format!("part-{n:05}"))).map_err(io)?;
         Ok(etag)
