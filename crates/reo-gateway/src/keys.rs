@@ -7,6 +7,12 @@
 //! `o.a` and `d.a/o.b` without clashing. A segment whose encoding is longer than
 //! [`SEG_CHUNK`] bytes continues in nested `c.` directories (file names stay under 255 bytes).
 
+/// Hex MD5 of `data` (S3 ETags, file names of pending records).
+pub fn md5_hex(data: &[u8]) -> String {
+    use md5::Digest;
+    md5::Md5::digest(data).iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// S3's key length limit.
 pub const MAX_KEY_LEN: usize = 1024;
 /// Encoded bytes per file-name component (plus the 2-byte kind prefix).

@@ -11,8 +11,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use md5::{Digest, Md5};
-
 use super::{BResult, Backend, BackendError, BucketInfo, ListEntry, ObjectInfo};
 use crate::keys::{decode_segment, key_path, validate_bucket, validate_key};
 
@@ -111,7 +109,7 @@ impl LocalBackend {
         let bytes = fs::read(data).map_err(|e| io_err("read", data, e))?;
         Ok(ObjectInfo {
             size: m.len(),
-            etag: format!("{:x}", Md5::digest(&bytes)),
+            etag: crate::keys::md5_hex(&bytes),
             content_type: "binary/octet-stream".into(),
             user_meta: Default::default(),
             mtime_ns: mtime_ns(&m),

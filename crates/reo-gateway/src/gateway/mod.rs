@@ -96,7 +96,7 @@ impl Gateway {
                                     r.pieces.into_iter().flat_map(|p| p.data.unwrap_or_default()).collect();
                                 let info = ObjectInfo {
                                     size: data.len() as u64,
-                                    etag: format!("{:x}", Md5::digest(&data)),
+                                    etag: crate::keys::md5_hex(&data),
                                     content_type: "binary/octet-stream".into(),
                                     user_meta: Default::default(),
                                     mtime_ns: now_ns(),
@@ -184,7 +184,7 @@ impl Gateway {
         info.size = data.len() as u64;
         info.mtime_ns = now_ns();
         if info.etag.is_empty() {
-            info.etag = format!("{:x}", Md5::digest(data));
+            info.etag = crate::keys::md5_hex(data);
         }
         let ck = cache_key(bucket, key);
         let limit = self.dirty_limit.load(std::sync::atomic::Ordering::Relaxed);

@@ -10,7 +10,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use md5::{Digest, Md5};
 use s3s::{s3_error, S3Result};
 use serde::{Deserialize, Serialize};
 
@@ -110,7 +109,7 @@ impl Uploads {
             return Err(s3_error!(InvalidArgument, "part number {n} is outside 1..=10000"));
         }
         let d = self.path(&u.id)?;
-        let etag = format!("{:x}", Md5::digest(data));
+        let etag = crate::keys::md5_hex(data);
         let tmp = d.join(format!("tmp-{n}-{}", self.seq.fetch_add(1, Ordering::Relaxed)));
         {
             use std::io::Write;
@@ -204,7 +203,7 @@ impl Gateway {
                 (0..p.etag.len() / 2).filter_map(|i| u8::from_str_radix(&p.etag[2 * i..2 * i + 2], 16).ok()).collect();
             md5s.extend_from_slice(&raw);
         }
-        let etag = format!("{:x}-{}", Md5::digest(&md5s), listed.len());
+        let etag = format!("{}-{}", crate::keys::md5_hex(&md5s), listed.len());
         let info = ObjectInfo {
             etag,
             content_type: u.content_type.clone(),

@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use md5::{Digest, Md5};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::ObjectInfo;
@@ -53,7 +52,7 @@ impl Pending {
     }
 
     fn file(&self, ckey: &str) -> PathBuf {
-        self.dir.join(format!("{:x}.json", Md5::digest(ckey.as_bytes())))
+        self.dir.join(format!("{}.json", crate::keys::md5_hex(ckey.as_bytes())))
     }
 
     /// Durably records `p` (before the cache acknowledges the write).
