@@ -47,6 +47,9 @@ class RestartTest(unittest.TestCase):
                 s3.head_object(Bucket="wback", Key="gone")
         finally:
             self.assertEqual(srv2.stop(), 0)
+        with open(os.path.join(srv.data_dir, "server.log")) as f:
+            log = f.read()
+        self.assertIn("recovered after a crash", log)
         srv2.cleanup()
 
     def test_dirty_budget_exhausted_gives_slowdown_then_recovers(self):
@@ -86,6 +89,10 @@ class RestartTest(unittest.TestCase):
             with open(path, "rb") as f:
                 self.assertEqual(f.read(), body)
         self.assertEqual(srv2.stop(), 0)
+        with open(os.path.join(srv.data_dir, "server.log")) as f:
+            log = f.read()
+        self.assertIn("store closed (checkpoint written)", log)
+        self.assertIn("(clean restart)", log)
         srv2.cleanup()
 
 

@@ -140,8 +140,14 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     flusher.stop();
     drop(gw);
     match Arc::try_unwrap(store) {
-        Ok(s) => s.close().map_err(|e| format!("closing the store: {e}"))?,
-        Err(s) => s.flush().map_err(|e| format!("flushing the store: {e}"))?,
+        Ok(s) => {
+            s.close().map_err(|e| format!("closing the store: {e}"))?;
+            println!("reo: store closed (checkpoint written)");
+        }
+        Err(s) => {
+            s.flush().map_err(|e| format!("flushing the store: {e}"))?;
+            println!("reo: store flushed (still referenced; the next start recovers from the journal)");
+        }
     }
     served
 }
