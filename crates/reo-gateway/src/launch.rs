@@ -32,6 +32,8 @@ pub struct ServeConfig {
     pub max_body: u64,
     /// Minimum age of an unflushed object before it is written back.
     pub flush_delay: std::time::Duration,
+    /// Write-policy rules (`BUCKET[/PREFIX]=POLICY`); write-back where none matches.
+    pub policies: Vec<crate::gateway::policy::PolicyRule>,
 }
 
 fn random_string(len: usize, alphabet: &[u8]) -> Result<String, String> {
@@ -118,6 +120,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         println!("reo: resuming the flush of {n} unflushed objects ({bytes} bytes)");
     }
     gw.set_flush_delay(cfg.flush_delay);
+    gw.set_policies(cfg.policies.clone());
     let flusher = Flusher::start(gw.clone());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -37,6 +37,11 @@ pub struct ServeArgs {
     /// (rewrites within it cost one backend write).
     #[arg(long, default_value_t = 0)]
     flush_delay_ms: u64,
+    /// Write policy by bucket or key prefix, BUCKET[/PREFIX]=POLICY with POLICY one of
+    /// write-back (the default), write-through, write-around, read-only; repeatable, the longest
+    /// match wins.
+    #[arg(long = "write-policy", value_name = "RULE")]
+    write_policies: Vec<reo_gateway::gateway::policy::PolicyRule>,
 }
 
 pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
@@ -50,6 +55,7 @@ pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
         secret_key: a.secret_key.clone(),
         max_body: a.max_body_mib << 20,
         flush_delay: std::time::Duration::from_millis(a.flush_delay_ms),
+        policies: a.write_policies.clone(),
     };
     reo_gateway::launch::run(&cfg)?;
     Ok(ExitCode::SUCCESS)

@@ -1,6 +1,6 @@
 //! [`Gateway`]: the data path between the S3 layer and the backend, with the flash cache in it.
 //!
-//! * Writes are write-back: the object goes to the cache as dirty (durable on flash before the
+//! * Writes follow the key's [`policy`] (write-back by default). Write-back: the object goes to the cache as dirty (durable on flash before the
 //!   200) with its metadata in [`pending`]; the [`flusher`] writes it to the backend and marks it
 //!   clean. `WriteError::Full` becomes `503 SlowDown`; an object too large for the cache goes
 //!   straight to the backend (write-around).
@@ -17,6 +17,7 @@ pub mod errors;
 pub mod flusher;
 pub mod multipart;
 pub mod pending;
+pub mod policy;
 mod read;
 #[cfg(test)]
 mod tests;
@@ -31,6 +32,7 @@ use s3s::{s3_error, S3Result};
 use crate::backend::{Backend, ListEntry, ListPage, ListQuery, ObjectInfo};
 use errors::backend_err;
 use pending::{cache_key, Pending, PendingPut};
+use policy::{PolicyRule, WritePolicy};
 
 const STRIPES: usize = 256;
 
@@ -62,6 +64,7 @@ pub struct Gateway {
     pub(crate) flush_delay_ns: std::sync::atomic::AtomicU64,
     /// Unflushed bytes beyond which writes get 503 SlowDown (the high watermark).
     pub(crate) dirty_limit: std::sync::atomic::AtomicU64,
+    rules: RwLock<Vec<PolicyRule>>,
 }
 
 pub(crate) fn now_ns() -> u64 {
@@ -122,6 +125,7 @@ impl Gateway {
             flush_delay_ns: Default::default(),
             // Half the cache: room is left for cleaning (rewriting flushed objects clean).
             dirty_limit: std::sync::atomic::AtomicU64::new(dirty_limit),
+            rules: RwLock::new(Vec::new()),
         }))
     }
 
@@ -146,6 +150,20 @@ impl Gateway {
     /// Unflushed objects wait at least `d` before the flusher writes them (default 0).
     pub fn set_flush_delay(&self, d: std::time::Duration) {
         self.flush_delay_ns.store(d.as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Replaces the write-policy rules (see [`policy`]).
+    pub fn set_policies(&self, rules: Vec<PolicyRule>) {
+        *self.rules.write().unwrap_or_else(|e| e.into_inner()) = rules;
+    }
+
+    /// The write policy of a key about to be written or deleted; read-only scopes are refused.
+    pub fn policy(&self, bucket: &str, key: &str) -> S3Result<WritePolicy> {
+        let p = policy::policy_of(&self.rules.read().unwrap_or_else(|e| e.into_inner()), bucket, key);
+        if p == WritePolicy::ReadOnly {
+            return Err(s3_error!(AccessDenied, "{bucket}/{key} is read-only by this gateway's write policy"));
+        }
+        Ok(p)
     }
 
     /// Unflushed bytes beyond which writes get `503 SlowDown`.
@@ -179,7 +197,13 @@ impl Gateway {
 
     /// Stores a whole object (write-back; write-around if the cache cannot hold it).
     pub fn put(&self, bucket: &str, key: &str, data: &[u8], mut info: ObjectInfo) -> S3Result<ObjectInfo> {
-        crate::keys::validate_key(key).map_err(|m| s3s::S3Error::with_message(s3s::S3ErrorCode::KeyTooLongError, m))?;
+        crate::keys::validate_key(key).map_err(|m| {
+            use s3s::S3ErrorCode::{InvalidArgument, KeyTooLongError};
+            s3s::S3Error::with_message(
+                if key.len() > crate::keys::MAX_KEY_LEN { KeyTooLongError } else { InvalidArgument },
+                m,
+            )
+        })?;
         self.backend.head_bucket(bucket).map_err(backend_err)?;
         info.size = data.len() as u64;
         info.mtime_ns = now_ns();
@@ -187,6 +211,28 @@ impl Gateway {
             info.etag = crate::keys::md5_hex(data);
         }
         let ck = cache_key(bucket, key);
+        match self.policy(bucket, key)? {
+            // policy() refuses read-only scopes before this point.
+            WritePolicy::WriteBack | WritePolicy::ReadOnly => {}
+            WritePolicy::WriteAround => {
+                let _g = self.stripe(&ck);
+                return self.write_around(bucket, key, &ck, data, info);
+            }
+            WritePolicy::WriteThrough => {
+                let _g = self.stripe(&ck);
+                self.pending().remove(&ck);
+                self.backend.put(bucket, key, data, &info).map_err(backend_err)?;
+                let meta = ObjectMeta {
+                    etag: info.etag.clone(),
+                    content_type: info.content_type.clone(),
+                    mtime_ns: info.mtime_ns,
+                };
+                if self.cache.put(ck.as_bytes(), data, &meta, false, now_ns()).is_err() {
+                    self.cache.delete(ck.as_bytes()); // no stale copy stays behind
+                }
+                return Ok(info);
+            }
+        }
         let limit = self.dirty_limit.load(std::sync::atomic::Ordering::Relaxed);
         if info.size > limit {
             let _g = self.stripe(&ck);
@@ -250,6 +296,7 @@ impl Gateway {
     /// Deletes an object everywhere (missing objects are fine, as in S3).
     pub fn delete(&self, bucket: &str, key: &str) -> S3Result<()> {
         self.backend.head_bucket(bucket).map_err(backend_err)?;
+        self.policy(bucket, key)?;
         let ck = cache_key(bucket, key);
         let _g = self.stripe(&ck);
         self.pending().remove(&ck);
