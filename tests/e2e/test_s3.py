@@ -266,6 +266,7 @@ class S3Test(unittest.TestCase):
             text = r.read().decode()
         self.assertIn("reo_cache_requests ", text)
         self.assertIn("reo_gateway_dirty_objects ", text)
+        self.assertIn("reo_gateway_flush_lag_seconds ", text)
 
 
 if __name__ == "__main__":

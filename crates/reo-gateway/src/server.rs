@@ -99,6 +99,7 @@ pub fn metrics(gw: &Gateway) -> String {
     emit("reo_gateway", serde_json::to_value(gw.counters()).unwrap_or_default());
     let (objects, bytes) = gw.dirty();
     out.push_str(&format!("reo_gateway_dirty_objects {objects}\nreo_gateway_dirty_bytes {bytes}\n"));
+    out.push_str(&format!("reo_gateway_flush_lag_seconds {:.3}\n", gw.flush_lag_secs()));
     out
 }
 

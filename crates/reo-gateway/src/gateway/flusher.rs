@@ -60,12 +60,12 @@ fn run(gw: &Gateway) {
                 return;
             }
             match flush_one(gw, &ck, version) {
-                Ok(()) => backoff = BACKOFF_MIN,
+                Ok(()) => {}
                 Err(e) => {
+                    // Try the others too (one bad object must not hold back the rest), then back off.
                     eprintln!("reo: flushing {ck:?} failed (retrying in {backoff:?}): {e}");
                     gw.counters.lock().unwrap_or_else(|e| e.into_inner()).flush_errors += 1;
                     failed = true;
-                    break;
                 }
             }
         }
@@ -76,9 +76,7 @@ fn run(gw: &Gateway) {
             woken = c.wait_timeout(woken, wait).unwrap_or_else(|e| e.into_inner()).0;
         }
         *woken = false;
-        if failed {
-            backoff = (backoff * 2).min(BACKOFF_MAX);
-        }
+        backoff = if failed { (backoff * 2).min(BACKOFF_MAX) } else { BACKOFF_MIN };
     }
 }
 

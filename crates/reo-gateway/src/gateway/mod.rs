@@ -181,6 +181,12 @@ impl Gateway {
         (p.map.len(), p.map.values().map(|p| p.info.size).sum())
     }
 
+    /// Age in seconds of the oldest unflushed write (the flush lag; 0 when nothing is dirty).
+    pub fn flush_lag_secs(&self) -> f64 {
+        let oldest = self.pending().map.values().map(|p| p.info.mtime_ns).min();
+        oldest.map_or(0.0, |t| now_ns().saturating_sub(t) as f64 / 1e9)
+    }
+
     pub(crate) fn kick_flusher(&self) {
         let (m, c) = &self.wake;
         *m.lock().unwrap_or_else(|e| e.into_inner()) = true;
