@@ -208,6 +208,14 @@ class S3Test(unittest.TestCase):
         with self.assertRaises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(srv.endpoint + "/")
         self.assertEqual(e.exception.code, 403)
+        # A client clock 20 minutes slow.
+        import botocore.auth
+        from unittest import mock
+        skewed = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None) - datetime.timedelta(minutes=20)
+        with mock.patch.object(botocore.auth, "get_current_datetime", return_value=skewed):
+            with self.assertRaises(ClientError) as e:
+                srv.client().list_buckets()
+        self.assertEqual(code(e), "RequestTimeTooSkewed")
 
     def test_presigned_and_unsigned(self):
         self.s3.put_object(Bucket=self.bucket, Key="p", Body=b"presigned")
