@@ -169,7 +169,15 @@ impl Uploads {
 impl Gateway {
     /// Completes upload `id` with the listed (number, etag) parts; repeating a completed
     /// upload returns the same ETag.
-    pub fn complete_upload(&self, bucket: &str, key: &str, id: &str, listed: &[(i32, String)]) -> S3Result<ObjectInfo> {
+    /// The assembled object may not exceed `max_object` bytes (it is assembled in memory).
+    pub fn complete_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        id: &str,
+        listed: &[(i32, String)],
+        max_object: u64,
+    ) -> S3Result<ObjectInfo> {
         let u = self.uploads.get(bucket, key, id)?;
         if let Some(info) = self.uploads.done(id) {
             return Ok(info);
@@ -178,8 +186,15 @@ impl Gateway {
             return Err(s3_error!(MalformedXML, "CompleteMultipartUpload lists no parts"));
         }
         let have: BTreeMap<i32, PartInfo> = self.uploads.parts(&u)?.into_iter().map(|p| (p.number, p)).collect();
+        let total: u64 = listed.iter().filter_map(|(n, _)| have.get(n)).map(|p| p.size).sum();
+        if total > max_object {
+            return Err(s3_error!(
+                EntityTooLarge,
+                "the parts add up to {total} bytes; this gateway's object limit is {max_object} (--max-body-mib)"
+            ));
+        }
         let d = self.uploads.path(id)?;
-        let mut data = Vec::new();
+        let mut data = Vec::with_capacity(total as usize);
         let mut md5s = Vec::new();
         let mut prev = 0;
         for (i, (n, etag)) in listed.iter().enumerate() {

@@ -122,6 +122,7 @@ fn deletes_win_over_pending_writes_and_restart_resumes() {
 
 #[test]
 fn multipart_etag_is_md5_of_md5s() {
+    const MAX: u64 = 1 << 30;
     let rig = Rig::new();
     let (gw, _) = rig.open();
     let id = gw.uploads.create("bkt", "mp", "a/b".into(), Default::default()).unwrap();
@@ -130,11 +131,13 @@ fn multipart_etag_is_md5_of_md5s() {
     let e1 = gw.uploads.put_part(&u, 1, &p1).unwrap();
     let e2 = gw.uploads.put_part(&u, 2, b"tail").unwrap();
     let too_small = gw.uploads.put_part(&u, 3, b"x").unwrap();
-    let err = gw.complete_upload("bkt", "mp", &id, &[(2, e2.clone()), (3, too_small)]).unwrap_err();
+    let err = gw.complete_upload("bkt", "mp", &id, &[(1, e1.clone()), (2, e2.clone())], 1 << 20).unwrap_err();
+    assert_eq!(*err.code(), s3s::S3ErrorCode::EntityTooLarge);
+    let err = gw.complete_upload("bkt", "mp", &id, &[(2, e2.clone()), (3, too_small)], MAX).unwrap_err();
     assert_eq!(*err.code(), s3s::S3ErrorCode::EntityTooSmall);
-    let info = gw.complete_upload("bkt", "mp", &id, &[(1, e1.clone()), (2, e2.clone())]).unwrap();
+    let info = gw.complete_upload("bkt", "mp", &id, &[(1, e1.clone()), (2, e2.clone())], MAX).unwrap();
     assert!(info.etag.ends_with("-2"));
-    let again = gw.complete_upload("bkt", "mp", &id, &[(1, e1), (2, e2)]).unwrap();
+    let again = gw.complete_upload("bkt", "mp", &id, &[(1, e1), (2, e2)], MAX).unwrap();
     assert_eq!(again.etag, info.etag);
     assert_eq!(gw.head("bkt", "mp").unwrap().size, (5 << 20) + 4);
 }

@@ -57,7 +57,8 @@ impl ReoS3 {
             .map(|p| (p.part_number.unwrap_or(0), p.e_tag.map(|e| e.value().to_owned()).unwrap_or_default()))
             .collect();
         let (bucket, key) = (i.bucket.clone(), i.key.clone());
-        let info = blocking(move || gw.complete_upload(&i.bucket, &i.key, &i.upload_id, &listed)).await?;
+        let max = self.limits.max_body;
+        let info = blocking(move || gw.complete_upload(&i.bucket, &i.key, &i.upload_id, &listed, max)).await?;
         Ok(S3Response::new(CompleteMultipartUploadOutput {
             location: Some(format!("/{bucket}/{key}")),
             bucket: Some(bucket),
