@@ -17,6 +17,13 @@ use crate::keys::{decode_segment, key_path, validate_bucket, validate_key};
 /// The bucket's own metadata file (creation time) inside its directory.
 const BUCKET_META: &str = "b.bucket";
 
+/// A key found by a listing walk, before its sidecar is read.
+struct Found {
+    key: String,
+    data: PathBuf,
+    meta: PathBuf,
+}
+
 /// A directory of buckets.
 pub struct LocalBackend {
     root: PathBuf,
@@ -118,14 +125,9 @@ impl LocalBackend {
 
     /// Collects the keys under `dir` (whose key prefix is `kprefix`, `pending` an unfinished
     /// chunked segment) that start with `prefix` and sort after `after`.
-    fn walk(
-        &self,
-        dir: &Path,
-        kprefix: &str,
-        pending: &str,
-        q: &(&str, &str),
-        out: &mut Vec<ListEntry>,
-    ) -> BResult<()> {
+    /// Data and sidecar paths are collected first; the caller reads the sidecars of the entries
+    /// it keeps. Directories whose keys all sort before `after` are skipped.
+    fn walk(&self, dir: &Path, kprefix: &str, pending: &str, q: &(&str, &str), out: &mut Vec<Found>) -> BResult<()> {
         let (prefix, after) = *q;
         let rd = match fs::read_dir(dir) {
             Ok(rd) => rd,
@@ -139,7 +141,10 @@ impl LocalBackend {
             let Some((kind, enc)) = name.split_once('.') else { continue };
             let joined = format!("{pending}{enc}");
             let path = ent.path();
-            let relevant = |k: &str| k.starts_with(prefix) || prefix.starts_with(k);
+            // Keys under prefix `k` can match: they share the listing prefix and are not all
+            // before `after` (a prefix sorting before `after` that `after` does not extend).
+            let relevant =
+                |k: &str| (k.starts_with(prefix) || prefix.starts_with(k)) && (k > after || after.starts_with(k));
             match kind {
                 "o" => {
                     let Some(seg) = decode_segment(&joined) else { continue };
@@ -147,11 +152,7 @@ impl LocalBackend {
                     if key.starts_with(prefix) && key.as_str() > after {
                         let mut meta = path.clone();
                         meta.set_file_name(format!("m.{enc}"));
-                        match self.read_info(&path, &meta, &key) {
-                            Ok(info) => out.push(ListEntry { key, info }),
-                            Err(BackendError::NoSuchKey(_)) => {}
-                            Err(e) => return Err(e),
-                        }
+                        out.push(Found { key, data: path, meta });
                     }
                 }
                 "d" => {
@@ -274,10 +275,18 @@ impl Backend for LocalBackend {
 
     fn list(&self, bucket: &str, prefix: &str, after: &str, limit: usize) -> BResult<Vec<ListEntry>> {
         let d = self.existing_bucket(bucket)?;
-        let mut out = Vec::new();
-        self.walk(&d, "", "", &(prefix, after), &mut out)?;
-        out.sort_by(|a, b| a.key.cmp(&b.key));
-        out.truncate(limit);
+        let mut found = Vec::new();
+        self.walk(&d, "", "", &(prefix, after), &mut found)?;
+        found.sort_by(|a, b| a.key.cmp(&b.key));
+        found.truncate(limit);
+        let mut out = Vec::with_capacity(found.len());
+        for f in found {
+            match self.read_info(&f.data, &f.meta, &f.key) {
+                Ok(info) => out.push(ListEntry { key: f.key, info }),
+                Err(BackendError::NoSuchKey(_)) => {} // deleted meanwhile
+                Err(e) => return Err(e),
+            }
+        }
         Ok(out)
     }
 }

@@ -312,7 +312,11 @@ impl Gateway {
 
     /// A listing page: the backend's keys merged with unflushed writes.
     pub fn list(&self, bucket: &str, q: &ListQuery) -> S3Result<ListPage> {
-        let mut backend = self.backend.list(bucket, &q.prefix, &q.after, usize::MAX).map_err(backend_err)?;
+        // Without grouping, max-keys + 1 backend entries fill a page (pending ones only add);
+        // with a delimiter, a page may stand for any number of keys.
+        let grouped = q.delimiter.as_deref().is_some_and(|d| !d.is_empty());
+        let limit = if grouped { usize::MAX } else { q.max_keys.saturating_add(1) };
+        let mut backend = self.backend.list(bucket, &q.prefix, &q.after, limit).map_err(backend_err)?;
         let pending = self.pending().in_bucket(bucket, &q.prefix);
         if !pending.is_empty() {
             let over: std::collections::BTreeMap<String, ObjectInfo> = pending.into_iter().collect();
