@@ -16,4 +16,8 @@ echo "== lints"
 cargo clippy --workspace --all-targets -- -D warnings
 echo "== tests"
 cargo test --workspace
+echo "== gateway end-to-end (boto3 against a real reo serve)"
+python3 -m pip install --quiet --disable-pip-version-check boto3
+cargo build -p reo
+REO_BIN="$PWD/target/debug/reo" python3 -m unittest discover -s tests/e2e -t tests/e2e -v
 echo "== all tests passed"

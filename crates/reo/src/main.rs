@@ -9,6 +9,7 @@ mod bench_cache;
 mod bench_rebuild;
 mod bench_store;
 mod crashtest;
+mod serve;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -22,6 +23,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Serve S3 (write-back caching gateway in front of a backend; defaults need no arguments).
+    Serve(serve::ServeArgs),
     /// Measure performance against the machine's physical limits.
     Bench {
         #[command(subcommand)]
@@ -53,6 +56,7 @@ fn main() -> ExitCode {
         Command::Bench { what: BenchWhat::Cache(args) } => bench_cache::run(&args),
         Command::Bench { what: BenchWhat::Rebuild(args) } => bench_rebuild::run(&args),
         Command::Crashtest { what } => crashtest::run(what),
+        Command::Serve(args) => serve::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,292 @@
+//! [`LocalBackend`]: buckets are directories under a root, objects are plain files (named by
+//! [`crate::keys::key_path`]) with a JSON sidecar (`m.` file) holding size, ETag, content type,
+//! user metadata and mtime. Writes are atomic and durable: temp file, fsync, rename, fsync of the
+//! directory — data first, then its sidecar. A reader that finds no sidecar, or one whose size
+//! disagrees with the data file (a crash between the two renames), derives the info from the
+//! data file itself (MD5 recomputed), so the ETag always matches the bytes served.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::{BResult, Backend, BackendError, BucketInfo, ListEntry, ObjectInfo};
+use crate::keys::{decode_segment, key_path, validate_bucket, validate_key};
+
+/// The bucket's own metadata file (creation time) inside its directory.
+const BUCKET_META: &str = "b.bucket";
+
+/// A key found by a listing walk, before its sidecar is read.
+struct Found {
+    key: String,
+    data: PathBuf,
+    meta: PathBuf,
+}
+
+/// A directory of buckets.
+pub struct LocalBackend {
+    root: PathBuf,
+    tmp_seq: AtomicU64,
+}
+
+fn io_err(what: &str, p: &Path, e: std::io::Error) -> BackendError {
+    BackendError::Io(format!("{what} {}: {e}", p.display()))
+}
+
+pub(crate) fn now_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+}
+
+fn mtime_ns(m: &fs::Metadata) -> u64 {
+    m.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map(|d| d.as_nanos() as u64).unwrap_or(0)
+}
+
+fn sync_dir(p: &Path) -> BResult<()> {
+    File::open(p).and_then(|f| f.sync_all()).map_err(|e| io_err("fsync directory", p, e))
+}
+
+impl LocalBackend {
+    /// Opens (creating if needed) the backend rooted at `root`.
+    pub fn open(root: &Path) -> BResult<LocalBackend> {
+        fs::create_dir_all(root).map_err(|e| io_err("create", root, e))?;
+        Ok(LocalBackend { root: root.to_path_buf(), tmp_seq: AtomicU64::new(0) })
+    }
+
+    fn bucket_dir(&self, bucket: &str) -> BResult<PathBuf> {
+        validate_bucket(bucket).map_err(BackendError::Invalid)?;
+        Ok(self.root.join(bucket))
+    }
+
+    fn existing_bucket(&self, bucket: &str) -> BResult<PathBuf> {
+        let d = self.bucket_dir(bucket)?;
+        if d.join(BUCKET_META).is_file() {
+            Ok(d)
+        } else {
+            Err(BackendError::NoSuchBucket(bucket.into()))
+        }
+    }
+
+    fn paths(&self, bucket: &str, key: &str) -> BResult<(PathBuf, PathBuf)> {
+        validate_key(key).map_err(BackendError::Invalid)?;
+        let dir = self.existing_bucket(bucket)?;
+        let mut data = dir.clone();
+        let mut meta = dir;
+        for c in key_path(key, 'o') {
+            data.push(c);
+        }
+        for c in key_path(key, 'm') {
+            meta.push(c);
+        }
+        Ok((data, meta))
+    }
+
+    /// Writes `bytes` to `path` atomically and durably.
+    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> BResult<()> {
+        let dir = path.parent().expect("object paths have a parent");
+        let tmp = dir.join(format!("t.{}.{}", std::process::id(), self.tmp_seq.fetch_add(1, Ordering::Relaxed)));
+        let r = (|| {
+            let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+            f.write_all(bytes)?;
+            f.sync_all()?;
+            fs::rename(&tmp, path)
+        })();
+        if let Err(e) = r {
+            let _ = fs::remove_file(&tmp);
+            return Err(io_err("write", path, e));
+        }
+        sync_dir(dir)
+    }
+
+    /// Info of the object whose data file is `data` (see the module doc for the fallback).
+    fn read_info(&self, data: &Path, meta: &Path, key: &str) -> BResult<ObjectInfo> {
+        let m = match fs::metadata(data) {
+            Ok(m) if m.is_file() => m,
+            Ok(_) => return Err(BackendError::NoSuchKey(key.into())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(BackendError::NoSuchKey(key.into())),
+            Err(e) => return Err(io_err("stat", data, e)),
+        };
+        if let Ok(bytes) = fs::read(meta) {
+            if let Ok(info) = serde_json::from_slice::<ObjectInfo>(&bytes) {
+                if info.size == m.len() {
+                    return Ok(info);
+                }
+            }
+        }
+        let bytes = fs::read(data).map_err(|e| io_err("read", data, e))?;
+        Ok(ObjectInfo {
+            size: m.len(),
+            etag: crate::keys::md5_hex(&bytes),
+            content_type: "binary/octet-stream".into(),
+            user_meta: Default::default(),
+            mtime_ns: mtime_ns(&m),
+        })
+    }
+
+    /// Collects the keys under `dir` (whose key prefix is `kprefix`, `pending` an unfinished
+    /// chunked segment) that start with `prefix` and sort after `after`.
+    /// Data and sidecar paths are collected first; the caller reads the sidecars of the entries
+    /// it keeps. Directories whose keys all sort before `after` are skipped.
+    fn walk(&self, dir: &Path, kprefix: &str, pending: &str, q: &(&str, &str), out: &mut Vec<Found>) -> BResult<()> {
+        let (prefix, after) = *q;
+        let rd = match fs::read_dir(dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io_err("list", dir, e)),
+        };
+        for ent in rd {
+            let ent = ent.map_err(|e| io_err("list", dir, e))?;
+            let name = ent.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let Some((kind, enc)) = name.split_once('.') else { continue };
+            let joined = format!("{pending}{enc}");
+            let path = ent.path();
+            // Keys under prefix `k` can match: they share the listing prefix and are not all
+            // before `after` (a prefix sorting before `after` that `after` does not extend).
+            let relevant =
+                |k: &str| (k.starts_with(prefix) || prefix.starts_with(k)) && (k > after || after.starts_with(k));
+            match kind {
+                "o" => {
+                    let Some(seg) = decode_segment(&joined) else { continue };
+                    let key = format!("{kprefix}{seg}");
+                    if key.starts_with(prefix) && key.as_str() > after {
+                        let mut meta = path.clone();
+                        meta.set_file_name(format!("m.{enc}"));
+                        out.push(Found { key, data: path, meta });
+                    }
+                }
+                "d" => {
+                    let Some(seg) = decode_segment(&joined) else { continue };
+                    let kp = format!("{kprefix}{seg}/");
+                    if relevant(&kp) {
+                        self.walk(&path, &kp, "", q, out)?;
+                    }
+                }
+                "c" => {
+                    // A partial segment: its decoded form is a prefix of the keys below.
+                    let partial = decode_segment(&joined).unwrap_or_default();
+                    if relevant(&format!("{kprefix}{partial}")) || partial.is_empty() {
+                        self.walk(&path, kprefix, &joined, q, out)?;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes now-empty directories from `dir` up to (not including) the bucket directory.
+    fn prune(&self, bucket_dir: &Path, mut dir: &Path) {
+        while dir != bucket_dir && dir.starts_with(bucket_dir) {
+            if fs::remove_dir(dir).is_err() {
+                break;
+            }
+            match dir.parent() {
+                Some(p) => dir = p,
+                None => break,
+            }
+        }
+    }
+}
+
+impl Backend for LocalBackend {
+    fn list_buckets(&self) -> BResult<Vec<BucketInfo>> {
+        let mut out = Vec::new();
+        let rd = fs::read_dir(&self.root).map_err(|e| io_err("list", &self.root, e))?;
+        for ent in rd.flatten() {
+            let Some(name) = ent.file_name().to_str().map(str::to_owned) else { continue };
+            if validate_bucket(&name).is_ok() {
+                if let Ok(b) = self.head_bucket(&name) {
+                    out.push(b);
+                }
+            }
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    fn create_bucket(&self, bucket: &str) -> BResult<()> {
+        let d = self.bucket_dir(bucket)?;
+        if d.join(BUCKET_META).is_file() {
+            return Err(BackendError::BucketExists(bucket.into()));
+        }
+        fs::create_dir_all(&d).map_err(|e| io_err("create", &d, e))?;
+        self.write_atomic(&d.join(BUCKET_META), now_ns().to_string().as_bytes())?;
+        sync_dir(&self.root)
+    }
+
+    fn head_bucket(&self, bucket: &str) -> BResult<BucketInfo> {
+        let d = self.existing_bucket(bucket)?;
+        let created_ns = fs::read_to_string(d.join(BUCKET_META)).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
+        Ok(BucketInfo { name: bucket.into(), created_ns })
+    }
+
+    fn delete_bucket(&self, bucket: &str) -> BResult<()> {
+        let d = self.existing_bucket(bucket)?;
+        if !self.list(bucket, "", "", 1)?.is_empty() {
+            return Err(BackendError::BucketNotEmpty(bucket.into()));
+        }
+        fs::remove_dir_all(&d).map_err(|e| io_err("remove", &d, e))?;
+        sync_dir(&self.root)
+    }
+
+    fn put(&self, bucket: &str, key: &str, data: &[u8], info: &ObjectInfo) -> BResult<()> {
+        let (dpath, mpath) = self.paths(bucket, key)?;
+        let dir = dpath.parent().expect("has a parent");
+        fs::create_dir_all(dir).map_err(|e| io_err("create", dir, e))?;
+        self.write_atomic(&dpath, data)?;
+        let meta = serde_json::to_vec(info).expect("serializable");
+        self.write_atomic(&mpath, &meta)
+    }
+
+    fn head(&self, bucket: &str, key: &str) -> BResult<ObjectInfo> {
+        let (d, m) = self.paths(bucket, key)?;
+        self.read_info(&d, &m, key)
+    }
+
+    fn get_range(&self, bucket: &str, key: &str, start: u64, end: u64) -> BResult<(Vec<u8>, ObjectInfo)> {
+        let (d, m) = self.paths(bucket, key)?;
+        let info = self.read_info(&d, &m, key)?;
+        let end = end.min(info.size);
+        let start = start.min(end);
+        let mut f = File::open(&d).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => BackendError::NoSuchKey(key.into()),
+            _ => io_err("open", &d, e),
+        })?;
+        let mut buf = vec![0u8; (end - start) as usize];
+        f.seek(SeekFrom::Start(start)).and_then(|_| f.read_exact(&mut buf)).map_err(|e| io_err("read", &d, e))?;
+        Ok((buf, info))
+    }
+
+    fn delete(&self, bucket: &str, key: &str) -> BResult<()> {
+        let (d, m) = self.paths(bucket, key)?;
+        for p in [&d, &m] {
+            match fs::remove_file(p) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_err("remove", p, e)),
+            }
+        }
+        let dir = d.parent().expect("has a parent");
+        let _ = sync_dir(dir);
+        self.prune(&self.root.join(bucket), dir);
+        Ok(())
+    }
+
+    fn list(&self, bucket: &str, prefix: &str, after: &str, limit: usize) -> BResult<Vec<ListEntry>> {
+        let d = self.existing_bucket(bucket)?;
+        let mut found = Vec::new();
+        self.walk(&d, "", "", &(prefix, after), &mut found)?;
+        found.sort_by(|a, b| a.key.cmp(&b.key));
+        found.truncate(limit);
+        let mut out = Vec::with_capacity(found.len());
+        for f in found {
+            match self.read_info(&f.data, &f.meta, &f.key) {
+                Ok(info) => out.push(ListEntry { key: f.key, info }),
+                Err(BackendError::NoSuchKey(_)) => {} // deleted meanwhile
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+}

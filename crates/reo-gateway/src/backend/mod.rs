@@ -1,0 +1,94 @@
+//! The backend object store behind the gateway: one trait, [`Backend`], in the spirit of
+//! `object_store` (whole-object put/get/head/delete/list plus bucket operations), and its
+//! implementations as modules: [`local`] (a directory; the embedded default).
+//!
+//! Every method is blocking: the gateway calls backends from tokio's blocking pool and from the
+//! flusher thread. Keys reaching a backend have been validated by [`crate::keys::validate_key`].
+
+pub mod list;
+pub mod local;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+pub use list::{ListPage, ListQuery};
+pub use local::LocalBackend;
+
+/// What a backend keeps about an object besides its bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ObjectInfo {
+    pub size: u64,
+    /// The S3 ETag without quotes: hex MD5, or `hex-N` for multipart uploads.
+    pub etag: String,
+    pub content_type: String,
+    /// `x-amz-meta-*` user metadata (names without the prefix, lower case).
+    pub user_meta: BTreeMap<String, String>,
+    /// Last modification, nanoseconds since the Unix epoch.
+    pub mtime_ns: u64,
+}
+
+/// One entry of a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListEntry {
+    pub key: String,
+    pub info: ObjectInfo,
+}
+
+/// A bucket and its creation time (ns since the epoch).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BucketInfo {
+    pub name: String,
+    pub created_ns: u64,
+}
+
+/// Why a backend operation failed.
+#[derive(Debug)]
+pub enum BackendError {
+    NoSuchBucket(String),
+    NoSuchKey(String),
+    BucketExists(String),
+    BucketNotEmpty(String),
+    /// A key or bucket name the backend cannot hold (the message says why).
+    Invalid(String),
+    /// The backend's own I/O failed (retryable).
+    Io(String),
+}
+
+impl fmt::Display for BackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BackendError::NoSuchBucket(b) => write!(f, "bucket {b:?} does not exist"),
+            BackendError::NoSuchKey(k) => write!(f, "key {k:?} does not exist"),
+            BackendError::BucketExists(b) => write!(f, "bucket {b:?} already exists"),
+            BackendError::BucketNotEmpty(b) => write!(f, "bucket {b:?} is not empty"),
+            BackendError::Invalid(m) => write!(f, "{m}"),
+            BackendError::Io(m) => write!(f, "backend I/O error: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for BackendError {}
+
+pub type BResult<T> = Result<T, BackendError>;
+
+/// An object store the gateway caches.
+pub trait Backend: Send + Sync + 'static {
+    fn list_buckets(&self) -> BResult<Vec<BucketInfo>>;
+    fn create_bucket(&self, bucket: &str) -> BResult<()>;
+    fn head_bucket(&self, bucket: &str) -> BResult<BucketInfo>;
+    /// Fails with `BucketNotEmpty` if it holds objects.
+    fn delete_bucket(&self, bucket: &str) -> BResult<()>;
+    /// Writes the whole object atomically (readers see the old or the new object, never a mix)
+    /// and durably. `info.size` and `info.etag` describe `data`.
+    fn put(&self, bucket: &str, key: &str, data: &[u8], info: &ObjectInfo) -> BResult<()>;
+    fn head(&self, bucket: &str, key: &str) -> BResult<ObjectInfo>;
+    /// Bytes `[start, end)` (clamped to the object) and the object's info.
+    fn get_range(&self, bucket: &str, key: &str, start: u64, end: u64) -> BResult<(Vec<u8>, ObjectInfo)>;
+    /// Deleting a missing key succeeds (S3 semantics).
+    fn delete(&self, bucket: &str, key: &str) -> BResult<()>;
+    /// Every key of `bucket` starting with `prefix`, sorted by key bytes, strictly after `after`.
+    /// At most `limit` entries.
+    fn list(&self, bucket: &str, prefix: &str, after: &str, limit: usize) -> BResult<Vec<ListEntry>>;
+}

@@ -1,0 +1,118 @@
+//! The flusher: a thread that writes unflushed (dirty) objects to the backend, then marks them
+//! clean in the cache and forgets their pending record. One object at a time, under the key's
+//! stripe lock (so a concurrent delete or overwrite is ordered with it); failures are retried
+//! with exponential backoff (100 ms doubling to 30 s) and counted. An optional flush delay lets
+//! an object age before it is written (rewrites within the delay cost one backend write).
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::pending::cache_key;
+use super::{now_ns, Gateway};
+
+const BACKOFF_MIN: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// A running flusher; [`Flusher::stop`] finishes the object in hand and returns.
+pub struct Flusher {
+    gw: Arc<Gateway>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Flusher {
+    pub fn start(gw: Arc<Gateway>) -> Flusher {
+        let g = gw.clone();
+        let handle = std::thread::Builder::new()
+            .name("reo-flusher".into())
+            .spawn(move || run(&g))
+            .expect("spawn the flusher thread");
+        Flusher { gw, handle: Some(handle) }
+    }
+
+    pub fn stop(mut self) {
+        self.gw.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.gw.kick_flusher();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn stopping(gw: &Gateway) -> bool {
+    gw.stopping.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+fn run(gw: &Gateway) {
+    let mut backoff = BACKOFF_MIN;
+    while !stopping(gw) {
+        let ripe = now_ns().saturating_sub(gw.flush_delay_ns.load(std::sync::atomic::Ordering::Relaxed));
+        let todo: Vec<(String, u64)> = gw
+            .pending()
+            .map
+            .iter()
+            .filter(|(_, p)| p.info.mtime_ns <= ripe)
+            .map(|(k, p)| (k.clone(), p.version))
+            .collect();
+        let mut failed = false;
+        for (ck, version) in todo {
+            if stopping(gw) {
+                return;
+            }
+            match flush_one(gw, &ck, version) {
+                Ok(()) => {}
+                Err(e) => {
+                    // Try the others too (one bad object must not hold back the rest), then back off.
+                    eprintln!("reo: flushing {ck:?} failed (retrying in {backoff:?}): {e}");
+                    gw.counters.lock().unwrap_or_else(|e| e.into_inner()).flush_errors += 1;
+                    failed = true;
+                }
+            }
+        }
+        let (m, c) = &gw.wake;
+        let mut woken = m.lock().unwrap_or_else(|e| e.into_inner());
+        let wait = if failed { backoff } else { Duration::from_secs(1) };
+        if !*woken || failed {
+            woken = c.wait_timeout(woken, wait).unwrap_or_else(|e| e.into_inner()).0;
+        }
+        *woken = false;
+        backoff = if failed { (backoff * 2).min(BACKOFF_MAX) } else { BACKOFF_MIN };
+    }
+}
+
+/// Writes one pending object to the backend and marks it clean.
+fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), String> {
+    let _g = gw.stripe(ck);
+    let Some(p) = gw.pending().map.get(ck).cloned() else { return Ok(()) };
+    if p.version != version {
+        return Ok(()); // overwritten since the snapshot: the next round takes the new version
+    }
+    debug_assert_eq!(cache_key(&p.bucket, &p.key), ck);
+    let r = gw.cache.get(ck.as_bytes(), 0, u64::MAX, now_ns()).map_err(|e| e.to_string())?;
+    if !r.is_hit() && p.info.size > 0 {
+        return Err(format!("unflushed object {ck:?} is not fully on flash"));
+    }
+    let data: Vec<u8> = r.pieces.into_iter().flat_map(|x| x.data.unwrap_or_default()).collect();
+    gw.backend.put(&p.bucket, &p.key, &data, &p.info).map_err(|e| e.to_string())?;
+    let clean = match gw.cache.mark_clean(ck.as_bytes(), version) {
+        Ok(c) => c,
+        // Rewriting into the clean scheme needs free flash; with none left (everything dirty) the
+        // object leaves the cache instead: it is safe in the backend now, and its space lets the
+        // other dirty objects be cleaned.
+        Err(reo_cache::WriteError::Full(_)) => {
+            gw.cache.delete(ck.as_bytes());
+            true
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    if clean {
+        let mut pend = gw.pending();
+        if pend.map.get(ck).is_some_and(|x| x.version == version) {
+            pend.remove(ck);
+        }
+    }
+    let mut c = gw.counters.lock().unwrap_or_else(|e| e.into_inner());
+    c.flushed_objects += 1;
+    c.flushed_bytes += data.len() as u64;
+    Ok(())
+}

@@ -1,0 +1,342 @@
+//! [`Gateway`]: the data path between the S3 layer and the backend, with the flash cache in it.
+//!
+//! * Writes follow the key's [`policy`] (write-back by default). Write-back: the object goes to the cache as dirty (durable on flash before the
+//!   200) with its metadata in [`pending`]; the [`flusher`] writes it to the backend and marks it
+//!   clean. `WriteError::Full` becomes `503 SlowDown`; an object too large for the cache goes
+//!   straight to the backend (write-around).
+//! * Reads: metadata from the pending map (unflushed writes) or the backend; bytes from flash,
+//!   missing fragments fetched from the backend and offered back with `fill`.
+//! * Deletes go to the pending map, the cache and the backend, under the key's stripe lock, which
+//!   also serializes them with the flusher (a flush never resurrects a deleted object). Reads hold
+//!   the stripe shared ([`Gateway::read_lock`]): metadata and bytes are of one version.
+//! * Listings merge the backend's keys with the unflushed ones.
+//!
+//! Every method blocks (device and backend I/O); the S3 layer runs them on tokio's blocking pool.
+
+pub mod errors;
+pub mod flusher;
+pub mod multipart;
+pub mod pending;
+pub mod policy;
+mod read;
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use md5::{Digest, Md5};
+use reo_cache::{Cache, ObjectMeta, WriteError};
+use s3s::{s3_error, S3Result};
+
+use crate::backend::{Backend, ListEntry, ListPage, ListQuery, ObjectInfo};
+use errors::backend_err;
+use pending::{cache_key, Pending, PendingPut};
+use policy::{PolicyRule, WritePolicy};
+
+const STRIPES: usize = 256;
+
+/// Counters for `/metrics`.
+#[derive(Debug, Default, Clone, Copy, serde::Serialize)]
+pub struct GatewayCounters {
+    pub flushed_objects: u64,
+    pub flushed_bytes: u64,
+    pub flush_errors: u64,
+    pub write_around: u64,
+    pub slowdowns: u64,
+    pub backend_reads: u64,
+}
+
+/// The gateway's data path.
+pub struct Gateway {
+    pub backend: Arc<dyn Backend>,
+    pub cache: Arc<Cache>,
+    pub(crate) pending: Mutex<Pending>,
+    /// Per-key ordering: writers (put, delete, the flusher) hold a stripe exclusively, readers
+    /// (metadata + bytes of one GET) shared, so a read never mixes two versions.
+    stripes: Vec<RwLock<()>>,
+    /// Wakes the flusher (a write arrived) / signals shutdown.
+    pub(crate) wake: (Mutex<bool>, Condvar),
+    pub(crate) counters: Mutex<GatewayCounters>,
+    pub(crate) uploads: multipart::Uploads,
+    pub(crate) stopping: std::sync::atomic::AtomicBool,
+    /// Minimum age (ns) of an unflushed object before the flusher writes it (coalesces rewrites).
+    pub(crate) flush_delay_ns: std::sync::atomic::AtomicU64,
+    /// Unflushed bytes beyond which writes get 503 SlowDown (the high watermark).
+    pub(crate) dirty_limit: std::sync::atomic::AtomicU64,
+    rules: RwLock<Vec<PolicyRule>>,
+}
+
+pub(crate) fn now_ns() -> u64 {
+    crate::backend::local::now_ns()
+}
+
+impl Gateway {
+    /// A gateway over `cache` and `backend`, its unflushed state in `state_dir` (pending
+    /// metadata, multipart staging). Unflushed objects of a previous run are picked up.
+    pub fn open(backend: Arc<dyn Backend>, cache: Arc<Cache>, state_dir: &Path) -> Result<Arc<Gateway>, String> {
+        let mut pending =
+            Pending::open(&state_dir.join("pending")).map_err(|e| format!("{}: {e}", state_dir.display()))?;
+        let uploads = multipart::Uploads::open(&state_dir.join("uploads"))
+            .map_err(|e| format!("{}: {e}", state_dir.display()))?;
+        // Reconcile with the cache's dirty objects: they are what must still be flushed.
+        let dirty = cache.dirty_keys();
+        let dirty_keys: std::collections::HashSet<Vec<u8>> = dirty.iter().map(|(k, _)| k.clone()).collect();
+        let stale: Vec<String> = pending.map.keys().filter(|k| !dirty_keys.contains(k.as_bytes())).cloned().collect();
+        for k in stale {
+            pending.remove(&k);
+        }
+        for (k, version) in dirty {
+            let ck = String::from_utf8_lossy(&k).into_owned();
+            match pending.map.get_mut(&ck) {
+                Some(p) => p.version = version,
+                None => {
+                    // Metadata lost (should not happen: it is written first): derive it from the bytes.
+                    if let Some((bucket, key)) = ck.split_once('/') {
+                        if let Ok(r) = cache.get(&k, 0, u64::MAX, now_ns()) {
+                            if r.is_hit() {
+                                let data: Vec<u8> =
+                                    r.pieces.into_iter().flat_map(|p| p.data.unwrap_or_default()).collect();
+                                let info = ObjectInfo {
+                                    size: data.len() as u64,
+                                    etag: crate::keys::md5_hex(&data),
+                                    content_type: "binary/octet-stream".into(),
+                                    user_meta: Default::default(),
+                                    mtime_ns: now_ns(),
+                                };
+                                let p = PendingPut { bucket: bucket.into(), key: key.into(), info, version };
+                                pending.map.insert(ck, p);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let dirty_limit = cache.config().capacity_bytes / 2;
+        Ok(Arc::new(Gateway {
+            backend,
+            cache,
+            pending: Mutex::new(pending),
+            stripes: (0..STRIPES).map(|_| RwLock::new(())).collect(),
+            wake: (Mutex::new(false), Condvar::new()),
+            counters: Mutex::new(GatewayCounters::default()),
+            uploads,
+            stopping: Default::default(),
+            flush_delay_ns: Default::default(),
+            // Half the cache: room is left for cleaning (rewriting flushed objects clean).
+            dirty_limit: std::sync::atomic::AtomicU64::new(dirty_limit),
+            rules: RwLock::new(Vec::new()),
+        }))
+    }
+
+    fn stripe_of(&self, ckey: &str) -> &RwLock<()> {
+        let h = Md5::digest(ckey.as_bytes());
+        &self.stripes[h[0] as usize % STRIPES]
+    }
+
+    pub(crate) fn stripe(&self, ckey: &str) -> RwLockWriteGuard<'_, ()> {
+        self.stripe_of(ckey).write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Hold while reading an object's metadata and bytes: no write of the key lands meanwhile.
+    pub fn read_lock(&self, bucket: &str, key: &str) -> RwLockReadGuard<'_, ()> {
+        self.stripe_of(&cache_key(bucket, key)).read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn pending(&self) -> MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Unflushed objects wait at least `d` before the flusher writes them (default 0).
+    pub fn set_flush_delay(&self, d: std::time::Duration) {
+        self.flush_delay_ns.store(d.as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Replaces the write-policy rules (see [`policy`]).
+    pub fn set_policies(&self, rules: Vec<PolicyRule>) {
+        *self.rules.write().unwrap_or_else(|e| e.into_inner()) = rules;
+    }
+
+    /// The write policy of a key about to be written or deleted; read-only scopes are refused.
+    pub fn policy(&self, bucket: &str, key: &str) -> S3Result<WritePolicy> {
+        let p = policy::policy_of(&self.rules.read().unwrap_or_else(|e| e.into_inner()), bucket, key);
+        if p == WritePolicy::ReadOnly {
+            return Err(s3_error!(AccessDenied, "{bucket}/{key} is read-only by this gateway's write policy"));
+        }
+        Ok(p)
+    }
+
+    /// Unflushed bytes beyond which writes get `503 SlowDown`.
+    pub fn set_dirty_limit(&self, bytes: u64) {
+        self.dirty_limit.store(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn counters(&self) -> GatewayCounters {
+        *self.counters.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Unflushed objects and their bytes.
+    pub fn dirty(&self) -> (usize, u64) {
+        let p = self.pending();
+        (p.map.len(), p.map.values().map(|p| p.info.size).sum())
+    }
+
+    /// Age in seconds of the oldest unflushed write (the flush lag; 0 when nothing is dirty).
+    pub fn flush_lag_secs(&self) -> f64 {
+        let oldest = self.pending().map.values().map(|p| p.info.mtime_ns).min();
+        oldest.map_or(0.0, |t| now_ns().saturating_sub(t) as f64 / 1e9)
+    }
+
+    pub(crate) fn kick_flusher(&self) {
+        let (m, c) = &self.wake;
+        *m.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        c.notify_all();
+    }
+
+    /// The current info of an object: unflushed write, else the backend's.
+    pub fn head(&self, bucket: &str, key: &str) -> S3Result<ObjectInfo> {
+        if let Some(p) = self.pending().map.get(&cache_key(bucket, key)) {
+            return Ok(p.info.clone());
+        }
+        self.backend.head(bucket, key).map_err(backend_err)
+    }
+
+    /// Stores a whole object (write-back; write-around if the cache cannot hold it).
+    pub fn put(&self, bucket: &str, key: &str, data: &[u8], mut info: ObjectInfo) -> S3Result<ObjectInfo> {
+        crate::keys::validate_key(key).map_err(|m| {
+            use s3s::S3ErrorCode::{InvalidArgument, KeyTooLongError};
+            s3s::S3Error::with_message(
+                if key.len() > crate::keys::MAX_KEY_LEN { KeyTooLongError } else { InvalidArgument },
+                m,
+            )
+        })?;
+        self.backend.head_bucket(bucket).map_err(backend_err)?;
+        info.size = data.len() as u64;
+        info.mtime_ns = now_ns();
+        if info.etag.is_empty() {
+            info.etag = crate::keys::md5_hex(data);
+        }
+        let ck = cache_key(bucket, key);
+        match self.policy(bucket, key)? {
+            // policy() refuses read-only scopes before this point.
+            WritePolicy::WriteBack | WritePolicy::ReadOnly => {}
+            WritePolicy::WriteAround => {
+                let _g = self.stripe(&ck);
+                return self.write_around(bucket, key, &ck, data, info);
+            }
+            WritePolicy::WriteThrough => {
+                let _g = self.stripe(&ck);
+                self.pending().remove(&ck);
+                self.backend.put(bucket, key, data, &info).map_err(backend_err)?;
+                let meta = ObjectMeta {
+                    etag: info.etag.clone(),
+                    content_type: info.content_type.clone(),
+                    mtime_ns: info.mtime_ns,
+                    user: info.user_meta.clone().into_iter().collect(),
+                };
+                if self.cache.put(ck.as_bytes(), data, &meta, false, now_ns()).is_err() {
+                    self.cache.delete(ck.as_bytes()); // no stale copy stays behind
+                }
+                return Ok(info);
+            }
+        }
+        let limit = self.dirty_limit.load(std::sync::atomic::Ordering::Relaxed);
+        if info.size > limit {
+            let _g = self.stripe(&ck);
+            return self.write_around(bucket, key, &ck, data, info);
+        }
+        if self.dirty().1 + info.size > limit {
+            self.counters.lock().unwrap_or_else(|e| e.into_inner()).slowdowns += 1;
+            return Err(s3_error!(SlowDown, "{limit} bytes of writes are waiting for the backend; retry later"));
+        }
+        let _g = self.stripe(&ck);
+        let mut pp = PendingPut { bucket: bucket.into(), key: key.into(), info: info.clone(), version: 0 };
+        self.pending().persist(&pp).map_err(|e| s3_error!(InternalError, "cannot record the write: {e}"))?;
+        let meta = ObjectMeta {
+            etag: info.etag.clone(),
+            content_type: info.content_type.clone(),
+            mtime_ns: info.mtime_ns,
+            user: info.user_meta.clone().into_iter().collect(),
+        };
+        match self.cache.put(ck.as_bytes(), data, &meta, true, now_ns()) {
+            Ok(r) => {
+                pp.version = r.version;
+                self.pending().map.insert(ck, pp);
+                self.kick_flusher();
+                Ok(info)
+            }
+            Err(WriteError::Full(m)) => {
+                self.forget_pending(&ck);
+                self.counters.lock().unwrap_or_else(|e| e.into_inner()).slowdowns += 1;
+                Err(s3_error!(SlowDown, "the cache has no room for more unflushed writes ({m}); retry later"))
+            }
+            Err(WriteError::TooLarge(_)) => {
+                self.forget_pending(&ck);
+                self.write_around(bucket, key, &ck, data, info)
+            }
+            Err(e) => {
+                self.forget_pending(&ck);
+                Err(s3_error!(ServiceUnavailable, "flash write failed: {e}"))
+            }
+        }
+    }
+
+    /// Write-around (objects larger than the dirty budget or the cache): the backend gets it now;
+    /// the cache drops any older copy. The caller holds the key's stripe lock.
+    fn write_around(&self, bucket: &str, key: &str, ck: &str, data: &[u8], info: ObjectInfo) -> S3Result<ObjectInfo> {
+        self.pending().remove(ck);
+        self.cache.delete(ck.as_bytes());
+        self.backend.put(bucket, key, data, &info).map_err(backend_err)?;
+        self.counters.lock().unwrap_or_else(|e| e.into_inner()).write_around += 1;
+        Ok(info)
+    }
+
+    /// Removes the pending record of `ck` (its file too) unless a newer write holds it.
+    fn forget_pending(&self, ck: &str) {
+        let mut p = self.pending();
+        match p.map.get(ck) {
+            Some(_) => {
+                // An older acknowledged write is still pending: rewrite its record.
+                let old = p.map.get(ck).cloned().expect("present");
+                let _ = p.persist(&old);
+            }
+            None => p.remove(ck),
+        }
+    }
+
+    /// Deletes an object everywhere (missing objects are fine, as in S3).
+    pub fn delete(&self, bucket: &str, key: &str) -> S3Result<()> {
+        self.backend.head_bucket(bucket).map_err(backend_err)?;
+        self.policy(bucket, key)?;
+        let ck = cache_key(bucket, key);
+        let _g = self.stripe(&ck);
+        self.pending().remove(&ck);
+        self.cache.delete(ck.as_bytes());
+        self.backend.delete(bucket, key).map_err(backend_err)
+    }
+
+    /// A listing page: the backend's keys merged with unflushed writes.
+    pub fn list(&self, bucket: &str, q: &ListQuery) -> S3Result<ListPage> {
+        // Without grouping, max-keys + 1 backend entries fill a page (pending ones only add);
+        // with a delimiter, a page may stand for any number of keys.
+        let grouped = q.delimiter.as_deref().is_some_and(|d| !d.is_empty());
+        let limit = if grouped { usize::MAX } else { q.max_keys.saturating_add(1) };
+        let mut backend = self.backend.list(bucket, &q.prefix, &q.after, limit).map_err(backend_err)?;
+        let pending = self.pending().in_bucket(bucket, &q.prefix);
+        if !pending.is_empty() {
+            let over: std::collections::BTreeMap<String, ObjectInfo> = pending.into_iter().collect();
+            backend.retain(|e| !over.contains_key(&e.key));
+            backend.extend(over.into_iter().map(|(key, info)| ListEntry { key, info }));
+            backend.sort_by(|a, b| a.key.cmp(&b.key));
+        }
+        Ok(crate::backend::list::page(backend, q))
+    }
+
+    /// Deletes a bucket: refused while it holds objects, flushed or not.
+    pub fn delete_bucket(&self, bucket: &str) -> S3Result<()> {
+        if !self.pending().in_bucket(bucket, "").is_empty() {
+            return Err(s3_error!(BucketNotEmpty, "the bucket holds objects not yet written to the backend"));
+        }
+        self.backend.delete_bucket(bucket).map_err(backend_err)
+    }
+}

@@ -1,0 +1,89 @@
+//! Unflushed (dirty) objects: what the gateway knows about a write-back object until the flusher
+//! has written it to the backend. The bytes live in the cache (dirty, so never evicted); the
+//! S3 metadata (ETag, content type, user metadata, mtime) lives here, in memory and in one small
+//! fsync'ed file per object under `<data-dir>/pending/`, written *before* the cache put is
+//! acknowledged, so a restart (even after SIGKILL) can flush with the right metadata.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::backend::ObjectInfo;
+
+/// One unflushed object.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PendingPut {
+    pub bucket: String,
+    pub key: String,
+    pub info: ObjectInfo,
+    /// The cache version to pass to `mark_clean` (0 until the cache put returned).
+    #[serde(skip)]
+    pub version: u64,
+}
+
+/// The pending map, keyed by cache key (`bucket/key`), sorted so a bucket's prefix is a range.
+pub struct Pending {
+    dir: PathBuf,
+    pub map: BTreeMap<String, PendingPut>,
+}
+
+pub fn cache_key(bucket: &str, key: &str) -> String {
+    format!("{bucket}/{key}")
+}
+
+impl Pending {
+    /// Loads the pending files of a previous run.
+    pub fn open(dir: &Path) -> std::io::Result<Pending> {
+        fs::create_dir_all(dir)?;
+        let mut map = BTreeMap::new();
+        for ent in fs::read_dir(dir)? {
+            let p = ent?.path();
+            if p.extension().is_some_and(|e| e == "json") {
+                if let Ok(pp) = serde_json::from_slice::<PendingPut>(&fs::read(&p)?) {
+                    map.insert(cache_key(&pp.bucket, &pp.key), pp);
+                }
+            } else {
+                let _ = fs::remove_file(&p); // a temp file of an interrupted write
+            }
+        }
+        Ok(Pending { dir: dir.to_path_buf(), map })
+    }
+
+    fn file(&self, ckey: &str) -> PathBuf {
+        self.dir.join(format!("{}.json", crate::keys::md5_hex(ckey.as_bytes())))
+    }
+
+    /// Durably records `p` (before the cache acknowledges the write).
+    pub fn persist(&self, p: &PendingPut) -> std::io::Result<()> {
+        let ck = cache_key(&p.bucket, &p.key);
+        let f = self.file(&ck);
+        let tmp = f.with_extension("tmp");
+        let bytes = serde_json::to_vec(p).expect("serializable");
+        {
+            use std::io::Write;
+            let mut t = fs::File::create(&tmp)?;
+            t.write_all(&bytes)?;
+            t.sync_all()?;
+        }
+        fs::rename(&tmp, &f)?;
+        fs::File::open(&self.dir)?.sync_all()
+    }
+
+    /// Forgets `ckey` (flushed, deleted or never acknowledged).
+    pub fn remove(&mut self, ckey: &str) {
+        self.map.remove(ckey);
+        let _ = fs::remove_file(self.file(ckey));
+    }
+
+    /// Entries of `bucket` whose key starts with `prefix`, sorted by key.
+    pub fn in_bucket(&self, bucket: &str, prefix: &str) -> Vec<(String, ObjectInfo)> {
+        let start = cache_key(bucket, prefix);
+        self.map
+            .range(start.clone()..)
+            .take_while(|(k, _)| k.starts_with(&start))
+            .map(|(_, p)| (p.key.clone(), p.info.clone()))
+            .collect()
+    }
+}

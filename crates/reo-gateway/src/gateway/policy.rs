@@ -1,0 +1,96 @@
+//! Write policies by rule: `bucket` or `bucket/prefix` → write-back (the default),
+//! write-through, write-around or read-only; the longest matching rule wins.
+//!
+//! * write-back: dirty on flash, acknowledged, flushed later.
+//! * write-through: the backend first, then a clean copy on flash; acknowledged after both.
+//! * write-around: the backend only (the cache drops its copy); reads fill it later.
+//! * read-only: PUTs, copies, uploads and deletes are refused (`AccessDenied`).
+
+use std::fmt;
+use std::str::FromStr;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WritePolicy {
+    #[default]
+    WriteBack,
+    WriteThrough,
+    WriteAround,
+    ReadOnly,
+}
+
+impl FromStr for WritePolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "write-back" => Ok(WritePolicy::WriteBack),
+            "write-through" => Ok(WritePolicy::WriteThrough),
+            "write-around" => Ok(WritePolicy::WriteAround),
+            "read-only" => Ok(WritePolicy::ReadOnly),
+            _ => Err(format!(
+                "unknown write policy {s:?} (expected write-back, write-through, write-around or read-only)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for WritePolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(match self {
+            WritePolicy::WriteBack => "write-back",
+            WritePolicy::WriteThrough => "write-through",
+            WritePolicy::WriteAround => "write-around",
+            WritePolicy::ReadOnly => "read-only",
+        })
+    }
+}
+
+/// One rule: objects whose `bucket/key` starts with `scope` get `policy`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyRule {
+    pub scope: String,
+    pub policy: WritePolicy,
+}
+
+impl FromStr for PolicyRule {
+    type Err = String;
+    /// `SCOPE=POLICY`, e.g. `logs=write-around` or `data/tmp/=write-through`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (scope, policy) =
+            s.split_once('=').ok_or_else(|| format!("write policy rule {s:?}: expected BUCKET[/PREFIX]=POLICY"))?;
+        let bucket = scope.split('/').next().unwrap_or_default();
+        crate::keys::validate_bucket(bucket).map_err(|e| format!("write policy rule {s:?}: {e}"))?;
+        // A bare bucket covers exactly that bucket, not others sharing its name as a prefix.
+        let scope = if scope.contains('/') { scope.to_string() } else { format!("{scope}/") };
+        Ok(PolicyRule { scope, policy: policy.parse().map_err(|e| format!("write policy rule {s:?}: {e}"))? })
+    }
+}
+
+/// The policy of `bucket/key` under `rules` (write-back if none matches).
+pub fn policy_of(rules: &[PolicyRule], bucket: &str, key: &str) -> WritePolicy {
+    let ck = super::pending::cache_key(bucket, key);
+    rules
+        .iter()
+        .filter(|r| ck.starts_with(&r.scope))
+        .max_by_key(|r| r.scope.len())
+        .map_or(WritePolicy::WriteBack, |r| r.policy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn longest_rule_wins() {
+        let rules: Vec<PolicyRule> = ["logs=write-around", "logs/keep/=write-through", "ro-data=read-only"]
+            .iter()
+            .map(|r| r.parse().unwrap())
+            .collect();
+        assert_eq!(policy_of(&rules, "logs", "a"), WritePolicy::WriteAround);
+        assert_eq!(policy_of(&rules, "logs", "keep/x"), WritePolicy::WriteThrough);
+        assert_eq!(policy_of(&rules, "logs2", "a"), WritePolicy::WriteBack);
+        assert_eq!(policy_of(&rules, "ro-data", "k"), WritePolicy::ReadOnly);
+        assert!("logs".parse::<PolicyRule>().unwrap_err().contains("BUCKET[/PREFIX]=POLICY"));
+        assert!("logs=fast".parse::<PolicyRule>().unwrap_err().contains("unknown write policy"));
+        assert!("Bad=write-back".parse::<PolicyRule>().unwrap_err().contains("invalid bucket name"));
+    }
+}

@@ -1,0 +1,62 @@
+//! The read path: bytes of an object range from flash, misses fetched from the backend one
+//! whole fragment at a time and offered back to the cache (`fill` with the miss's token).
+
+use reo_cache::ObjectMeta;
+use s3s::{s3_error, S3Result};
+
+use super::errors::backend_err;
+use super::pending::cache_key;
+use super::{now_ns, Gateway};
+use crate::backend::ObjectInfo;
+
+impl Gateway {
+    /// Bytes `[start, end)` of the object described by `info` (from [`Gateway::head`]); hold
+    /// [`Gateway::read_lock`] across both.
+    pub fn read(&self, bucket: &str, key: &str, info: &ObjectInfo, start: u64, end: u64) -> S3Result<Vec<u8>> {
+        let end = end.min(info.size);
+        if start >= end {
+            return Ok(Vec::new());
+        }
+        let ck = cache_key(bucket, key);
+        let r = self
+            .cache
+            .get(ck.as_bytes(), start, end, now_ns())
+            .map_err(|e| s3_error!(InternalError, "reading {key:?} from flash: {e}"))?;
+        let mut out = Vec::with_capacity((end - start) as usize);
+        let fs = self.cache.config().fragment_size;
+        let meta = ObjectMeta {
+            etag: info.etag.clone(),
+            content_type: info.content_type.clone(),
+            mtime_ns: info.mtime_ns,
+            user: info.user_meta.clone().into_iter().collect(),
+        };
+        for p in r.pieces {
+            if let Some(d) = p.data {
+                out.extend_from_slice(&d);
+                continue;
+            }
+            if self.pending().map.contains_key(&ck) {
+                // An unflushed object must come from flash: the backend holds an older version.
+                return Err(s3_error!(InternalError, "unflushed object {key:?} is not readable from flash"));
+            }
+            // Fetch whole fragments so they can be cached.
+            let (pend, pstart) = (p.end.min(end), p.start);
+            let mut frag = pstart / fs;
+            while frag * fs < pend {
+                let (fstart, fend) = (frag * fs, ((frag + 1) * fs).min(info.size));
+                let (bytes, binfo) = self.backend.get_range(bucket, key, fstart, fend).map_err(backend_err)?;
+                self.counters.lock().unwrap_or_else(|e| e.into_inner()).backend_reads += 1;
+                self.cache.record_backend_read(bytes.len() as u64);
+                if binfo.etag != info.etag || bytes.len() as u64 != fend - fstart {
+                    return Err(s3_error!(ServiceUnavailable, "{key:?} changed while it was read; retry"));
+                }
+                let _ = self.cache.fill(ck.as_bytes(), info.size, frag as u32, &bytes, &meta, r.token, now_ns());
+                let lo = (pstart.max(fstart) - fstart) as usize;
+                let hi = (pend.min(fend) - fstart) as usize;
+                out.extend_from_slice(&bytes[lo..hi]);
+                frag += 1;
+            }
+        }
+        Ok(out)
+    }
+}

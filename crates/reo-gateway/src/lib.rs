@@ -1,0 +1,17 @@
+//! Reo's S3 gateway: S3 clients talk to it (s3s, SigV4), it keeps objects on the flash cache
+//! (`reo-cache`) and writes them back to a backend object store.
+//!
+//! * [`backend`]: the [`backend::Backend`] trait and the local-directory backend; S3 listing logic.
+//! * [`keys`]: key and bucket-name validation, the local backend's file-name encoding.
+//! * [`gateway`]: the data path — write-back puts, the flusher, reads through the cache,
+//!   deletes, merged listings, multipart staging.
+//! * [`s3`]: the S3 operations over s3s.
+//! * [`launch`]: `reo serve` — data directory, devices, store, cache, backend, flusher, signals.
+//! * [`server`]: the HTTP server (SigV4 auth, `/_reo/health`, `/metrics`, graceful shutdown).
+
+pub mod backend;
+pub mod gateway;
+pub mod keys;
+pub mod launch;
+pub mod s3;
+pub mod server;

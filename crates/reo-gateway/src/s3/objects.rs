@@ -1,0 +1,215 @@
+//! Object operations: GetObject (Range, conditionals), HeadObject, PutObject (If-None-Match: *),
+//! DeleteObject, DeleteObjects, CopyObject.
+
+use s3s::dto::*;
+use s3s::{s3_error, S3Request, S3Response, S3Result};
+
+use super::convert::{body, check_conditions, collect, etag, metadata, timestamp, user_meta};
+use super::{blocking, ReoS3, R};
+use crate::backend::ObjectInfo;
+
+/// The `[start, end)` byte range a Range header asks of an object of `size` bytes.
+fn byte_range(range: Option<&Range>, size: u64) -> S3Result<Option<(u64, u64)>> {
+    let Some(r) = range else { return Ok(None) };
+    match r.check(size) {
+        Ok(r) => Ok(Some((r.start, r.end))),
+        Err(_) => Err(s3_error!(InvalidRange, "the range is outside the object's {size} bytes")),
+    }
+}
+
+impl ReoS3 {
+    pub(super) async fn op_get_object(&self, req: S3Request<GetObjectInput>) -> R<GetObjectOutput> {
+        let gw = self.gw.clone();
+        let i = req.input;
+        let (info, data, range) = blocking(move || {
+            let _r = gw.read_lock(&i.bucket, &i.key);
+            let info = gw.head(&i.bucket, &i.key)?;
+            check_conditions(
+                &info,
+                i.if_match.as_ref(),
+                i.if_none_match.as_ref(),
+                i.if_modified_since.as_ref(),
+                i.if_unmodified_since.as_ref(),
+            )?;
+            let range = byte_range(i.range.as_ref(), info.size)?;
+            let (start, end) = range.unwrap_or((0, info.size));
+            let data = gw.read(&i.bucket, &i.key, &info, start, end)?;
+            Ok((info, data, range))
+        })
+        .await?;
+        let out = GetObjectOutput {
+            content_length: Some(data.len() as i64),
+            content_range: range.map(|(s, e)| format!("bytes {s}-{}/{}", e.saturating_sub(1), info.size)),
+            accept_ranges: Some("bytes".into()),
+            content_type: Some(info.content_type.clone()),
+            e_tag: Some(etag(&info.etag)),
+            last_modified: Some(timestamp(info.mtime_ns)),
+            metadata: metadata(&info.user_meta),
+            body: Some(body(data)),
+            ..Default::default()
+        };
+        Ok(S3Response::new(out))
+    }
+
+    pub(super) async fn op_head_object(&self, req: S3Request<HeadObjectInput>) -> R<HeadObjectOutput> {
+        let gw = self.gw.clone();
+        let i = req.input;
+        let info = blocking(move || {
+            let _r = gw.read_lock(&i.bucket, &i.key);
+            let info = gw.head(&i.bucket, &i.key)?;
+            check_conditions(
+                &info,
+                i.if_match.as_ref(),
+                i.if_none_match.as_ref(),
+                i.if_modified_since.as_ref(),
+                i.if_unmodified_since.as_ref(),
+            )?;
+            Ok(info)
+        })
+        .await?;
+        Ok(S3Response::new(HeadObjectOutput {
+            content_length: Some(info.size as i64),
+            accept_ranges: Some("bytes".into()),
+            content_type: Some(info.content_type.clone()),
+            e_tag: Some(etag(&info.etag)),
+            last_modified: Some(timestamp(info.mtime_ns)),
+            metadata: metadata(&info.user_meta),
+            ..Default::default()
+        }))
+    }
+
+    pub(super) async fn op_put_object(&self, req: S3Request<PutObjectInput>) -> R<PutObjectOutput> {
+        let i = req.input;
+        let data = collect(i.body, self.limits.max_body).await?;
+        let info = ObjectInfo {
+            content_type: i.content_type.unwrap_or_else(|| "binary/octet-stream".into()),
+            user_meta: user_meta(i.metadata),
+            ..Default::default()
+        };
+        let gw = self.gw.clone();
+        let (bucket, key) = (i.bucket, i.key);
+        let (if_none, if_match) = (i.if_none_match, i.if_match);
+        let info = blocking(move || {
+            if if_none.is_some() || if_match.is_some() {
+                let cur = match gw.head(&bucket, &key) {
+                    Ok(c) => Some(c),
+                    Err(e) if *e.code() == s3s::S3ErrorCode::NoSuchKey => None,
+                    Err(e) => return Err(e),
+                };
+                if let (Some(c), Some(cur)) = (&if_none, &cur) {
+                    if c.is_any() || c.as_etag().is_some_and(|e| e.value() == cur.etag) {
+                        return Err(s3_error!(PreconditionFailed, "If-None-Match: {key:?} already exists"));
+                    }
+                }
+                if let Some(c) = &if_match {
+                    let ok = cur
+                        .as_ref()
+                        .is_some_and(|cur| c.is_any() || c.as_etag().is_some_and(|e| e.value() == cur.etag));
+                    if !ok {
+                        return Err(s3_error!(PreconditionFailed, "If-Match: {key:?} does not match"));
+                    }
+                }
+            }
+            gw.put(&bucket, &key, &data, info)
+        })
+        .await?;
+        Ok(S3Response::new(PutObjectOutput { e_tag: Some(etag(&info.etag)), ..Default::default() }))
+    }
+
+    pub(super) async fn op_delete_object(&self, req: S3Request<DeleteObjectInput>) -> R<DeleteObjectOutput> {
+        let gw = self.gw.clone();
+        let i = req.input;
+        blocking(move || gw.delete(&i.bucket, &i.key)).await?;
+        Ok(S3Response::new(DeleteObjectOutput::default()))
+    }
+
+    pub(super) async fn op_delete_objects(&self, req: S3Request<DeleteObjectsInput>) -> R<DeleteObjectsOutput> {
+        let gw = self.gw.clone();
+        let i = req.input;
+        if i.delete.objects.len() > 1000 {
+            return Err(s3_error!(MalformedXML, "DeleteObjects takes at most 1000 keys"));
+        }
+        let quiet = i.delete.quiet.unwrap_or(false);
+        let (deleted, errors) = blocking(move || {
+            let (mut deleted, mut errors) = (Vec::new(), Vec::new());
+            for o in i.delete.objects {
+                match gw.delete(&i.bucket, &o.key) {
+                    Ok(()) => deleted.push(DeletedObject { key: Some(o.key), ..Default::default() }),
+                    Err(e) => errors.push(Error {
+                        key: Some(o.key),
+                        code: Some(e.code().as_str().to_owned()),
+                        message: e.message().map(str::to_owned),
+                        ..Default::default()
+                    }),
+                }
+            }
+            Ok((deleted, errors))
+        })
+        .await?;
+        Ok(S3Response::new(DeleteObjectsOutput {
+            deleted: (!quiet).then_some(deleted),
+            errors: Some(errors),
+            ..Default::default()
+        }))
+    }
+
+    pub(super) async fn op_copy_object(&self, req: S3Request<CopyObjectInput>) -> R<CopyObjectOutput> {
+        let gw = self.gw.clone();
+        let i = req.input;
+        let CopySource::Bucket { bucket: sb, key: sk, .. } = &i.copy_source else {
+            return Err(s3_error!(InvalidArgument, "x-amz-copy-source must be bucket/key"));
+        };
+        let (sb, sk) = (sb.to_string(), sk.to_string());
+        let replace = i.metadata_directive.as_ref().is_some_and(|d| d.as_str() == MetadataDirective::REPLACE);
+        if !replace && sb == i.bucket && sk == i.key {
+            return Err(s3_error!(
+                InvalidRequest,
+                "copying an object onto itself needs a metadata change (x-amz-metadata-directive: REPLACE)"
+            ));
+        }
+        let limit = self.limits.max_body;
+        let info = blocking(move || {
+            let read = gw.read_lock(&sb, &sk);
+            let src = gw.head(&sb, &sk)?;
+            check_conditions(
+                &src,
+                i.copy_source_if_match.as_ref(),
+                i.copy_source_if_none_match.as_ref(),
+                i.copy_source_if_modified_since.as_ref(),
+                i.copy_source_if_unmodified_since.as_ref(),
+            )
+            .map_err(|e| {
+                if *e.code() == s3s::S3ErrorCode::NotModified {
+                    s3_error!(PreconditionFailed)
+                } else {
+                    e
+                }
+            })?;
+            if src.size > limit {
+                return Err(s3_error!(
+                    EntityTooLarge,
+                    "the source is larger than this gateway's copy limit of {limit} bytes"
+                ));
+            }
+            let data = gw.read(&sb, &sk, &src, 0, src.size)?;
+            drop(read);
+            let info = if replace {
+                ObjectInfo {
+                    content_type: i.content_type.unwrap_or_else(|| "binary/octet-stream".into()),
+                    user_meta: user_meta(i.metadata),
+                    ..Default::default()
+                }
+            } else {
+                ObjectInfo { content_type: src.content_type, user_meta: src.user_meta, ..Default::default() }
+            };
+            gw.put(&i.bucket, &i.key, &data, info)
+        })
+        .await?;
+        let result = CopyObjectResult {
+            e_tag: Some(etag(&info.etag)),
+            last_modified: Some(timestamp(info.mtime_ns)),
+            ..Default::default()
+        };
+        Ok(S3Response::new(CopyObjectOutput { copy_object_result: Some(result), ..Default::default() }))
+    }
+}

@@ -1,0 +1,158 @@
+//! The HTTP server: s3s's service (SigV4 with one static key pair, anonymous requests denied)
+//! plus two anonymous routes — `GET /_reo/health` and `GET /metrics` (Prometheus text) — served
+//! with hyper-util on a tokio listener until `shutdown` resolves; then in-flight requests drain
+//! (up to [`DRAIN`]).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{Extensions, HeaderMap, HeaderValue, Method, Uri};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto::Builder as ConnBuilder;
+use hyper_util::server::graceful::GracefulShutdown;
+use s3s::auth::{S3Auth, SecretKey, SimpleAuth};
+use s3s::config::{S3Config, StaticConfigProvider};
+use s3s::route::S3Route;
+use s3s::service::S3ServiceBuilder;
+use s3s::validation::{AwsNameValidation, NameValidation};
+use s3s::{Body, S3Request, S3Response, S3Result};
+use tokio::net::TcpListener;
+
+use crate::gateway::Gateway;
+use crate::s3::{Limits, ReoS3};
+
+/// How long in-flight requests may take to finish at shutdown.
+pub const DRAIN: Duration = Duration::from_secs(30);
+
+/// Credentials and limits of a server.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    pub access_key: String,
+    pub secret_key: String,
+    pub limits: Limits,
+}
+
+#[derive(Clone)]
+struct Routes {
+    gw: Arc<Gateway>,
+}
+
+#[async_trait::async_trait]
+impl S3Route for Routes {
+    fn is_match(&self, method: &Method, uri: &Uri, _h: &HeaderMap, _e: &mut Extensions) -> bool {
+        method == Method::GET && matches!(uri.path(), "/_reo/health" | "/metrics")
+    }
+
+    async fn check_access(&self, _req: &mut S3Request<Body>) -> S3Result<()> {
+        Ok(()) // health and metrics are anonymous
+    }
+
+    async fn call(&self, req: S3Request<Body>) -> S3Result<S3Response<Body>> {
+        let text = if req.uri.path() == "/metrics" { metrics(&self.gw) } else { "ok\n".to_string() };
+        let mut resp = S3Response::new(Body::from(text));
+        resp.headers.insert("content-type", HeaderValue::from_static("text/plain; version=0.0.4"));
+        Ok(resp)
+    }
+}
+
+/// One static key pair (s3s's `SimpleAuth`), answering an unknown access key with S3's
+/// `InvalidAccessKeyId` as AWS does (SimpleAuth says `NotSignedUp`).
+struct KeyAuth(SimpleAuth);
+
+#[async_trait::async_trait]
+impl S3Auth for KeyAuth {
+    async fn get_secret_key(&self, access_key: &str) -> S3Result<SecretKey> {
+        match self.0.lookup(access_key) {
+            Some(s) => Ok(s.clone()),
+            None => {
+                Err(s3s::s3_error!(InvalidAccessKeyId, "the access key {access_key:?} is not known to this gateway"))
+            }
+        }
+    }
+}
+
+/// S3's bucket-name rules, plus `_reo` so `/_reo/...` paths reach the custom routes (the backend
+/// still refuses `_reo` as a bucket).
+struct Names;
+
+impl NameValidation for Names {
+    fn validate_bucket_name(&self, name: &str) -> bool {
+        name == "_reo" || AwsNameValidation::new().validate_bucket_name(name)
+    }
+}
+
+/// Prometheus text: every numeric counter of the cache, the store and the gateway.
+pub fn metrics(gw: &Gateway) -> String {
+    let mut out = String::new();
+    let mut emit = |prefix: &str, v: serde_json::Value| flatten(prefix, &v, &mut out);
+    emit("reo_cache", serde_json::to_value(gw.cache.stats()).unwrap_or_default());
+    let st = gw.cache.store().stats();
+    let store = serde_json::json!({
+        "puts": st.puts, "put_bytes": st.put_bytes, "put_device_bytes": st.put_device_bytes,
+        "reads": st.reads, "read_bytes": st.read_bytes, "degraded_reads": st.degraded_reads,
+        "checksum_errors": st.checksum_errors, "read_errors": st.read_errors, "write_errors": st.write_errors,
+        "gc_runs": st.gc_runs, "gc_device_bytes": st.gc_device_bytes, "checkpoints": st.checkpoints,
+        "failed_devices": gw.cache.store().failed_devices().len(),
+    });
+    emit("reo_store", store);
+    emit("reo_gateway", serde_json::to_value(gw.counters()).unwrap_or_default());
+    let (objects, bytes) = gw.dirty();
+    out.push_str(&format!("reo_gateway_dirty_objects {objects}\nreo_gateway_dirty_bytes {bytes}\n"));
+    out.push_str(&format!("reo_gateway_flush_lag_seconds {:.3}\n", gw.flush_lag_secs()));
+    out
+}
+
+fn flatten(prefix: &str, v: &serde_json::Value, out: &mut String) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                let name: String =
+                    k.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
+                flatten(&format!("{prefix}_{name}"), v, out);
+            }
+        }
+        serde_json::Value::Number(n) => out.push_str(&format!("{prefix} {n}\n")),
+        serde_json::Value::Bool(b) => out.push_str(&format!("{prefix} {}\n", u8::from(*b))),
+        _ => {}
+    }
+}
+
+/// Serves S3 on `listener` until `shutdown` resolves, then drains.
+pub async fn serve(
+    listener: TcpListener,
+    gw: Arc<Gateway>,
+    opts: ServerOptions,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let mut b = S3ServiceBuilder::new(ReoS3 { gw: gw.clone(), limits: opts.limits });
+    b.set_auth(KeyAuth(SimpleAuth::from_single(opts.access_key, opts.secret_key)));
+    b.set_route(Routes { gw });
+    b.set_validation(Names);
+    let mut cfg = S3Config::default();
+    cfg.xml_max_body_size = 2 << 20; // DeleteObjects of 1000 long keys fits
+    b.set_config(Arc::new(StaticConfigProvider::new(Arc::new(cfg))));
+    let service = b.build();
+    let http = ConnBuilder::new(TokioExecutor::new());
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (socket, _) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(s) => s,
+                Err(e) => { eprintln!("reo: accept failed: {e}"); continue; }
+            },
+            _ = &mut shutdown => break,
+        };
+        let conn = http.serve_connection(TokioIo::new(socket), service.clone());
+        let conn = graceful.watch(conn.into_owned());
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(DRAIN, graceful.shutdown()).await.is_err() {
+        eprintln!("reo: requests still running after {DRAIN:?}; closing anyway");
+    }
+    Ok(())
+}
