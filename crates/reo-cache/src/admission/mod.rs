@@ -254,24 +254,27 @@ impl Admission for Chain {
     }
 }
 
+/// A scripted policy for tests: rejects odd keys as `Cold`, throttles keys ≡ 2 (mod 4).
+#[cfg(test)]
+pub(crate) struct Fake;
+
+#[cfg(test)]
+impl Admission for Fake {
+    fn name(&self) -> String {
+        "fake".into()
+    }
+    fn decide(&mut self, req: &Request) -> Decision {
+        match req.key % 4 {
+            1 | 3 => Decision::Reject(Reason::Cold),
+            2 => Decision::Throttled(Throttle::Cap),
+            _ => Decision::Admit,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Rejects odd keys as `Cold`, throttles keys ≡ 2 (mod 4).
-    struct Fake;
-    impl Admission for Fake {
-        fn name(&self) -> String {
-            "fake".into()
-        }
-        fn decide(&mut self, req: &Request) -> Decision {
-            match req.key % 4 {
-                1 | 3 => Decision::Reject(Reason::Cold),
-                2 => Decision::Throttled(Throttle::Cap),
-                _ => Decision::Admit,
-            }
-        }
-    }
 
     #[test]
     fn chain_stops_at_first_refusal_and_names_its_stages() {

@@ -133,20 +133,7 @@ impl Admitter {
 mod tests {
     use super::*;
 
-    /// Rejects odd keys as `Cold`, throttles keys ≡ 2 (mod 4).
-    struct Fake;
-    impl Admission for Fake {
-        fn name(&self) -> String {
-            "fake".into()
-        }
-        fn decide(&mut self, req: &Request) -> Decision {
-            match req.key % 4 {
-                1 | 3 => Decision::Reject(Reason::Cold),
-                2 => Decision::Throttled(Throttle::Cap),
-                _ => Decision::Admit,
-            }
-        }
-    }
+    use crate::admission::Fake;
 
     #[test]
     fn stats_add_up_and_serialize() {
