@@ -195,8 +195,21 @@ impl Gateway {
 
     /// The current info of an object: unflushed write, else the backend's.
     pub fn head(&self, bucket: &str, key: &str) -> S3Result<ObjectInfo> {
-        if let Some(p) = self.pending().map.get(&cache_key(bucket, key)) {
+        let ck = cache_key(bucket, key);
+        if let Some(p) = self.pending().map.get(&ck) {
             return Ok(p.info.clone());
+        }
+        // A cached object's metadata is in its blob header (DRAM): no backend round trip.
+        if let (Some(m), Some(i)) = (self.cache.meta(ck.as_bytes()), self.cache.info(ck.as_bytes())) {
+            if !m.etag.is_empty() {
+                return Ok(ObjectInfo {
+                    size: i.size,
+                    etag: m.etag,
+                    content_type: m.content_type,
+                    user_meta: m.user.into_iter().collect(),
+                    mtime_ns: m.mtime_ns,
+                });
+            }
         }
         self.backend.head(bucket, key).map_err(backend_err)
     }

@@ -46,7 +46,7 @@ impl Gateway {
                 let (fstart, fend) = (frag * fs, ((frag + 1) * fs).min(info.size));
                 let (bytes, binfo) = self.backend.get_range(bucket, key, fstart, fend).map_err(backend_err)?;
                 self.counters.lock().unwrap_or_else(|e| e.into_inner()).backend_reads += 1;
-                self.cache.record_backend_read(bytes.len() as u64);
+                // (`fill` below counts the bytes as a backend read.)
                 if binfo.etag != info.etag || bytes.len() as u64 != fend - fstart {
                     return Err(s3_error!(ServiceUnavailable, "{key:?} changed while it was read; retry"));
                 }

@@ -99,6 +99,26 @@ fn misses_fetch_fill_and_then_hit() {
 }
 
 #[test]
+fn head_of_a_cached_object_answers_from_its_blob_header() {
+    let rig = Rig::new();
+    let (gw, backend) = rig.open();
+    let data: Vec<u8> = (0..70_000u32).map(|i| (i * 3) as u8).collect();
+    let mut i = ObjectInfo { size: data.len() as u64, etag: "e7".into(), mtime_ns: 42, ..info() };
+    i.user_meta.insert("owner".into(), "ana".into());
+    backend.put("bkt", "m", &data, &i).unwrap();
+    let got = gw.head("bkt", "m").unwrap();
+    gw.read("bkt", "m", &got, 0, 10).unwrap(); // caches fragment 0 with the metadata
+                                               // The backend loses the object behind the gateway's back: HEAD is still answered, from flash.
+    backend.delete("bkt", "m").unwrap();
+    let cached = gw.head("bkt", "m").unwrap();
+    assert_eq!(
+        (cached.size, cached.etag.as_str(), cached.content_type.as_str()),
+        (data.len() as u64, "e7", "text/plain")
+    );
+    assert_eq!(cached.user_meta.get("owner").map(String::as_str), Some("ana"));
+}
+
+#[test]
 fn deletes_win_over_pending_writes_and_restart_resumes() {
     let rig = Rig::new();
     {
