@@ -92,47 +92,10 @@ impl Policy for Lru {
         Some(size)
     }
 
-    fn contains(&self, key: Key) -> bool {
-        self.slab.find(key).is_some()
-    }
-
-    fn size_of(&self, key: Key) -> Option<u64> {
-        self.slab.find(key).map(|i| self.slab.node(i).size())
-    }
-
-    fn len(&self) -> usize {
-        self.list.len
-    }
-
-    fn used_bytes(&self) -> u64 {
-        self.list.bytes
-    }
-
-    fn capacity_bytes(&self) -> u64 {
-        self.capacity
-    }
-
-    fn evict_one(&mut self, evictable: &mut dyn FnMut(Key) -> bool) -> Option<Key> {
-        self.evict(evictable)
-    }
-
-    fn reserve(&mut self, objects: usize) {
-        self.slab.reserve(objects);
-    }
-
-    fn memory_bytes(&self) -> usize {
-        self.slab.memory_bytes()
-    }
+    single_list_policy_methods!(capacity);
 
     fn check_invariants(&self) -> Result<(), String> {
-        self.list.check(&self.slab, 0, "lru")?;
-        if self.slab.len() != self.list.len {
-            return Err("lru: index and list sizes differ".into());
-        }
-        if self.list.bytes > self.capacity {
-            return Err(format!("lru: used {} > capacity {}", self.list.bytes, self.capacity));
-        }
-        Ok(())
+        super::check_single_list(&self.slab, &self.list, self.capacity, "lru")
     }
 }
 

@@ -30,6 +30,62 @@
 //! * [`Policy::evict_one`] picks and removes the policy's next victim, for explicit shrinking or for
 //!   GC-driven eviction; it feeds ghosts exactly like an eviction caused by an insert.
 
+/// The `Policy` methods every single-list policy (LRU, SIEVE, CLOCK) implements the same way over
+/// its `slab`, its `list` and the capacity field named here; expands inside `impl Policy for …`.
+macro_rules! single_list_policy_methods {
+    ($cap:ident) => {
+        fn contains(&self, key: Key) -> bool {
+            self.slab.find(key).is_some()
+        }
+
+        fn size_of(&self, key: Key) -> Option<u64> {
+            self.slab.find(key).map(|i| self.slab.node(i).size())
+        }
+
+        fn len(&self) -> usize {
+            self.list.len
+        }
+
+        fn used_bytes(&self) -> u64 {
+            self.list.bytes
+        }
+
+        fn capacity_bytes(&self) -> u64 {
+            self.$cap
+        }
+
+        fn evict_one(&mut self, evictable: &mut dyn FnMut(Key) -> bool) -> Option<Key> {
+            self.evict(evictable)
+        }
+
+        fn reserve(&mut self, objects: usize) {
+            self.slab.reserve(objects);
+        }
+
+        fn memory_bytes(&self) -> usize {
+            self.slab.memory_bytes()
+        }
+    };
+}
+
+/// The invariants every single-list policy shares: a well-formed list holding exactly the index's
+/// entries, within capacity.
+pub(crate) fn check_single_list(
+    slab: &crate::slab::Slab,
+    list: &crate::slab::List,
+    capacity: u64,
+    name: &str,
+) -> Result<(), String> {
+    list.check(slab, 0, name)?;
+    if slab.len() != list.len {
+        return Err(format!("{name}: index and list sizes differ"));
+    }
+    if list.bytes > capacity {
+        return Err(format!("{name}: used {} > capacity {capacity}", list.bytes));
+    }
+    Ok(())
+}
+
 mod arc;
 mod clock;
 mod lru;

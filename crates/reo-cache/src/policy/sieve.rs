@@ -129,48 +129,12 @@ impl Policy for Sieve {
         Some(n.size())
     }
 
-    fn contains(&self, key: Key) -> bool {
-        self.slab.find(key).is_some()
-    }
-
-    fn size_of(&self, key: Key) -> Option<u64> {
-        self.slab.find(key).map(|i| self.slab.node(i).size())
-    }
-
-    fn len(&self) -> usize {
-        self.list.len
-    }
-
-    fn used_bytes(&self) -> u64 {
-        self.list.bytes
-    }
-
-    fn capacity_bytes(&self) -> u64 {
-        self.c
-    }
-
-    fn evict_one(&mut self, evictable: &mut dyn FnMut(Key) -> bool) -> Option<Key> {
-        self.evict(evictable)
-    }
-
-    fn reserve(&mut self, objects: usize) {
-        self.slab.reserve(objects);
-    }
-
-    fn memory_bytes(&self) -> usize {
-        self.slab.memory_bytes()
-    }
+    single_list_policy_methods!(c);
 
     fn check_invariants(&self) -> Result<(), String> {
-        self.list.check(&self.slab, 0, "sieve")?;
-        if self.slab.len() != self.list.len {
-            return Err("sieve: index and list sizes differ".into());
-        }
+        super::check_single_list(&self.slab, &self.list, self.c, "sieve")?;
         if self.hand != NIL && self.slab.find(self.slab.node(self.hand).key) != Some(self.hand) {
             return Err("sieve: hand on a free slot".into());
-        }
-        if self.list.bytes > self.c {
-            return Err(format!("sieve: used {} > capacity {}", self.list.bytes, self.c));
         }
         Ok(())
     }
