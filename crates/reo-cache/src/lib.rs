@@ -41,6 +41,7 @@ pub use admission::{Admission, AdmissionConfig, AdmissionKind, AdmissionStats, A
 pub use bench::bench_policy;
 pub use config::{CacheConfig, ClassSchemes, EvictionMode};
 pub use dedup::{new_dedup, Chunk, DedupKind, DedupOutcome, DedupPolicy, Fingerprint};
+pub use failure_plan::{FailureAction, FailurePlan, FailurePoint};
 pub use manager::{
     Access, Cache, ControlReply, FillOutcome, GetResult, ObjectInfo, ObjectMeta, ObjectStatus, Piece, PutReceipt,
     SenseCode, SweepReport, WriteError, MAX_CONTROL_MESSAGE, MAX_KEY_LEN,
@@ -48,5 +49,5 @@ pub use manager::{
 pub use object::Class;
 pub use policy::{new_policy, InsertError, Key, Policy, PolicyKind};
 pub use redundancy::Redundancy;
-pub use sim::{miss_ratio, zipf_trace};
+pub use sim::{miss_ratio, splitmix64, zipf_trace, Rng, Zipf};
 pub use stats::CacheStats;

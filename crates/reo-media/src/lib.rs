@@ -60,6 +60,20 @@ pub trait Media: Send + Sync {
 
     /// A short human-readable name (path, "mem", "sim") for messages.
     fn describe(&self) -> String;
+
+    /// Reads `len` bytes at `offset` and discards them: the I/O of a read whose bytes nobody
+    /// needs (the simulator's sized reads). Byte-less media only count it; others really read
+    /// (so errors are real), through a scratch buffer.
+    fn read_discard(&self, len: usize, offset: u64) -> io::Result<()> {
+        let mut scratch = vec![0u8; len];
+        self.read_at(&mut scratch, offset)
+    }
+
+    /// Writes `len` zero bytes at `offset`: the I/O of a write whose contents do not matter (the
+    /// simulator's sized writes). Byte-less media only count it; others really write zeros.
+    fn write_zeros(&self, len: usize, offset: u64) -> io::Result<()> {
+        self.write_at(&vec![0u8; len], offset)
+    }
 }
 
 /// Checks that `[offset, offset + len)` lies within a device of `size` bytes.

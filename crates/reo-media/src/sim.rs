@@ -87,6 +87,20 @@ impl Media for SimMedia {
         false
     }
 
+    fn read_discard(&self, len: usize, offset: u64) -> io::Result<()> {
+        check_range(self.len, offset, len)?;
+        self.reads.fetch_add(1, Relaxed);
+        self.read_bytes.fetch_add(len as u64, Relaxed);
+        Ok(())
+    }
+
+    fn write_zeros(&self, len: usize, offset: u64) -> io::Result<()> {
+        check_range(self.len, offset, len)?;
+        self.writes.fetch_add(1, Relaxed);
+        self.write_bytes.fetch_add(len as u64, Relaxed);
+        Ok(())
+    }
+
     fn describe(&self) -> String {
         format!("sim({} bytes)", self.len)
     }

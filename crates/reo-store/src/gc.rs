@@ -131,7 +131,13 @@ impl Inner {
                 GcDecision::Relocate => e.loc.scheme,
                 GcDecision::Reencode(s) => s,
             };
-            let data = match self.read(&e.loc, 0, e.loc.len) {
+            // Byte-less media: the relocation's I/O without bytes (nothing is kept to move).
+            let read = if self.stores_bytes {
+                self.read(&e.loc, 0, e.loc.len)
+            } else {
+                self.read_sized(&e.loc, 0, e.loc.len).map(|len| vec![0u8; len as usize])
+            };
+            let data = match read {
                 Ok(d) => d,
                 Err(Error::NotFound { .. }) => continue, // freed meanwhile
                 Err(err) => {

@@ -61,6 +61,9 @@ impl Journal {
         if q.stop {
             return Err(Error::Closed);
         }
+        // The writer sleeps only on an empty queue, so only the first record after it drained
+        // the queue (or a waiter) needs to wake it: the others ride along with that wake-up.
+        let was_empty = q.records.0.is_empty();
         f(&mut q.records);
         let rx = if wait {
             let (tx, rx) = mpsc::channel();
@@ -70,7 +73,9 @@ impl Journal {
             None
         };
         drop(q);
-        self.wake.notify_one();
+        if was_empty || wait {
+            self.wake.notify_one();
+        }
         Ok(Pending(rx))
     }
 

@@ -27,6 +27,7 @@ mod location;
 mod persist;
 mod progress;
 mod read;
+mod read_sized;
 mod rebuild;
 mod rebuild_run;
 mod record;

@@ -27,7 +27,7 @@ pub(crate) struct ChunkAt {
 
 /// Largest merged read: a longer stretch of one device is read as several reads in parallel,
 /// so that checking and copying the first part overlaps reading the rest.
-const MAX_RUN: usize = 1 << 20;
+pub(crate) const MAX_RUN: usize = 1 << 20;
 
 /// A merged read: device, offset, length, and its member chunks (chunk number, offset in the run).
 type Run = (usize, u64, usize, Vec<(usize, usize)>);
@@ -64,26 +64,8 @@ impl Inner {
 
     pub(crate) fn read_verified(&self, loc: &Location, from: u64, to: u64) -> Result<Vec<u8>> {
         let shape = self.shape(loc);
-        let g = shape.geom;
         let rows: Vec<Row> = shape.rows_between(loc.start as u64, from, to).collect();
-        // Pass 1: the data chunks overlapping the range, in blob order, each with the part of its
-        // body the caller wants (blob bytes [x, y) of the chunk starting at blob byte a).
-        let mut want: Vec<Want> = Vec::new();
-        let mut spans: Vec<(u64, u64, u64)> = Vec::new(); // (x, y, a)
-        for (ri, row) in rows.iter().enumerate() {
-            let body = row.body() as u64;
-            for s in 0..g.stripes_per_row {
-                for c in 0..g.data {
-                    let j = s * g.data + c;
-                    let a = row.data_off + j as u64 * body;
-                    let b = (a + body).min(row.data_off + row.data_len);
-                    if a < b && a < to && b > from {
-                        want.push((self.chunk_at(loc, &shape, row, s, c), ri, j));
-                        spans.push((a.max(from), b.min(to), a));
-                    }
-                }
-            }
-        }
+        let (want, spans) = self.wanted(loc, &shape, &rows, from, to);
         // Stripes with a wanted chunk on a failed device: fetch the columns that rebuild it in
         // the same round (`rs` only), instead of a second round after this one.
         let extra = self.prefetch_columns(loc, &shape, &rows, &want);
@@ -132,9 +114,40 @@ impl Inner {
         Ok(out)
     }
 
+    /// Pass 1 of a read: the data chunks overlapping blob bytes `[from, to)`, in blob order,
+    /// each with the part of its body the caller wants: (x, y, a) = blob bytes [x, y) of the
+    /// chunk starting at blob byte a.
+    pub(crate) fn wanted(
+        &self,
+        loc: &Location,
+        shape: &Shape,
+        rows: &[Row],
+        from: u64,
+        to: u64,
+    ) -> (Vec<Want>, Vec<(u64, u64, u64)>) {
+        let g = shape.geom;
+        let mut want: Vec<Want> = Vec::new();
+        let mut spans: Vec<(u64, u64, u64)> = Vec::new();
+        for (ri, row) in rows.iter().enumerate() {
+            let body = row.body() as u64;
+            for s in 0..g.stripes_per_row {
+                for c in 0..g.data {
+                    let j = s * g.data + c;
+                    let a = row.data_off + j as u64 * body;
+                    let b = (a + body).min(row.data_off + row.data_len);
+                    if a < b && a < to && b > from {
+                        want.push((self.chunk_at(loc, shape, row, s, c), ri, j));
+                        spans.push((a.max(from), b.min(to), a));
+                    }
+                }
+            }
+        }
+        (want, spans)
+    }
+
     /// For `rs` blobs, the (row, stripe, column) of the chunks that rebuild the wanted chunks on
     /// failed devices: per such stripe, healthy columns not already wanted, up to k in all.
-    fn prefetch_columns(
+    pub(crate) fn prefetch_columns(
         &self,
         loc: &Location,
         shape: &Shape,

@@ -53,4 +53,12 @@ impl Media for Slot {
     fn describe(&self) -> String {
         self.get().describe()
     }
+
+    fn read_discard(&self, len: usize, offset: u64) -> io::Result<()> {
+        self.get().read_discard(len, offset)
+    }
+
+    fn write_zeros(&self, len: usize, offset: u64) -> io::Result<()> {
+        self.get().write_zeros(len, offset)
+    }
 }

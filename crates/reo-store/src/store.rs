@@ -224,6 +224,23 @@ impl Store {
         self.inner.read(loc, start, end)
     }
 
+    /// Reads bytes `[start, end)` of the blob at `loc` for their device I/O only and returns how
+    /// many were read. On byte-less media (simulation) nothing is copied, checked or decoded, but
+    /// exactly the I/O of [`Store::read`] is issued (degraded reads included); on real media it
+    /// is a verified read whose bytes are dropped. Fails where [`Store::read`] would.
+    pub fn read_sized(&self, loc: &Location, start: u64, end: u64) -> Result<u64> {
+        self.inner.on_demand(loc);
+        self.inner.read_sized(loc, start, end)
+    }
+
+    /// Device bytes (all devices) a blob of `len` bytes occupies under `scheme`: data,
+    /// redundancy, chunk trailers and padding — what the cache's sizing needs to know.
+    pub fn footprint(&self, len: u64, scheme: Scheme) -> u64 {
+        let loc = Location { seq: 0, band: 0, start: 0, device: 0, scheme, len };
+        let cols = if scheme.is_isolated() { 1 } else { self.inner.n() as u64 };
+        self.inner.sectors(&loc) * crate::geometry::SECTOR * cols
+    }
+
     /// Reads the whole blob.
     pub fn read_all(&self, loc: &Location) -> Result<Vec<u8>> {
         self.read(loc, 0, loc.len)

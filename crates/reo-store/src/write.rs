@@ -152,9 +152,12 @@ impl Inner {
     /// data then zero padding in data chunks, parity encoded in place, copies, trailers, and
     /// zeros in the columns of a row that no stripe uses.
     fn write_blob(&self, loc: &Location, data: &[u8]) -> Result<u64> {
-        let Some((cols, col_len)) = self.lay_out(loc, data) else { return Ok(0) };
         let n = self.n();
         let offset = self.layout.offset(loc.band, loc.start as u64);
+        if !self.stores_bytes {
+            return Ok(self.write_blob_sized(loc, offset));
+        }
+        let Some((cols, col_len)) = self.lay_out(loc, data) else { return Ok(0) };
         let results = self.pool.map(n, |d| {
             if cols[d].is_empty() || self.is_failed(d) {
                 return Ok(0);
@@ -175,6 +178,31 @@ impl Inner {
             }
         }
         Ok(written)
+    }
+
+    /// The simulator's write of a blob on byte-less media: the same device writes as
+    /// [`Inner::write_blob`] (one column per device the blob uses), with no layout, encoding or
+    /// sealing, since no byte is kept. Returns device bytes written.
+    fn write_blob_sized(&self, loc: &Location, offset: u64) -> u64 {
+        let col_len = (self.shape(loc).sectors() * SECTOR) as usize;
+        if col_len == 0 {
+            return 0;
+        }
+        let isolated = loc.scheme.is_isolated();
+        let mut written = 0;
+        for d in 0..self.n() {
+            if (isolated && d != loc.device as usize) || self.is_failed(d) {
+                continue;
+            }
+            match self.devices[d].write_zeros(col_len, offset) {
+                Ok(()) => written += col_len as u64,
+                Err(e) => {
+                    Counters::add(&self.stats.write_errors, 1);
+                    self.mark_failed(d, &format!("write error: {e}"));
+                }
+            }
+        }
+        written
     }
 
     /// Lays the blob out in one column buffer per device (empty for devices an isolated blob

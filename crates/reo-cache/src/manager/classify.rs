@@ -29,6 +29,9 @@ pub(crate) fn overhead(scheme: Scheme) -> f64 {
     }
 }
 
+/// Index slots the re-encoder looks at per call at most.
+const MAX_SCAN: usize = 16_384;
+
 impl Cache {
     /// The class a clean (or dirty) entry should have now.
     pub(crate) fn class_for(&self, s: &State, e: &ObjectEntry) -> Class {
@@ -81,6 +84,10 @@ impl Cache {
     /// moved. Callers pace it (bytes per second) so it shares the devices with traffic.
     pub fn reencode_step(&self, max_bytes: u64) -> u64 {
         let fs = self.cfg.fragment_size;
+        if self.classes.of(Class::Hot) == self.classes.of(Class::Cold) {
+            // Clean data has one scheme whatever its class: nothing is ever misplaced.
+            return 0;
+        }
         let mut moved = 0;
         let mut visited = 0usize;
         let mut attempts = 0usize;
@@ -90,7 +97,9 @@ impl Cache {
                 let mut s = self.lock();
                 let total = s.index.slot_count();
                 let mut found = None;
-                while found.is_none() && visited < total {
+                // A bounded share of the index per call: a large cache with nothing misplaced
+                // must not cost a full scan on every `maintain`.
+                while found.is_none() && visited < total.min(MAX_SCAN) {
                     let slot = (s.reencode_cursor as usize % total.max(1)) as u32;
                     s.reencode_cursor = s.reencode_cursor.wrapping_add(1);
                     visited += 1;

@@ -94,6 +94,15 @@ impl Cache {
         }
     }
 
+    /// [`Cache::read_content`] for its device I/O only: returns the byte count.
+    pub(crate) fn read_content_sized(&self, c: &ContentRef, frag_len: u64, a: u64, b: u64) -> reo_store::Result<u64> {
+        if c.compressed && c.loc.len < frag_len {
+            self.store.read_sized(&c.loc, 0, c.loc.len).map(|_| b - a)
+        } else {
+            self.store.read_sized(&c.loc, a, b)
+        }
+    }
+
     /// Offers clean fragment `frag` of `key` (in `slot`, an object of `size` bytes; bytes `data`)
     /// to the dedup cache: maps it, writes its content if new, frees evicted contents. The entry is
     /// re-checked under the lock right before mapping (the slot may have been reused, the object

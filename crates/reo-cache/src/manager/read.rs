@@ -8,29 +8,30 @@ use super::{frag_len, Cache, State};
 use crate::index::frag_key;
 use crate::manager::write::WriteError;
 
-/// One fragment-aligned part of a requested range.
+/// One fragment-aligned part of a requested range. `T` is the bytes (`Vec<u8>`, from
+/// [`Cache::get`]) or their count (`u64`, from [`Cache::get_sized`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Piece {
+pub struct Piece<T = Vec<u8>> {
     /// Object byte range `[start, end)`.
     pub start: u64,
     pub end: u64,
     /// The bytes from flash, or `None`: fetch this range from the backend.
-    pub data: Option<Vec<u8>>,
+    pub data: Option<T>,
 }
 
 /// The answer to a get.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GetResult {
+pub struct GetResult<T = Vec<u8>> {
     /// The object's size if the cache knows the object.
     pub size: Option<u64>,
     /// Pass to [`Cache::fill`] with the bytes fetched for the missing pieces.
     pub token: u64,
     /// The requested range (clamped to the size when known), in order. For an unknown object, one
     /// missing piece with the range as asked (`end` may be `u64::MAX`: to the end).
-    pub pieces: Vec<Piece>,
+    pub pieces: Vec<Piece<T>>,
 }
 
-impl GetResult {
+impl<T> GetResult<T> {
     /// Every piece came from flash.
     pub fn is_hit(&self) -> bool {
         self.size.is_some() && self.pieces.iter().all(|p| p.data.is_some())
@@ -50,6 +51,41 @@ impl Cache {
     /// Errors only when a *dirty* fragment cannot be read (its redundancy is exhausted): that data
     /// is nowhere else, so it must not be replaced by the backend's older copy.
     pub fn get(&self, key: &[u8], start: u64, end: u64, now_ns: u64) -> Result<GetResult, WriteError> {
+        self.get_with(
+            key,
+            start,
+            end,
+            now_ns,
+            |loc, a, b| self.store.read(loc, a, b),
+            |c, len, a, b| self.read_content(c, len, a, b),
+        )
+    }
+
+    /// [`Cache::get`] for the simulator: the same lookup, policy updates, statistics and device
+    /// reads, but the pieces carry byte counts instead of bytes (see [`reo_store::Store::read_sized`]),
+    /// so replaying a trace over byte-less media copies and allocates nothing per byte.
+    pub fn get_sized(&self, key: &[u8], start: u64, end: u64, now_ns: u64) -> Result<GetResult<u64>, WriteError> {
+        self.get_with(
+            key,
+            start,
+            end,
+            now_ns,
+            |loc, a, b| self.store.read_sized(loc, a, b),
+            |c, len, a, b| self.read_content_sized(c, len, a, b),
+        )
+    }
+
+    /// The get path, with the reads of a cached fragment blob (`read(loc, a, b)`) and of a
+    /// deduplicated content (`content(c, fragment length, a, b)`) supplied by the caller.
+    fn get_with<T>(
+        &self,
+        key: &[u8],
+        start: u64,
+        end: u64,
+        now_ns: u64,
+        read: impl Fn(&Location, u64, u64) -> reo_store::Result<T>,
+        read_content: impl Fn(&ContentRef, u64, u64, u64) -> reo_store::Result<T>,
+    ) -> Result<GetResult<T>, WriteError> {
         let fs = self.cfg.fragment_size;
         let mut s = self.lock();
         s.now = s.now.max(now_ns);
@@ -113,14 +149,14 @@ impl Cache {
             let fbase = u64::from(f) * fs;
             let data = match loc {
                 None => content.and_then(|c| {
-                    let d = self.read_content(&c, frag_len(size, f, fs), a - fbase, b - fbase).ok();
+                    let d = read_content(&c, frag_len(size, f, fs), a - fbase, b - fbase).ok();
                     if d.is_some() {
                         dedup_hits += 1;
                     }
                     d
                 }),
                 Some(loc) => {
-                    match self.store.read(&loc, a - fbase, b - fbase) {
+                    match read(&loc, a - fbase, b - fbase) {
                         Ok(d) => Some(d),
                         Err(StoreError::NotFound { .. }) => {
                             // Evicted or relocated meanwhile. Looking again could find a slot

@@ -1,0 +1,196 @@
+//! The simulated (or real) device array of a replay: sizing devices so that the flash holds
+//! the configured cache size, and counting every device's I/O for the latency model.
+//!
+//! Sizing: the cache size is the flash the cache may fill with data *and* redundancy (as seed
+//! 000's "cache size = x % of the data set"). Each of the N devices gets `cache / N` bytes of
+//! zones plus the cleaner's reserve and open bands (8 zones) and the store's journal and
+//! checkpoints, which are metadata, not cache space. Zones are sized so each device has at
+//! least 32 of them (4–64 MiB).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use reo_media::{FileMedia, FileOptions, Media, SimMedia};
+use reo_store::{Store, StoreConfig};
+
+use crate::model::DeviceIo;
+
+/// Where the array's bytes go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MediaKind {
+    /// Byte-less simulated devices (the default): every read and write is counted, nothing kept.
+    Sim,
+    /// Real device files in this directory (created, fdatasync'ed, removed with the directory).
+    Files(PathBuf),
+}
+
+/// The array of a replay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArraySpec {
+    pub devices: usize,
+    /// Flash bytes for cached data and its redundancy, over all devices.
+    pub cache_bytes: u64,
+    /// Store chunk size (default 64 KiB, as the paper's normal-run experiments).
+    pub chunk_size: u32,
+    pub media: MediaKind,
+}
+
+/// Zones kept beyond the cache share: the cleaner's reserve, its free-band target and the open
+/// bands of the schemes in use.
+const EXTRA_ZONES: u64 = 8;
+
+impl ArraySpec {
+    /// Zone size for this array.
+    pub fn zone_size(&self) -> u64 {
+        let per_dev = self.cache_bytes / self.devices.max(1) as u64;
+        let mut zone = 4u64 << 20;
+        while zone * 2 <= per_dev / 32 && zone < (64 << 20) {
+            zone *= 2;
+        }
+        zone
+    }
+
+    /// Opens a fresh store over new devices; returns it with the devices' I/O counters.
+    pub fn build(&self) -> Result<(Arc<Store>, Vec<Arc<Counted>>), String> {
+        if self.devices == 0 {
+            return Err("the array needs at least one device".into());
+        }
+        let n = self.devices as u64;
+        let zone = self.zone_size();
+        let zones = self.cache_bytes.div_ceil(n).div_ceil(zone) + EXTRA_ZONES;
+        // Journal and checkpoints: room for every blob record of a cache full of 4 KiB blobs
+        // with their headers (~160 B each), at least 8 MiB.
+        let meta = (self.cache_bytes / 4096 * 160).next_multiple_of(1 << 20).max(8 << 20);
+        let len = (1 << 20) + meta * 3 + zones * zone;
+        let cfg = StoreConfig {
+            chunk_size: self.chunk_size,
+            zone_size: Some(zone),
+            journal_size: Some(meta),
+            checkpoint_size: Some(meta),
+            create: true,
+            ..Default::default()
+        };
+        let mut counted = Vec::new();
+        for d in 0..self.devices {
+            let media: Arc<dyn Media> = match &self.media {
+                MediaKind::Sim => Arc::new(SimMedia::new(len)),
+                MediaKind::Files(dir) => {
+                    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                    let path = dir.join(format!("dev{d}"));
+                    let _ = std::fs::remove_file(&path);
+                    let opts = FileOptions { create_len: Some(len), ..Default::default() };
+                    Arc::new(FileMedia::open(&path, &opts).map_err(|e| format!("{}: {e}", path.display()))?)
+                }
+            };
+            counted.push(Arc::new(Counted::new(media)));
+        }
+        let devs: Vec<Arc<dyn Media>> = counted.iter().map(|c| c.clone() as Arc<dyn Media>).collect();
+        let (store, _) = Store::open(devs, &cfg).map_err(|e| format!("cannot create the array: {e}"))?;
+        Ok((Arc::new(store), counted))
+    }
+
+    /// A replacement device like the others (for `--replace-at`).
+    pub fn replacement(&self, like: &Counted, d: usize) -> Result<Arc<Counted>, String> {
+        let len = like.len();
+        let media: Arc<dyn Media> = match &self.media {
+            MediaKind::Sim => Arc::new(SimMedia::new(len)),
+            MediaKind::Files(dir) => {
+                let path = dir.join(format!("dev{d}.new"));
+                let _ = std::fs::remove_file(&path);
+                let opts = FileOptions { create_len: Some(len), ..Default::default() };
+                Arc::new(FileMedia::open(&path, &opts).map_err(|e| format!("{}: {e}", path.display()))?)
+            }
+        };
+        Ok(Arc::new(Counted::new(media)))
+    }
+}
+
+/// A device that counts its I/O (reads, writes, bytes) on top of any media.
+pub struct Counted {
+    inner: Arc<dyn Media>,
+    reads: AtomicU64,
+    read_bytes: AtomicU64,
+    writes: AtomicU64,
+    write_bytes: AtomicU64,
+}
+
+impl Counted {
+    pub fn new(inner: Arc<dyn Media>) -> Counted {
+        Counted {
+            inner,
+            reads: AtomicU64::new(0),
+            read_bytes: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
+            write_bytes: AtomicU64::new(0),
+        }
+    }
+
+    /// The I/O so far.
+    pub fn io(&self) -> DeviceIo {
+        DeviceIo {
+            reads: self.reads.load(Relaxed),
+            read_bytes: self.read_bytes.load(Relaxed),
+            writes: self.writes.load(Relaxed),
+            write_bytes: self.write_bytes.load(Relaxed),
+        }
+    }
+
+    fn read(&self, len: usize) {
+        self.reads.fetch_add(1, Relaxed);
+        self.read_bytes.fetch_add(len as u64, Relaxed);
+    }
+
+    fn wrote(&self, len: usize) {
+        self.writes.fetch_add(1, Relaxed);
+        self.write_bytes.fetch_add(len as u64, Relaxed);
+    }
+}
+
+impl Media for Counted {
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        self.inner.read_at(buf, offset).inspect(|_| self.read(buf.len()))
+    }
+
+    fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
+        self.inner.write_at(buf, offset).inspect(|_| self.wrote(buf.len()))
+    }
+
+    fn sync(&self) -> std::io::Result<()> {
+        self.inner.sync()
+    }
+
+    fn stores_bytes(&self) -> bool {
+        self.inner.stores_bytes()
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    fn read_discard(&self, len: usize, offset: u64) -> std::io::Result<()> {
+        self.inner.read_discard(len, offset).inspect(|_| self.read(len))
+    }
+
+    fn write_zeros(&self, len: usize, offset: u64) -> std::io::Result<()> {
+        self.inner.write_zeros(len, offset).inspect(|_| self.wrote(len))
+    }
+}
+
+/// Per-device I/O between two snapshots.
+pub fn delta(before: &[DeviceIo], after: &[DeviceIo]) -> Vec<DeviceIo> {
+    before
+        .iter()
+        .zip(after)
+        .map(|(a, b)| DeviceIo {
+            reads: b.reads - a.reads,
+            read_bytes: b.read_bytes - a.read_bytes,
+            writes: b.writes - a.writes,
+            write_bytes: b.write_bytes - a.write_bytes,
+        })
+        .collect()
+}

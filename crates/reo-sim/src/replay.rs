@@ -1,0 +1,385 @@
+//! [`Replay`]: one trace through the real cache manager and store, request by request.
+//!
+//! A get asks the cache for its range ([`Cache::get_sized`]: the same lookup, policy, statistics
+//! and device reads as `reo serve`'s GET, without moving bytes); what missed is fetched from the
+//! (modelled) backend fragment by fragment and offered back with [`Cache::fill`], where
+//! admission decides. A put is a write-back (dirty, class 1) or write-through client write; a
+//! delete removes. Failure points fail and replace devices at given requests; the rebuild of a
+//! replaced device runs to its end before the next request (the simulator has no clock for it
+//! to race). `maintain` (cleaner, re-encoder, failure sweeps) runs every 64 requests.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use reo_cache::{Cache, CacheConfig, FailureAction, FailurePlan, ObjectMeta};
+use reo_store::Store;
+use reo_trace::{Op, Request};
+
+use crate::array::{delta, ArraySpec, Counted};
+use crate::content::Contents;
+use crate::flusher::Flusher;
+use crate::histogram::Histogram;
+use crate::model::{DeviceIo, LatencyModel};
+use crate::report::{ReplayReport, Window};
+
+/// Everything a replay is configured with.
+#[derive(Clone)]
+pub struct ReplayConfig {
+    /// Name of the configuration in reports (e.g. `reo-20%`, `lru/d-arc`).
+    pub name: String,
+    pub array: ArraySpec,
+    /// Cache manager configuration; `capacity_bytes` is derived from the array when 0
+    /// (see [`ReplayConfig::policy_capacity`]).
+    pub cache: CacheConfig,
+    pub failures: FailurePlan,
+    /// Puts are write-back (dirty until flushed) — else write-through.
+    pub write_back: bool,
+    /// Dirty watermarks as fractions of the cache's user capacity.
+    pub dirty_high: f64,
+    pub dirty_low: f64,
+    /// Requests per window of the time series (0: no windows).
+    pub window: u64,
+    /// Typical object size of the trace (for sizing, see [`ReplayConfig::policy_capacity`]);
+    /// `None`: objects of a fragment or more.
+    pub object_hint: Option<u64>,
+    /// Share of the flash the policy fills (default 0.85; the rest is the cleaner's headroom).
+    pub fill: f64,
+    pub model: LatencyModel,
+}
+
+impl ReplayConfig {
+    /// User bytes the replacement policy may hold on `store`: the flash (`array.cache_bytes`)
+    /// times `fill` (the cleaner's headroom) times the space efficiency of a typical clean
+    /// blob (`object_hint` bytes, at most a fragment) under the clean data's scheme — chunk
+    /// trailers, padding and parity included, so a 4 KiB block that takes 8 KiB of flash counts
+    /// as such. For Reo the clean scheme is the cold one (no parity): its hot and dirty
+    /// redundancy is not known in advance, and when data plus parity fill the flash the cache
+    /// evicts — what parity does not take is used for data, as the paper's Reo-x% does.
+    pub fn policy_capacity(&self, store: &Store) -> u64 {
+        let n = self.array.devices;
+        let schemes = self.cache.class_schemes.unwrap_or_else(|| self.cache.redundancy.class_schemes(n));
+        let typical = self.object_hint.unwrap_or(self.cache.fragment_size).clamp(1, self.cache.fragment_size);
+        let eff = typical as f64 / store.footprint(typical, schemes.of(reo_cache::Class::Cold)) as f64;
+        (self.array.cache_bytes as f64 * self.fill * eff) as u64
+    }
+}
+
+/// A replay in progress.
+pub struct Replay {
+    cfg: ReplayConfig,
+    store: Arc<Store>,
+    cache: Cache,
+    devices: Vec<Arc<Counted>>,
+    contents: Contents,
+    flusher: Flusher,
+    plan: FailurePlan,
+    dedup: bool,
+    started: Instant,
+    // Totals.
+    requests: u64,
+    gets: u64,
+    puts: u64,
+    deletes: u64,
+    hits: u64,
+    request_bytes: u64,
+    hit_bytes: u64,
+    backend_read_bytes: u64,
+    latency_secs: f64,
+    hist: Histogram,
+    dirty_lost_reads: u64,
+    // The current window.
+    window: WindowAcc,
+    windows: Vec<Window>,
+    io: Vec<DeviceIo>,
+}
+
+#[derive(Default)]
+struct WindowAcc {
+    requests: u64,
+    hits: u64,
+    request_bytes: u64,
+    hit_bytes: u64,
+    latency_secs: f64,
+    flash_write_base: u64,
+}
+
+impl Replay {
+    pub fn new(mut cfg: ReplayConfig) -> Result<Replay, String> {
+        let (store, devices) = cfg.array.build()?;
+        if cfg.cache.capacity_bytes == 0 {
+            cfg.cache.capacity_bytes = cfg.policy_capacity(&store).max(1 << 20);
+        }
+        cfg.cache.validate(cfg.array.devices)?;
+        let cache = Cache::open(store.clone(), cfg.cache.clone())?;
+        let cap = cfg.cache.capacity_bytes as f64;
+        let flusher = Flusher::new((cap * cfg.dirty_high) as u64, (cap * cfg.dirty_low) as u64);
+        let io = devices.iter().map(|d| d.io()).collect();
+        Ok(Replay {
+            dedup: cfg.cache.dedup != reo_cache::DedupKind::Off,
+            plan: cfg.failures.clone(),
+            contents: Contents::new(64 << 20),
+            cfg,
+            store,
+            cache,
+            devices,
+            flusher,
+            started: Instant::now(),
+            requests: 0,
+            gets: 0,
+            puts: 0,
+            deletes: 0,
+            hits: 0,
+            request_bytes: 0,
+            hit_bytes: 0,
+            backend_read_bytes: 0,
+            latency_secs: 0.0,
+            hist: Histogram::default(),
+            dirty_lost_reads: 0,
+            window: WindowAcc::default(),
+            windows: Vec::new(),
+            io,
+        })
+    }
+
+    /// The cache under replay (for inspection by tests and experiments).
+    pub fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
+    /// Replays every request of `trace`; the first error stops the replay.
+    pub fn run<E: std::fmt::Display>(
+        &mut self,
+        trace: impl Iterator<Item = Result<Request, E>>,
+        mut progress: impl FnMut(u64),
+    ) -> Result<(), String> {
+        for r in trace {
+            let r = r.map_err(|e| e.to_string())?;
+            self.step(&r)?;
+            if self.requests.is_multiple_of(16_384) {
+                progress(self.requests);
+            }
+        }
+        Ok(())
+    }
+
+    /// Slowest device's time on the I/O since the last snapshot (and takes a new snapshot).
+    fn device_secs(&mut self) -> f64 {
+        let now: Vec<DeviceIo> = self.devices.iter().map(|d| d.io()).collect();
+        let secs = delta(&self.io, &now).iter().map(|io| self.cfg.model.device_secs(io)).fold(0.0, f64::max);
+        self.io = now;
+        secs
+    }
+
+    /// Replays one request.
+    pub fn step(&mut self, r: &Request) -> Result<(), String> {
+        self.apply_failures()?;
+        let now = r.time_ns.max(self.requests);
+        let key = r.key.to_le_bytes();
+        self.device_secs(); // background I/O since the last request is not this request's
+        let mut secs = self.cfg.model.network_secs(r.len);
+        match r.op {
+            Op::Get => {
+                self.gets += 1;
+                let (hit, hit_bytes, backend) = self.get(&key, r, now)?;
+                secs += self.device_secs();
+                if backend > 0 {
+                    secs += self.cfg.model.backend_secs(1, backend);
+                }
+                self.request_bytes += r.len;
+                self.window.request_bytes += r.len;
+                self.hit_bytes += hit_bytes;
+                self.window.hit_bytes += hit_bytes;
+                if hit {
+                    self.hits += 1;
+                    self.window.hits += 1;
+                }
+                self.backend_read_bytes += backend;
+                // The fills after a miss write in the background.
+                self.device_secs();
+            }
+            Op::Put => {
+                self.puts += 1;
+                let data = if self.dedup {
+                    let id = r.fingerprint.unwrap_or(r.key ^ self.requests.rotate_left(32));
+                    self.contents.synthesize(id, 0, r.obj_size)
+                } else {
+                    self.contents.zeros(r.obj_size)
+                };
+                let dirty = self.cfg.write_back;
+                match self.cache.put(&key, data, &ObjectMeta::default(), dirty, now) {
+                    Ok(receipt) if dirty => self.flusher.dirtied(r.key, receipt.version, r.obj_size),
+                    Ok(_) => {}
+                    // Full of dirty data: the client is told to retry (503); the replay counts
+                    // the write as done at the backend instead (nothing is lost).
+                    Err(reo_cache::WriteError::Full(_)) => self.flusher.flushed_bytes += r.obj_size,
+                    Err(e) => return Err(format!("request {}: put: {e}", self.requests)),
+                }
+                secs += self.device_secs();
+                self.flusher.run(&self.cache);
+            }
+            Op::Delete => {
+                self.deletes += 1;
+                self.cache.delete(&key);
+            }
+        }
+        self.latency_secs += secs;
+        self.window.latency_secs += secs;
+        self.hist.record(secs);
+        self.requests += 1;
+        self.window.requests += 1;
+        if self.requests.is_multiple_of(64) {
+            self.cache.maintain();
+        }
+        if self.cfg.window > 0 && self.window.requests >= self.cfg.window {
+            self.close_window();
+        }
+        Ok(())
+    }
+
+    /// A get: (whole hit, bytes from flash, bytes fetched from the backend).
+    fn get(&mut self, key: &[u8], r: &Request, now: u64) -> Result<(bool, u64, u64), String> {
+        let end = r.offset + r.len;
+        let res = match self.cache.get_sized(key, r.offset, end, now) {
+            Ok(res) => res,
+            Err(reo_cache::WriteError::DirtyLost(_)) => {
+                // The only copy is gone: a data-loss event (counted); the client gets an error.
+                self.dirty_lost_reads += 1;
+                return Ok((false, 0, 0));
+            }
+            Err(e) => return Err(format!("request {}: get: {e}", self.requests)),
+        };
+        let hit = res.is_hit();
+        let hit_bytes: u64 = res.pieces.iter().filter_map(|p| p.data).sum();
+        if hit {
+            return Ok((true, hit_bytes, 0));
+        }
+        // Fetch whole fragments of what missed (the cache caches fragments) and offer them.
+        let fs = self.cfg.cache.fragment_size;
+        let size = r.obj_size;
+        let mut backend = 0;
+        let mut last = u32::MAX;
+        let missing: Vec<(u64, u64)> = res.missing().collect();
+        for (a, b) in missing {
+            let b = b.min(size);
+            if a >= b {
+                continue;
+            }
+            for f in (a / fs) as u32..=((b - 1) / fs) as u32 {
+                if f == last {
+                    continue;
+                }
+                last = f;
+                let flen = fs.min(size - u64::from(f) * fs);
+                backend += flen;
+                let data = if self.dedup {
+                    let id = r.fingerprint.unwrap_or(r.key);
+                    self.contents.synthesize(id, f, flen)
+                } else {
+                    self.contents.zeros(flen)
+                };
+                self.cache
+                    .fill(key, size, f, data, &ObjectMeta::default(), res.token, now)
+                    .map_err(|e| format!("request {}: fill: {e}", self.requests))?;
+            }
+        }
+        Ok((false, hit_bytes, backend))
+    }
+
+    fn apply_failures(&mut self) -> Result<(), String> {
+        let due: Vec<_> = self.plan.due(self.requests).to_vec();
+        for p in due {
+            match p.action {
+                FailureAction::Fail => {
+                    self.cache.fail_device(p.device).map_err(|e| format!("{p}: {e}"))?;
+                }
+                FailureAction::Replace => {
+                    let media = self.cfg.array.replacement(&self.devices[p.device], p.device)?;
+                    let handle =
+                        self.cache.replace_device(p.device, media.clone(), None).map_err(|e| format!("{p}: {e}"))?;
+                    handle.wait();
+                    self.devices[p.device] = media;
+                    self.io = self.devices.iter().map(|d| d.io()).collect();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn flash_write_bytes(&self) -> u64 {
+        let s = self.store.stats();
+        s.put_device_bytes + s.gc_device_bytes
+    }
+
+    fn close_window(&mut self) {
+        let w = std::mem::take(&mut self.window);
+        let total = self.flash_write_bytes();
+        self.windows.push(Window {
+            end_request: self.requests,
+            hit_ratio: ratio(w.hits, w.requests),
+            byte_hit_ratio: ratio(w.hit_bytes, w.request_bytes),
+            mean_latency_ms: if w.requests == 0 { 0.0 } else { w.latency_secs * 1e3 / w.requests as f64 },
+            bandwidth_mibps: if w.latency_secs > 0.0 {
+                w.request_bytes as f64 / w.latency_secs / 1048576.0
+            } else {
+                0.0
+            },
+            failed_devices: self.store.failed_devices().len(),
+            flash_write_bytes: total - self.windows_flash_base(),
+        });
+        self.window.flash_write_base = total;
+    }
+
+    fn windows_flash_base(&self) -> u64 {
+        self.window.flash_write_base
+    }
+
+    /// Ends the replay and reports.
+    pub fn finish(mut self) -> ReplayReport {
+        if self.window.requests > 0 && self.cfg.window > 0 {
+            self.close_window();
+        }
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let stats = self.cache.stats();
+        let ratios = stats.ratios();
+        let flash_read_bytes = self.devices.iter().map(|d| d.io().read_bytes).sum();
+        ReplayReport {
+            config: self.cfg.name.clone(),
+            requests: self.requests,
+            gets: self.gets,
+            puts: self.puts,
+            deletes: self.deletes,
+            hits: self.hits,
+            hit_ratio: ratio(self.hits, self.gets),
+            byte_hit_ratio: ratio(self.hit_bytes, self.request_bytes),
+            clwa: ratios.clwa,
+            flwa: ratios.flwa,
+            space_efficiency: self.cache.space_efficiency(),
+            flash_write_bytes: self.flash_write_bytes(),
+            flash_read_bytes,
+            backend_read_bytes: self.backend_read_bytes,
+            backend_write_bytes: self.flusher.flushed_bytes,
+            mean_latency_ms: if self.requests == 0 { 0.0 } else { self.latency_secs * 1e3 / self.requests as f64 },
+            p99_latency_ms: self.hist.quantile(0.99) * 1e3,
+            bandwidth_mibps: if self.latency_secs > 0.0 {
+                self.request_bytes as f64 / self.latency_secs / 1048576.0
+            } else {
+                0.0
+            },
+            requests_per_s: self.requests as f64 / elapsed.max(1e-9),
+            elapsed_s: elapsed,
+            failed_devices: self.store.failed_devices().len(),
+            dirty_lost: stats.dirty_lost,
+            dirty_lost_reads: self.dirty_lost_reads,
+            cache: stats.to_json(),
+            windows: self.windows,
+        }
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}

@@ -1,0 +1,88 @@
+//! [`ReplayReport`]: the figures of one replay — the JSON object `reo replay --json` prints on its
+//! last line, the rows of `reo eval`'s results, and a human-readable summary table.
+
+use std::fmt;
+
+use serde::Serialize;
+
+/// Figures over a window of requests (a point of the time series).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Window {
+    /// Requests replayed up to the end of this window.
+    pub end_request: u64,
+    pub hit_ratio: f64,
+    pub byte_hit_ratio: f64,
+    pub mean_latency_ms: f64,
+    pub bandwidth_mibps: f64,
+    pub failed_devices: usize,
+    /// Flash bytes written by the cache in this window (data and redundancy, incl. GC).
+    pub flash_write_bytes: u64,
+}
+
+/// The figures of a replay.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReplayReport {
+    pub config: String,
+    pub requests: u64,
+    pub gets: u64,
+    pub puts: u64,
+    pub deletes: u64,
+    pub hits: u64,
+    pub hit_ratio: f64,
+    pub byte_hit_ratio: f64,
+    /// Cache-level write amplification: bytes written into the cache / bytes of client writes
+    /// and fills offered (seed 003), `null` when nothing was offered.
+    pub clwa: Option<f64>,
+    /// Flash-level write amplification: (cache writes + GC relocations) / cache writes.
+    pub flwa: Option<f64>,
+    /// User bytes cached / device bytes they occupy with redundancy, at the end.
+    pub space_efficiency: f64,
+    /// Device bytes written for cached data (all devices, redundancy and GC included, metadata
+    /// journal excluded).
+    pub flash_write_bytes: u64,
+    /// Device bytes read.
+    pub flash_read_bytes: u64,
+    pub backend_read_bytes: u64,
+    pub backend_write_bytes: u64,
+    pub mean_latency_ms: f64,
+    pub p99_latency_ms: f64,
+    pub bandwidth_mibps: f64,
+    /// Replay speed (wall clock).
+    pub requests_per_s: f64,
+    pub elapsed_s: f64,
+    pub failed_devices: usize,
+    /// Dirty fragments lost beyond their redundancy (data-loss events) and reads that hit one.
+    pub dirty_lost: u64,
+    pub dirty_lost_reads: u64,
+    /// Cache counters (admission rejections by reason, GC, dedup…).
+    pub cache: serde_json::Value,
+    pub windows: Vec<Window>,
+}
+
+impl fmt::Display for ReplayReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+        let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
+        writeln!(f, "config              {}", self.config)?;
+        writeln!(
+            f,
+            "requests            {} ({} get, {} put, {} delete)",
+            self.requests, self.gets, self.puts, self.deletes
+        )?;
+        writeln!(f, "hit ratio           {:.4} (bytes {:.4})", self.hit_ratio, self.byte_hit_ratio)?;
+        writeln!(f, "CLWA / FLWA         {} / {}", opt(self.clwa), opt(self.flwa))?;
+        writeln!(f, "space efficiency    {:.3}", self.space_efficiency)?;
+        writeln!(f, "flash written/read  {:.3} / {:.3} GiB", gib(self.flash_write_bytes), gib(self.flash_read_bytes))?;
+        writeln!(
+            f,
+            "backend read/write  {:.3} / {:.3} GiB",
+            gib(self.backend_read_bytes),
+            gib(self.backend_write_bytes)
+        )?;
+        writeln!(f, "latency mean / p99  {:.3} / {:.3} ms", self.mean_latency_ms, self.p99_latency_ms)?;
+        writeln!(f, "bandwidth           {:.1} MiB/s", self.bandwidth_mibps)?;
+        writeln!(f, "failed devices      {}", self.failed_devices)?;
+        writeln!(f, "dirty lost          {} fragments, {} reads", self.dirty_lost, self.dirty_lost_reads)?;
+        write!(f, "replay speed        {:.0} requests/s ({:.2} s)", self.requests_per_s, self.elapsed_s)
+    }
+}
