@@ -1,7 +1,24 @@
 //! Traces for `reo replay`, `reo gen-trace` and `reo eval`: the [`Request`] every reader and
-//! generator yields, streaming readers of the supported formats, deterministic generators, and
-//! the plots of the evaluation.
+//! generator yields, streaming readers of the supported formats ([`open`], [`TraceReader`]),
+//! writers ([`write_native`], [`write_oracle`], [`save`]), deterministic generators, and the
+//! plots of the evaluation. Formats and generators are documented in `docs/TRACES.md`.
 
+mod error;
+mod expand;
+mod format;
+mod formats;
+pub mod gen;
+pub mod hash;
+mod input;
+pub mod output;
+mod reader;
 mod request;
+mod write;
 
+pub use error::TraceError;
+pub use format::{Format, ReadOptions};
+pub use gen::{GenSpec, Workload};
+pub use input::{decompress, Compression};
+pub use reader::{open, TraceReader, MAX_LINE};
 pub use request::{Op, Request};
+pub use write::{format_for, save, write_native, write_oracle};

@@ -1,0 +1,38 @@
+//! Parsing generator knobs (`key=value`) with range checks, shared by every generator's params.
+
+/// A `u64` knob, at least `min`.
+pub fn u64_knob(key: &str, value: &str, min: u64) -> Result<u64, String> {
+    let v: u64 = value.trim().replace('_', "").parse().map_err(|_| format!("{key}: bad integer {value:?}"))?;
+    if v < min {
+        return Err(format!("{key}: {v} is below {min}"));
+    }
+    Ok(v)
+}
+
+/// An `f64` knob within `[lo, hi]`.
+pub fn f64_knob(key: &str, value: &str, lo: f64, hi: f64) -> Result<f64, String> {
+    let v: f64 = value.trim().parse().map_err(|_| format!("{key}: bad number {value:?}"))?;
+    if !(lo..=hi).contains(&v) {
+        return Err(format!("{key}: {v} is outside [{lo}, {hi}]"));
+    }
+    Ok(v)
+}
+
+/// The error for a key a generator does not have.
+pub fn unknown(kind: &str, key: &str, known: &[&str]) -> String {
+    format!("{kind} has no knob {key:?} (knobs: {})", known.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_are_checked() {
+        assert_eq!(u64_knob("n", "1_000", 1), Ok(1000));
+        assert!(u64_knob("n", "0", 1).is_err());
+        assert!(u64_knob("n", "x", 0).is_err());
+        assert_eq!(f64_knob("a", "0.5", 0.0, 1.0), Ok(0.5));
+        assert!(f64_knob("a", "1.5", 0.0, 1.0).is_err());
+    }
+}

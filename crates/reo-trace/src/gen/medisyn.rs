@@ -1,0 +1,329 @@
+//! The MediSyn-like object workload of the Reo paper (algorithms.md §9): a fixed population of
+//! objects with lognormal sizes (rescaled to a 4.4 MB mean, clamped to [4 KiB, 64 MiB]) and
+//! generalized-Zipf popularity over a seeded permutation of ids; Poisson arrivals; whole-object
+//! Gets, and with probability `write_ratio` a Put of a new version (new content); with
+//! probability `dedup_ratio` an object's (or version's) content is a random other object's.
+//!
+//! Presets reproduce the Reo paper's three workloads: 4,000 objects and 25,616 (`weak`),
+//! 51,057 (`medium`) or 89,723 (`strong`) requests; their α (0.6 / 0.9 / 1.2) are guesses.
+//! Keys are `0..objects`; fingerprints are always set.
+
+use super::dist::{lognormal_sizes, Zipf};
+use super::knob::{f64_knob, u64_knob, unknown};
+use super::rng::Rng;
+use crate::hash::mix64;
+use crate::request::{Op, Request};
+
+/// Knobs of [`Medisyn`]; see the module doc and `docs/TRACES.md`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MedisynParams {
+    pub seed: u64,
+    pub objects: u64,
+    pub requests: u64,
+    /// Zipf skew α.
+    pub alpha: f64,
+    /// Zipf head flattening h (`p_r ∝ (r + h)^−α`).
+    pub h: f64,
+    /// Mean object size in bytes (after clamping).
+    pub mean_size: u64,
+    /// σ of the underlying normal of the lognormal sizes.
+    pub sigma: f64,
+    pub min_size: u64,
+    pub max_size: u64,
+    /// Fraction of requests that are Puts of a new version, 0–0.5.
+    pub write_ratio: f64,
+    /// Probability that new content duplicates another object's current content, 0–1.
+    pub dedup_ratio: f64,
+    /// Mean arrival rate, requests per second (Poisson arrivals).
+    pub rate: f64,
+}
+
+impl MedisynParams {
+    pub const PRESETS: [&'static str; 3] = ["weak", "medium", "strong"];
+    const KNOBS: [&'static str; 12] = [
+        "seed",
+        "objects",
+        "requests",
+        "alpha",
+        "h",
+        "mean_size",
+        "sigma",
+        "min_size",
+        "max_size",
+        "write_ratio",
+        "dedup_ratio",
+        "rate",
+    ];
+
+    pub fn preset(name: &str) -> Option<Self> {
+        let (requests, alpha) = match name {
+            "weak" => (25_616, 0.6),
+            "medium" => (51_057, 0.9),
+            "strong" => (89_723, 1.2),
+            _ => return None,
+        };
+        Some(MedisynParams {
+            seed: 1,
+            objects: 4_000,
+            requests,
+            alpha,
+            h: 0.0,
+            mean_size: 4_400_000,
+            sigma: 1.0,
+            min_size: 4096,
+            max_size: 64 << 20,
+            write_ratio: 0.1,
+            dedup_ratio: 0.0,
+            rate: 100.0,
+        })
+    }
+
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        match key {
+            "seed" => self.seed = u64_knob(key, value, 0)?,
+            "objects" => self.objects = u64_knob(key, value, 1)?.min(u64::from(u32::MAX)),
+            "requests" => self.requests = u64_knob(key, value, 0)?,
+            "alpha" => self.alpha = f64_knob(key, value, 0.0, 10.0)?,
+            "h" => self.h = f64_knob(key, value, 0.0, 1e9)?,
+            "mean_size" => self.mean_size = u64_knob(key, value, 1)?,
+            "sigma" => self.sigma = f64_knob(key, value, 0.0, 5.0)?,
+            "min_size" => self.min_size = u64_knob(key, value, 1)?,
+            "max_size" => self.max_size = u64_knob(key, value, 1)?,
+            "write_ratio" => self.write_ratio = f64_knob(key, value, 0.0, 0.5)?,
+            "dedup_ratio" => self.dedup_ratio = f64_knob(key, value, 0.0, 1.0)?,
+            "rate" => self.rate = f64_knob(key, value, 1e-6, 1e12)?,
+            _ => return Err(unknown("medisyn", key, &Self::KNOBS)),
+        }
+        Ok(())
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.min_size <= self.mean_size && self.mean_size <= self.max_size) {
+            return Err(format!(
+                "medisyn: need min_size ≤ mean_size ≤ max_size, got {} / {} / {}",
+                self.min_size, self.mean_size, self.max_size
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn knobs(&self) -> Vec<(&'static str, String)> {
+        let v = [
+            self.seed.to_string(),
+            self.objects.to_string(),
+            self.requests.to_string(),
+            self.alpha.to_string(),
+            self.h.to_string(),
+            self.mean_size.to_string(),
+            self.sigma.to_string(),
+            self.min_size.to_string(),
+            self.max_size.to_string(),
+            self.write_ratio.to_string(),
+            self.dedup_ratio.to_string(),
+            self.rate.to_string(),
+        ];
+        Self::KNOBS.into_iter().zip(v).collect()
+    }
+}
+
+/// The MediSyn-like generator; an iterator of exactly `requests` requests.
+pub struct Medisyn {
+    p: MedisynParams,
+    rng: Rng,
+    zipf: Zipf,
+    /// Rank → object id.
+    ids: Vec<u32>,
+    /// Per object: (size, current content fingerprint).
+    objects: Vec<(u64, u64)>,
+    fresh_salt: u64,
+    fresh_next: u64,
+    left: u64,
+    clock_s: f64,
+}
+
+impl Medisyn {
+    pub fn new(p: &MedisynParams) -> Self {
+        let mut rng = Rng::new(p.seed);
+        let n = p.objects as usize;
+        let ids = rng.permutation(p.objects as u32);
+        let zipf = Zipf::new(p.objects, p.alpha, p.h);
+        let sizes = lognormal_sizes(&mut rng, n, p.mean_size as f64, p.sigma, p.min_size, p.max_size);
+        let mut g = Medisyn {
+            p: p.clone(),
+            rng,
+            zipf,
+            ids,
+            objects: Vec::with_capacity(n),
+            fresh_salt: mix64(p.seed ^ 0x6d65_6469_7379_6e00),
+            fresh_next: 0,
+            left: p.requests,
+            clock_s: 0.0,
+        };
+        for size in sizes {
+            let content = match g.objects.len() {
+                k if k > 0 && g.rng.chance(p.dedup_ratio) => g.objects[g.rng.below(k as u64) as usize],
+                _ => (size, g.fresh()),
+            };
+            g.objects.push(content);
+        }
+        g
+    }
+
+    /// A content fingerprint never used before in this trace.
+    fn fresh(&mut self) -> u64 {
+        self.fresh_next += 1;
+        mix64(self.fresh_salt.wrapping_add(self.fresh_next))
+    }
+
+    pub fn len(&self) -> u64 {
+        self.left
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.left == 0
+    }
+}
+
+impl Iterator for Medisyn {
+    type Item = Request;
+
+    fn next(&mut self) -> Option<Request> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        self.clock_s += self.rng.exp(self.p.rate);
+        let id = self.ids[self.zipf.sample(&mut self.rng) as usize] as usize;
+        let op = if self.rng.chance(self.p.write_ratio) {
+            let n = self.objects.len() as u64;
+            self.objects[id] = if n > 1 && self.rng.chance(self.p.dedup_ratio) {
+                let other = (id as u64 + 1 + self.rng.below(n - 1)) % n;
+                self.objects[other as usize]
+            } else {
+                (self.objects[id].0, self.fresh())
+            };
+            Op::Put
+        } else {
+            Op::Get
+        };
+        let (size, fp) = self.objects[id];
+        Some(Request {
+            time_ns: (self.clock_s * 1e9) as u64,
+            op,
+            key: id as u64,
+            offset: 0,
+            len: size,
+            obj_size: size,
+            fingerprint: Some(fp),
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = usize::try_from(self.left).unwrap_or(usize::MAX);
+        (n, Some(n))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::{HashMap, HashSet};
+
+    fn gen(preset: &str, f: impl FnOnce(&mut MedisynParams)) -> Vec<Request> {
+        let mut p = MedisynParams::preset(preset).unwrap();
+        f(&mut p);
+        Medisyn::new(&p).collect()
+    }
+
+    #[test]
+    fn presets_have_the_papers_counts() {
+        for (name, n) in [("weak", 25_616), ("medium", 51_057), ("strong", 89_723)] {
+            let p = MedisynParams::preset(name).unwrap();
+            assert_eq!((p.objects, p.requests), (4000, n));
+            let g = Medisyn::new(&p);
+            assert_eq!(g.len(), n);
+            let reqs: Vec<_> = g.collect();
+            assert_eq!(reqs.len() as u64, n);
+            assert!(reqs.iter().all(|r| r.key < 4000 && r.offset == 0 && r.len == r.obj_size));
+            assert!(reqs.windows(2).all(|w| w[0].time_ns <= w[1].time_ns));
+        }
+    }
+
+    #[test]
+    fn deterministic_per_seed() {
+        assert_eq!(gen("weak", |_| ()), gen("weak", |_| ()));
+        assert_ne!(gen("weak", |_| ()), gen("weak", |p| p.seed = 2));
+    }
+
+    #[test]
+    fn popularity_skew_grows_with_alpha() {
+        let top10 = |preset| {
+            let reqs = gen(preset, |p| p.write_ratio = 0.0);
+            let mut counts: HashMap<u64, u64> = HashMap::new();
+            for r in &reqs {
+                *counts.entry(r.key).or_default() += 1;
+            }
+            let mut c: Vec<u64> = counts.into_values().collect();
+            c.sort_unstable_by(|a, b| b.cmp(a));
+            c.iter().take(400).sum::<u64>() as f64 / reqs.len() as f64
+        };
+        let (w, m, s) = (top10("weak"), top10("medium"), top10("strong"));
+        assert!(w < m && m < s, "{w} {m} {s}");
+        assert!((s - 0.88).abs() < 0.03, "strong top-10% share {s}");
+    }
+
+    #[test]
+    fn write_ratio_and_new_versions() {
+        let reqs = gen("medium", |p| p.write_ratio = 0.3);
+        let puts = reqs.iter().filter(|r| r.op == Op::Put).count() as f64 / reqs.len() as f64;
+        assert!((puts - 0.3).abs() < 0.01, "{puts}");
+        let mut current: HashMap<u64, u64> = HashMap::new();
+        for r in &reqs {
+            let fp = r.fingerprint.unwrap();
+            match r.op {
+                Op::Put => assert_ne!(current.insert(r.key, fp), Some(fp)),
+                _ => {
+                    if let Some(&cur) = current.get(&r.key) {
+                        assert_eq!(cur, fp, "a Get sees the last Put's content");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn dedup_ratio_shares_content() {
+        let unique = |d: f64| {
+            let reqs = gen("strong", |p| {
+                p.dedup_ratio = d;
+                p.write_ratio = 0.0;
+            });
+            let keys: HashSet<u64> = reqs.iter().map(|r| r.key).collect();
+            let fps: HashSet<u64> = reqs.iter().map(|r| r.fingerprint.unwrap()).collect();
+            fps.len() as f64 / keys.len() as f64
+        };
+        assert_eq!(unique(0.0), 1.0);
+        let u = unique(0.4);
+        assert!((0.5..0.75).contains(&u), "unique content ratio {u}");
+        let reqs = gen("weak", |p| p.dedup_ratio = 0.4);
+        let mut size_of: HashMap<u64, u64> = HashMap::new();
+        for r in reqs {
+            assert_eq!(
+                *size_of.entry(r.fingerprint.unwrap()).or_insert(r.obj_size),
+                r.obj_size,
+                "equal content, equal size"
+            );
+        }
+    }
+
+    #[test]
+    fn knobs_parse_and_reject() {
+        let mut p = MedisynParams::preset("weak").unwrap();
+        p.set("alpha", "1.1").unwrap();
+        assert_eq!(p.alpha, 1.1);
+        assert!(p.set("write_ratio", "0.6").is_err());
+        assert!(p.set("colour", "1").unwrap_err().contains("knobs: seed"));
+        p.set("min_size", "10000000").unwrap();
+        assert!(p.validate().is_err());
+    }
+}
