@@ -129,6 +129,10 @@ pub struct CacheConfig {
     /// The cleaner runs when fewer free bands than this remain (default 2: one band in flight for
     /// each of two schemes).
     pub gc_free_bands: usize,
+    /// Keys are 8-byte little-endian numbers whose order means something (block numbers of a
+    /// volume, as the simulator's block traces use): admission policies see the number, so
+    /// SEQR's adjacent-key detection finds sequential runs. Default off (keys are hashed).
+    pub numeric_keys: bool,
 }
 
 impl CacheConfig {
@@ -147,6 +151,7 @@ impl CacheConfig {
             reencode_per_maintain: 4 << 20,
             gc_victim: VictimPolicy::CostBenefit,
             gc_free_bands: 2,
+            numeric_keys: false,
         }
     }
 

@@ -4,7 +4,7 @@ use reo_sim::{ArraySpec, LatencyModel, MediaKind, Replay, ReplayConfig};
 use reo_trace::{Op, Request};
 
 fn main() {
-    let objects = 1_000_000u64;
+    let objects: u64 = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
     let size = 4096u64;
     let n: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(2_000_000);
     let mut cache = CacheConfig::new(0);

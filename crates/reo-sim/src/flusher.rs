@@ -36,13 +36,24 @@ impl Flusher {
         if self.dirty_bytes <= self.high {
             return;
         }
+        let mut retries = 0;
         while self.dirty_bytes > self.low {
             let Some((key, version, bytes)) = self.queue.pop_front() else { break };
+            let k = key.to_le_bytes();
+            // The backend write happens first; the cache then drops the extra replicas.
+            let cleaned = cache.mark_clean(&k, version);
+            if !matches!(cleaned, Ok(true)) && cache.dirty_version_of(&k) == Some(version) {
+                // Still this dirty version: the rewrite raced the cleaner or found the flash
+                // full. Retry later (a bounded number of times per run).
+                self.queue.push_back((key, version, bytes));
+                retries += 1;
+                if retries > 8 {
+                    break;
+                }
+                continue;
+            }
+            // Clean now, or a newer version replaced it (with its own queue entry).
             self.dirty_bytes -= bytes;
-            // A newer version of the key may have replaced this one: it has its own queue entry,
-            // and mark_clean of the old version leaves it dirty. The bytes reach the backend
-            // either way (a real flusher writes each acknowledged version in order).
-            let _ = cache.mark_clean(&key.to_le_bytes(), version);
             self.flushed_bytes += bytes;
             self.flushes += 1;
         }

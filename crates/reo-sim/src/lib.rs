@@ -7,6 +7,7 @@ mod array;
 mod content;
 mod flusher;
 mod histogram;
+pub mod eval;
 pub mod model;
 mod replay;
 mod report;

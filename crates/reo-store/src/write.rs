@@ -117,15 +117,19 @@ impl Inner {
             if let Some(&band) = alloc.open.get(&scheme) {
                 let mut b = self.bands[band as usize].write().unwrap_or_else(|e| e.into_inner());
                 if scheme.is_isolated() {
-                    // The key's device, or the next healthy one.
+                    // The key's device, else the next healthy one with room: a band is sealed
+                    // only when no column has room, not when the key's column is full (which
+                    // would leave the other devices' columns mostly empty). A spilled blob
+                    // still lives wholly on one device; only an object's blobs may then span two.
                     let first = (key % n as u64) as usize;
-                    if let Some(d) = (0..n).map(|i| (first + i) % n).find(|&d| !self.is_failed(d)) {
-                        if b.cursor[d] + sectors <= zone {
-                            let start = b.cursor[d];
-                            b.cursor[d] += sectors;
-                            b.inflight += 1;
-                            return Ok((band, start, d as u16));
-                        }
+                    if let Some(d) = (0..n)
+                        .map(|i| (first + i) % n)
+                        .find(|&d| !self.is_failed(d) && b.cursor[d] + sectors <= zone)
+                    {
+                        let start = b.cursor[d];
+                        b.cursor[d] += sectors;
+                        b.inflight += 1;
+                        return Ok((band, start, d as u16));
                     }
                 } else if b.cursor[0] + sectors <= zone {
                     let start = b.cursor[0];

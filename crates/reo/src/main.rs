@@ -9,6 +9,8 @@ mod bench_cache;
 mod bench_rebuild;
 mod bench_store;
 mod crashtest;
+mod eval;
+mod replay;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -25,6 +27,10 @@ struct Cli {
 enum Command {
     /// Serve S3 (write-back caching gateway in front of a backend; defaults need no arguments).
     Serve(serve::ServeArgs),
+    /// Replay a trace (or a generated workload) through the cache over simulated devices.
+    Replay(replay::ReplayArgs),
+    /// Run a named experiment of the evaluation: report.md, results.json, plots.
+    Eval(eval::EvalArgs),
     /// Measure performance against the machine's physical limits.
     Bench {
         #[command(subcommand)]
@@ -57,6 +63,8 @@ fn main() -> ExitCode {
         Command::Bench { what: BenchWhat::Rebuild(args) } => bench_rebuild::run(&args),
         Command::Crashtest { what } => crashtest::run(what),
         Command::Serve(args) => serve::run(&args),
+        Command::Replay(args) => replay::run(&args),
+        Command::Eval(args) => eval::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -99,7 +99,7 @@ impl Cache {
         };
         let e = s.index.get_mut(slot).expect("found");
         e.touch();
-        s.admitter.on_hit(crate::manager::write::placement_of(key), now_ns);
+        s.admitter.on_hit(self.admission_key(key), now_ns);
         let e = s.index.get(slot).expect("found");
         let (size, dirty) = (e.size(), e.dirty());
         let end = end.min(size);

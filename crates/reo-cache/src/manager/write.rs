@@ -194,7 +194,7 @@ impl Cache {
                     return Ok(FillOutcome::AlreadyCached);
                 }
             }
-            let req = Request::read_miss(placement_of(key), u64::from(frag) * fs, data.len() as u64, now_ns)
+            let req = Request::read_miss(self.admission_key(key), u64::from(frag) * fs, data.len() as u64, now_ns)
                 .with_occupancy(s.policy.used_bytes(), self.cfg.capacity_bytes);
             if let Some(why) = admission_refusal(s.admitter.decide(&req)) {
                 return Ok(FillOutcome::Rejected(why));
@@ -317,7 +317,7 @@ impl Cache {
             s.stats.original_write_bytes += size;
             // Dirty data is the only copy: always cached. A clean write is a candidate like a fill.
             if !dirty {
-                let req = Request::write(placement_of(key), 0, size, now_ns)
+                let req = Request::write(self.admission_key(key), 0, size, now_ns)
                     .with_occupancy(s.policy.used_bytes(), self.cfg.capacity_bytes);
                 if admission_refusal(s.admitter.decide(&req)).is_some() {
                     drop(s);
@@ -468,6 +468,17 @@ impl Cache {
             }
         }
         Ok(Some((slot, locs)))
+    }
+
+    /// The version of `key`'s dirty data, if it is dirty (a flusher whose `mark_clean` returned
+    /// false uses it to tell "rewritten since" from "moved under the rewrite: retry").
+    pub fn dirty_version_of(&self, key: &[u8]) -> Option<u64> {
+        let s = self.lock();
+        let slot = s.index.find(key)?;
+        if !s.index.get(slot)?.dirty() {
+            return None;
+        }
+        self.dirty_version(&s, slot)
     }
 
     /// The flusher wrote version `version` of `key` (from [`PutReceipt`] or [`Cache::dirty_keys`])
@@ -624,6 +635,18 @@ pub(crate) fn version_tag(etag: &str) -> u32 {
 }
 
 /// Isolated placement key: all fragments of one object on one device.
+impl Cache {
+    /// The object's id for admission policies: the key's number with
+    /// [`CacheConfig::numeric_keys`](crate::CacheConfig::numeric_keys) (so SEQR sees adjacent
+    /// blocks as adjacent), else its hash.
+    pub(crate) fn admission_key(&self, key: &[u8]) -> u64 {
+        match <[u8; 8]>::try_from(key) {
+            Ok(k) if self.cfg.numeric_keys => u64::from_le_bytes(k),
+            _ => placement_of(key),
+        }
+    }
+}
+
 pub(crate) fn placement_of(key: &[u8]) -> u64 {
     use std::hash::{BuildHasher, BuildHasherDefault};
     BuildHasherDefault::<crate::hash::KeyHasher>::default().hash_one(key)

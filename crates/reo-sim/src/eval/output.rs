@@ -1,0 +1,67 @@
+//! What `reo eval` writes: `results.json` (every [`Row`]), `report.md` (each section's table and
+//! its plots), and the plots as PNG (and SVG, for documents that scale).
+
+use std::path::Path;
+
+use super::Outcome;
+
+/// A line chart of an experiment: series of (x, y) points.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plot {
+    /// File stem (`<name>.png`, `<name>.svg`).
+    pub name: String,
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub series: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+impl Plot {
+    pub fn line(name: &str, title: &str, x_label: &str, y_label: &str, series: Vec<(String, Vec<(f64, f64)>)>) -> Plot {
+        Plot { name: name.into(), title: title.into(), x_label: x_label.into(), y_label: y_label.into(), series }
+    }
+}
+
+/// A part of the report: a heading, a markdown table, plots.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Section {
+    pub title: String,
+    pub text: String,
+    pub plots: Vec<Plot>,
+}
+
+/// Writes results.json, report.md and the plots of `outcome` into `out`.
+pub fn write(name: &str, out: &Path, quick: bool, outcome: &Outcome) -> Result<(), String> {
+    let io = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
+    let json = serde_json::to_string_pretty(&outcome.rows).expect("rows serialize");
+    let results = out.join("results.json");
+    std::fs::write(&results, json + "\n").map_err(|e| io(&results, e))?;
+    let mut md = format!(
+        "# reo eval {name}{}\n\nProduced by `reo eval {name} --out {}{}`. Rows: `results.json`.\n\n",
+        if quick { " (quick)" } else { "" },
+        out.display(),
+        if quick { " --quick" } else { "" }
+    );
+    for s in &outcome.sections {
+        md += &format!("## {}\n\n{}\n", s.title, s.text);
+        for p in &s.plots {
+            render(p, out)?;
+            md += &format!("![{}]({}.png)\n\n", p.title, p.name);
+        }
+    }
+    let report = out.join("report.md");
+    std::fs::write(&report, md).map_err(|e| io(&report, e))
+}
+
+fn render(p: &Plot, out: &Path) -> Result<(), String> {
+    let chart = reo_trace::plot::Chart {
+        title: p.title.clone(),
+        x_label: p.x_label.clone(),
+        y_label: p.y_label.clone(),
+        series: p.series.iter().map(|(n, pts)| reo_trace::plot::Series { name: n.clone(), points: pts.clone() }).collect(),
+    };
+    let png = out.join(format!("{}.png", p.name));
+    std::fs::write(&png, chart.to_png()).map_err(|e| format!("{}: {e}", png.display()))?;
+    let svg = out.join(format!("{}.svg", p.name));
+    std::fs::write(&svg, chart.to_svg()).map_err(|e| format!("{}: {e}", svg.display()))
+}

