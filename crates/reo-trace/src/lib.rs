@@ -11,6 +11,7 @@ pub mod gen;
 pub mod hash;
 mod input;
 pub mod output;
+pub mod plot;
 mod reader;
 mod request;
 mod write;
