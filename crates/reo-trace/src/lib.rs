@@ -14,6 +14,7 @@ pub mod output;
 pub mod plot;
 mod reader;
 mod request;
+mod stats;
 mod write;
 
 pub use error::TraceError;
@@ -22,4 +23,5 @@ pub use gen::{GenSpec, Workload};
 pub use input::{decompress, Compression};
 pub use reader::{open, TraceReader, MAX_LINE};
 pub use request::{Op, Request};
+pub use stats::TraceStats;
 pub use write::{format_for, save, write_native, write_oracle};

@@ -9,6 +9,7 @@ mod bench_cache;
 mod bench_rebuild;
 mod bench_store;
 mod crashtest;
+mod gen_trace;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -36,6 +37,8 @@ enum Command {
         #[command(subcommand)]
         what: crashtest::CrashCommand,
     },
+    /// Write a deterministic synthetic trace (medisyn, dedup, scan, oltp) to a file.
+    GenTrace(gen_trace::GenTraceArgs),
 }
 
 #[derive(Subcommand)]
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
         Command::Bench { what: BenchWhat::Rebuild(args) } => bench_rebuild::run(&args),
         Command::Crashtest { what } => crashtest::run(what),
         Command::Serve(args) => serve::run(&args),
+        Command::GenTrace(args) => gen_trace::run(&args),
     };
     match result {
         Ok(code) => code,
