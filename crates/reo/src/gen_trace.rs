@@ -1,7 +1,7 @@
 //! `reo gen-trace`: writes a deterministic synthetic workload (medisyn, dedup, scan, oltp; see
 //! docs/TRACES.md) to a native CSV (`.csv`, `.csv.gz`, `.csv.zst`) or oracleGeneral (`.oracle`)
-//! file, and prints a one-line summary: requests, objects, bytes, write ratio and unique
-//! content ratio.
+//! file, and prints a one-line summary: requests, objects, bytes, write ratio, unique content
+//! ratio, and the popularity skew (top-10 % objects' share of requests) and mean object size.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -75,12 +75,14 @@ pub fn run(a: &GenTraceArgs) -> Result<ExitCode, String> {
     let unique = stats.unique_content_ratio().map_or("n/a (no fingerprints)".to_string(), |u| format!("{u:.3}"));
     println!(
         "gen-trace: {spec} -> {}: {written} requests, {} objects, {} bytes ({:.2} GiB), write ratio {:.3}, \
-         unique content ratio {unique}",
+         unique content ratio {unique}, top-10% objects get {:.1}% of requests, mean object size {:.0} B",
         a.out.display(),
         stats.objects(),
         stats.bytes,
         stats.bytes as f64 / f64::from(1u32 << 30),
         stats.write_ratio(),
+        100.0 * stats.top_share(0.1),
+        stats.mean_object_size(),
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -13,7 +13,7 @@
 //! (least popular first) instead of a Zipf draw. That is the fewest forced requests possible
 //! (the objects Zipf would have missed, e.g. ~600 of `strong`'s 89,723), all at the end.
 
-use super::dist::{lognormal_sizes, Zipf};
+use super::dist::{lognormal_sizes, rescale_mean, Zipf};
 use super::knob::{bool_knob, f64_knob, u64_knob, unknown};
 use super::rng::Rng;
 use crate::hash::mix64;
@@ -163,7 +163,6 @@ impl Medisyn {
         let n = p.objects as usize;
         let ids = rng.permutation(p.objects as u32);
         let zipf = Zipf::new(p.objects, p.alpha, p.h);
-        let sizes = lognormal_sizes(&mut rng, n, p.mean_size as f64, p.sigma, p.min_size, p.max_size);
         let mut g = Medisyn {
             p: p.clone(),
             rng,
@@ -178,13 +177,25 @@ impl Medisyn {
             unrequested: if p.cover { p.objects } else { 0 },
             force_cursor: n,
         };
-        for size in sizes {
-            let content = match g.objects.len() {
-                k if k > 0 && g.rng.chance(p.dedup_ratio) => g.objects[g.rng.below(k as u64) as usize],
-                _ => (size, g.fresh()),
+        // Content groups first (object i duplicates a random earlier object's content with
+        // probability d), then one size per content, rescaled so the mean over objects is exact.
+        let mut content_of: Vec<usize> = Vec::with_capacity(n);
+        let mut group_sizes: Vec<u64> = Vec::new();
+        for i in 0..n {
+            let c = if i > 0 && g.rng.chance(p.dedup_ratio) {
+                content_of[g.rng.below(i as u64) as usize]
+            } else {
+                group_sizes.push(0);
+                group_sizes.len() - 1
             };
-            g.objects.push(content);
+            group_sizes[c] += 1;
+            content_of.push(c);
         }
+        let mut sizes =
+            lognormal_sizes(&mut g.rng, group_sizes.len(), p.mean_size as f64, p.sigma, p.min_size, p.max_size);
+        rescale_mean(&mut sizes, &group_sizes, p.mean_size as f64, p.min_size, p.max_size);
+        let fps: Vec<u64> = sizes.iter().map(|_| g.fresh()).collect();
+        g.objects = content_of.iter().map(|&c| (sizes[c], fps[c])).collect();
         g
     }
 
@@ -361,6 +372,11 @@ mod tests {
             fps.len() as f64 / keys.len() as f64
         };
         assert_eq!(unique(0.0), 1.0);
+        let mut p = MedisynParams::preset("medium").unwrap();
+        p.dedup_ratio = 0.4;
+        let g = Medisyn::new(&p);
+        let mean = g.objects.iter().map(|o| o.0).sum::<u64>() as f64 / 4000.0;
+        assert!((mean / 4.4e6 - 1.0).abs() < 1e-3, "mean size with dedup {mean}");
         let u = unique(0.4);
         assert!((0.5..0.75).contains(&u), "unique content ratio {u}");
         let reqs = gen("weak", |p| p.dedup_ratio = 0.4);
