@@ -7,7 +7,7 @@ mod error;
 mod expand;
 mod format;
 mod formats;
-pub mod gen;
+pub mod generate;
 pub mod hash;
 mod input;
 pub mod output;
@@ -19,7 +19,7 @@ mod write;
 
 pub use error::TraceError;
 pub use format::{Format, ReadOptions};
-pub use gen::{GenSpec, Workload};
+pub use generate::{GenSpec, Workload};
 pub use input::{decompress, Compression};
 pub use reader::{open, TraceReader, MAX_LINE};
 pub use request::{Op, Request};
