@@ -19,10 +19,13 @@ pub fn mix64(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// The key of block `block` of volume `volume` in a block trace. For a fixed volume it is a
-/// bijection of the block number, so two blocks of one volume never share a key.
+/// The key of block `block` of volume `volume` in a block trace: the volume's hash in the top
+/// 24 bits plus the block number, so consecutive blocks have consecutive keys (admission's
+/// sequential-run detection sees them as adjacent). For a fixed volume it is a bijection of the
+/// block number, so two blocks of one volume never share a key; volumes collide only when the
+/// top 24 bits of their hashes do and their blocks overlap.
 pub fn block_key(volume: u64, block: u64) -> u64 {
-    mix64(mix64(volume) ^ block)
+    (mix64(volume) << 40).wrapping_add(block)
 }
 
 #[cfg(test)]

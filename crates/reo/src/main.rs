@@ -11,6 +11,7 @@ mod bench_store;
 mod crashtest;
 mod eval;
 mod replay;
+mod gen_trace;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -42,6 +43,8 @@ enum Command {
         #[command(subcommand)]
         what: crashtest::CrashCommand,
     },
+    /// Write a deterministic synthetic trace (medisyn, dedup, scan, oltp) to a file.
+    GenTrace(gen_trace::GenTraceArgs),
 }
 
 #[derive(Subcommand)]
@@ -65,6 +68,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(&args),
         Command::Replay(args) => replay::run(&args),
         Command::Eval(args) => eval::run(&args),
+        Command::GenTrace(args) => gen_trace::run(&args),
     };
     match result {
         Ok(code) => code,

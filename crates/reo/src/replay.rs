@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::Args;
 use reo_cache::{AdmissionConfig, CacheConfig, DedupKind, EvictionMode, FailurePlan, PolicyKind, Redundancy};
 use reo_sim::{ArraySpec, LatencyModel, MediaKind, Replay, ReplayConfig};
-use reo_trace::gen::GenSpec;
+use reo_trace::generate::GenSpec;
 use reo_trace::{Format, ReadOptions, Request};
 
 #[derive(Args, Debug)]
@@ -205,4 +205,15 @@ pub fn run(args: &ReplayArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn plot(_r: &reo_sim::ReplayReport, _p: &Path) -> Result<(), String> { Ok(()) }
+fn plot(report: &reo_sim::ReplayReport, path: &Path) -> Result<(), String> {
+    use reo_trace::plot::Chart;
+    if !matches!(path.extension().and_then(|e| e.to_str()), Some("png" | "svg")) {
+        return Err(format!("--plot {}: use a .png or .svg file", path.display()));
+    }
+    let pts = |f: fn(&reo_sim::Window) -> f64| report.windows.iter().map(|w| (w.end_request as f64, f(w))).collect();
+    reo_trace::plot::LineChart::new(&format!("{}: hit ratio per window", report.config), "requests", "ratio")
+        .series("hit ratio", pts(|w| w.hit_ratio))
+        .series("byte hit ratio", pts(|w| w.byte_hit_ratio))
+        .save(path)
+        .map_err(|e| format!("{}: {e}", path.display()))
+}

@@ -11,7 +11,7 @@
 
 use reo_cache::{AdmissionConfig, ClassSchemes, DedupKind, EvictionMode, PolicyKind};
 use reo_store::{Placement, Scheme};
-use reo_trace::gen::GenSpec;
+use reo_trace::generate::GenSpec;
 
 use super::output::{Plot, Section};
 use super::run::{base, row, run_all, share, working_set, Job};

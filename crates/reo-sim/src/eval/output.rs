@@ -54,14 +54,14 @@ pub fn write(name: &str, out: &Path, quick: bool, outcome: &Outcome) -> Result<(
 }
 
 fn render(p: &Plot, out: &Path) -> Result<(), String> {
-    let chart = reo_trace::plot::Chart {
-        title: p.title.clone(),
-        x_label: p.x_label.clone(),
-        y_label: p.y_label.clone(),
-        series: p.series.iter().map(|(n, pts)| reo_trace::plot::Series { name: n.clone(), points: pts.clone() }).collect(),
-    };
-    let png = out.join(format!("{}.png", p.name));
-    std::fs::write(&png, chart.to_png()).map_err(|e| format!("{}: {e}", png.display()))?;
-    let svg = out.join(format!("{}.svg", p.name));
-    std::fs::write(&svg, chart.to_svg()).map_err(|e| format!("{}: {e}", svg.display()))
+    use reo_trace::plot::Chart;
+    let chart = p
+        .series
+        .iter()
+        .fold(reo_trace::plot::LineChart::new(&p.title, &p.x_label, &p.y_label), |c, (n, pts)| c.series(n, pts.clone()));
+    for ext in ["png", "svg"] {
+        let path = out.join(format!("{}.{ext}", p.name));
+        chart.save(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
 }

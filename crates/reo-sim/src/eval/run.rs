@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use reo_cache::{CacheConfig, FailurePlan, PolicyKind};
-use reo_trace::gen::GenSpec;
+use reo_trace::generate::GenSpec;
 
 use super::Row;
 use crate::array::{ArraySpec, MediaKind};

@@ -7,9 +7,14 @@
 //! Presets reproduce the Reo paper's three workloads: 4,000 objects and 25,616 (`weak`),
 //! 51,057 (`medium`) or 89,723 (`strong`) requests; their α (0.6 / 0.9 / 1.2) are guesses.
 //! Keys are `0..objects`; fingerprints are always set.
+//!
+//! With `cover` (on by default) every object is requested at least once: whenever the objects
+//! not yet requested are as many as the requests left, the next request goes to one of them
+//! (least popular first) instead of a Zipf draw. That is the fewest forced requests possible
+//! (the objects Zipf would have missed, e.g. ~600 of `strong`'s 89,723), all at the end.
 
-use super::dist::{lognormal_sizes, Zipf};
-use super::knob::{f64_knob, u64_knob, unknown};
+use super::dist::{lognormal_sizes, rescale_mean, Zipf};
+use super::knob::{bool_knob, f64_knob, u64_knob, unknown};
 use super::rng::Rng;
 use crate::hash::mix64;
 use crate::request::{Op, Request};
@@ -36,11 +41,13 @@ pub struct MedisynParams {
     pub dedup_ratio: f64,
     /// Mean arrival rate, requests per second (Poisson arrivals).
     pub rate: f64,
+    /// Request every object at least once (see the module doc).
+    pub cover: bool,
 }
 
 impl MedisynParams {
     pub const PRESETS: [&'static str; 3] = ["weak", "medium", "strong"];
-    const KNOBS: [&'static str; 12] = [
+    const KNOBS: [&'static str; 13] = [
         "seed",
         "objects",
         "requests",
@@ -53,6 +60,7 @@ impl MedisynParams {
         "write_ratio",
         "dedup_ratio",
         "rate",
+        "cover",
     ];
 
     pub fn preset(name: &str) -> Option<Self> {
@@ -75,6 +83,7 @@ impl MedisynParams {
             write_ratio: 0.1,
             dedup_ratio: 0.0,
             rate: 100.0,
+            cover: true,
         })
     }
 
@@ -92,6 +101,7 @@ impl MedisynParams {
             "write_ratio" => self.write_ratio = f64_knob(key, value, 0.0, 0.5)?,
             "dedup_ratio" => self.dedup_ratio = f64_knob(key, value, 0.0, 1.0)?,
             "rate" => self.rate = f64_knob(key, value, 1e-6, 1e12)?,
+            "cover" => self.cover = bool_knob(key, value)?,
             _ => return Err(unknown("medisyn", key, &Self::KNOBS)),
         }
         Ok(())
@@ -121,6 +131,7 @@ impl MedisynParams {
             self.write_ratio.to_string(),
             self.dedup_ratio.to_string(),
             self.rate.to_string(),
+            self.cover.to_string(),
         ];
         Self::KNOBS.into_iter().zip(v).collect()
     }
@@ -139,6 +150,11 @@ pub struct Medisyn {
     fresh_next: u64,
     left: u64,
     clock_s: f64,
+    /// Per object: requested yet (only with `cover`).
+    requested: Vec<bool>,
+    unrequested: u64,
+    /// Next rank to consider when forcing, counting down from the least popular.
+    force_cursor: usize,
 }
 
 impl Medisyn {
@@ -147,7 +163,6 @@ impl Medisyn {
         let n = p.objects as usize;
         let ids = rng.permutation(p.objects as u32);
         let zipf = Zipf::new(p.objects, p.alpha, p.h);
-        let sizes = lognormal_sizes(&mut rng, n, p.mean_size as f64, p.sigma, p.min_size, p.max_size);
         let mut g = Medisyn {
             p: p.clone(),
             rng,
@@ -158,14 +173,29 @@ impl Medisyn {
             fresh_next: 0,
             left: p.requests,
             clock_s: 0.0,
+            requested: if p.cover { vec![false; n] } else { Vec::new() },
+            unrequested: if p.cover { p.objects } else { 0 },
+            force_cursor: n,
         };
-        for size in sizes {
-            let content = match g.objects.len() {
-                k if k > 0 && g.rng.chance(p.dedup_ratio) => g.objects[g.rng.below(k as u64) as usize],
-                _ => (size, g.fresh()),
+        // Content groups first (object i duplicates a random earlier object's content with
+        // probability d), then one size per content, rescaled so the mean over objects is exact.
+        let mut content_of: Vec<usize> = Vec::with_capacity(n);
+        let mut group_sizes: Vec<u64> = Vec::new();
+        for i in 0..n {
+            let c = if i > 0 && g.rng.chance(p.dedup_ratio) {
+                content_of[g.rng.below(i as u64) as usize]
+            } else {
+                group_sizes.push(0);
+                group_sizes.len() - 1
             };
-            g.objects.push(content);
+            group_sizes[c] += 1;
+            content_of.push(c);
         }
+        let mut sizes =
+            lognormal_sizes(&mut g.rng, group_sizes.len(), p.mean_size as f64, p.sigma, p.min_size, p.max_size);
+        rescale_mean(&mut sizes, &group_sizes, p.mean_size as f64, p.min_size, p.max_size);
+        let fps: Vec<u64> = sizes.iter().map(|_| g.fresh()).collect();
+        g.objects = content_of.iter().map(|&c| (sizes[c], fps[c])).collect();
         g
     }
 
@@ -173,6 +203,28 @@ impl Medisyn {
     fn fresh(&mut self) -> u64 {
         self.fresh_next += 1;
         mix64(self.fresh_salt.wrapping_add(self.fresh_next))
+    }
+
+    /// The object of the next request: a Zipf draw, or a forced first request (see `cover`).
+    fn pick(&mut self) -> usize {
+        let rank = if self.unrequested > 0 && self.unrequested >= self.left {
+            loop {
+                self.force_cursor -= 1;
+                if !self.requested[self.ids[self.force_cursor] as usize] {
+                    break self.force_cursor;
+                }
+            }
+        } else {
+            self.zipf.sample(&mut self.rng) as usize
+        };
+        let id = self.ids[rank] as usize;
+        if let Some(seen) = self.requested.get_mut(id) {
+            if !*seen {
+                *seen = true;
+                self.unrequested -= 1;
+            }
+        }
+        id
     }
 
     pub fn len(&self) -> u64 {
@@ -191,9 +243,9 @@ impl Iterator for Medisyn {
         if self.left == 0 {
             return None;
         }
+        let id = self.pick();
         self.left -= 1;
         self.clock_s += self.rng.exp(self.p.rate);
-        let id = self.ids[self.zipf.sample(&mut self.rng) as usize] as usize;
         let op = if self.rng.chance(self.p.write_ratio) {
             let n = self.objects.len() as u64;
             self.objects[id] = if n > 1 && self.rng.chance(self.p.dedup_ratio) {
@@ -246,7 +298,24 @@ mod tests {
             assert_eq!(reqs.len() as u64, n);
             assert!(reqs.iter().all(|r| r.key < 4000 && r.offset == 0 && r.len == r.obj_size));
             assert!(reqs.windows(2).all(|w| w[0].time_ns <= w[1].time_ns));
+            let keys: HashSet<u64> = reqs.iter().map(|r| r.key).collect();
+            assert_eq!(keys.len(), 4000, "{name}: every object requested");
         }
+    }
+
+    #[test]
+    fn cover_forces_only_the_missing_objects_at_the_end() {
+        let with = gen("strong", |_| ());
+        let without = gen("strong", |p| p.cover = false);
+        let missing = 4000 - without.iter().map(|r| r.key).collect::<HashSet<_>>().len();
+        assert!(missing > 0);
+        let n = with.len();
+        // Identical up to the forced tail, which is one request per missing object.
+        assert_eq!(with[..n - missing - 50], without[..n - missing - 50]);
+        let tail: HashSet<u64> = with[n - missing..].iter().map(|r| r.key).collect();
+        assert_eq!(tail.len(), missing);
+        let few = gen("weak", |p| p.requests = 100);
+        assert_eq!(few.iter().map(|r| r.key).collect::<HashSet<_>>().len(), 100);
     }
 
     #[test]
@@ -303,6 +372,11 @@ mod tests {
             fps.len() as f64 / keys.len() as f64
         };
         assert_eq!(unique(0.0), 1.0);
+        let mut p = MedisynParams::preset("medium").unwrap();
+        p.dedup_ratio = 0.4;
+        let g = Medisyn::new(&p);
+        let mean = g.objects.iter().map(|o| o.0).sum::<u64>() as f64 / 4000.0;
+        assert!((mean / 4.4e6 - 1.0).abs() < 1e-3, "mean size with dedup {mean}");
         let u = unique(0.4);
         assert!((0.5..0.75).contains(&u), "unique content ratio {u}");
         let reqs = gen("weak", |p| p.dedup_ratio = 0.4);

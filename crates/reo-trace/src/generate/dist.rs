@@ -65,6 +65,25 @@ pub fn lognormal_sizes(rng: &mut Rng, n: usize, mean: f64, sigma: f64, min: u64,
     s.into_iter().map(|x| (x.round() as u64).clamp(min, max)).collect()
 }
 
+/// Rescales `sizes` (item `i` counted `weights[i]` times) so their weighted mean is `mean`,
+/// clamping to `[min, max]` and repeating until the clamped mean is right (up to rounding).
+pub fn rescale_mean(sizes: &mut [u64], weights: &[u64], mean: f64, min: u64, max: u64) {
+    let total: f64 = weights.iter().map(|&w| w as f64).sum();
+    let mut s: Vec<f64> = sizes.iter().map(|&x| x as f64).collect();
+    for _ in 0..20 {
+        let avg = s.iter().zip(weights).map(|(&x, &w)| x * w as f64).sum::<f64>() / total.max(1.0);
+        if avg <= 0.0 || (avg / mean - 1.0).abs() < 1e-6 {
+            break;
+        }
+        for x in &mut s {
+            *x = (*x * mean / avg).clamp(min as f64, max as f64);
+        }
+    }
+    for (out, x) in sizes.iter_mut().zip(s) {
+        *out = (x.round() as u64).clamp(min, max);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,6 +110,15 @@ mod tests {
         }
         assert!((f64::from(top10) / f64::from(n) - z.top_share(0.1)).abs() < 0.01);
         assert_eq!(Zipf::new(1, 1.0, 0.0).sample(&mut r), 0);
+    }
+
+    #[test]
+    fn weighted_rescale_hits_the_weighted_mean() {
+        let mut s = vec![1000, 2000, 9000];
+        rescale_mean(&mut s, &[5, 1, 1], 1500.0, 100, 8000);
+        let mean = (s[0] * 5 + s[1] + s[2]) as f64 / 7.0;
+        assert!((mean / 1500.0 - 1.0).abs() < 1e-3, "{s:?}");
+        assert!(s.iter().all(|&x| (100..=8000).contains(&x)));
     }
 
     #[test]

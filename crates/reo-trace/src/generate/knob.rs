@@ -18,6 +18,15 @@ pub fn f64_knob(key: &str, value: &str, lo: f64, hi: f64) -> Result<f64, String>
     Ok(v)
 }
 
+/// A boolean knob: true/false, yes/no, on/off, 1/0.
+pub fn bool_knob(key: &str, value: &str) -> Result<bool, String> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "yes" | "on" | "1" => Ok(true),
+        "false" | "no" | "off" | "0" => Ok(false),
+        _ => Err(format!("{key}: bad boolean {value:?}")),
+    }
+}
+
 /// The error for a key a generator does not have.
 pub fn unknown(kind: &str, key: &str, known: &[&str]) -> String {
     format!("{kind} has no knob {key:?} (knobs: {})", known.join(", "))
@@ -34,5 +43,7 @@ mod tests {
         assert!(u64_knob("n", "x", 0).is_err());
         assert_eq!(f64_knob("a", "0.5", 0.0, 1.0), Ok(0.5));
         assert!(f64_knob("a", "1.5", 0.0, 1.0).is_err());
+        assert_eq!(bool_knob("c", "Off"), Ok(false));
+        assert!(bool_knob("c", "maybe").is_err());
     }
 }

@@ -141,11 +141,11 @@ impl FromStr for GenSpec {
     }
 }
 
-/// The canonical spec string with every knob (parses back to an equal spec).
+/// The canonical spec string: the kind and every knob (no preset: the knobs say it all), which
+/// parses back to an equal spec.
 impl fmt::Display for GenSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let preset = Self::presets(self.kind()).expect("known kind")[0];
-        write!(f, "{}:{preset}", self.kind())?;
+        f.write_str(self.kind())?;
         for (k, v) in self.knobs() {
             write!(f, ",{k}={v}")?;
         }

@@ -1,0 +1,125 @@
+//! [`LineChart`]: named series of (x, y) points on numeric axes, with markers at the points
+//! when a series has few of them.
+
+use super::axis::Axis;
+use super::canvas::{color, Anchor, Canvas, Rgb, TextStyle};
+use super::frame::{draw, Decor};
+use super::Chart;
+
+/// One named series of points (non-finite points are skipped).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A line chart; build with [`LineChart::new`] and [`LineChart::series`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineChart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub series: Vec<Series>,
+    pub width: u32,
+    pub height: u32,
+    /// Fixed x range; `None` fits the data.
+    pub x_range: Option<(f64, f64)>,
+    /// Fixed y range; `None` fits the data.
+    pub y_range: Option<(f64, f64)>,
+}
+
+/// Series with at most this many points get a marker on each point.
+const MARKERS_UP_TO: usize = 60;
+
+impl LineChart {
+    pub fn new(title: &str, x_label: &str, y_label: &str) -> Self {
+        LineChart {
+            title: title.into(),
+            x_label: x_label.into(),
+            y_label: y_label.into(),
+            series: Vec::new(),
+            width: 800,
+            height: 480,
+            x_range: None,
+            y_range: None,
+        }
+    }
+
+    /// Adds a series.
+    pub fn series(mut self, name: &str, points: Vec<(f64, f64)>) -> Self {
+        self.series.push(Series { name: name.into(), points });
+        self
+    }
+
+    pub fn y_range(mut self, lo: f64, hi: f64) -> Self {
+        self.y_range = Some((lo, hi));
+        self
+    }
+
+    pub fn x_range(mut self, lo: f64, hi: f64) -> Self {
+        self.x_range = Some((lo, hi));
+        self
+    }
+
+    pub fn size(mut self, width: u32, height: u32) -> Self {
+        (self.width, self.height) = (width, height);
+        self
+    }
+
+    fn points(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.series.iter().flat_map(|s| s.points.iter().copied()).filter(|(x, y)| x.is_finite() && y.is_finite())
+    }
+
+    fn axis(range: Option<(f64, f64)>, values: impl Iterator<Item = f64>, target: usize) -> Axis {
+        match range {
+            Some((lo, hi)) => Axis::fixed(lo, hi, target),
+            None => {
+                let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+                Axis::auto(lo, hi, target)
+            }
+        }
+    }
+}
+
+impl Chart for LineChart {
+    fn size(&self) -> (u32, u32) {
+        (self.width, self.height)
+    }
+
+    fn draw(&self, c: &mut dyn Canvas) {
+        let x = Self::axis(self.x_range, self.points().map(|p| p.0), 8);
+        let y = Self::axis(self.y_range, self.points().map(|p| p.1), 6);
+        let legend: Vec<(&str, Rgb)> =
+            self.series.iter().enumerate().map(|(i, s)| (s.name.as_str(), color(i))).collect();
+        let decor = Decor {
+            width: self.width,
+            height: self.height,
+            title: &self.title,
+            x_label: &self.x_label,
+            y_label: &self.y_label,
+            legend: &legend,
+        };
+        let f = draw(c, &decor, y);
+        for &t in &x.ticks {
+            let px = f.px(x.frac(t));
+            c.line((px, f.y1), (px, f.y1 + 5.0), Rgb::BLACK, 1.0);
+            c.text(px, f.y1 + 14.0, &x.label(t), TextStyle::new(1, Anchor::Middle));
+        }
+        for (i, s) in self.series.iter().enumerate() {
+            let pts: Vec<(f64, f64)> = s
+                .points
+                .iter()
+                .filter(|(a, b)| a.is_finite() && b.is_finite())
+                .map(|&(a, b)| (f.px(x.frac(a)), f.py(b)))
+                .collect();
+            for w in pts.windows(2) {
+                c.line(w[0], w[1], color(i), 2.0);
+            }
+            if pts.len() <= MARKERS_UP_TO {
+                for &(px, py) in &pts {
+                    c.rect(px - 2.5, py - 2.5, 5.0, 5.0, color(i));
+                }
+            }
+        }
+    }
+}
