@@ -34,6 +34,10 @@ pub struct ServeConfig {
     pub flush_delay: std::time::Duration,
     /// Write-policy rules (`BUCKET[/PREFIX]=POLICY`); write-back where none matches.
     pub policies: Vec<crate::gateway::policy::PolicyRule>,
+    /// Promote budget of hint prefetches, bytes per second (0: unlimited).
+    pub promote_bps: u64,
+    /// Whether `/metrics` answers unsigned requests.
+    pub anonymous_metrics: bool,
 }
 
 fn random_string(len: usize, alphabet: &[u8]) -> Result<String, String> {
@@ -122,6 +126,15 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     gw.set_flush_delay(cfg.flush_delay);
     gw.set_policies(cfg.policies.clone());
     let flusher = Flusher::start(gw.clone());
+    let hints = crate::hints::engine::HintEngine::start(gw.clone(), &cfg.data_dir.join("state"), cfg.promote_bps)?;
+    let api = crate::api::Api {
+        gw: gw.clone(),
+        hints: hints.clone(),
+        device_bytes: cfg.device_mib << 20,
+        data_dir: cfg.data_dir.clone(),
+        anonymous_metrics: cfg.anonymous_metrics,
+        metrics: Default::default(),
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -136,10 +149,12 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
             listener.local_addr().map_err(|e| e.to_string())?,
             backend_dir.display()
         );
-        serve(listener, gw.clone(), opts, shutdown_signal()).await.map_err(|e| e.to_string())
+        serve(listener, api, opts, shutdown_signal()).await.map_err(|e| e.to_string())
     });
     rt.shutdown_timeout(std::time::Duration::from_secs(5));
-    println!("reo: shutting down");
+    tracing::info!("shutting down");
+    hints.stop();
+    drop(hints);
     flusher.stop();
     drop(gw);
     match Arc::try_unwrap(store) {

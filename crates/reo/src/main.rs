@@ -5,9 +5,11 @@
 //! object), `bench rebuild` (device replacement and prioritized rebuild) and `crashtest` (the SIGKILL crash-consistency workload and its checker). The gateway,
 //! replay and evaluation come with their issues.
 
+mod admin;
 mod bench_cache;
 mod bench_rebuild;
 mod bench_store;
+mod config;
 mod crashtest;
 mod serve;
 
@@ -25,6 +27,8 @@ struct Cli {
 enum Command {
     /// Serve S3 (write-back caching gateway in front of a backend; defaults need no arguments).
     Serve(serve::ServeArgs),
+    /// Administer a running server (status, devices, flush, scrub, hints) over its signed API.
+    Admin(admin::AdminArgs),
     /// Measure performance against the machine's physical limits.
     Bench {
         #[command(subcommand)]
@@ -57,6 +61,7 @@ fn main() -> ExitCode {
         Command::Bench { what: BenchWhat::Rebuild(args) } => bench_rebuild::run(&args),
         Command::Crashtest { what } => crashtest::run(what),
         Command::Serve(args) => serve::run(&args),
+        Command::Admin(args) => admin::run(&args),
     };
     match result {
         Ok(code) => code,
