@@ -134,6 +134,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         data_dir: cfg.data_dir.clone(),
         anonymous_metrics: cfg.anonymous_metrics,
         metrics: Default::default(),
+        last_rebuild: Default::default(),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

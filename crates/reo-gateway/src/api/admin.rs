@@ -48,7 +48,9 @@ pub fn status(api: &Api) -> serde_json::Value {
     let cache = &api.gw.cache;
     let store = cache.store();
     let failed = store.failed_devices();
-    let rebuild = store.rebuild_progress();
+    let rebuild = store
+        .rebuild_progress()
+        .or_else(|| api.last_rebuild.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|h| h.progress()));
     let rebuilding_dev = rebuild.as_ref().filter(|p| p.state == RebuildState::Running).map(|p| p.device);
     let devices: Vec<serde_json::Value> = (0..store.layout().devices as usize)
         .map(|d| {
@@ -145,7 +147,8 @@ fn replace(api: &Api, params: &[(String, String)]) -> Reply {
         Err(e) => return Reply::error(StatusCode::BAD_REQUEST, format!("path: {}: {e}", path.display())),
     };
     match api.gw.cache.replace_device(d, media, None) {
-        Ok(_handle) => {
+        Ok(handle) => {
+            *api.last_rebuild.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
             tracing::info!(device = d, path = %path.display(), "device replaced; rebuild started");
             Reply::ok(json!({"device": d, "path": path.display().to_string(), "rebuild": "started"}))
         }

@@ -33,6 +33,9 @@ pub struct Api {
     /// Whether `/metrics` may be scraped without a signature.
     pub anonymous_metrics: bool,
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// The last rebuild started through the API: its outcome stays visible after it finishes
+    /// (the store forgets a finished rebuild).
+    pub last_rebuild: Arc<std::sync::Mutex<Option<reo_store::RebuildHandle>>>,
 }
 
 /// A JSON answer.

@@ -45,7 +45,7 @@ pub fn query(api: &Api, params: &[(String, String)]) -> Reply {
                 })
                 .collect();
             let (Some(st), Some(info)) = (api.gw.cache.status(ck.as_bytes()), api.gw.cache.info(ck.as_bytes())) else {
-                return json!({"key": key, "cached": false, "cached_bytes": 0, "leases": leases});
+                return json!({"key": key, "cached": false, "cached_bytes": 0, "pinned": false, "dirty": false, "leases": leases});
             };
             let cached_bytes = (st.cached_fragments * fs).min(st.size);
             json!({
