@@ -49,17 +49,7 @@ impl HintEngine {
     /// Loads the hints of `<state_dir>/hints.json` and starts applying them; prefetches read at
     /// most `promote_bps` bytes per second from the backend (0: unlimited).
     pub fn start(gw: Arc<Gateway>, state_dir: &std::path::Path, promote_bps: u64) -> Result<Arc<HintEngine>, String> {
-        std::fs::create_dir_all(state_dir).map_err(|e| format!("{}: {e}", state_dir.display()))?;
-        let store = HintStore::open(&state_dir.join("hints.json"))?;
-        let e = Arc::new(HintEngine {
-            gw,
-            store: Mutex::new(store),
-            budget: Mutex::new(TokenBucket::new(promote_bps, now_ns())),
-            counters: Mutex::new(HintCounters::default()),
-            stopping: AtomicBool::new(false),
-            throttle_waits: AtomicU64::new(0),
-            thread: Mutex::new(None),
-        });
+        let e = HintEngine::open(gw, state_dir, promote_bps)?;
         let me = e.clone();
         let h = std::thread::Builder::new()
             .name("reo-hints".into())
@@ -72,6 +62,21 @@ impl HintEngine {
             .map_err(|e| format!("cannot start the hint thread: {e}"))?;
         *e.thread.lock().unwrap_or_else(|p| p.into_inner()) = Some(h);
         Ok(e)
+    }
+
+    /// Loads the hints without the thread (the caller calls [`HintEngine::tick`]).
+    pub fn open(gw: Arc<Gateway>, state_dir: &std::path::Path, promote_bps: u64) -> Result<Arc<HintEngine>, String> {
+        std::fs::create_dir_all(state_dir).map_err(|e| format!("{}: {e}", state_dir.display()))?;
+        let store = HintStore::open(&state_dir.join("hints.json"))?;
+        Ok(Arc::new(HintEngine {
+            gw,
+            store: Mutex::new(store),
+            budget: Mutex::new(TokenBucket::new(promote_bps, now_ns())),
+            counters: Mutex::new(HintCounters::default()),
+            stopping: AtomicBool::new(false),
+            throttle_waits: AtomicU64::new(0),
+            thread: Mutex::new(None),
+        }))
     }
 
     /// Stops the thread (the hints stay on disk for the next start).

@@ -8,6 +8,8 @@
 
 pub mod engine;
 pub mod store;
+#[cfg(test)]
+mod tests;
 pub mod throttle;
 
 use serde::{Deserialize, Serialize};
@@ -138,7 +140,7 @@ pub fn unix_now() -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
+mod spec_tests {
     use super::*;
 
     fn spec() -> HintSpec {
