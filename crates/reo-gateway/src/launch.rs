@@ -1,7 +1,7 @@
 //! Running a gateway from a data directory: device files (created on first start), the store,
 //! the cache, the local backend, the flusher, credentials, and the server until SIGTERM/SIGINT;
 //! then requests drain, the flusher stops and the store closes cleanly (checkpoint), so the next
-//! start is warm. After a SIGKILL the store recovers and the flusher resumes the dirty objects.
+//! start is warm (hints persist in `<data_dir>/state/hints.json`). After a SIGKILL the store recovers and the flusher resumes the dirty objects.
 
 use std::io::Read;
 use std::net::SocketAddr;
@@ -60,7 +60,7 @@ fn credentials(cfg: &ServeConfig) -> Result<(String, String), String> {
     if let Ok(text) = std::fs::read_to_string(&file) {
         let mut it = text.lines();
         if let (Some(a), Some(s)) = (it.next(), it.next()) {
-            println!("reo: credentials from {}", file.display());
+            tracing::info!("credentials from {}", file.display());
             return Ok((a.trim().to_string(), s.trim().to_string()));
         }
     }
@@ -94,8 +94,8 @@ fn open_store(dir: &Path, devices: usize, device_mib: u64) -> Result<Arc<Store>,
         devs.push(Arc::new(FileMedia::open(&p, &opts).map_err(|e| e.to_string())?));
     }
     let (store, report) = Store::open(devs, &StoreConfig::default()).map_err(|e| format!("opening the store: {e}"))?;
-    println!(
-        "reo: store on {devices} devices of {device_mib} MiB in {} ({})",
+    tracing::info!(
+        "store on {devices} devices of {device_mib} MiB in {} ({})",
         dir.display(),
         if report.formatted {
             "formatted"
@@ -121,7 +121,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     let gw = Gateway::open(backend, cache, &cfg.data_dir.join("state"))?;
     let (n, bytes) = gw.dirty();
     if n > 0 {
-        println!("reo: resuming the flush of {n} unflushed objects ({bytes} bytes)");
+        tracing::info!("resuming the flush of {n} unflushed objects ({bytes} bytes)");
     }
     gw.set_flush_delay(cfg.flush_delay);
     gw.set_policies(cfg.policies.clone());
@@ -145,8 +145,8 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         let listener = tokio::net::TcpListener::bind(cfg.listen)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
-        println!(
-            "reo: S3 on http://{} (backend {})",
+        tracing::info!(
+            "S3 on http://{} (backend {})",
             listener.local_addr().map_err(|e| e.to_string())?,
             backend_dir.display()
         );
@@ -161,11 +161,11 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     match Arc::try_unwrap(store) {
         Ok(s) => {
             s.close().map_err(|e| format!("closing the store: {e}"))?;
-            println!("reo: store closed (checkpoint written)");
+            tracing::info!("store closed (checkpoint written)");
         }
         Err(s) => {
             s.flush().map_err(|e| format!("flushing the store: {e}"))?;
-            println!("reo: store flushed (still referenced; the next start recovers from the journal)");
+            tracing::warn!("store flushed (still referenced; the next start recovers from the journal)");
         }
     }
     served

@@ -156,7 +156,7 @@ impl HintEngine {
             }
             if !ended.is_empty() {
                 if let Err(e) = s.save() {
-                    eprintln!("reo: cannot persist the hints: {e}");
+                    tracing::error!("cannot persist the hints: {e}");
                 }
             }
             let mut due: Vec<Hint> = s
@@ -180,7 +180,7 @@ impl HintEngine {
                 stored.pinned = pinned;
                 stored.prefetched_bytes = bytes;
                 if let Err(e) = s.save() {
-                    eprintln!("reo: cannot persist the hints: {e}");
+                    tracing::error!("cannot persist the hints: {e}");
                 }
             } else {
                 // Cancelled while it was applied: undo its pins.
@@ -260,6 +260,7 @@ impl HintEngine {
             return 0;
         }
         let Ok(info) = self.gw.head(bucket, key) else {
+            tracing::warn!(bucket, key, "prefetch hint: no such object");
             self.count(|c| c.errors += 1);
             return 0;
         };
