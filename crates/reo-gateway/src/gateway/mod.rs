@@ -134,6 +134,11 @@ impl Gateway {
         &self.stripes[h[0] as usize % STRIPES]
     }
 
+    /// Whether two keys share a stripe lock (taking both would deadlock).
+    pub(crate) fn same_stripe(&self, a: &str, b: &str) -> bool {
+        std::ptr::eq(self.stripe_of(a), self.stripe_of(b))
+    }
+
     pub(crate) fn stripe(&self, ckey: &str) -> RwLockWriteGuard<'_, ()> {
         self.stripe_of(ckey).write().unwrap_or_else(|e| e.into_inner())
     }

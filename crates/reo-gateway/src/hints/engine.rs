@@ -31,6 +31,7 @@ pub struct HintCounters {
     pub prefetched_objects: u64,
     pub prefetched_bytes: u64,
     pub throttle_waits: u64,
+    pub reorganized_bytes: u64,
     pub errors: u64,
 }
 
@@ -173,6 +174,9 @@ impl HintEngine {
                 return;
             }
             let (pinned, bytes) = self.apply(&h.spec);
+            if self.stopping.load(Ordering::SeqCst) {
+                return; // possibly applied in part: left scheduled (pins carry their own end)
+            }
             self.count(|c| c.applied += 1);
             let mut s = self.store();
             if let Some(stored) = s.hints.get_mut(&h.request_id) {
@@ -211,8 +215,16 @@ impl HintEngine {
     fn apply(&self, spec: &HintSpec) -> (Vec<String>, u64) {
         let mut pinned = Vec::new();
         let mut bytes = 0;
+        if let Some(m) = &spec.reorganize {
+            let moved = super::reorganize::reorganize(&self.gw, &spec.bucket, &m.from, &m.to);
+            self.count(|c| c.reorganized_bytes += moved);
+            return (pinned, 0);
+        }
         let until_ns = spec.lease.end.saturating_mul(1_000_000_000);
         for key in self.keys(spec) {
+            if self.stopping.load(Ordering::SeqCst) {
+                break; // shutting down: the hint stays scheduled and is applied again at the next start
+            }
             let ck = cache_key(&spec.bucket, &key);
             match spec.intent.canonical() {
                 Intent::Prefetch => bytes += self.prefetch(&spec.bucket, &key, spec.range),
@@ -231,6 +243,7 @@ impl HintEngine {
                     }
                 }
                 Intent::Open | Intent::Close => unreachable!("canonical() resolves the aliases"),
+                Intent::Reorganize => unreachable!("validate() requires reorganize's prefixes"),
             }
         }
         (pinned, bytes)

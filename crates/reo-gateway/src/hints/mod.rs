@@ -5,8 +5,10 @@
 //! * [`store`]: the hints in force, persisted as one JSON file in the data directory.
 //! * [`throttle`]: the promote-bandwidth token bucket prefetches draw from.
 //! * [`engine`]: the thread that applies hints when their lease starts and undoes pins at its end.
+//! * [`reorganize`]: moving cached objects from one key prefix to another.
 
 pub mod engine;
+pub mod reorganize;
 pub mod store;
 #[cfg(test)]
 mod tests;
@@ -24,6 +26,15 @@ pub enum Intent {
     Evict,
     Open,
     Close,
+    /// Cached objects under `reorganize.from` now live under `reorganize.to` (see [`reorganize`]).
+    Reorganize,
+}
+
+/// The two prefixes of a `reorganize` hint (within the hint's bucket).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Move {
+    pub from: String,
+    pub to: String,
 }
 
 impl Intent {
@@ -75,6 +86,9 @@ pub struct HintSpec {
     #[serde(default)]
     pub priority: i32,
     pub lease: Lease,
+    /// For `intent: reorganize` only (then without `key`/`prefix`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reorganize: Option<Move>,
 }
 
 impl HintSpec {
@@ -86,10 +100,22 @@ impl HintSpec {
         if self.bucket.is_empty() {
             return Err("bucket: must not be empty".into());
         }
-        match (&self.key, &self.prefix) {
-            (Some(_), Some(_)) => return Err("key, prefix: give one address, not both".into()),
-            (None, None) => return Err("key: an address needs a key or a prefix".into()),
-            _ => {}
+        match (&self.reorganize, self.intent) {
+            (Some(m), Intent::Reorganize) => {
+                if self.key.is_some() || self.prefix.is_some() || self.range.is_some() {
+                    return Err("reorganize: the addresses are reorganize.from and .to, not key/prefix/range".into());
+                }
+                if m.from == m.to {
+                    return Err("reorganize: from and to are the same prefix".into());
+                }
+            }
+            (None, Intent::Reorganize) => return Err("reorganize: intent reorganize needs {\"from\", \"to\"}".into()),
+            (Some(_), _) => return Err("reorganize: only with intent \"reorganize\"".into()),
+            (None, _) => match (&self.key, &self.prefix) {
+                (Some(_), Some(_)) => return Err("key, prefix: give one address, not both".into()),
+                (None, None) => return Err("key: an address needs a key or a prefix".into()),
+                _ => {}
+            },
         }
         if let Some((s, e)) = self.range {
             if self.key.is_none() {
@@ -154,6 +180,7 @@ mod spec_tests {
             intent: Intent::Pin,
             priority: 0,
             lease: Lease { start: 10, end: 20 },
+            reorganize: None,
         }
     }
 
@@ -171,6 +198,12 @@ mod spec_tests {
         assert!(s.validate().unwrap_err().starts_with("target"));
         assert_eq!(Intent::Open.canonical(), Intent::Prefetch);
         assert_eq!(Intent::Close.canonical(), Intent::Evict);
+        let mut s = spec();
+        s.intent = Intent::Reorganize;
+        assert!(s.validate().unwrap_err().starts_with("reorganize"));
+        s.key = None;
+        s.reorganize = Some(Move { from: "a/".into(), to: "b/".into() });
+        assert!(s.validate().is_ok());
     }
 
     #[test]

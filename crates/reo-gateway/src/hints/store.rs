@@ -82,6 +82,7 @@ mod tests {
             intent: Intent::Prefetch,
             priority: 3,
             lease: Lease { start: 1, end: 2 },
+            reorganize: None,
         }
     }
 

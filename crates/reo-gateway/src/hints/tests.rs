@@ -1,5 +1,6 @@
 //! The hint engine on the gateway's in-memory test rig: a pin hint prefetches and pins at its
-//! lease start and is undone at its end; evict removes; hints reload with their state.
+//! lease start and is undone at its end; evict removes; hints reload with their state;
+//! reorganize moves cached bytes to the new prefix.
 
 use super::engine::HintEngine;
 use super::{unix_now, HintSpec, HintState, Intent, Lease, Target};
@@ -17,6 +18,7 @@ fn spec(key: &str, intent: Intent, start: u64, end: u64) -> HintSpec {
         intent,
         priority: 0,
         lease: Lease { start, end },
+        reorganize: None,
     }
 }
 
@@ -78,4 +80,29 @@ fn evict_and_cancel() {
     assert!(e.cancel(&later).unwrap());
     assert!(!e.cancel(&later).unwrap());
     assert!(e.submit(spec("e", Intent::Pin, now + 10, now)).is_err());
+}
+
+#[test]
+fn reorganize_moves_cached_bytes_to_the_new_prefix() {
+    let rig = Rig::new();
+    let (gw, backend) = rig.open();
+    let data = vec![9u8; 100_000];
+    backend.put("bkt", "old/a", &data, &info(&data)).unwrap();
+    let e = HintEngine::open(gw.clone(), &rig.dir.join("state"), 0).unwrap();
+    let now = unix_now();
+    e.submit(spec("old/a", Intent::Prefetch, now, now + 50)).unwrap();
+    e.tick(now);
+    assert!(gw.cache.info(b"bkt/old/a").is_some());
+    // The application renames old/ to new/ in the backend, then says so.
+    backend.put("bkt", "new/a", &data, &info(&data)).unwrap();
+    backend.delete("bkt", "old/a").unwrap();
+    let mut r = spec("x", Intent::Reorganize, now, now + 50);
+    r.key = None;
+    r.reorganize = Some(super::Move { from: "old/".into(), to: "new/".into() });
+    e.submit(r).unwrap();
+    e.tick(now);
+    assert!(gw.cache.info(b"bkt/old/a").is_none());
+    let i = gw.cache.info(b"bkt/new/a").expect("moved");
+    assert_eq!(i.cached_fragments, i.fragments);
+    assert_eq!(e.counters().reorganized_bytes, data.len() as u64);
 }
