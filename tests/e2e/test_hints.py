@@ -104,6 +104,22 @@ class HintTest(unittest.TestCase):
         status, _ = call(srv, "DELETE", f"/_reo/hints/{later}")
         self.assertEqual(status, 404)
 
+    def test_reorganize_follows_a_prefix_move(self):
+        data = os.urandom(120 * 1024)
+        self.s3.put_object(Bucket="cold", Key="v1/obj", Body=data)
+        now = time.time()
+        submit(hint("cold", "v1/obj", "prefetch", now - 1, now + 600))
+        wait_for(lambda: query(srv, "cold", "v1/obj")["cached"], "the prefetch")
+        # The application moves v1/ to v2/ in the backend and tells the cache.
+        self.s3.copy_object(Bucket="cold", Key="v2/obj", CopySource={"Bucket": "cold", "Key": "v1/obj"})
+        submit({"app_id": "e2e", "bucket": "cold", "intent": "reorganize", "reorganize": {"from": "v1/", "to": "v2/"},
+                "lease": {"start": int(now) - 1, "end": int(now) + 600}})
+        wait_for(lambda: query(srv, "cold", "v2/obj")["cached_bytes"] == len(data), "the move")
+        self.assertFalse(query(srv, "cold", "v1/obj")["cached"])
+        reads = metric(srv, "reo_gateway_backend_reads")
+        self.assertEqual(self.s3.get_object(Bucket="cold", Key="v2/obj")["Body"].read(), data)
+        self.assertEqual(metric(srv, "reo_gateway_backend_reads"), reads)
+
     def test_query_answers(self):
         self.s3.put_object(Bucket="hot", Key="q", Body=b"q" * 70000)
         q = query(srv, "hot", "q")

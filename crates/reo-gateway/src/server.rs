@@ -146,6 +146,14 @@ pub async fn serve(
                 let t = std::time::Instant::now();
                 let r = hyper::service::Service::call(&service, req).await;
                 latency.observe(op, t.elapsed());
+                if let Ok(resp) = &r {
+                    tracing::debug!(
+                        op,
+                        status = resp.status().as_u16(),
+                        elapsed_us = t.elapsed().as_micros() as u64,
+                        "request"
+                    );
+                }
                 r
             }
         });
