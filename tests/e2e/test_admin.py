@@ -37,11 +37,13 @@ class AdminTest(unittest.TestCase):
         s = self.status()
         self.assertEqual(len(s["devices"]), 5)
         self.assertTrue(all(d["health"] == "healthy" for d in s["devices"]))
+        self.assertTrue(all(d["io"]["writes"] > 0 and d["io"]["errors"] == 0 for d in s["devices"]), s["devices"])
         self.assertGreater(s["dirty_bytes"], 0)
         for field in ("io", "space", "cache", "flush_lag_seconds", "rebuild", "data_loss_events"):
             self.assertIn(field, s)
         text = admin(BIN, self.srv, "status").stdout
         self.assertIn("dirty:", text)
+        self.assertIn("dev0: healthy", text)
         p = admin(BIN, self.srv, "flush")
         self.assertIn("nothing is dirty", p.stdout)
         self.assertEqual(self.status()["dirty_bytes"], 0)

@@ -49,6 +49,8 @@ class HintTest(unittest.TestCase):
         self.assertEqual(self.s3.get_object(Bucket="cold", Key="pre")["Body"].read(), data)
         self.assertEqual(metric(srv, "reo_gateway_backend_reads"), reads, "the GET went to the backend")
         self.assertGreater(metric(srv, "reo_hints_prefetched_bytes"), 0)
+        self.assertGreater(metric(srv, 'reo_device_writes_total{device="0"}'), 0)
+        self.assertGreater(metric(srv, 'reo_request_duration_seconds_count{op="get"}'), 0)
 
     def test_open_is_a_prefetch_and_close_an_evict(self):
         self.s3.put_object(Bucket="cold", Key="file", Body=b"x" * 5000)

@@ -83,7 +83,12 @@ fn credentials(cfg: &ServeConfig) -> Result<(String, String), String> {
     Ok((a, s))
 }
 
-fn open_store(dir: &Path, devices: usize, device_mib: u64) -> Result<Arc<Store>, String> {
+fn open_store(
+    dir: &Path,
+    devices: usize,
+    device_mib: u64,
+    io: &crate::device_io::DeviceIoTable,
+) -> Result<Arc<Store>, String> {
     if devices == 0 {
         return Err("--devices must be at least 1".into());
     }
@@ -91,7 +96,7 @@ fn open_store(dir: &Path, devices: usize, device_mib: u64) -> Result<Arc<Store>,
     let mut devs: Vec<Arc<dyn Media>> = Vec::new();
     for i in 0..devices {
         let p = dir.join(format!("dev{i}.img"));
-        devs.push(Arc::new(FileMedia::open(&p, &opts).map_err(|e| e.to_string())?));
+        devs.push(io.wrap(i, Arc::new(FileMedia::open(&p, &opts).map_err(|e| e.to_string())?)));
     }
     let (store, report) = Store::open(devs, &StoreConfig::default()).map_err(|e| format!("opening the store: {e}"))?;
     tracing::info!(
@@ -112,7 +117,8 @@ fn open_store(dir: &Path, devices: usize, device_mib: u64) -> Result<Arc<Store>,
 pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     std::fs::create_dir_all(&cfg.data_dir).map_err(|e| format!("cannot create {}: {e}", cfg.data_dir.display()))?;
     let (access_key, secret_key) = credentials(cfg)?;
-    let store = open_store(&cfg.data_dir, cfg.devices, cfg.device_mib)?;
+    let device_io = Arc::new(crate::device_io::DeviceIoTable::default());
+    let store = open_store(&cfg.data_dir, cfg.devices, cfg.device_mib, &device_io)?;
     // One device's worth of user bytes: dirty data (replicated on every device) still fits.
     let capacity = store.space().capacity / cfg.devices as u64;
     let cache = Arc::new(Cache::open(store.clone(), CacheConfig::new(capacity.max(1 << 20)))?);
@@ -135,6 +141,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         anonymous_metrics: cfg.anonymous_metrics,
         metrics: Default::default(),
         last_rebuild: Default::default(),
+        device_io,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

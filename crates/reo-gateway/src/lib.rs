@@ -10,10 +10,11 @@
 //! * [`server`]: the HTTP server (SigV4 auth, graceful shutdown, `/metrics` text).
 //! * [`api`]: Reo's API on the S3 port — health, metrics, hints, query, admin.
 //! * [`hints`]: application hints (prefetch, pin, evict over leases), persisted and throttled.
-//! * [`metrics`]: request latency histograms.
+//! * [`metrics`]: request latency histograms; [`device_io`]: per-device I/O counters.
 
 pub mod api;
 pub mod backend;
+pub mod device_io;
 pub mod gateway;
 pub mod hints;
 pub mod keys;

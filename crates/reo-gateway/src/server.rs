@@ -18,9 +18,6 @@ use s3s::S3Result;
 use tokio::net::TcpListener;
 
 use crate::api::Api;
-use crate::gateway::Gateway;
-use crate::hints::engine::HintEngine;
-use crate::metrics::Metrics;
 use crate::s3::{Limits, ReoS3};
 
 /// How long in-flight requests may take to finish at shutdown.
@@ -61,7 +58,8 @@ impl NameValidation for Names {
 }
 
 /// Prometheus text: every numeric counter of the cache, the store and the gateway.
-pub fn metrics(gw: &Gateway, hints: &HintEngine, latency: &Metrics) -> String {
+pub fn metrics(api: &Api) -> String {
+    let (gw, hints, latency) = (&*api.gw, &*api.hints, &*api.metrics);
     let mut out = String::new();
     let mut emit = |prefix: &str, v: serde_json::Value| flatten(prefix, &v, &mut out);
     emit("reo_cache", serde_json::to_value(gw.cache.stats()).unwrap_or_default());
@@ -84,6 +82,11 @@ pub fn metrics(gw: &Gateway, hints: &HintEngine, latency: &Metrics) -> String {
     let failed = store.failed_devices();
     for d in 0..store.layout().devices as usize {
         out.push_str(&format!("reo_device_failed{{device=\"{d}\"}} {}\n", u8::from(failed.contains(&d))));
+    }
+    for (d, counts) in api.device_io.snapshot().iter().enumerate() {
+        for (name, v) in crate::device_io::FIELDS.iter().zip(counts) {
+            out.push_str(&format!("reo_device_{name}_total{{device=\"{d}\"}} {v}\n"));
+        }
     }
     let (done, total, running) = store
         .rebuild_progress()

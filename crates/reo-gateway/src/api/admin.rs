@@ -1,4 +1,4 @@
-//! `/_reo/admin/...` (signed): `GET status` (devices, I/O, space per scheme, cache occupancy and
+//! `/_reo/admin/...` (signed): `GET status` (devices with health and I/O counts, array I/O, space per scheme, cache occupancy and
 //! hit ratio, dirty bytes and flush lag, rebuild progress, data-loss events), `POST device/fail?device=N`,
 //! `POST device/replace?device=N&path=P` (a new device file, rebuilt in the background; poll
 //! status), `POST flush` (wakes the flusher; poll status until nothing is dirty), `POST scrub`.
@@ -52,8 +52,13 @@ pub fn status(api: &Api) -> serde_json::Value {
         .rebuild_progress()
         .or_else(|| api.last_rebuild.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|h| h.progress()));
     let rebuilding_dev = rebuild.as_ref().filter(|p| p.state == RebuildState::Running).map(|p| p.device);
+    let io = api.device_io.snapshot();
     let devices: Vec<serde_json::Value> = (0..store.layout().devices as usize)
         .map(|d| {
+            let counts: serde_json::Map<String, serde_json::Value> = match io.get(d) {
+                Some(c) => crate::device_io::FIELDS.iter().zip(c).map(|(k, v)| (k.to_string(), json!(v))).collect(),
+                None => Default::default(),
+            };
             let health = if failed.contains(&d) {
                 "failed"
             } else if rebuilding_dev == Some(d) {
@@ -61,7 +66,7 @@ pub fn status(api: &Api) -> serde_json::Value {
             } else {
                 "healthy"
             };
-            json!({"device": d, "health": health})
+            json!({"device": d, "health": health, "io": counts})
         })
         .collect();
     let st = store.stats();
@@ -143,7 +148,7 @@ fn replace(api: &Api, params: &[(String, String)]) -> Reply {
     }
     let opts = FileOptions { direct: false, create_len: Some(api.device_bytes) };
     let media: Arc<dyn Media> = match FileMedia::open(&path, &opts) {
-        Ok(m) => Arc::new(m),
+        Ok(m) => api.device_io.wrap(d, Arc::new(m)),
         Err(e) => return Reply::error(StatusCode::BAD_REQUEST, format!("path: {}: {e}", path.display())),
     };
     match api.gw.cache.replace_device(d, media, None) {

@@ -36,6 +36,8 @@ pub struct Api {
     /// The last rebuild started through the API: its outcome stays visible after it finishes
     /// (the store forgets a finished rebuild).
     pub last_rebuild: Arc<std::sync::Mutex<Option<reo_store::RebuildHandle>>>,
+    /// Per-device I/O counters (replacements are wrapped too).
+    pub device_io: Arc<crate::device_io::DeviceIoTable>,
 }
 
 /// A JSON answer.
@@ -116,11 +118,7 @@ impl S3Route for Api {
     async fn call(&self, mut req: S3Request<Body>) -> S3Result<S3Response<Body>> {
         let path = req.uri.path().to_string();
         if path == "/_reo/health" || path == "/metrics" {
-            let text = if path == "/metrics" {
-                crate::server::metrics(&self.gw, &self.hints, &self.metrics)
-            } else {
-                "ok\n".into()
-            };
+            let text = if path == "/metrics" { crate::server::metrics(self) } else { "ok\n".into() };
             let mut resp = S3Response::new(Body::from(text));
             resp.headers.insert("content-type", HeaderValue::from_static("text/plain; version=0.0.4"));
             return Ok(resp);

@@ -119,7 +119,18 @@ fn progress(fraction: f64, label: &str) {
 fn show_status(s: &Value) {
     println!("devices:");
     for d in s["devices"].as_array().into_iter().flatten() {
-        println!("  dev{}: {}", d["device"], d["health"].as_str().unwrap_or("?"));
+        let io = &d["io"];
+        println!(
+            "  dev{}: {:<10} {} reads ({:.1} MiB), {} writes ({:.1} MiB), {} syncs, {} errors",
+            d["device"],
+            d["health"].as_str().unwrap_or("?"),
+            io["reads"],
+            mib(&io["read_bytes"]),
+            io["writes"],
+            mib(&io["write_bytes"]),
+            io["syncs"],
+            io["errors"]
+        );
     }
     let io = &s["io"];
     println!(
