@@ -155,6 +155,31 @@ class HintTest(unittest.TestCase):
         self.assertEqual(status, 200)
 
 
+class ThrottleTest(unittest.TestCase):
+    def test_prefetches_keep_to_the_promote_budget(self):
+        t = Server(BIN, device_mib=32, extra=["--promote-bps", "200000", "--write-policy", "thr=write-around"])
+        t.start()
+        try:
+            s3 = t.client()
+            s3.create_bucket(Bucket="thr")
+            for i in range(3):
+                s3.put_object(Bucket="thr", Key=f"t/{i}", Body=os.urandom(200_000))
+            now = time.time()
+            status, body = call(t, "POST", "/_reo/hints", body={
+                "app_id": "e2e", "bucket": "thr", "prefix": "t/", "intent": "prefetch",
+                "lease": {"start": int(now) - 1, "end": int(now) + 600}})
+            self.assertEqual(status, 200, body)
+            started = time.time()
+            wait_for(lambda: all(o["cached"] for o in call(t, "GET", "/_reo/query", {"bucket": "thr", "prefix": "t/"})[1]["objects"]),
+                     "the prefetches")
+            # 600 kB at 200 kB/s with one second of burst: at least about 2 s.
+            self.assertGreater(time.time() - started, 1.5)
+            self.assertGreater(metric(t, "reo_hints_throttle_waits"), 0)
+        finally:
+            self.assertEqual(t.stop(), 0)
+            t.cleanup()
+
+
 class HintRestartTest(unittest.TestCase):
     def test_hints_survive_restart(self):
         a = Server(BIN, device_mib=32)
