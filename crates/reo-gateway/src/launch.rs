@@ -1,7 +1,7 @@
 //! Running a gateway from a data directory: device files (created on first start), the store,
 //! the cache, the local backend, the flusher, credentials, and the server until SIGTERM/SIGINT;
 //! then requests drain, the flusher stops and the store closes cleanly (checkpoint), so the next
-//! start is warm. After a SIGKILL the store recovers and the flusher resumes the dirty objects.
+//! start is warm (hints persist in `<data_dir>/state/hints.json`). After a SIGKILL the store recovers and the flusher resumes the dirty objects.
 
 use std::io::Read;
 use std::net::SocketAddr;
@@ -34,6 +34,10 @@ pub struct ServeConfig {
     pub flush_delay: std::time::Duration,
     /// Write-policy rules (`BUCKET[/PREFIX]=POLICY`); write-back where none matches.
     pub policies: Vec<crate::gateway::policy::PolicyRule>,
+    /// Promote budget of hint prefetches, bytes per second (0: unlimited).
+    pub promote_bps: u64,
+    /// Whether `/metrics` answers unsigned requests.
+    pub anonymous_metrics: bool,
 }
 
 fn random_string(len: usize, alphabet: &[u8]) -> Result<String, String> {
@@ -56,7 +60,7 @@ fn credentials(cfg: &ServeConfig) -> Result<(String, String), String> {
     if let Ok(text) = std::fs::read_to_string(&file) {
         let mut it = text.lines();
         if let (Some(a), Some(s)) = (it.next(), it.next()) {
-            println!("reo: credentials from {}", file.display());
+            tracing::info!("credentials from {}", file.display());
             return Ok((a.trim().to_string(), s.trim().to_string()));
         }
     }
@@ -79,7 +83,12 @@ fn credentials(cfg: &ServeConfig) -> Result<(String, String), String> {
     Ok((a, s))
 }
 
-fn open_store(dir: &Path, devices: usize, device_mib: u64) -> Result<Arc<Store>, String> {
+fn open_store(
+    dir: &Path,
+    devices: usize,
+    device_mib: u64,
+    io: &crate::device_io::DeviceIoTable,
+) -> Result<Arc<Store>, String> {
     if devices == 0 {
         return Err("--devices must be at least 1".into());
     }
@@ -87,11 +96,11 @@ fn open_store(dir: &Path, devices: usize, device_mib: u64) -> Result<Arc<Store>,
     let mut devs: Vec<Arc<dyn Media>> = Vec::new();
     for i in 0..devices {
         let p = dir.join(format!("dev{i}.img"));
-        devs.push(Arc::new(FileMedia::open(&p, &opts).map_err(|e| e.to_string())?));
+        devs.push(io.wrap(i, Arc::new(FileMedia::open(&p, &opts).map_err(|e| e.to_string())?)));
     }
     let (store, report) = Store::open(devs, &StoreConfig::default()).map_err(|e| format!("opening the store: {e}"))?;
-    println!(
-        "reo: store on {devices} devices of {device_mib} MiB in {} ({})",
+    tracing::info!(
+        "store on {devices} devices of {device_mib} MiB in {} ({})",
         dir.display(),
         if report.formatted {
             "formatted"
@@ -108,7 +117,8 @@ fn open_store(dir: &Path, devices: usize, device_mib: u64) -> Result<Arc<Store>,
 pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     std::fs::create_dir_all(&cfg.data_dir).map_err(|e| format!("cannot create {}: {e}", cfg.data_dir.display()))?;
     let (access_key, secret_key) = credentials(cfg)?;
-    let store = open_store(&cfg.data_dir, cfg.devices, cfg.device_mib)?;
+    let device_io = Arc::new(crate::device_io::DeviceIoTable::default());
+    let store = open_store(&cfg.data_dir, cfg.devices, cfg.device_mib, &device_io)?;
     // One device's worth of user bytes: dirty data (replicated on every device) still fits.
     let capacity = store.space().capacity / cfg.devices as u64;
     let cache = Arc::new(Cache::open(store.clone(), CacheConfig::new(capacity.max(1 << 20)))?);
@@ -117,11 +127,22 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     let gw = Gateway::open(backend, cache, &cfg.data_dir.join("state"))?;
     let (n, bytes) = gw.dirty();
     if n > 0 {
-        println!("reo: resuming the flush of {n} unflushed objects ({bytes} bytes)");
+        tracing::info!("resuming the flush of {n} unflushed objects ({bytes} bytes)");
     }
     gw.set_flush_delay(cfg.flush_delay);
     gw.set_policies(cfg.policies.clone());
     let flusher = Flusher::start(gw.clone());
+    let hints = crate::hints::engine::HintEngine::start(gw.clone(), &cfg.data_dir.join("state"), cfg.promote_bps)?;
+    let api = crate::api::Api {
+        gw: gw.clone(),
+        hints: hints.clone(),
+        device_bytes: cfg.device_mib << 20,
+        data_dir: cfg.data_dir.clone(),
+        anonymous_metrics: cfg.anonymous_metrics,
+        metrics: Default::default(),
+        last_rebuild: Default::default(),
+        device_io,
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -131,25 +152,27 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         let listener = tokio::net::TcpListener::bind(cfg.listen)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
-        println!(
-            "reo: S3 on http://{} (backend {})",
+        tracing::info!(
+            "S3 on http://{} (backend {})",
             listener.local_addr().map_err(|e| e.to_string())?,
             backend_dir.display()
         );
-        serve(listener, gw.clone(), opts, shutdown_signal()).await.map_err(|e| e.to_string())
+        serve(listener, api, opts, shutdown_signal()).await.map_err(|e| e.to_string())
     });
     rt.shutdown_timeout(std::time::Duration::from_secs(5));
-    println!("reo: shutting down");
+    tracing::info!("shutting down");
+    hints.stop();
+    drop(hints);
     flusher.stop();
     drop(gw);
     match Arc::try_unwrap(store) {
         Ok(s) => {
             s.close().map_err(|e| format!("closing the store: {e}"))?;
-            println!("reo: store closed (checkpoint written)");
+            tracing::info!("store closed (checkpoint written)");
         }
         Err(s) => {
             s.flush().map_err(|e| format!("flushing the store: {e}"))?;
-            println!("reo: store flushed (still referenced; the next start recovers from the journal)");
+            tracing::warn!("store flushed (still referenced; the next start recovers from the journal)");
         }
     }
     served

@@ -7,11 +7,18 @@
 //!   deletes, merged listings, multipart staging.
 //! * [`s3`]: the S3 operations over s3s.
 //! * [`launch`]: `reo serve` — data directory, devices, store, cache, backend, flusher, signals.
-//! * [`server`]: the HTTP server (SigV4 auth, `/_reo/health`, `/metrics`, graceful shutdown).
+//! * [`server`]: the HTTP server (SigV4 auth, graceful shutdown, `/metrics` text).
+//! * [`api`]: Reo's API on the S3 port — health, metrics, hints, query, admin.
+//! * [`hints`]: application hints (prefetch, pin, evict over leases), persisted and throttled.
+//! * [`metrics`]: request latency histograms; [`device_io`]: per-device I/O counters.
 
+pub mod api;
 pub mod backend;
+pub mod device_io;
 pub mod gateway;
+pub mod hints;
 pub mod keys;
 pub mod launch;
+pub mod metrics;
 pub mod s3;
 pub mod server;

@@ -1,25 +1,23 @@
 //! The HTTP server: s3s's service (SigV4 with one static key pair, anonymous requests denied)
-//! plus two anonymous routes — `GET /_reo/health` and `GET /metrics` (Prometheus text) — served
-//! with hyper-util on a tokio listener until `shutdown` resolves; then in-flight requests drain
-//! (up to [`DRAIN`]).
+//! plus Reo's API routes ([`crate::api`]: health, metrics, hints, query, admin), served with
+//! hyper-util on a tokio listener until `shutdown` resolves, every request timed into the
+//! latency histograms; then in-flight requests drain (up to [`DRAIN`]). Also `/metrics`' text.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::{Extensions, HeaderMap, HeaderValue, Method, Uri};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto::Builder as ConnBuilder;
 use hyper_util::server::graceful::GracefulShutdown;
 use s3s::auth::{S3Auth, SecretKey, SimpleAuth};
 use s3s::config::{S3Config, StaticConfigProvider};
-use s3s::route::S3Route;
 use s3s::service::S3ServiceBuilder;
 use s3s::validation::{AwsNameValidation, NameValidation};
-use s3s::{Body, S3Request, S3Response, S3Result};
+use s3s::S3Result;
 use tokio::net::TcpListener;
 
-use crate::gateway::Gateway;
+use crate::api::Api;
 use crate::s3::{Limits, ReoS3};
 
 /// How long in-flight requests may take to finish at shutdown.
@@ -31,29 +29,6 @@ pub struct ServerOptions {
     pub access_key: String,
     pub secret_key: String,
     pub limits: Limits,
-}
-
-#[derive(Clone)]
-struct Routes {
-    gw: Arc<Gateway>,
-}
-
-#[async_trait::async_trait]
-impl S3Route for Routes {
-    fn is_match(&self, method: &Method, uri: &Uri, _h: &HeaderMap, _e: &mut Extensions) -> bool {
-        method == Method::GET && matches!(uri.path(), "/_reo/health" | "/metrics")
-    }
-
-    async fn check_access(&self, _req: &mut S3Request<Body>) -> S3Result<()> {
-        Ok(()) // health and metrics are anonymous
-    }
-
-    async fn call(&self, req: S3Request<Body>) -> S3Result<S3Response<Body>> {
-        let text = if req.uri.path() == "/metrics" { metrics(&self.gw) } else { "ok\n".to_string() };
-        let mut resp = S3Response::new(Body::from(text));
-        resp.headers.insert("content-type", HeaderValue::from_static("text/plain; version=0.0.4"));
-        Ok(resp)
-    }
 }
 
 /// One static key pair (s3s's `SimpleAuth`), answering an unknown access key with S3's
@@ -83,7 +58,8 @@ impl NameValidation for Names {
 }
 
 /// Prometheus text: every numeric counter of the cache, the store and the gateway.
-pub fn metrics(gw: &Gateway) -> String {
+pub fn metrics(api: &Api) -> String {
+    let (gw, hints, latency) = (&*api.gw, &*api.hints, &*api.metrics);
     let mut out = String::new();
     let mut emit = |prefix: &str, v: serde_json::Value| flatten(prefix, &v, &mut out);
     emit("reo_cache", serde_json::to_value(gw.cache.stats()).unwrap_or_default());
@@ -100,6 +76,26 @@ pub fn metrics(gw: &Gateway) -> String {
     let (objects, bytes) = gw.dirty();
     out.push_str(&format!("reo_gateway_dirty_objects {objects}\nreo_gateway_dirty_bytes {bytes}\n"));
     out.push_str(&format!("reo_gateway_flush_lag_seconds {:.3}\n", gw.flush_lag_secs()));
+    flatten("reo_hints", &serde_json::to_value(hints.counters()).unwrap_or_default(), &mut out);
+    out.push_str(&format!("reo_hints_in_force {}\n", hints.list().len()));
+    let store = gw.cache.store();
+    let failed = store.failed_devices();
+    for d in 0..store.layout().devices as usize {
+        out.push_str(&format!("reo_device_failed{{device=\"{d}\"}} {}\n", u8::from(failed.contains(&d))));
+    }
+    for (d, counts) in api.device_io.snapshot().iter().enumerate() {
+        for (name, v) in crate::device_io::FIELDS.iter().zip(counts) {
+            out.push_str(&format!("reo_device_{name}_total{{device=\"{d}\"}} {v}\n"));
+        }
+    }
+    let (done, total, running) = store
+        .rebuild_progress()
+        .map_or((0, 0, false), |p| (p.bytes_done, p.bytes_total, p.state == reo_store::RebuildState::Running));
+    out.push_str(&format!(
+        "reo_rebuild_running {}\nreo_rebuild_bytes_done {done}\nreo_rebuild_bytes_total {total}\n",
+        u8::from(running)
+    ));
+    latency.render(&mut out);
     out
 }
 
@@ -121,13 +117,14 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut String) {
 /// Serves S3 on `listener` until `shutdown` resolves, then drains.
 pub async fn serve(
     listener: TcpListener,
-    gw: Arc<Gateway>,
+    api: Api,
     opts: ServerOptions,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let mut b = S3ServiceBuilder::new(ReoS3 { gw: gw.clone(), limits: opts.limits });
+    let mut b = S3ServiceBuilder::new(ReoS3 { gw: api.gw.clone(), limits: opts.limits });
     b.set_auth(KeyAuth(SimpleAuth::from_single(opts.access_key, opts.secret_key)));
-    b.set_route(Routes { gw });
+    let latency = api.metrics.clone();
+    b.set_route(api);
     b.set_validation(Names);
     let mut cfg = S3Config::default();
     cfg.xml_max_body_size = 2 << 20; // DeleteObjects of 1000 long keys fits
@@ -140,11 +137,30 @@ pub async fn serve(
         let (socket, _) = tokio::select! {
             r = listener.accept() => match r {
                 Ok(s) => s,
-                Err(e) => { eprintln!("reo: accept failed: {e}"); continue; }
+                Err(e) => { tracing::warn!("accept failed: {e}"); continue; }
             },
             _ = &mut shutdown => break,
         };
-        let conn = http.serve_connection(TokioIo::new(socket), service.clone());
+        let (service, latency) = (service.clone(), latency.clone());
+        let timed = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+            let op = crate::metrics::operation(req.method(), req.uri().path());
+            let (service, latency) = (service.clone(), latency.clone());
+            async move {
+                let t = std::time::Instant::now();
+                let r = hyper::service::Service::call(&service, req).await;
+                latency.observe(op, t.elapsed());
+                if let Ok(resp) = &r {
+                    tracing::debug!(
+                        op,
+                        status = resp.status().as_u16(),
+                        elapsed_us = t.elapsed().as_micros() as u64,
+                        "request"
+                    );
+                }
+                r
+            }
+        });
+        let conn = http.serve_connection(TokioIo::new(socket), timed);
         let conn = graceful.watch(conn.into_owned());
         tokio::spawn(async move {
             let _ = conn.await;
@@ -152,7 +168,7 @@ pub async fn serve(
     }
     drop(listener);
     if tokio::time::timeout(DRAIN, graceful.shutdown()).await.is_err() {
-        eprintln!("reo: requests still running after {DRAIN:?}; closing anyway");
+        tracing::warn!("requests still running after {DRAIN:?}; closing anyway");
     }
     Ok(())
 }

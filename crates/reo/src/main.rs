@@ -5,9 +5,11 @@
 //! object), `bench rebuild` (device replacement and prioritized rebuild) and `crashtest` (the SIGKILL crash-consistency workload and its checker). The gateway,
 //! replay and evaluation come with their issues.
 
+mod admin;
 mod bench_cache;
 mod bench_rebuild;
 mod bench_store;
+mod config;
 mod crashtest;
 mod eval;
 mod replay;
@@ -32,6 +34,8 @@ enum Command {
     Replay(replay::ReplayArgs),
     /// Run a named experiment of the evaluation: report.md, results.json, plots.
     Eval(eval::EvalArgs),
+    /// Administer a running server (status, devices, flush, scrub, hints) over its signed API.
+    Admin(admin::AdminArgs),
     /// Measure performance against the machine's physical limits.
     Bench {
         #[command(subcommand)]
@@ -69,6 +73,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => replay::run(&args),
         Command::Eval(args) => eval::run(&args),
         Command::GenTrace(args) => gen_trace::run(&args),
+        Command::Admin(args) => admin::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -1,5 +1,8 @@
-//! `reo serve`: the S3 gateway with embedded defaults (`./reo-data`, 5 device files of 256 MiB,
-//! a local backend directory `./reo-data/backend`, `127.0.0.1:9000`, generated credentials).
+//! `reo serve`: the S3 gateway. Settings come from the flags, else from the configuration file
+//! (`--config FILE`, else `./reo.toml` if present; see [`crate::config`]), else the embedded
+//! defaults (`./reo-data`, 5 device files of 256 MiB, a local backend directory
+//! `./reo-data/backend`, `127.0.0.1:9000`, generated credentials). Logs go to stderr through
+//! `tracing-subscriber`, filtered by `RUST_LOG` (default `info`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -7,55 +10,83 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use crate::config;
+
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Directory of the device files, the gateway's state and (by default) the backend.
-    #[arg(long, default_value = "./reo-data")]
-    data_dir: PathBuf,
-    /// Address to serve S3 on.
-    #[arg(long, default_value = "127.0.0.1:9000")]
-    listen: SocketAddr,
+    /// Configuration file (default: ./reo.toml if it exists); flags override it.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Directory of the device files, the gateway's state and (by default) the backend. [default: ./reo-data]
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Address to serve S3 on. [default: 127.0.0.1:9000]
+    #[arg(long)]
+    listen: Option<SocketAddr>,
     /// Local backend directory (buckets are directories). Default: <data-dir>/backend.
     #[arg(long)]
     backend: Option<PathBuf>,
-    /// Number of device files.
-    #[arg(long, default_value_t = 5)]
-    devices: usize,
-    /// Size of each device file created on first start, in MiB.
-    #[arg(long, default_value_t = 256)]
-    device_mib: u64,
+    /// Number of device files. [default: 5]
+    #[arg(long)]
+    devices: Option<usize>,
+    /// Size of each device file created on first start, in MiB. [default: 256]
+    #[arg(long)]
+    device_mib: Option<u64>,
     /// S3 access key (with --secret-key). Default: generated once, kept in <data-dir>/credentials.
     #[arg(long)]
     access_key: Option<String>,
     /// S3 secret key.
     #[arg(long)]
     secret_key: Option<String>,
-    /// Largest PUT or part body accepted, in MiB.
-    #[arg(long, default_value_t = 1024)]
-    max_body_mib: u64,
+    /// Largest PUT or part body accepted, in MiB. [default: 1024]
+    #[arg(long)]
+    max_body_mib: Option<u64>,
     /// Minimum age of a written object before it is flushed to the backend, in milliseconds
-    /// (rewrites within it cost one backend write).
-    #[arg(long, default_value_t = 0)]
-    flush_delay_ms: u64,
+    /// (rewrites within it cost one backend write). [default: 0]
+    #[arg(long)]
+    flush_delay_ms: Option<u64>,
     /// Write policy by bucket or key prefix, BUCKET[/PREFIX]=POLICY with POLICY one of
     /// write-back (the default), write-through, write-around, read-only; repeatable, the longest
     /// match wins.
     #[arg(long = "write-policy", value_name = "RULE")]
     write_policies: Vec<reo_gateway::gateway::policy::PolicyRule>,
+    /// Bytes per second hint prefetches may read from the backend (0: unlimited). [default: 64 MiB/s]
+    #[arg(long)]
+    promote_bps: Option<u64>,
+}
+
+/// Logs to stderr, `RUST_LOG` filtering (default `info`).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    use std::io::IsTerminal;
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal()) // no escape codes in log files
+        .try_init();
 }
 
 pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
+    init_logging();
+    let f = config::load(a.config.as_deref())?;
     let cfg = reo_gateway::launch::ServeConfig {
-        data_dir: a.data_dir.clone(),
-        listen: a.listen,
-        backend: a.backend.clone(),
-        devices: a.devices,
-        device_mib: a.device_mib,
-        access_key: a.access_key.clone(),
-        secret_key: a.secret_key.clone(),
-        max_body: a.max_body_mib << 20,
-        flush_delay: std::time::Duration::from_millis(a.flush_delay_ms),
-        policies: a.write_policies.clone(),
+        data_dir: a.data_dir.clone().or(f.data_dir).unwrap_or_else(|| PathBuf::from("./reo-data")),
+        listen: a.listen.or(f.listen).unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 9000))),
+        backend: a.backend.clone().or(f.backend),
+        devices: a.devices.or(f.devices).unwrap_or(5),
+        device_mib: a.device_mib.or(f.device_bytes.map(|b| b >> 20)).unwrap_or(256),
+        access_key: a.access_key.clone().or(f.access_key),
+        secret_key: a.secret_key.clone().or(f.secret_key),
+        max_body: a.max_body_mib.map(|m| m << 20).or(f.max_body).unwrap_or(1 << 30),
+        flush_delay: std::time::Duration::from_millis(a.flush_delay_ms.or(f.flush_delay_ms).unwrap_or(0)),
+        policies: if a.write_policies.is_empty() {
+            f.write_policies.unwrap_or_default()
+        } else {
+            a.write_policies.clone()
+        },
+        promote_bps: a.promote_bps.or(f.promote_bps).unwrap_or(64 << 20),
+        anonymous_metrics: f.anonymous_metrics.unwrap_or(true),
     };
     reo_gateway::launch::run(&cfg)?;
     Ok(ExitCode::SUCCESS)

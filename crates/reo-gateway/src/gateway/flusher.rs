@@ -63,7 +63,7 @@ fn run(gw: &Gateway) {
                 Ok(()) => {}
                 Err(e) => {
                     // Try the others too (one bad object must not hold back the rest), then back off.
-                    eprintln!("reo: flushing {ck:?} failed (retrying in {backoff:?}): {e}");
+                    tracing::warn!("flushing {ck:?} failed (retrying in {backoff:?}): {e}");
                     gw.counters.lock().unwrap_or_else(|e| e.into_inner()).flush_errors += 1;
                     failed = true;
                 }

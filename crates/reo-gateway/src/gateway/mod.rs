@@ -20,7 +20,7 @@ pub mod pending;
 pub mod policy;
 mod read;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -132,6 +132,11 @@ impl Gateway {
     fn stripe_of(&self, ckey: &str) -> &RwLock<()> {
         let h = Md5::digest(ckey.as_bytes());
         &self.stripes[h[0] as usize % STRIPES]
+    }
+
+    /// Whether two keys share a stripe lock (taking both would deadlock).
+    pub(crate) fn same_stripe(&self, a: &str, b: &str) -> bool {
+        std::ptr::eq(self.stripe_of(a), self.stripe_of(b))
     }
 
     pub(crate) fn stripe(&self, ckey: &str) -> RwLockWriteGuard<'_, ()> {

@@ -13,19 +13,19 @@ use super::flusher::Flusher;
 use super::Gateway;
 use crate::backend::{Backend, ListQuery, LocalBackend, ObjectInfo};
 
-struct Rig {
+pub(crate) struct Rig {
     devs: Vec<Arc<dyn Media>>,
-    dir: std::path::PathBuf,
+    pub(crate) dir: std::path::PathBuf,
 }
 
 impl Rig {
-    fn new() -> Rig {
+    pub(crate) fn new() -> Rig {
         let dir = std::env::temp_dir().join(format!("reo-gw-{}-{}", std::process::id(), super::now_ns()));
         let devs = (0..3).map(|_| Arc::new(MemMedia::new(32 << 20)) as Arc<dyn Media>).collect();
         Rig { devs, dir }
     }
 
-    fn open(&self) -> (Arc<Gateway>, Arc<LocalBackend>) {
+    pub(crate) fn open(&self) -> (Arc<Gateway>, Arc<LocalBackend>) {
         let cfg = StoreConfig {
             chunk_size: 16 << 10,
             zone_size: Some(1 << 20),

@@ -1,0 +1,165 @@
+//! `/_reo/admin/...` (signed): `GET status` (devices with health and I/O counts, array I/O, space per scheme, cache occupancy and
+//! hit ratio, dirty bytes and flush lag, rebuild progress, data-loss events), `POST device/fail?device=N`,
+//! `POST device/replace?device=N&path=P` (a new device file, rebuilt in the background; poll
+//! status), `POST flush` (wakes the flusher; poll status until nothing is dirty), `POST scrub`.
+
+use std::sync::Arc;
+
+use http::{Method, StatusCode};
+use reo_media::{FileMedia, FileOptions, Media};
+use reo_store::RebuildState;
+use serde_json::json;
+
+use super::{param, Api, Reply};
+
+pub fn dispatch(api: &Api, method: &Method, what: &str, params: &[(String, String)]) -> Reply {
+    match (method.as_str(), what) {
+        ("GET", "status") => Reply::ok(status(api)),
+        ("POST", "device/fail") => fail(api, params),
+        ("POST", "device/replace") => replace(api, params),
+        ("POST", "flush") => {
+            api.gw.kick_flusher();
+            let (objects, bytes) = api.gw.dirty();
+            Reply::ok(json!({"dirty_objects": objects, "dirty_bytes": bytes}))
+        }
+        ("POST", "scrub") => {
+            let r = api.gw.cache.scrub(None);
+            Reply::ok(json!({
+                "blobs": r.blobs, "chunks_verified": r.chunks_verified, "chunks_bad": r.chunks_bad,
+                "chunks_repaired": r.chunks_repaired, "chunks_skipped": r.chunks_skipped,
+                "bytes_read": r.bytes_read, "unrecoverable": r.unrecoverable.len(),
+            }))
+        }
+        _ => Reply::error(StatusCode::NOT_FOUND, format!("no admin endpoint {method} {what}")),
+    }
+}
+
+fn rebuild_state(s: &RebuildState) -> String {
+    match s {
+        RebuildState::Paused => "paused".into(),
+        RebuildState::Running => "running".into(),
+        RebuildState::Done => "done".into(),
+        RebuildState::Aborted(why) => format!("aborted: {why}"),
+    }
+}
+
+/// The server's state as `reo admin status` shows it.
+pub fn status(api: &Api) -> serde_json::Value {
+    let cache = &api.gw.cache;
+    let store = cache.store();
+    let failed = store.failed_devices();
+    let rebuild = store
+        .rebuild_progress()
+        .or_else(|| api.last_rebuild.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|h| h.progress()));
+    let rebuilding_dev = rebuild.as_ref().filter(|p| p.state == RebuildState::Running).map(|p| p.device);
+    let io = api.device_io.snapshot();
+    let devices: Vec<serde_json::Value> = (0..store.layout().devices as usize)
+        .map(|d| {
+            let counts: serde_json::Map<String, serde_json::Value> = match io.get(d) {
+                Some(c) => crate::device_io::FIELDS.iter().zip(c).map(|(k, v)| (k.to_string(), json!(v))).collect(),
+                None => Default::default(),
+            };
+            let health = if failed.contains(&d) {
+                "failed"
+            } else if rebuilding_dev == Some(d) {
+                "rebuilding"
+            } else {
+                "healthy"
+            };
+            json!({"device": d, "health": health, "io": counts})
+        })
+        .collect();
+    let st = store.stats();
+    let space = store.space();
+    let per_scheme: Vec<serde_json::Value> = space
+        .per_scheme
+        .iter()
+        .map(|(s, sp)| {
+            json!({"scheme": s.to_string(), "bands": sp.bands, "live_bytes": sp.live_bytes,
+                   "live_device_bytes": sp.live_device_bytes, "used_device_bytes": sp.used_device_bytes})
+        })
+        .collect();
+    let cs = cache.stats();
+    let (objects, bytes) = cache.occupancy();
+    let (dirty_objects, dirty_bytes) = api.gw.dirty();
+    let hit_ratio = if cs.requests == 0 { 0.0 } else { cs.hits as f64 / cs.requests as f64 };
+    json!({
+        "devices": devices,
+        "io": {"reads": st.reads, "read_bytes": st.read_bytes, "puts": st.puts, "put_bytes": st.put_bytes,
+               "degraded_reads": st.degraded_reads, "read_errors": st.read_errors, "write_errors": st.write_errors,
+               "checksum_errors": st.checksum_errors},
+        "space": {"capacity": space.capacity, "free_bands": space.free_bands, "total_bands": space.total_bands,
+                  "per_scheme": per_scheme},
+        "cache": {"objects": objects, "bytes": bytes, "capacity": cache.config().capacity_bytes,
+                  "requests": cs.requests, "hits": cs.hits, "hit_ratio": hit_ratio},
+        "dirty_objects": dirty_objects,
+        "dirty_bytes": dirty_bytes,
+        "flush_lag_seconds": api.gw.flush_lag_secs(),
+        "rebuild": rebuild.map(|p| json!({
+            "device": p.device, "state": rebuild_state(&p.state), "blobs_done": p.blobs_done,
+            "blobs_total": p.blobs_total, "bytes_done": p.bytes_done, "bytes_total": p.bytes_total,
+        })),
+        "rebuilding": cache.rebuilding(),
+        "data_loss_events": cs.dirty_lost,
+        "hints": api.hints.list().len(),
+    })
+}
+
+fn device_param(api: &Api, params: &[(String, String)]) -> Result<usize, Reply> {
+    let n = api.gw.cache.store().layout().devices as usize;
+    match param(params, "device").map(str::parse::<usize>) {
+        Some(Ok(d)) if d < n => Ok(d),
+        Some(Ok(d)) => Err(Reply::error(StatusCode::BAD_REQUEST, format!("device: no device {d} (there are {n})"))),
+        _ => Err(Reply::error(StatusCode::BAD_REQUEST, "device: expected a device number")),
+    }
+}
+
+fn fail(api: &Api, params: &[(String, String)]) -> Reply {
+    let d = match device_param(api, params) {
+        Ok(d) => d,
+        Err(r) => return r,
+    };
+    match api.gw.cache.fail_device(d) {
+        Ok(r) => {
+            tracing::warn!(
+                device = d,
+                lost_dirty = r.lost_dirty,
+                lost_clean = r.lost_clean,
+                "device failed by command"
+            );
+            Reply::ok(json!({"device": d, "healthy_fragments": r.healthy, "degraded_fragments": r.degraded,
+                             "lost_clean_fragments": r.lost_clean, "lost_dirty_fragments": r.lost_dirty}))
+        }
+        Err(e) => Reply::error(StatusCode::CONFLICT, e),
+    }
+}
+
+fn replace(api: &Api, params: &[(String, String)]) -> Reply {
+    let d = match device_param(api, params) {
+        Ok(d) => d,
+        Err(r) => return r,
+    };
+    let Some(path) = param(params, "path").filter(|p| !p.is_empty()) else {
+        return Reply::error(StatusCode::BAD_REQUEST, "path: the replacement device file is missing");
+    };
+    let path = api.data_dir.join(path); // an absolute path stays as it is
+    if path.exists() {
+        return Reply::error(StatusCode::CONFLICT, format!("path: {} exists already", path.display()));
+    }
+    let opts = FileOptions { direct: false, create_len: Some(api.device_bytes) };
+    let media: Arc<dyn Media> = match FileMedia::open(&path, &opts) {
+        Ok(m) => api.device_io.wrap(d, Arc::new(m)),
+        Err(e) => return Reply::error(StatusCode::BAD_REQUEST, format!("path: {}: {e}", path.display())),
+    };
+    match api.gw.cache.replace_device(d, media, None) {
+        Ok(handle) => {
+            *api.last_rebuild.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
+            tracing::info!(device = d, path = %path.display(), "device replaced; rebuild started");
+            Reply::ok(json!({"device": d, "path": path.display().to_string(), "rebuild": "started"}))
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&path);
+            Reply::error(StatusCode::CONFLICT, e)
+        }
+    }
+}

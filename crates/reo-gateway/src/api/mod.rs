@@ -1,0 +1,168 @@
+//! Reo's own HTTP API on the S3 port (an s3s custom route): `GET /_reo/health` and (if
+//! configured) `GET /metrics` are anonymous; everything else under `/_reo/` — [`hints`],
+//! [`query`], [`admin`] — needs a request SigV4-signed with the gateway's S3 key pair (s3s checks
+//! the signature before the route runs; an unsigned request has no credentials and is denied).
+//! Answers are JSON; errors are `{"error": "..."}` with a 4xx/5xx status.
+
+pub mod admin;
+pub mod hints;
+pub mod query;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use http::{Extensions, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use s3s::route::S3Route;
+use s3s::{s3_error, Body, S3Request, S3Response, S3Result};
+
+use crate::gateway::Gateway;
+use crate::hints::engine::HintEngine;
+
+/// Largest request body the API reads (hint JSON).
+const MAX_BODY: usize = 1 << 20;
+
+/// What the API routes need.
+#[derive(Clone)]
+pub struct Api {
+    pub gw: Arc<Gateway>,
+    pub hints: Arc<HintEngine>,
+    /// Size of each device file (a replacement device is created this large).
+    pub device_bytes: u64,
+    /// Relative replacement-device paths are taken from here.
+    pub data_dir: PathBuf,
+    /// Whether `/metrics` may be scraped without a signature.
+    pub anonymous_metrics: bool,
+    pub metrics: Arc<crate::metrics::Metrics>,
+    /// The last rebuild started through the API: its outcome stays visible after it finishes
+    /// (the store forgets a finished rebuild).
+    pub last_rebuild: Arc<std::sync::Mutex<Option<reo_store::RebuildHandle>>>,
+    /// Per-device I/O counters (replacements are wrapped too).
+    pub device_io: Arc<crate::device_io::DeviceIoTable>,
+}
+
+/// A JSON answer.
+pub struct Reply {
+    pub status: StatusCode,
+    pub body: serde_json::Value,
+}
+
+impl Reply {
+    pub fn ok(body: serde_json::Value) -> Reply {
+        Reply { status: StatusCode::OK, body }
+    }
+
+    pub fn error(status: StatusCode, msg: impl Into<String>) -> Reply {
+        Reply { status, body: serde_json::json!({ "error": msg.into() }) }
+    }
+}
+
+/// The decoded query string of a request.
+pub fn query_params(uri: &Uri) -> Vec<(String, String)> {
+    uri.query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect()
+}
+
+/// `%XX` and `+` decoding (invalid escapes are kept as they are).
+pub fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' if i + 2 < b.len() => {
+                match u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("zz"), 16) {
+                    Ok(v) => {
+                        out.push(v);
+                        i += 3;
+                        continue;
+                    }
+                    Err(_) => out.push(b'%'),
+                }
+            }
+            b'+' => out.push(b' '),
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+pub fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+}
+
+#[async_trait::async_trait]
+impl S3Route for Api {
+    fn is_match(&self, _m: &Method, uri: &Uri, _h: &HeaderMap, _e: &mut Extensions) -> bool {
+        uri.path() == "/metrics" || uri.path().starts_with("/_reo/")
+    }
+
+    async fn check_access(&self, req: &mut S3Request<Body>) -> S3Result<()> {
+        let path = req.uri.path();
+        let open = (req.method == Method::GET && path == "/_reo/health")
+            || (req.method == Method::GET && path == "/metrics" && self.anonymous_metrics);
+        if open || req.credentials.is_some() {
+            Ok(())
+        } else {
+            Err(s3_error!(AccessDenied, "{path} needs a request signed with the gateway's key"))
+        }
+    }
+
+    async fn call(&self, mut req: S3Request<Body>) -> S3Result<S3Response<Body>> {
+        let path = req.uri.path().to_string();
+        if path == "/_reo/health" || path == "/metrics" {
+            let text = if path == "/metrics" { crate::server::metrics(self) } else { "ok\n".into() };
+            let mut resp = S3Response::new(Body::from(text));
+            resp.headers.insert("content-type", HeaderValue::from_static("text/plain; version=0.0.4"));
+            return Ok(resp);
+        }
+        let body = req
+            .input
+            .store_all_limited(MAX_BODY)
+            .await
+            .map_err(|e| s3_error!(InvalidRequest, "reading the request body: {e}"))?;
+        let api = self.clone();
+        let (method, uri) = (req.method.clone(), req.uri.clone());
+        let reply = tokio::task::spawn_blocking(move || api.dispatch(&method, &uri, &body))
+            .await
+            .unwrap_or_else(|e| Reply::error(StatusCode::INTERNAL_SERVER_ERROR, format!("handler failed: {e}")));
+        let text = serde_json::to_string_pretty(&reply.body).unwrap_or_default() + "\n";
+        let mut resp = S3Response::new(Body::from(text));
+        resp.status = Some(reply.status);
+        resp.headers.insert("content-type", HeaderValue::from_static("application/json"));
+        Ok(resp)
+    }
+}
+
+impl Api {
+    /// Routes a signed API request (blocking: runs on tokio's blocking pool).
+    fn dispatch(&self, method: &Method, uri: &Uri, body: &[u8]) -> Reply {
+        let path = uri.path();
+        let params = query_params(uri);
+        match (method.as_str(), path) {
+            ("POST", "/_reo/hints") => hints::submit(self, body),
+            ("GET", "/_reo/hints") | ("GET", "/_reo/admin/hints") => hints::list(self),
+            ("DELETE", p) if p.starts_with("/_reo/hints/") => hints::cancel(self, &p["/_reo/hints/".len()..]),
+            ("GET", "/_reo/query") => query::query(self, &params),
+            (_, p) if p.starts_with("/_reo/admin/") => {
+                admin::dispatch(self, method, &p["/_reo/admin/".len()..], &params)
+            }
+            _ => Reply::error(StatusCode::NOT_FOUND, format!("no API endpoint {method} {path}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn percent_decoding() {
+        assert_eq!(super::percent_decode("a%2Fb+c%zz%4"), "a/b c%zz%4");
+    }
+}

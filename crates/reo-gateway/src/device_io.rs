@@ -1,0 +1,125 @@
+//! Per-device I/O counters: every device the server opens (and every replacement) is wrapped in
+//! [`CountedMedia`], which counts reads, writes, bytes, syncs and errors into that device's
+//! [`DeviceIo`] (the store counts I/O for the whole array only). `reo admin status` and
+//! `/metrics` show them per device.
+
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+
+use reo_media::Media;
+
+/// One device's counters.
+#[derive(Debug, Default)]
+pub struct DeviceIo {
+    pub reads: AtomicU64,
+    pub read_bytes: AtomicU64,
+    pub writes: AtomicU64,
+    pub write_bytes: AtomicU64,
+    pub syncs: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+impl DeviceIo {
+    /// `(reads, read_bytes, writes, write_bytes, syncs, errors)`.
+    pub fn snapshot(&self) -> [u64; 6] {
+        [&self.reads, &self.read_bytes, &self.writes, &self.write_bytes, &self.syncs, &self.errors]
+            .map(|c| c.load(Relaxed))
+    }
+}
+
+/// The names of [`DeviceIo::snapshot`]'s fields.
+pub const FIELDS: [&str; 6] = ["reads", "read_bytes", "writes", "write_bytes", "syncs", "errors"];
+
+/// A device whose I/O is counted.
+pub struct CountedMedia {
+    inner: Arc<dyn Media>,
+    io: Arc<DeviceIo>,
+}
+
+impl CountedMedia {
+    pub fn new(inner: Arc<dyn Media>, io: Arc<DeviceIo>) -> CountedMedia {
+        CountedMedia { inner, io }
+    }
+
+    fn count<T>(&self, r: io::Result<T>) -> io::Result<T> {
+        if r.is_err() {
+            self.io.errors.fetch_add(1, Relaxed);
+        }
+        r
+    }
+}
+
+impl Media for CountedMedia {
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.io.reads.fetch_add(1, Relaxed);
+        self.io.read_bytes.fetch_add(buf.len() as u64, Relaxed);
+        self.count(self.inner.read_at(buf, offset))
+    }
+
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.io.writes.fetch_add(1, Relaxed);
+        self.io.write_bytes.fetch_add(buf.len() as u64, Relaxed);
+        self.count(self.inner.write_at(buf, offset))
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        self.io.syncs.fetch_add(1, Relaxed);
+        self.count(self.inner.sync())
+    }
+
+    fn stores_bytes(&self) -> bool {
+        self.inner.stores_bytes()
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
+/// The counters of every device slot; a replacement device starts a fresh set.
+#[derive(Debug, Default)]
+pub struct DeviceIoTable(Mutex<Vec<Arc<DeviceIo>>>);
+
+impl DeviceIoTable {
+    /// Wraps `media` as device `d`, with fresh counters.
+    pub fn wrap(&self, d: usize, media: Arc<dyn Media>) -> Arc<dyn Media> {
+        let io = Arc::new(DeviceIo::default());
+        let mut t = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if t.len() <= d {
+            t.resize_with(d + 1, Default::default);
+        }
+        t[d] = io.clone();
+        Arc::new(CountedMedia::new(media, io))
+    }
+
+    /// Every device's counters, by device.
+    pub fn snapshot(&self) -> Vec<[u64; 6]> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|io| io.snapshot()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reo_media::MemMedia;
+
+    #[test]
+    fn io_is_counted_per_device_and_replacements_start_afresh() {
+        let t = DeviceIoTable::default();
+        let a = t.wrap(0, Arc::new(MemMedia::new(1 << 16)));
+        let b = t.wrap(1, Arc::new(MemMedia::new(1 << 16)));
+        a.write_at(&[1; 512], 0).unwrap();
+        let mut buf = [0u8; 512];
+        a.read_at(&mut buf, 0).unwrap();
+        assert!(b.read_at(&mut buf, 1 << 16).is_err());
+        b.sync().unwrap();
+        assert_eq!(t.snapshot(), vec![[1, 512, 1, 512, 0, 0], [1, 512, 0, 0, 1, 1]]);
+        let _ = t.wrap(1, Arc::new(MemMedia::new(1 << 16)));
+        assert_eq!(t.snapshot()[1], [0; 6]);
+    }
+}

@@ -1,0 +1,216 @@
+//! Application hints (SDCC-API, seed 002): what an application tells the cache about its future
+//! accesses — prefetch, pin, unpin, evict an address (key, prefix or byte range) during a lease.
+//!
+//! * [`HintSpec`]: a hint as submitted (`POST /_reo/hints`), validated by [`HintSpec::validate`].
+//! * [`store`]: the hints in force, persisted as one JSON file in the data directory.
+//! * [`throttle`]: the promote-bandwidth token bucket prefetches draw from.
+//! * [`engine`]: the thread that applies hints when their lease starts and undoes pins at its end.
+//! * [`reorganize`]: moving cached objects from one key prefix to another.
+
+pub mod engine;
+pub mod reorganize;
+pub mod store;
+#[cfg(test)]
+mod tests;
+pub mod throttle;
+
+use serde::{Deserialize, Serialize};
+
+/// What a hint asks for. `open` and `close` are the file-style aliases of prefetch and evict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Intent {
+    Prefetch,
+    Pin,
+    Unpin,
+    Evict,
+    Open,
+    Close,
+    /// Cached objects under `reorganize.from` now live under `reorganize.to` (see [`reorganize`]).
+    Reorganize,
+}
+
+/// The two prefixes of a `reorganize` hint (within the hint's bucket).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Move {
+    pub from: String,
+    pub to: String,
+}
+
+impl Intent {
+    /// The intent with aliases resolved.
+    pub fn canonical(self) -> Intent {
+        match self {
+            Intent::Open => Intent::Prefetch,
+            Intent::Close => Intent::Evict,
+            i => i,
+        }
+    }
+}
+
+/// Which tier a hint is for. Only the cache takes hints: the local backend has no tiers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Target {
+    #[default]
+    Cache,
+    Backend,
+}
+
+/// When a hint is in force, in unix seconds: applied at `start`, undone (pins) at `end`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    pub start: u64,
+    pub end: u64,
+}
+
+/// A hint as an application submits it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HintSpec {
+    pub app_id: String,
+    pub bucket: String,
+    /// One object…
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// …or every object under a key prefix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// Bytes `[start, end)` of `key` only (prefetch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<(u64, u64)>,
+    #[serde(default)]
+    pub target: Target,
+    pub intent: Intent,
+    /// Higher first among hints starting at the same time.
+    #[serde(default)]
+    pub priority: i32,
+    pub lease: Lease,
+    /// For `intent: reorganize` only (then without `key`/`prefix`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reorganize: Option<Move>,
+}
+
+impl HintSpec {
+    /// Checks the fields' combination; the message names the bad field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.app_id.is_empty() {
+            return Err("app_id: must not be empty".into());
+        }
+        if self.bucket.is_empty() {
+            return Err("bucket: must not be empty".into());
+        }
+        match (&self.reorganize, self.intent) {
+            (Some(m), Intent::Reorganize) => {
+                if self.key.is_some() || self.prefix.is_some() || self.range.is_some() {
+                    return Err("reorganize: the addresses are reorganize.from and .to, not key/prefix/range".into());
+                }
+                if m.from == m.to {
+                    return Err("reorganize: from and to are the same prefix".into());
+                }
+            }
+            (None, Intent::Reorganize) => return Err("reorganize: intent reorganize needs {\"from\", \"to\"}".into()),
+            (Some(_), _) => return Err("reorganize: only with intent \"reorganize\"".into()),
+            (None, _) => match (&self.key, &self.prefix) {
+                (Some(_), Some(_)) => return Err("key, prefix: give one address, not both".into()),
+                (None, None) => return Err("key: an address needs a key or a prefix".into()),
+                _ => {}
+            },
+        }
+        if let Some((s, e)) = self.range {
+            if self.key.is_none() {
+                return Err("range: a byte range needs a key".into());
+            }
+            if s >= e {
+                return Err(format!("range: start {s} must be below end {e}"));
+            }
+        }
+        if self.target == Target::Backend {
+            return Err("target: the local backend takes no hints; use \"cache\"".into());
+        }
+        if self.lease.end <= self.lease.start {
+            return Err(format!("lease: end {} must be after start {}", self.lease.end, self.lease.start));
+        }
+        Ok(())
+    }
+}
+
+/// Where a hint is in its lifecycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HintState {
+    /// Waiting for its lease to start.
+    Scheduled,
+    /// Applied; pins hold until the lease ends.
+    Active,
+}
+
+/// A hint in force.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hint {
+    pub request_id: String,
+    #[serde(flatten)]
+    pub spec: HintSpec,
+    pub state: HintState,
+    /// Keys this hint pinned (unpinned when it ends).
+    #[serde(default)]
+    pub pinned: Vec<String>,
+    /// Bytes it prefetched from the backend.
+    #[serde(default)]
+    pub prefetched_bytes: u64,
+}
+
+/// Unix time in seconds.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod spec_tests {
+    use super::*;
+
+    fn spec() -> HintSpec {
+        HintSpec {
+            app_id: "a".into(),
+            bucket: "b".into(),
+            key: Some("k".into()),
+            prefix: None,
+            range: None,
+            target: Target::Cache,
+            intent: Intent::Pin,
+            priority: 0,
+            lease: Lease { start: 10, end: 20 },
+            reorganize: None,
+        }
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        assert!(spec().validate().is_ok());
+        let mut s = spec();
+        s.prefix = Some("p".into());
+        assert!(s.validate().unwrap_err().starts_with("key, prefix"));
+        let mut s = spec();
+        s.lease.end = 5;
+        assert!(s.validate().unwrap_err().starts_with("lease"));
+        let mut s = spec();
+        s.target = Target::Backend;
+        assert!(s.validate().unwrap_err().starts_with("target"));
+        assert_eq!(Intent::Open.canonical(), Intent::Prefetch);
+        assert_eq!(Intent::Close.canonical(), Intent::Evict);
+        let mut s = spec();
+        s.intent = Intent::Reorganize;
+        assert!(s.validate().unwrap_err().starts_with("reorganize"));
+        s.key = None;
+        s.reorganize = Some(Move { from: "a/".into(), to: "b/".into() });
+        assert!(s.validate().is_ok());
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let e = serde_json::from_str::<HintSpec>(
+            r#"{"app_id":"a","bucket":"b","key":"k","intent":"pin","lease":{"start":1,"end":2},"colour":1}"#,
+        );
+        assert!(e.is_err());
+    }
+}

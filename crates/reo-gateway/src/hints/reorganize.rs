@@ -1,0 +1,56 @@
+//! The `reorganize` intent: the application moved objects from one key prefix to another in the
+//! backend (a rename of a directory, a compaction that rewrote files under new names) and tells
+//! the cache, so the cached bytes follow instead of being refetched. For every key under `to` in
+//! the backend whose counterpart under `from` is cached with the same ETag (the same bytes), the
+//! cached copy is rewritten under the new key (clean) and the old one dropped. Unflushed objects
+//! are left alone (they are not the backend's yet). The access history (Freq, H) starts afresh:
+//! the cache manager has no call to carry it over.
+
+use reo_cache::ObjectMeta;
+
+use crate::gateway::pending::cache_key;
+use crate::gateway::{now_ns, Gateway};
+
+/// Most keys one reorganize hint moves.
+const LIMIT: usize = 10_000;
+
+/// Moves cached objects from prefix `from` to `to` in `bucket`; returns the bytes moved.
+pub fn reorganize(gw: &Gateway, bucket: &str, from: &str, to: &str) -> u64 {
+    let Ok(entries) = gw.backend.list(bucket, to, "", LIMIT) else { return 0 };
+    let mut moved = 0;
+    for e in entries {
+        let suffix = &e.key[to.len()..];
+        let old = cache_key(bucket, &format!("{from}{suffix}"));
+        let new = cache_key(bucket, &e.key);
+        if old == new {
+            continue;
+        }
+        // Both keys' stripes, in a fixed order (they may be the same stripe).
+        let (first, second) = if old < new { (&old, &new) } else { (&new, &old) };
+        let _a = gw.stripe(first);
+        let _b = if gw.same_stripe(first, second) { None } else { Some(gw.stripe(second)) };
+        if gw.pending().map.contains_key(&old) || gw.pending().map.contains_key(&new) {
+            continue;
+        }
+        let Some(meta) = gw.cache.meta(old.as_bytes()) else { continue };
+        if meta.etag != e.info.etag || gw.cache.info(new.as_bytes()).is_some() {
+            continue;
+        }
+        let Ok(r) = gw.cache.get(old.as_bytes(), 0, e.info.size, now_ns()) else { continue };
+        if !r.is_hit() {
+            continue; // partly cached: the missing pieces would have to come from the backend
+        }
+        let data: Vec<u8> = r.pieces.into_iter().flat_map(|p| p.data.unwrap_or_default()).collect();
+        let meta = ObjectMeta {
+            etag: e.info.etag.clone(),
+            content_type: e.info.content_type.clone(),
+            mtime_ns: e.info.mtime_ns,
+            user: e.info.user_meta.clone().into_iter().collect(),
+        };
+        if gw.cache.put(new.as_bytes(), &data, &meta, false, now_ns()).is_ok() {
+            gw.cache.delete(old.as_bytes());
+            moved += data.len() as u64;
+        }
+    }
+    moved
+}

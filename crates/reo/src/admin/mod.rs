@@ -1,0 +1,271 @@
+//! `reo admin`: administers a running `reo serve` through its signed API (`/_reo/admin/...`,
+//! `/_reo/hints`, `/_reo/query`). Requests are SigV4-signed ([`sigv4`]) with the server's S3 key
+//! pair and sent over a small blocking HTTP/1.1 client ([`http`]). Long operations (device
+//! replacement, flush) poll the server's status and draw a progress bar until they end.
+
+mod http;
+mod sigv4;
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use serde_json::Value;
+
+#[derive(Args, Debug)]
+pub struct AdminArgs {
+    /// The server, http://HOST:PORT.
+    #[arg(long, env = "REO_ENDPOINT", default_value = "http://127.0.0.1:9000")]
+    endpoint: String,
+    /// The server's S3 access key.
+    #[arg(long, env = "REO_ACCESS_KEY")]
+    access_key: String,
+    /// The server's S3 secret key.
+    #[arg(long, env = "REO_SECRET_KEY", hide_env_values = true)]
+    secret_key: String,
+    #[command(subcommand)]
+    what: AdminCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum AdminCommand {
+    /// Devices, I/O, space, dirty bytes, flush lag, hit ratio, rebuild state (--json: raw).
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fail or replace a device.
+    Device {
+        #[command(subcommand)]
+        what: DeviceCommand,
+    },
+    /// Flush every unflushed object to the backend; waits until nothing is dirty.
+    Flush,
+    /// Verify every chunk on flash and repair what redundancy allows.
+    Scrub,
+    /// List, submit or cancel hints.
+    Hints {
+        #[command(subcommand)]
+        what: Option<HintsCommand>,
+    },
+    /// What the cache holds of an object (--key) or of every object under --prefix.
+    Query {
+        #[arg(long)]
+        bucket: String,
+        #[arg(long, conflicts_with = "prefix")]
+        key: Option<String>,
+        #[arg(long)]
+        prefix: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum DeviceCommand {
+    /// Mark device N failed (its data is served degraded or refetched).
+    Fail { device: usize },
+    /// Replace failed device N with a new device file at PATH (relative to the server's data
+    /// directory) and follow the rebuild until it ends.
+    Replace { device: usize, path: String },
+}
+
+#[derive(Subcommand, Debug)]
+enum HintsCommand {
+    /// The hints in force (the default).
+    List,
+    /// Submit a hint given as JSON (see README: Hints).
+    Submit { json: String },
+    /// Withdraw a hint by request id.
+    Cancel { id: String },
+}
+
+struct Admin {
+    client: http::Client,
+}
+
+impl Admin {
+    /// A signed call; a non-2xx answer becomes an error with the server's message.
+    fn call(&self, method: &str, path: &str, query: &[(&str, String)], body: &[u8]) -> Result<Value, String> {
+        let q: Vec<(String, String)> = query.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        let (status, v) = self.client.call(method, path, &q, body)?;
+        if !(200..300).contains(&status) {
+            let msg = v.get("error").and_then(Value::as_str).map_or_else(|| v.to_string(), str::to_string);
+            return Err(format!("{method} {path}: HTTP {status}: {}", msg.trim()));
+        }
+        Ok(v)
+    }
+
+    fn status(&self) -> Result<Value, String> {
+        self.call("GET", "/_reo/admin/status", &[], b"")
+    }
+}
+
+fn print_json(v: &Value) {
+    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+}
+
+fn mib(v: &Value) -> f64 {
+    v.as_u64().unwrap_or(0) as f64 / (1 << 20) as f64
+}
+
+/// Draws `[#####.....]  50.0% label` on stderr, in place.
+fn progress(fraction: f64, label: &str) {
+    let f = fraction.clamp(0.0, 1.0);
+    let filled = (f * 30.0).round() as usize;
+    eprint!("\r[{}{}] {:5.1}% {label}   ", "#".repeat(filled), ".".repeat(30 - filled), f * 100.0);
+    let _ = std::io::stderr().flush();
+}
+
+fn show_status(s: &Value) {
+    println!("devices:");
+    for d in s["devices"].as_array().into_iter().flatten() {
+        let io = &d["io"];
+        println!(
+            "  dev{}: {:<10} {} reads ({:.1} MiB), {} writes ({:.1} MiB), {} syncs, {} errors",
+            d["device"],
+            d["health"].as_str().unwrap_or("?"),
+            io["reads"],
+            mib(&io["read_bytes"]),
+            io["writes"],
+            mib(&io["write_bytes"]),
+            io["syncs"],
+            io["errors"]
+        );
+    }
+    let io = &s["io"];
+    println!(
+        "io: {} reads ({:.1} MiB), {} puts ({:.1} MiB), {} degraded reads, {} read errors, {} write errors, {} checksum errors",
+        io["reads"], mib(&io["read_bytes"]), io["puts"], mib(&io["put_bytes"]), io["degraded_reads"],
+        io["read_errors"], io["write_errors"], io["checksum_errors"]
+    );
+    println!(
+        "space: {} of {} bands free, {:.1} MiB capacity",
+        s["space"]["free_bands"],
+        s["space"]["total_bands"],
+        mib(&s["space"]["capacity"])
+    );
+    for p in s["space"]["per_scheme"].as_array().into_iter().flatten() {
+        println!(
+            "  {}: {} bands, {:.1} MiB live",
+            p["scheme"].as_str().unwrap_or("?"),
+            p["bands"],
+            mib(&p["live_bytes"])
+        );
+    }
+    let c = &s["cache"];
+    println!(
+        "cache: {} objects, {:.1} of {:.1} MiB, hit ratio {:.3} ({} of {} requests)",
+        c["objects"],
+        mib(&c["bytes"]),
+        mib(&c["capacity"]),
+        c["hit_ratio"].as_f64().unwrap_or(0.0),
+        c["hits"],
+        c["requests"]
+    );
+    println!(
+        "dirty: {} objects, {:.1} MiB, flush lag {:.1} s",
+        s["dirty_objects"],
+        mib(&s["dirty_bytes"]),
+        s["flush_lag_seconds"].as_f64().unwrap_or(0.0)
+    );
+    match s["rebuild"].as_object() {
+        Some(r) => println!(
+            "rebuild: dev{} {} ({} of {} blobs, {:.1} of {:.1} MiB)",
+            r["device"],
+            r["state"].as_str().unwrap_or("?"),
+            r["blobs_done"],
+            r["blobs_total"],
+            mib(&r["bytes_done"]),
+            mib(&r["bytes_total"])
+        ),
+        None => println!("rebuild: none"),
+    }
+    println!("data-loss events: {}; hints in force: {}", s["data_loss_events"], s["hints"]);
+}
+
+/// Polls status until the rebuild of `device` is no longer running.
+fn follow_rebuild(a: &Admin, device: usize) -> Result<Value, String> {
+    loop {
+        let s = a.status()?;
+        let r = &s["rebuild"];
+        let state = r["state"].as_str().unwrap_or("none").to_string();
+        let total = r["bytes_total"].as_u64().unwrap_or(0);
+        let done = r["bytes_done"].as_u64().unwrap_or(0);
+        let f = if total == 0 { 1.0 } else { done as f64 / total as f64 };
+        progress(
+            f,
+            &format!(
+                "rebuilding dev{device}: {:.1}/{:.1} MiB ({state})",
+                mib(&r["bytes_done"]),
+                mib(&r["bytes_total"])
+            ),
+        );
+        if state != "running" && state != "paused" {
+            eprintln!();
+            return Ok(s);
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// Wakes the flusher and polls status until nothing is dirty.
+fn flush(a: &Admin) -> Result<(), String> {
+    let first = a.call("POST", "/_reo/admin/flush", &[], b"")?;
+    let start = first["dirty_bytes"].as_u64().unwrap_or(0).max(1);
+    loop {
+        let s = a.status()?;
+        let (n, bytes) = (s["dirty_objects"].as_u64().unwrap_or(0), s["dirty_bytes"].as_u64().unwrap_or(0));
+        progress(
+            1.0 - bytes as f64 / start as f64,
+            &format!("{n} objects ({:.1} MiB) still dirty", mib(&s["dirty_bytes"])),
+        );
+        if n == 0 {
+            eprintln!();
+            println!("flushed: nothing is dirty");
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+pub fn run(args: &AdminArgs) -> Result<ExitCode, String> {
+    let a = Admin { client: http::Client::new(&args.endpoint, args.access_key.clone(), args.secret_key.clone())? };
+    match &args.what {
+        AdminCommand::Status { json: true } => print_json(&a.status()?),
+        AdminCommand::Status { json: false } => show_status(&a.status()?),
+        AdminCommand::Device { what: DeviceCommand::Fail { device } } => {
+            print_json(&a.call("POST", "/_reo/admin/device/fail", &[("device", device.to_string())], b"")?)
+        }
+        AdminCommand::Device { what: DeviceCommand::Replace { device, path } } => {
+            let q = [("device", device.to_string()), ("path", path.clone())];
+            print_json(&a.call("POST", "/_reo/admin/device/replace", &q, b"")?);
+            let s = follow_rebuild(&a, *device)?;
+            let state = s["rebuild"]["state"].as_str().unwrap_or("none");
+            println!("rebuild of dev{device}: {state}");
+            if state != "done" {
+                return Ok(ExitCode::from(1));
+            }
+        }
+        AdminCommand::Flush => flush(&a)?,
+        AdminCommand::Scrub => print_json(&a.call("POST", "/_reo/admin/scrub", &[], b"")?),
+        AdminCommand::Hints { what: None | Some(HintsCommand::List) } => {
+            print_json(&a.call("GET", "/_reo/hints", &[], b"")?)
+        }
+        AdminCommand::Hints { what: Some(HintsCommand::Submit { json }) } => {
+            print_json(&a.call("POST", "/_reo/hints", &[], json.as_bytes())?)
+        }
+        AdminCommand::Hints { what: Some(HintsCommand::Cancel { id }) } => {
+            print_json(&a.call("DELETE", &format!("/_reo/hints/{id}"), &[], b"")?)
+        }
+        AdminCommand::Query { bucket, key, prefix } => {
+            let mut q = vec![("bucket", bucket.clone())];
+            match (key, prefix) {
+                (Some(k), _) => q.push(("key", k.clone())),
+                (None, Some(p)) => q.push(("prefix", p.clone())),
+                (None, None) => return Err("query: give --key or --prefix".into()),
+            }
+            print_json(&a.call("GET", "/_reo/query", &q, b"")?)
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

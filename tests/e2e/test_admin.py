@@ -1,0 +1,122 @@
+"""`reo admin` against a running server: status, flush (waits until nothing is dirty), scrub,
+device fail (objects still served), device replace (rebuild followed to the end), hints; and
+`reo serve --config` validation."""
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+import unittest
+
+from reoapi import admin, hint, call
+from server import Server
+
+BIN = os.environ.get("REO_BIN", "target/debug/reo")
+
+
+class AdminTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server(BIN, device_mib=32, extra=["--flush-delay-ms", "1500"])
+        cls.srv.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.srv.stop() == 0
+        cls.srv.cleanup()
+
+    def status(self):
+        return json.loads(admin(BIN, self.srv, "status", "--json").stdout)
+
+    def test_1_status_and_flush(self):
+        s3 = self.srv.client()
+        s3.create_bucket(Bucket="adm")
+        for i in range(5):
+            s3.put_object(Bucket="adm", Key=f"o{i}", Body=os.urandom(100_000))
+        s = self.status()
+        self.assertEqual(len(s["devices"]), 5)
+        self.assertTrue(all(d["health"] == "healthy" for d in s["devices"]))
+        self.assertTrue(all(d["io"]["writes"] > 0 and d["io"]["errors"] == 0 for d in s["devices"]), s["devices"])
+        self.assertGreater(s["dirty_bytes"], 0)
+        for field in ("io", "space", "cache", "flush_lag_seconds", "rebuild", "data_loss_events"):
+            self.assertIn(field, s)
+        text = admin(BIN, self.srv, "status").stdout
+        self.assertIn("dirty:", text)
+        self.assertIn("dev0: healthy", text)
+        p = admin(BIN, self.srv, "flush")
+        self.assertIn("nothing is dirty", p.stdout)
+        self.assertEqual(self.status()["dirty_bytes"], 0)
+        self.assertTrue(os.path.exists(os.path.join(self.srv.backend_dir, "adm", "o.o0")))
+
+    def test_2_scrub(self):
+        out = json.loads(admin(BIN, self.srv, "scrub").stdout)
+        self.assertGreater(out["chunks_verified"], 0)
+        self.assertEqual(out["unrecoverable"], 0)
+
+    def test_3_device_fail_and_replace(self):
+        s3 = self.srv.client()
+        s3.create_bucket(Bucket="dev")
+        objs = {f"k{i}": os.urandom(150_000) for i in range(6)}
+        for k, v in objs.items():
+            s3.put_object(Bucket="dev", Key=k, Body=v)
+        admin(BIN, self.srv, "device", "fail", "1")
+        s = self.status()
+        self.assertEqual(s["devices"][1]["health"], "failed")
+        for k, v in objs.items():
+            self.assertEqual(s3.get_object(Bucket="dev", Key=k)["Body"].read(), v)
+        p = admin(BIN, self.srv, "device", "replace", "1", "dev1-new.img")
+        self.assertIn("rebuild of dev1: done", p.stdout)
+        s = self.status()
+        self.assertTrue(all(d["health"] == "healthy" for d in s["devices"]), s["devices"])
+        self.assertEqual(s["rebuild"]["state"], "done")
+        for k, v in objs.items():
+            self.assertEqual(s3.get_object(Bucket="dev", Key=k)["Body"].read(), v)
+        bad = admin(BIN, self.srv, "device", "fail", "9", check=False)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("device", bad.stderr)
+
+    def test_4_hints(self):
+        now = time.time()
+        out = json.loads(admin(BIN, self.srv, "hints", "submit", json.dumps(hint("b", "k", "pin", now + 999, now + 9999))).stdout)
+        listed = json.loads(admin(BIN, self.srv, "hints").stdout)
+        self.assertIn(out["request_id"], [h["request_id"] for h in listed["hints"]])
+        admin(BIN, self.srv, "hints", "cancel", out["request_id"])
+        self.assertEqual(json.loads(admin(BIN, self.srv, "hints", "list").stdout)["hints"], [])
+
+    def test_5_bad_credentials(self):
+        env = dict(os.environ, REO_ENDPOINT=self.srv.endpoint, REO_ACCESS_KEY="REOTESTACCESSKEY0001", REO_SECRET_KEY="nope")
+        p = subprocess.run([BIN, "admin", "status"], env=env, capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("403", p.stderr)
+
+
+class ConfigTest(unittest.TestCase):
+    def test_bad_field_is_named(self):
+        d = tempfile.mkdtemp(prefix="reo-cfg-")
+        cfg = os.path.join(d, "reo.toml")
+        with open(cfg, "w") as f:
+            f.write('[cache]\ndevice_size = "lots"\n')
+        p = subprocess.run([BIN, "serve", "--config", cfg, "--data-dir", d], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn('reo.toml: cache.device_size: expected a size like "4GiB"', p.stderr)
+
+    def test_config_file_is_used(self):
+        srv = Server(BIN, device_mib=32)
+        with open(os.path.join(srv.data_dir, "reo.toml"), "w") as f:
+            f.write('[server]\nanonymous_metrics = false\n[hints]\npromote_bandwidth = "1MiB"\n')
+        srv.extra = ["--config", os.path.join(srv.data_dir, "reo.toml")]
+        srv.start()
+        try:
+            status, _ = call(srv, "GET", "/metrics", sign=False)
+            self.assertEqual(status, 403)
+            status, body = call(srv, "GET", "/metrics")
+            self.assertEqual(status, 200)
+            self.assertIn(b"reo_request_duration_seconds_bucket", body)
+        finally:
+            self.assertEqual(srv.stop(), 0)
+            srv.cleanup()
+
+
+if __name__ == "__main__":
+    unittest.main()
