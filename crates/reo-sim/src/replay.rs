@@ -52,15 +52,18 @@ impl ReplayConfig {
     /// times `fill` (the cleaner's headroom) times the space efficiency of a typical clean
     /// blob (`object_hint` bytes, at most a fragment) under the clean data's scheme — chunk
     /// trailers, padding and parity included, so a 4 KiB block that takes 8 KiB of flash counts
-    /// as such. For Reo the clean scheme is the cold one (no parity): its hot and dirty
-    /// redundancy is not known in advance, and when data plus parity fill the flash the cache
-    /// evicts — what parity does not take is used for data, as the paper's Reo-x% does.
+    /// as such. For Reo-x% the clean scheme is the cold one (no parity) and the result is
+    /// divided by 1 + x: the hot threshold keeps hot parity and dirty replicas within x of the
+    /// data, so data and redundancy together fill the flash.
     pub fn policy_capacity(&self, store: &Store) -> u64 {
         let n = self.array.devices;
         let schemes = self.cache.class_schemes.unwrap_or_else(|| self.cache.redundancy.class_schemes(n));
         let typical = self.object_hint.unwrap_or(self.cache.fragment_size).clamp(1, self.cache.fragment_size);
         let eff = typical as f64 / store.footprint(typical, schemes.of(reo_cache::Class::Cold)) as f64;
-        (self.array.cache_bytes as f64 * self.fill * eff) as u64
+        // Reo-x%: data plus at most x of it in redundancy (hot parity and dirty replicas, which
+        // the hot threshold keeps within the budget) fill the flash.
+        let budget = self.cache.redundancy.hot_budget().unwrap_or(0.0);
+        (self.array.cache_bytes as f64 * self.fill * eff / (1.0 + budget)) as u64
     }
 }
 
@@ -87,6 +90,7 @@ pub struct Replay {
     latency_secs: f64,
     hist: Histogram,
     dirty_lost_reads: u64,
+    refused_puts: u64,
     // The current window.
     window: WindowAcc,
     windows: Vec<Window>,
@@ -135,6 +139,7 @@ impl Replay {
             latency_secs: 0.0,
             hist: Histogram::default(),
             dirty_lost_reads: 0,
+            refused_puts: 0,
             window: WindowAcc::default(),
             windows: Vec::new(),
             io,
@@ -211,7 +216,14 @@ impl Replay {
                     Ok(_) => {}
                     // Full of dirty data: the client is told to retry (503); the replay counts
                     // the write as done at the backend instead (nothing is lost).
-                    Err(reo_cache::WriteError::Full(_)) => self.flusher.flushed_bytes += r.obj_size,
+                    // Full of dirty data, or too few devices left to protect it: the client is
+                    // told to retry (503) or the gateway writes around; the replay counts the
+                    // write as done at the backend (nothing is lost).
+                    Err(reo_cache::WriteError::Full(_))
+                    | Err(reo_cache::WriteError::Store(reo_store::Error::InsufficientDevices { .. })) => {
+                        self.refused_puts += 1;
+                        self.flusher.flushed_bytes += r.obj_size;
+                    }
                     Err(e) => return Err(format!("request {}: put: {e}", self.requests)),
                 }
                 secs += self.device_secs();
@@ -370,6 +382,7 @@ impl Replay {
             failed_devices: self.store.failed_devices().len(),
             dirty_lost: stats.dirty_lost,
             dirty_lost_reads: self.dirty_lost_reads,
+            refused_puts: self.refused_puts,
             cache: stats.to_json(),
             windows: self.windows,
         }

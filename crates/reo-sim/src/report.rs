@@ -54,6 +54,9 @@ pub struct ReplayReport {
     /// Dirty fragments lost beyond their redundancy (data-loss events) and reads that hit one.
     pub dirty_lost: u64,
     pub dirty_lost_reads: u64,
+    /// Puts the cache refused (full of dirty data, or too few devices to protect them): written
+    /// around to the backend.
+    pub refused_puts: u64,
     /// Cache counters (admission rejections by reason, GC, dedup…).
     pub cache: serde_json::Value,
     pub windows: Vec<Window>,

@@ -217,8 +217,22 @@ impl Cache {
             });
         }
         let header = self.header(key, object_size, frag, false, class, meta);
-        let loc = match self.put_blob(&header, data, self.classes.of(class), false, placement_of(key)) {
+        let mut put = self.put_blob(&header, data, self.classes.of(class), false, placement_of(key));
+        if let Err(WriteError::Store(reo_store::Error::InsufficientDevices { .. })) = put {
+            // Too few devices left for the class's scheme (e.g. rs(3,2) on 2 devices): clean
+            // data can always be refetched, so it is cached cold (one device) rather than not
+            // at all — a cache keeps serving while one device works.
+            let cold = self.classes.of(Class::Cold);
+            if cold != self.classes.of(class) {
+                let header = self.header(key, object_size, frag, false, Class::Cold, meta);
+                put = self.put_blob(&header, data, cold, false, placement_of(key));
+            }
+        }
+        let loc = match put {
             Ok(l) => l,
+            Err(WriteError::Store(reo_store::Error::InsufficientDevices { .. })) => {
+                return Ok(FillOutcome::Rejected("devices"));
+            }
             // A fill is optional: a full flash is a rejection, not an error.
             Err(WriteError::Full(_)) | Err(WriteError::Store(reo_store::Error::OutOfSpace { .. })) => {
                 let mut s = self.lock();
