@@ -5,9 +5,9 @@
 
 mod array;
 mod content;
+pub mod eval;
 mod flusher;
 mod histogram;
-pub mod eval;
 pub mod model;
 mod replay;
 mod report;

@@ -327,6 +327,7 @@ impl Replay {
         let total = self.flash_write_bytes();
         self.windows.push(Window {
             end_request: self.requests,
+            requests: w.requests,
             hit_ratio: ratio(w.hits, w.requests),
             byte_hit_ratio: ratio(w.hit_bytes, w.request_bytes),
             mean_latency_ms: if w.requests == 0 { 0.0 } else { w.latency_secs * 1e3 / w.requests as f64 },

@@ -10,6 +10,8 @@ use serde::Serialize;
 pub struct Window {
     /// Requests replayed up to the end of this window.
     pub end_request: u64,
+    /// Requests in this window.
+    pub requests: u64,
     pub hit_ratio: f64,
     pub byte_hit_ratio: f64,
     pub mean_latency_ms: f64,

@@ -122,9 +122,8 @@ impl Inner {
                     // would leave the other devices' columns mostly empty). A spilled blob
                     // still lives wholly on one device; only an object's blobs may then span two.
                     let first = (key % n as u64) as usize;
-                    if let Some(d) = (0..n)
-                        .map(|i| (first + i) % n)
-                        .find(|&d| !self.is_failed(d) && b.cursor[d] + sectors <= zone)
+                    if let Some(d) =
+                        (0..n).map(|i| (first + i) % n).find(|&d| !self.is_failed(d) && b.cursor[d] + sectors <= zone)
                     {
                         let start = b.cursor[d];
                         b.cursor[d] += sectors;

@@ -12,8 +12,8 @@ mod bench_store;
 mod config;
 mod crashtest;
 mod eval;
-mod replay;
 mod gen_trace;
+mod replay;
 mod serve;
 
 use clap::{Parser, Subcommand};

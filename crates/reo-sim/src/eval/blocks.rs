@@ -56,7 +56,8 @@ fn series(rows: &[&Row], names: &[String], metric: fn(&Row) -> f64) -> Vec<(Stri
     names
         .iter()
         .map(|c| {
-            let pts = rows.iter().filter(|r| &r.config == c).map(|r| (r.cache_size_pct.unwrap_or(0.0), metric(r))).collect();
+            let pts =
+                rows.iter().filter(|r| &r.config == c).map(|r| (r.cache_size_pct.unwrap_or(0.0), metric(r))).collect();
             (c.clone(), pts)
         })
         .collect()
@@ -79,7 +80,13 @@ pub fn dedup(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, S
                     "arc" => cfg.cache.policy = PolicyKind::Arc,
                     d => cfg.cache.dedup = d.parse::<DedupKind>().map_err(|e| e.to_string())?,
                 }
-                jobs.push(Job { spec: spec.clone(), cfg, workload: w.into(), cache_size_pct: Some(pct), write_ratio: None });
+                jobs.push(Job {
+                    spec: spec.clone(),
+                    cfg,
+                    workload: w.into(),
+                    cache_size_pct: Some(pct),
+                    write_ratio: None,
+                });
             }
         }
     }
@@ -90,8 +97,20 @@ pub fn dedup(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, S
         let mine: Vec<&Row> = rows.iter().filter(|r| r.workload == w).collect();
         let owned: Vec<Row> = mine.iter().map(|r| (*r).clone()).collect();
         let plots = vec![
-            Plot::line(&format!("dedup-{w}-miss-ratio"), &format!("Miss ratio, {w}"), "cache size (% of working set)", "miss ratio", series(&mine, &names, |r| 1.0 - r.hit_ratio)),
-            Plot::line(&format!("dedup-{w}-flash-writes"), &format!("Flash writes, {w}"), "cache size (% of working set)", "GiB", series(&mine, &names, |r| r.flash_write_bytes as f64 / (1u64 << 30) as f64)),
+            Plot::line(
+                &format!("dedup-{w}-miss-ratio"),
+                &format!("Miss ratio, {w}"),
+                "cache size (% of working set)",
+                "miss ratio",
+                series(&mine, &names, |r| 1.0 - r.hit_ratio),
+            ),
+            Plot::line(
+                &format!("dedup-{w}-flash-writes"),
+                &format!("Flash writes, {w}"),
+                "cache size (% of working set)",
+                "GiB",
+                series(&mine, &names, |r| r.flash_write_bytes as f64 / (1u64 << 30) as f64),
+            ),
         ];
         sections.push(Section { title: format!("Dedup, {w}"), text: table(&owned, "policy"), plots });
     }
@@ -115,7 +134,13 @@ pub fn admission(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcom
                 cfg.cache.admission = kind.parse::<AdmissionConfig>().map_err(|e| e.to_string())?;
                 cfg.cache.eviction =
                     if eviction == "gc-eviction" { EvictionMode::GcBased } else { EvictionMode::CacheBased };
-                jobs.push(Job { spec: spec.clone(), cfg, workload: "scan".into(), cache_size_pct: Some(pct), write_ratio: None });
+                jobs.push(Job {
+                    spec: spec.clone(),
+                    cfg,
+                    workload: "scan".into(),
+                    cache_size_pct: Some(pct),
+                    write_ratio: None,
+                });
             }
         }
     }
@@ -123,10 +148,29 @@ pub fn admission(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcom
     let rows: Vec<Row> = jobs.iter().zip(&reports).map(|(j, r)| row(j, r)).collect();
     let all: Vec<&Row> = rows.iter().collect();
     let plots = vec![
-        Plot::line("admission-hit-ratio", "Hit ratio by admission and eviction", "cache size (% of working set)", "hit ratio", series(&all, &names, |r| r.hit_ratio)),
-        Plot::line("admission-multiplier", "CLWA × FLWA by admission and eviction", "cache size (% of working set)", "multiplier", series(&all, &names, |r| r.multiplier.unwrap_or(0.0))),
+        Plot::line(
+            "admission-hit-ratio",
+            "Hit ratio by admission and eviction",
+            "cache size (% of working set)",
+            "hit ratio",
+            series(&all, &names, |r| r.hit_ratio),
+        ),
+        Plot::line(
+            "admission-multiplier",
+            "CLWA × FLWA by admission and eviction",
+            "cache size (% of working set)",
+            "multiplier",
+            series(&all, &names, |r| r.multiplier.unwrap_or(0.0)),
+        ),
     ];
-    Ok(Outcome { sections: vec![Section { title: "Admission and eviction (TPC-E with backup-like mix)".into(), text: table(&rows, "admission/eviction"), plots }], rows })
+    Ok(Outcome {
+        sections: vec![Section {
+            title: "Admission and eviction (TPC-E with backup-like mix)".into(),
+            text: table(&rows, "admission/eviction"),
+            plots,
+        }],
+        rows,
+    })
 }
 
 /// SDCC's selective caching.
@@ -141,15 +185,40 @@ pub fn selective(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcom
             let mut cfg = block_config(name, share(&ws, pct));
             cfg.cache.policy = PolicyKind::Clock;
             cfg.cache.admission = name.parse::<AdmissionConfig>().map_err(|e| e.to_string())?;
-            jobs.push(Job { spec: spec.clone(), cfg, workload: "oltp".into(), cache_size_pct: Some(pct), write_ratio: None });
+            jobs.push(Job {
+                spec: spec.clone(),
+                cfg,
+                workload: "oltp".into(),
+                cache_size_pct: Some(pct),
+                write_ratio: None,
+            });
         }
     }
     let reports = run_all(&jobs, progress)?;
     let rows: Vec<Row> = jobs.iter().zip(&reports).map(|(j, r)| row(j, r)).collect();
     let all: Vec<&Row> = rows.iter().collect();
     let plots = vec![
-        Plot::line("selective-hit-ratio", "Hit ratio, OLTP", "cache size (% of working set)", "hit ratio", series(&all, &names, |r| r.hit_ratio)),
-        Plot::line("selective-promotes", "Flash writes (promotes), OLTP", "cache size (% of working set)", "GiB", series(&all, &names, |r| r.flash_write_bytes as f64 / (1u64 << 30) as f64)),
+        Plot::line(
+            "selective-hit-ratio",
+            "Hit ratio, OLTP",
+            "cache size (% of working set)",
+            "hit ratio",
+            series(&all, &names, |r| r.hit_ratio),
+        ),
+        Plot::line(
+            "selective-promotes",
+            "Flash writes (promotes), OLTP",
+            "cache size (% of working set)",
+            "GiB",
+            series(&all, &names, |r| r.flash_write_bytes as f64 / (1u64 << 30) as f64),
+        ),
     ];
-    Ok(Outcome { sections: vec![Section { title: "Selective caching (SDCC watchlist)".into(), text: table(&rows, "admission"), plots }], rows })
+    Ok(Outcome {
+        sections: vec![Section {
+            title: "Selective caching (SDCC watchlist)".into(),
+            text: table(&rows, "admission"),
+            plots,
+        }],
+        rows,
+    })
 }

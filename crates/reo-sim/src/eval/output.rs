@@ -55,10 +55,10 @@ pub fn write(name: &str, out: &Path, quick: bool, outcome: &Outcome) -> Result<(
 
 fn render(p: &Plot, out: &Path) -> Result<(), String> {
     use reo_trace::plot::Chart;
-    let chart = p
-        .series
-        .iter()
-        .fold(reo_trace::plot::LineChart::new(&p.title, &p.x_label, &p.y_label), |c, (n, pts)| c.series(n, pts.clone()));
+    let chart =
+        p.series.iter().fold(reo_trace::plot::LineChart::new(&p.title, &p.x_label, &p.y_label), |c, (n, pts)| {
+            c.series(n, pts.clone())
+        });
     for ext in ["png", "svg"] {
         let path = out.join(format!("{}.{ext}", p.name));
         chart.save(&path).map_err(|e| format!("{}: {e}", path.display()))?;
