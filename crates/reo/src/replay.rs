@@ -78,6 +78,9 @@ pub struct ReplayArgs {
     /// Draw hit ratio and latency per window into FILE.png or FILE.svg.
     #[arg(long)]
     plot: Option<PathBuf>,
+    /// Bad lines skipped so far (with `--skip-bad`).
+    #[arg(skip)]
+    skipped: std::rc::Rc<std::cell::Cell<u64>>,
 }
 
 /// Parses `4GiB`, `512MiB`, `64KiB`, `1000` (bytes).
@@ -116,8 +119,16 @@ impl ReplayArgs {
         let path = self.trace.as_deref().ok_or("give a trace file or --gen SPEC")?;
         let format: Format = self.format.parse().map_err(|e| format!("--format: {e}"))?;
         let opts = ReadOptions { block_size: self.block_size, skip_bad: self.skip_bad };
-        let reader = reo_trace::open(path, format, &opts).map_err(|e| e.to_string())?;
-        Ok(Box::new(reader.map(move |r| r.map(scaled).map_err(|e| e.to_string()))))
+        let mut reader = reo_trace::open(path, format, &opts).map_err(|e| e.to_string())?;
+        let skipped = self.skipped.clone();
+        Ok(Box::new(
+            std::iter::from_fn(move || {
+                let r = reader.next();
+                skipped.set(reader.skipped());
+                r
+            })
+            .map(move |r| r.map(scaled).map_err(|e| e.to_string())),
+        ))
     }
 
     fn config(&self) -> Result<ReplayConfig, String> {
@@ -197,10 +208,14 @@ pub fn run(args: &ReplayArgs) -> Result<ExitCode, String> {
     if let Some(path) = &args.plot {
         plot(&report, path)?;
     }
+    let skipped = args.skipped.get();
     if args.json {
-        println!("{}", serde_json::to_string(&report).expect("report serializes"));
+        let mut v = serde_json::to_value(&report).expect("report serializes");
+        v["skipped_lines"] = skipped.into();
+        println!("{v}");
     } else {
         println!("{report}");
+        println!("skipped lines       {skipped}");
     }
     Ok(ExitCode::SUCCESS)
 }

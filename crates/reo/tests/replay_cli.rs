@@ -65,5 +65,6 @@ fn a_bad_trace_line_is_named_or_skipped() {
         serde_json::from_str(String::from_utf8(out.stdout).unwrap().lines().last().unwrap()).unwrap();
     assert_eq!(v["requests"], 3);
     assert_eq!(v["hits"], 1);
+    assert_eq!(v["skipped_lines"], 1);
     std::fs::remove_dir_all(&dir).unwrap();
 }
