@@ -2,27 +2,14 @@
 //! failure takes under each redundancy, write-back flushing, and the eval's result rows.
 
 use reo_cache::{FailurePlan, Redundancy};
-use reo_sim::{ArraySpec, LatencyModel, MediaKind, Replay, ReplayConfig};
+use reo_sim::{Replay, ReplayConfig};
 use reo_trace::{Op, Request};
 
+/// The experiments' base configuration with `redundancy` on `cache_bytes` of flash.
 fn cfg(name: &str, cache_bytes: u64, redundancy: Redundancy) -> ReplayConfig {
-    let mut cache = reo_cache::CacheConfig::new(0);
-    cache.policy = reo_cache::PolicyKind::Lru;
-    cache.redundancy = redundancy;
-    cache.numeric_keys = true;
-    ReplayConfig {
-        name: name.into(),
-        array: ArraySpec { devices: 5, cache_bytes, chunk_size: 64 << 10, media: MediaKind::Sim },
-        cache,
-        failures: FailurePlan::default(),
-        write_back: true,
-        dirty_high: 0.05,
-        dirty_low: 0.02,
-        window: 0,
-        object_hint: None,
-        fill: 0.85,
-        model: LatencyModel::default(),
-    }
+    let mut c = reo_sim::eval::base(name, cache_bytes);
+    c.cache.redundancy = redundancy;
+    c
 }
 
 fn get(key: u64, size: u64) -> Request {

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-pub use run::{working_set, WorkingSet};
+pub use run::{base, working_set, WorkingSet};
 
 /// The experiments, by name.
 pub const EXPERIMENTS: [&str; 6] = ["reo-normal", "reo-failures", "reo-dirty", "dedup", "admission", "selective"];
