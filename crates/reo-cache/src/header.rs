@@ -50,7 +50,23 @@ pub struct BlobHeader {
     pub user: Vec<(String, String)>,
 }
 
-impl BlobHeader {
+/// A header to encode, borrowing its strings: the write path encodes one per blob without
+/// cloning the key and metadata into a [`BlobHeader`] first.
+#[derive(Debug, Clone, Copy)]
+pub struct HeaderRef<'a> {
+    pub kind: BlobKind,
+    pub dirty: bool,
+    pub class: Class,
+    pub object_size: u64,
+    pub fragment: u32,
+    pub mtime_ns: u64,
+    pub key: &'a [u8],
+    pub etag: &'a str,
+    pub content_type: &'a str,
+    pub user: &'a [(String, String)],
+}
+
+impl HeaderRef<'_> {
     /// Encodes; the key must be ≤ 65,535 bytes, etag and content type ≤ 255 (longer ones are cut:
     /// they are hints the backend can always answer exactly).
     pub fn encode(&self) -> Vec<u8> {
@@ -86,6 +102,25 @@ impl BlobHeader {
             v.extend_from_slice(value);
         }
         v
+    }
+}
+
+impl BlobHeader {
+    /// Encodes (see [`HeaderRef::encode`]).
+    pub fn encode(&self) -> Vec<u8> {
+        HeaderRef {
+            kind: self.kind,
+            dirty: self.dirty,
+            class: self.class,
+            object_size: self.object_size,
+            fragment: self.fragment,
+            mtime_ns: self.mtime_ns,
+            key: &self.key,
+            etag: &self.etag,
+            content_type: &self.content_type,
+            user: &self.user,
+        }
+        .encode()
     }
 
     /// Decodes; `None` for anything that is not a well-formed version-1 header (never panics).

@@ -3,13 +3,17 @@
 //! The store writes a stripe's chunks to N devices at once and scans N devices at recovery; each
 //! device is served by the pool's threads so that one slow device does not serialise the others.
 //! It is a dedicated rayon pool (never the global one) so blocking I/O never starves compute.
+//! Byte-less (simulated) media complete every call at once, so for them [`IoPool::inline`]
+//! runs the jobs on the caller: handing a counter increment to another thread costs more than
+//! the increment.
 
 use std::sync::Arc;
 
 /// A pool of I/O threads. Cheap to clone.
 #[derive(Clone)]
 pub struct IoPool {
-    pool: Arc<rayon::ThreadPool>,
+    /// `None`: run every job on the calling thread.
+    pool: Option<Arc<rayon::ThreadPool>>,
 }
 
 impl IoPool {
@@ -20,7 +24,12 @@ impl IoPool {
             .thread_name(|i| format!("reo-io-{i}"))
             .build()
             .expect("cannot start the I/O thread pool");
-        IoPool { pool: Arc::new(pool) }
+        IoPool { pool: Some(Arc::new(pool)) }
+    }
+
+    /// A pool without threads: `map` runs the jobs in order on the caller.
+    pub fn inline() -> Self {
+        IoPool { pool: None }
     }
 
     /// Runs `f(i)` for every `i` in `0..n` in parallel and returns the results in order: jobs
@@ -31,11 +40,11 @@ impl IoPool {
         R: Send,
         F: Fn(usize) -> R + Sync,
     {
-        if n == 1 {
-            return vec![f(0)];
-        }
+        let Some(pool) = self.pool.as_ref().filter(|_| n > 1) else {
+            return (0..n).map(f).collect();
+        };
         let mut out: Vec<Option<R>> = (0..n).map(|_| None).collect();
-        self.pool.in_place_scope(|s| {
+        pool.in_place_scope(|s| {
             let mut slots = out.iter_mut().enumerate();
             let first = slots.next();
             for (i, slot) in slots {
@@ -49,9 +58,9 @@ impl IoPool {
         out.into_iter().map(|r| r.expect("job ran")).collect()
     }
 
-    /// Number of threads.
+    /// Number of threads (1 for an inline pool: the caller's).
     pub fn threads(&self) -> usize {
-        self.pool.current_num_threads()
+        self.pool.as_ref().map_or(1, |p| p.current_num_threads())
     }
 }
 
@@ -66,5 +75,8 @@ mod tests {
         assert_eq!(r, (0..10).map(|i| i * i).collect::<Vec<_>>());
         assert_eq!(p.map(1, |i| i + 5), vec![5]);
         assert!(p.map(0, |i| i).is_empty());
+        let inline = IoPool::inline();
+        let me = std::thread::current().id();
+        assert_eq!(inline.map(4, |i| (i, std::thread::current().id())), (0..4).map(|i| (i, me)).collect::<Vec<_>>());
     }
 }

@@ -30,19 +30,22 @@ fn main() {
     let mut r = Replay::new(cfg).unwrap();
     let zipf = Zipf::new(objects, 0.9);
     let mut rng = Rng::new(42);
-    let trace = (0..n).map(|i| {
-        let key = zipf.sample(&mut rng);
-        Ok::<_, String>(Request {
-            time_ns: i,
-            op: Op::Get,
-            key,
-            offset: 0,
-            len: size,
-            obj_size: size,
-            fingerprint: None,
+    // Generated before the clock starts: the figure is the replay's speed, not the sampler's.
+    let trace: Vec<_> = (0..n)
+        .map(|i| {
+            let key = zipf.sample(&mut rng);
+            Ok::<_, String>(Request {
+                time_ns: i,
+                op: Op::Get,
+                key,
+                offset: 0,
+                len: size,
+                obj_size: size,
+                fingerprint: None,
+            })
         })
-    });
-    r.run(trace, |_| {}).unwrap();
+        .collect();
+    r.run(trace.into_iter(), |_| {}).unwrap();
     let rep = r.finish();
     println!("{rep}");
 }

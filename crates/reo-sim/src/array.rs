@@ -180,17 +180,3 @@ impl Media for Counted {
         self.inner.write_zeros(len, offset).inspect(|_| self.wrote(len))
     }
 }
-
-/// Per-device I/O between two snapshots.
-pub fn delta(before: &[DeviceIo], after: &[DeviceIo]) -> Vec<DeviceIo> {
-    before
-        .iter()
-        .zip(after)
-        .map(|(a, b)| DeviceIo {
-            reads: b.reads - a.reads,
-            read_bytes: b.read_bytes - a.read_bytes,
-            writes: b.writes - a.writes,
-            write_bytes: b.write_bytes - a.write_bytes,
-        })
-        .collect()
-}

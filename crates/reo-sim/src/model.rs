@@ -74,6 +74,18 @@ pub struct DeviceIo {
     pub write_bytes: u64,
 }
 
+impl DeviceIo {
+    /// The I/O done between snapshot `earlier` and this one.
+    pub fn since(&self, earlier: &DeviceIo) -> DeviceIo {
+        DeviceIo {
+            reads: self.reads - earlier.reads,
+            read_bytes: self.read_bytes - earlier.read_bytes,
+            writes: self.writes - earlier.writes,
+            write_bytes: self.write_bytes - earlier.write_bytes,
+        }
+    }
+}
+
 impl LatencyModel {
     /// Seconds a device spends on `io`.
     pub fn device_secs(&self, io: &DeviceIo) -> f64 {

@@ -34,6 +34,10 @@ pub struct Queue {
 pub struct Journal {
     pub queue: Mutex<Queue>,
     pub wake: Condvar,
+    /// 0: wake the writer for the first record after it drained the queue. Otherwise records
+    /// without a waiter wake it only once this many bytes are queued — for byte-less (simulated)
+    /// media, where nothing can crash and a wake-up per record would cost more than the replay.
+    pub lazy_wake_bytes: usize,
 }
 
 /// A pending acknowledgement.
@@ -63,8 +67,13 @@ impl Journal {
         }
         // The writer sleeps only on an empty queue, so only the first record after it drained
         // the queue (or a waiter) needs to wake it: the others ride along with that wake-up.
-        let was_empty = q.records.0.is_empty();
+        let before = q.records.0.len();
         f(&mut q.records);
+        let due = if self.lazy_wake_bytes == 0 {
+            before == 0
+        } else {
+            before < self.lazy_wake_bytes && q.records.0.len() >= self.lazy_wake_bytes
+        };
         let rx = if wait {
             let (tx, rx) = mpsc::channel();
             q.waiters.push(tx);
@@ -73,7 +82,7 @@ impl Journal {
             None
         };
         drop(q);
-        if was_empty || wait {
+        if due || wait {
             self.wake.notify_one();
         }
         Ok(Pending(rx))
@@ -89,7 +98,10 @@ impl Journal {
                 return None;
             }
             if !q.records.0.is_empty() || !q.waiters.is_empty() {
-                return Some((std::mem::take(&mut q.records.0), std::mem::take(&mut q.waiters)));
+                // The next batch starts with this one's capacity: no regrowth from empty.
+                let cap = q.records.0.capacity();
+                let records = std::mem::replace(&mut q.records.0, Vec::with_capacity(cap));
+                return Some((records, std::mem::take(&mut q.waiters)));
             }
             if q.stop {
                 return None;

@@ -54,7 +54,12 @@ impl Store {
         if devices.is_empty() {
             return Err(Error::Config("no devices given".into()));
         }
-        let pool = IoPool::new(cfg.io_threads_for(devices.len()));
+        // Byte-less media finish every call at once: no thread hand-off for them.
+        let pool = if devices.iter().all(|d| !d.stores_bytes()) {
+            IoPool::inline()
+        } else {
+            IoPool::new(cfg.io_threads_for(devices.len()))
+        };
         let found: Vec<Found> = pool.map(devices.len(), |d| read_superblock(devices[d].as_ref()));
         let members: Vec<(usize, Layout, u16, u32)> = found
             .iter()
@@ -185,7 +190,7 @@ fn new_inner(layout: Layout, devices: Vec<Arc<dyn Media>>, pool: IoPool, failed:
         alloc: Mutex::new(Alloc::default()),
         next_seq: AtomicU64::new(1),
         gate: RwLock::new(()),
-        journal: Journal::default(),
+        journal: Journal { lazy_wake_bytes: if stores_bytes { 0 } else { 256 << 10 }, ..Default::default() },
         jpos: Mutex::new(JournalPos::default()),
         stats: Counters::default(),
         stores_bytes,

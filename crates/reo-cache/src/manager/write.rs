@@ -9,7 +9,7 @@ use reo_store::{Durability, Location, PutOptions, Scheme};
 use super::evict::free_all;
 use super::{frag_count, frag_len, new_entry, Cache, State};
 use crate::admission::{Decision, Request};
-use crate::header::{BlobHeader, BlobKind};
+use crate::header::{BlobHeader, BlobKind, HeaderRef};
 use crate::index::{frag_key, MAX_FRAGMENTS};
 use crate::object::{Class, MAX_OBJECT_SIZE};
 use crate::policy::InsertError;
@@ -82,17 +82,17 @@ pub struct PutReceipt {
 
 impl Cache {
     fn header(&self, key: &[u8], size: u64, frag: u32, dirty: bool, class: Class, meta: &ObjectMeta) -> Vec<u8> {
-        BlobHeader {
+        HeaderRef {
             kind: BlobKind::Fragment,
             dirty,
             class,
             object_size: size,
             fragment: frag,
             mtime_ns: meta.mtime_ns,
-            key: key.to_vec(),
-            etag: meta.etag.clone(),
-            content_type: meta.content_type.clone(),
-            user: meta.user.clone(),
+            key,
+            etag: &meta.etag,
+            content_type: &meta.content_type,
+            user: &meta.user,
         }
         .encode()
     }
@@ -259,13 +259,12 @@ impl Cache {
                 (if stale { FillOutcome::Stale } else { FillOutcome::AlreadyCached }, vec![loc])
             } else {
                 match self.policy_insert(&mut s, slot, frag, data.len() as u64) {
-                    Ok(mut evicted) => {
+                    Ok(evicted) => {
                         s.set_location(slot, frag, Some(&loc));
                         s.index.set_version_tag(slot, version_tag(&meta.etag));
                         s.admitter.on_insert(&req);
                         s.stats.cache_write_bytes += loc.len;
                         s.stats.cache_writes += 1;
-                        evicted.shrink_to_fit();
                         (FillOutcome::Admitted, evicted)
                     }
                     Err(mut evicted) => {
