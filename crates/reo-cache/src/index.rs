@@ -3,8 +3,8 @@
 //! Entries live in a slab (`Vec<Option<ObjectEntry>>`, 32 bytes a slot thanks to the thin key's
 //! niche) with a free list; a `hashbrown::HashTable<u32>` maps a key to its slot and stores only
 //! the 4-byte slot number (the key is compared in the entry, and rehashed from it on growth).
-//! Byte keys come from clients, so they are hashed with std's keyed SipHash (`RandomState`): an
-//! attacker cannot craft colliding keys to degrade the table.
+//! Byte keys come from clients, so they are hashed with a per-table secret ([`SeededKeyHasher`]):
+//! an attacker cannot craft colliding keys to degrade the table.
 //!
 //! A slot number names an object for as long as it is cached; the replacement policies and the
 //! dedup layer see *fragment keys* `slot << 24 | fragment` ([`frag_key`]), so an eviction maps back
@@ -12,11 +12,10 @@
 //! keyed by fragment key; single-fragment objects keep theirs inline in the entry.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
 
 use hashbrown::HashTable;
 
-use crate::hash::KeyBuildHasher;
+use crate::hash::{KeyBuildHasher, SeededKeyHasher};
 use crate::object::{ObjectEntry, PackedLoc};
 use crate::policy::Key;
 
@@ -48,7 +47,7 @@ pub struct ObjectIndex {
     /// Per multi-fragment object with cached fragments, by slot: (cached fragments, version tag).
     /// The tag (a hash of the ETag) keeps fragments of two versions of an object from mixing.
     frag_counts: HashMap<u32, (u32, u32), KeyBuildHasher>,
-    hasher: RandomState,
+    hasher: SeededKeyHasher,
 }
 
 impl ObjectIndex {
@@ -56,8 +55,8 @@ impl ObjectIndex {
         Self::default()
     }
 
-    fn hash(hasher: &RandomState, key: &[u8]) -> u64 {
-        hasher.hash_one(key)
+    fn hash(hasher: &SeededKeyHasher, key: &[u8]) -> u64 {
+        hasher.hash(key)
     }
 
     /// Slot of `key`.
