@@ -72,7 +72,14 @@ impl HeaderRef<'_> {
     pub fn encode(&self) -> Vec<u8> {
         let etag = clip(self.etag.as_bytes());
         let ct = clip(self.content_type.as_bytes());
-        let mut v = Vec::with_capacity(32 + self.key.len() + etag.len() + ct.len());
+        // Exact size: a put encodes one header per blob, and a regrowth would double its cost.
+        let user: usize = self
+            .user
+            .iter()
+            .take(255)
+            .map(|(n, v)| 3 + clip(n.as_bytes()).len() + v.len().min(u16::MAX as usize))
+            .sum();
+        let mut v = Vec::with_capacity(33 + self.key.len().min(u16::MAX as usize) + etag.len() + ct.len() + user);
         v.extend_from_slice(MAGIC);
         v.push(VERSION);
         v.push(match self.kind {
@@ -218,6 +225,14 @@ mod tests {
         assert_eq!(BlobHeader::decode(&h.encode()), Some(h));
         let c = BlobHeader { kind: BlobKind::Content, dirty: false, class: Class::Hot, ..sample() };
         assert_eq!(BlobHeader::decode(&c.encode()), Some(c));
+    }
+
+    #[test]
+    fn encoding_allocates_exactly_once() {
+        for h in [sample(), BlobHeader { user: Vec::new(), etag: String::new(), ..sample() }] {
+            let b = h.encode();
+            assert_eq!(b.len(), b.capacity(), "the size is computed up front");
+        }
     }
 
     #[test]

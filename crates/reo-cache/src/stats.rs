@@ -55,6 +55,9 @@ pub struct CacheStats {
     /// race, a flush rewrite that found the object moved). Included in device bytes, not in cache
     /// writes.
     pub wasted_write_bytes: u64,
+    /// Flushed dirty objects dropped from the cache because their clean copy found no room (the
+    /// flash full of dirty or pinned data); the backend holds them.
+    pub flushed_dropped: u64,
     /// Clean fragments dropped because their devices failed (refetched on demand).
     pub lost_clean_fragments: u64,
     /// Dirty fragments found unreadable beyond their redundancy: data-loss events.

@@ -354,3 +354,33 @@ fn relocated_dirty_data_still_flushes_and_lost_dirty_data_is_reported() {
     );
     assert!(c.info(b"d").unwrap().dirty, "still dirty: the loss stays visible");
 }
+
+/// A flash full of dirty data still drains: a flush whose clean copy finds no room drops the
+/// object (the backend holds it) instead of failing forever, and writes are accepted again.
+#[test]
+fn flushing_a_flash_full_of_dirty_data_frees_it() {
+    let devs = devices(4, 24);
+    let c = open(&devs, cfg(64 << 20));
+    let d = content(3, FRAG as usize);
+    let mut acked = Vec::new();
+    for i in 0..10_000u64 {
+        match c.put(format!("b/d{i}").as_bytes(), &d, &meta(), true, i) {
+            Ok(r) => acked.push((format!("b/d{i}"), r.version)),
+            Err(reo_cache::WriteError::Full(_)) => break,
+            Err(e) => panic!("put {i}: {e}"),
+        }
+    }
+    assert!(acked.len() > 10 && acked.len() < 10_000, "the flash filled with dirty data ({} puts)", acked.len());
+    assert!(c.put(b"b/late", &d, &meta(), true, 20_000).is_err(), "full of dirty data: refused");
+    let mut dropped = 0;
+    for (k, v) in &acked {
+        assert!(c.mark_clean(k.as_bytes(), *v).unwrap(), "{k}: flushed objects leave the dirty set");
+        if c.info(k.as_bytes()).is_none() {
+            dropped += 1;
+        }
+    }
+    assert!(dropped > 0, "the first flushes had no room for a clean copy");
+    assert_eq!(c.stats().flushed_dropped, dropped);
+    assert!(c.dirty_keys().is_empty());
+    c.put(b"b/late", &d, &meta(), true, 20_001).expect("room again after the flush");
+}

@@ -18,10 +18,12 @@ impl Default for Histogram {
 
 impl Histogram {
     fn bucket(us: f64) -> usize {
-        let v = us.max(1.0);
-        let exp = v.log2().floor() as u32;
-        let frac = v / 2f64.powi(exp as i32) - 1.0; // [0, 1)
-        (exp * SUB + (frac * SUB as f64) as u32).min(64 * SUB - 1) as usize
+        // floor(log2 v) is the binary exponent and the top 4 mantissa bits are floor(16 · frac):
+        // read them from the bits (once per replayed request, so no log2/powi).
+        let bits = us.max(1.0).to_bits();
+        let exp = ((bits >> 52) & 0x7ff) - 1023;
+        let sub = (bits >> (52 - SUB.trailing_zeros())) & u64::from(SUB - 1);
+        (exp * u64::from(SUB) + sub).min(u64::from(64 * SUB - 1)) as usize
     }
 
     fn value(bucket: usize) -> f64 {
@@ -53,6 +55,18 @@ impl Histogram {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn bucket_matches_log2_definition() {
+        for v in [1.0f64, 1.03, 1.0625, 1.99, 2.0, 3.0, 1000.0, 123_456.7, 1e12, 1e300] {
+            let exp = v.log2().floor();
+            let frac = v / 2f64.powf(exp) - 1.0;
+            let want = ((exp as u64) * 16 + (frac * 16.0) as u64).min(64 * 16 - 1) as usize;
+            assert_eq!(super::Histogram::bucket(v), want, "{v}");
+        }
+        assert_eq!(super::Histogram::bucket(0.2), 0);
+        assert_eq!(super::Histogram::bucket(f64::NAN), 0);
+        assert_eq!(super::Histogram::bucket(f64::INFINITY), 64 * 16 - 1);
+    }
     use super::*;
 
     #[test]

@@ -100,3 +100,22 @@ fn eval_rows_carry_the_named_fields() {
     assert!(std::fs::read_to_string(dir.join("report.md")).unwrap().contains("| watchlist |"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A miss costs the client the backend fetch and the network, not the flash write of the fill
+/// (the gateway admits after replying): one cold miss's latency is exactly the model's
+/// backend + network time.
+#[test]
+fn a_miss_is_not_charged_the_fill_write() {
+    let c = cfg("reo-20%", 400 << 20, Redundancy::default());
+    let model = c.model;
+    let rep = run(c, vec![get(1, SIZE)]);
+    assert_eq!(rep.hits, 0);
+    assert!(rep.flash_write_bytes >= SIZE, "the miss was admitted");
+    let want = model.backend_secs(1, SIZE) + model.network_secs(SIZE);
+    assert!(
+        (rep.mean_latency_ms - want * 1e3).abs() < 1e-9,
+        "latency {} ms, backend + network {} ms",
+        rep.mean_latency_ms,
+        want * 1e3
+    );
+}

@@ -65,7 +65,8 @@ impl Inner {
     pub(crate) fn read_verified(&self, loc: &Location, from: u64, to: u64) -> Result<Vec<u8>> {
         let shape = self.shape(loc);
         let rows: Vec<Row> = shape.rows_between(loc.start as u64, from, to).collect();
-        let (want, spans) = self.wanted(loc, &shape, &rows, from, to);
+        let (mut want, mut spans) = (Vec::new(), Vec::new());
+        self.wanted_into(loc, &shape, &rows, from, to, &mut want, Some(&mut spans));
         // Stripes with a wanted chunk on a failed device: fetch the columns that rebuild it in
         // the same round (`rs` only), instead of a second round after this one.
         let extra = self.prefetch_columns(loc, &shape, &rows, &want);
@@ -114,20 +115,25 @@ impl Inner {
         Ok(out)
     }
 
-    /// Pass 1 of a read: the data chunks overlapping blob bytes `[from, to)`, in blob order,
-    /// each with the part of its body the caller wants: (x, y, a) = blob bytes [x, y) of the
-    /// chunk starting at blob byte a.
-    pub(crate) fn wanted(
+    /// Pass 1 of a read: the data chunks overlapping blob bytes `[from, to)`, in blob order, and
+    /// if asked for, each one's part the caller wants: (x, y, a) = blob bytes [x, y) of the chunk
+    /// starting at blob byte a. Into caller-owned buffers (cleared first), so sized reads reuse them.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn wanted_into(
         &self,
         loc: &Location,
         shape: &Shape,
         rows: &[Row],
         from: u64,
         to: u64,
-    ) -> (Vec<Want>, Vec<(u64, u64, u64)>) {
+        want: &mut Vec<Want>,
+        mut spans: Option<&mut Vec<(u64, u64, u64)>>,
+    ) {
         let g = shape.geom;
-        let mut want: Vec<Want> = Vec::new();
-        let mut spans: Vec<(u64, u64, u64)> = Vec::new();
+        want.clear();
+        if let Some(s) = spans.as_deref_mut() {
+            s.clear();
+        }
         for (ri, row) in rows.iter().enumerate() {
             let body = row.body() as u64;
             for s in 0..g.stripes_per_row {
@@ -137,12 +143,13 @@ impl Inner {
                     let b = (a + body).min(row.data_off + row.data_len);
                     if a < b && a < to && b > from {
                         want.push((self.chunk_at(loc, shape, row, s, c), ri, j));
-                        spans.push((a.max(from), b.min(to), a));
+                        if let Some(spans) = spans.as_deref_mut() {
+                            spans.push((a.max(from), b.min(to), a));
+                        }
                     }
                 }
             }
         }
-        (want, spans)
     }
 
     /// For `rs` blobs, the (row, stripe, column) of the chunks that rebuild the wanted chunks on

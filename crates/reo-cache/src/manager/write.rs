@@ -497,11 +497,27 @@ impl Cache {
     /// The flusher wrote version `version` of `key` (from [`PutReceipt`] or [`Cache::dirty_keys`])
     /// to the backend: the object becomes clean and its blobs move to the clean scheme (the extra
     /// replicas of dirty data are dropped). Returns false if the object changed since (a newer
-    /// write is still dirty), is gone, or moved under the rewrite (the flusher retries later).
+    /// write is still dirty), is gone, is pinned and found no room, or (with dedup) moved under
+    /// the rewrite (the flusher retries later).
+    ///
+    /// When the clean copy finds no room, or keeps losing races with the cleaner (a flash under
+    /// pressure), the object is dropped from the cache instead: the backend holds it, and a flush
+    /// must always free space.
     pub fn mark_clean(&self, key: &[u8], version: u64) -> Result<bool, WriteError> {
-        let Some((slot, old)) = self.dirty_fragments(&self.lock(), key, version)? else { return Ok(false) };
+        for _ in 0..4 {
+            match self.rewrite_clean(key, version)? {
+                Some(done) => return Ok(done),
+                None => continue, // moved under the rewrite
+            }
+        }
+        Ok(self.drop_flushed(key, version))
+    }
+
+    /// One attempt of [`Cache::mark_clean`]: `None` if a blob moved under the rewrite.
+    fn rewrite_clean(&self, key: &[u8], version: u64) -> Result<Option<bool>, WriteError> {
+        let Some((slot, old)) = self.dirty_fragments(&self.lock(), key, version)? else { return Ok(Some(false)) };
         if self.lock().dedup.is_some() {
-            return self.mark_clean_into_dedup(key, slot, version, &old);
+            return self.mark_clean_into_dedup(key, slot, version, &old).map(Some);
         }
         // Clean now: hot (parity) or cold (isolated) by its H, or the class a command set.
         let class = {
@@ -527,7 +543,15 @@ impl Cache {
                     // Relocated by the cleaner meanwhile: try again later.
                     self.lock().stats.wasted_write_bytes += new.iter().map(|l| l.len).sum::<u64>();
                     free_all(&self.store, &new, Durability::None);
-                    return Ok(false);
+                    return Ok(None);
+                }
+                Err(WriteError::Full(_)) | Err(WriteError::Store(reo_store::Error::OutOfSpace { .. })) => {
+                    // The flash is full of dirty (or pinned) data, so the clean copy has no room.
+                    // The object is safe in the backend now: drop its dirty replicas instead, so
+                    // that flushing always frees space (else a flash full of dirty data could
+                    // never drain, and every fill and put after it would be refused).
+                    free_all(&self.store, &new, Durability::None);
+                    return Ok(Some(self.drop_flushed(key, version)));
                 }
                 Err(e) => {
                     free_all(&self.store, &new, Durability::None);
@@ -540,9 +564,11 @@ impl Cache {
             matches!(self.dirty_fragments(&s, key, version), Ok(Some((sl, ref now))) if sl == slot && *now == old);
         if !still {
             s.stats.wasted_write_bytes += new.iter().map(|l| l.len).sum::<u64>();
+            let rewritten = !matches!(self.dirty_fragments(&s, key, version), Ok(Some(_)));
             drop(s);
             free_all(&self.store, &new, Durability::None);
-            return Ok(false);
+            // A newer write (or a delete) replaced this version: done; else it moved: retry.
+            return Ok(if rewritten { Some(false) } else { None });
         }
         for (f, l) in new.iter().enumerate() {
             s.set_location(slot, f as u32, Some(l));
@@ -553,7 +579,24 @@ impl Cache {
         e.set_class(class);
         drop(s);
         free_all(&self.store, &old, Durability::Sync);
-        Ok(true)
+        Ok(Some(true))
+    }
+
+    /// Forgets a flushed dirty object whose clean copy found no room; false if it is no longer
+    /// dirty at `version` or is pinned by a live lease (it then stays dirty; the flusher retries).
+    fn drop_flushed(&self, key: &[u8], version: u64) -> bool {
+        let mut s = self.lock();
+        let Ok(Some((slot, _))) = self.dirty_fragments(&s, key, version) else { return false };
+        let leased = s.index.get(slot).is_some_and(|e| e.pinned()) && s.pins.get(&slot).is_some_and(|&t| t > s.now);
+        if leased {
+            return false;
+        }
+        s.stats.flushed_dropped += 1;
+        let locs = self.forget_object(&mut s, slot);
+        drop(s);
+        // Durable frees: the dropped dirty version must not come back as dirty after a crash.
+        free_all(&self.store, &locs, Durability::Sync);
+        true
     }
 
     /// `mark_clean` with dedup on: the flushed fragments enter the dedup cache (written once if
