@@ -8,7 +8,10 @@
 //! least 32 of them (4–64 MiB).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 use std::sync::Arc;
 
 use reo_media::{FileMedia, FileOptions, Media, SimMedia};
@@ -72,6 +75,7 @@ impl ArraySpec {
             ..Default::default()
         };
         let mut counted = Vec::new();
+        let ops = Arc::new(AtomicU64::new(0));
         for d in 0..self.devices {
             let media: Arc<dyn Media> = match &self.media {
                 MediaKind::Sim => Arc::new(SimMedia::new(len)),
@@ -83,7 +87,7 @@ impl ArraySpec {
                     Arc::new(FileMedia::open(&path, &opts).map_err(|e| format!("{}: {e}", path.display()))?)
                 }
             };
-            counted.push(Arc::new(Counted::new(media)));
+            counted.push(Arc::new(Counted::new(media, ops.clone())));
         }
         let devs: Vec<Arc<dyn Media>> = counted.iter().map(|c| c.clone() as Arc<dyn Media>).collect();
         let (store, _) = Store::open(devs, &cfg).map_err(|e| format!("cannot create the array: {e}"))?;
@@ -102,13 +106,16 @@ impl ArraySpec {
                 Arc::new(FileMedia::open(&path, &opts).map_err(|e| format!("{}: {e}", path.display()))?)
             }
         };
-        Ok(Arc::new(Counted::new(media)))
+        Ok(Arc::new(Counted::new(media, like.array_ops.clone())))
     }
 }
 
 /// A device that counts its I/O (reads, writes, bytes) on top of any media.
 pub struct Counted {
     inner: Arc<dyn Media>,
+    /// I/Os of the whole array, shared by its devices: the replay looks at every device's
+    /// counters only when this moved (three looks a request, most of them finding nothing).
+    array_ops: Arc<AtomicU64>,
     reads: AtomicU64,
     read_bytes: AtomicU64,
     writes: AtomicU64,
@@ -116,9 +123,11 @@ pub struct Counted {
 }
 
 impl Counted {
-    pub fn new(inner: Arc<dyn Media>) -> Counted {
+    /// Counts `inner`'s I/O, and every I/O also in `array_ops` (shared by the array's devices).
+    pub fn new(inner: Arc<dyn Media>, array_ops: Arc<AtomicU64>) -> Counted {
         Counted {
             inner,
+            array_ops,
             reads: AtomicU64::new(0),
             read_bytes: AtomicU64::new(0),
             writes: AtomicU64::new(0),
@@ -136,14 +145,21 @@ impl Counted {
         }
     }
 
+    /// I/Os of the whole array so far (see [`Counted::new`]).
+    pub fn array_ops(&self) -> u64 {
+        self.array_ops.load(Acquire)
+    }
+
     fn read(&self, len: usize) {
         self.reads.fetch_add(1, Relaxed);
         self.read_bytes.fetch_add(len as u64, Relaxed);
+        self.array_ops.fetch_add(1, Release);
     }
 
     fn wrote(&self, len: usize) {
         self.writes.fetch_add(1, Relaxed);
         self.write_bytes.fetch_add(len as u64, Relaxed);
+        self.array_ops.fetch_add(1, Release);
     }
 }
 

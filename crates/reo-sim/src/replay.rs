@@ -95,6 +95,8 @@ pub struct Replay {
     window: WindowAcc,
     windows: Vec<Window>,
     io: Vec<DeviceIo>,
+    /// The array's I/O count when `io` was taken.
+    io_ops: u64,
 }
 
 #[derive(Default)]
@@ -117,8 +119,10 @@ impl Replay {
         let cache = Cache::open(store.clone(), cfg.cache.clone())?;
         let cap = cfg.cache.capacity_bytes as f64;
         let flusher = Flusher::new((cap * cfg.dirty_high) as u64, (cap * cfg.dirty_low) as u64);
+        let io_ops = devices.first().map_or(0, |d| d.array_ops());
         let io = devices.iter().map(|d| d.io()).collect();
         Ok(Replay {
+            io_ops,
             dedup: cfg.cache.dedup != reo_cache::DedupKind::Off,
             plan: cfg.failures.clone(),
             contents: Contents::new(64 << 20),
@@ -171,6 +175,12 @@ impl Replay {
     fn device_secs(&mut self) -> f64 {
         // Twice per request: in place, without allocating.
         let mut secs = 0.0f64;
+        // Taken before the counters: an I/O racing with the look is seen now or next time.
+        let ops = self.devices.first().map_or(0, |d| d.array_ops());
+        if ops == self.io_ops {
+            return secs;
+        }
+        self.io_ops = ops;
         for (dev, last) in self.devices.iter().zip(self.io.iter_mut()) {
             let now = dev.io();
             // Most requests touch one device: skip the arithmetic for the others.

@@ -271,6 +271,10 @@ impl Inner {
     /// Health of a blob from the failed-device set alone: lost when a chunk holding data is on
     /// a failed device and its stripe cannot rebuild it.
     pub(crate) fn health(&self, loc: &Location) -> BlobHealth {
+        if self.all_up() {
+            // Every put asks: with no device failed or rebuilding, nothing can be down.
+            return BlobHealth::Healthy;
+        }
         let shape = self.shape(loc);
         let g = shape.geom;
         let mut worst = BlobHealth::Healthy;

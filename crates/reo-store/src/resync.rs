@@ -135,6 +135,11 @@ impl Default for ResyncCell {
 }
 
 impl Inner {
+    /// No device failed or being rebuilt: [`Inner::down`] is false for every device and blob.
+    pub(crate) fn all_up(&self) -> bool {
+        self.resync.device().is_none() && (0..self.n()).all(|d| !self.is_failed(d))
+    }
+
     /// Is device `d` unusable for blob `seq`: failed, or being rebuilt and this blob's chunk on
     /// it not restored yet.
     pub(crate) fn down(&self, d: usize, seq: u64) -> bool {

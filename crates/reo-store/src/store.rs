@@ -8,7 +8,7 @@
 //! which a checkpoint takes in write mode for the instant it snapshots the state, so a checkpoint
 //! always equals "all queued records applied".
 
-use crate::band::{Band, BandState};
+use crate::band::{Band, BandState, SeqHasher};
 use crate::bufpool::BufPool;
 use crate::error::{Error, Result};
 use crate::geometry::Shape;
@@ -19,6 +19,7 @@ use crate::stats::{Counters, StoreStats};
 use crate::superblock::Layout;
 use reo_media::{IoPool, Media};
 use std::collections::{HashMap, VecDeque};
+use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
@@ -112,7 +113,8 @@ pub struct BandInfo {
 /// Allocation state: the open band of each scheme and the free bands.
 #[derive(Default)]
 pub(crate) struct Alloc {
-    pub open: HashMap<Scheme, u32>,
+    // A handful of schemes, looked up on every put: a multiply hash, not SipHash.
+    pub open: HashMap<Scheme, u32, BuildHasherDefault<SeqHasher>>,
     pub free: VecDeque<u32>,
 }
 

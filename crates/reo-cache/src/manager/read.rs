@@ -4,6 +4,15 @@
 use reo_store::{Error as StoreError, Location};
 
 use super::dedup::ContentRef;
+use std::cell::Cell;
+
+/// Per fragment of a get: (start, end, fragment, its own blob, or its dedup content).
+type Step = (u64, u64, u32, Option<Location>, Option<ContentRef>);
+
+thread_local! {
+    /// The plan buffer of this thread's last get (taken while in use, so never shared).
+    static PLAN: Cell<Vec<Step>> = const { Cell::new(Vec::new()) };
+}
 use super::{frag_len, Cache, State};
 use crate::index::frag_key;
 use crate::manager::write::WriteError;
@@ -108,9 +117,9 @@ impl Cache {
             return Ok(GetResult { size: Some(size), token: s.epoch, pieces: Vec::new() });
         }
         s.stats.request_bytes += end - start;
-        // Per fragment: (start, end, fragment, its own blob, or its dedup content).
-        type Step = (u64, u64, u32, Option<Location>, Option<ContentRef>);
-        let mut plan: Vec<Step> = Vec::new();
+        // Reused across gets (every request plans; the simulator makes millions).
+        let mut plan = PLAN.take();
+        plan.clear();
         for f in (start / fs) as u32..=((end - 1) / fs) as u32 {
             let (fstart, fend) = (u64::from(f) * fs, (u64::from(f) + 1) * fs);
             let loc = s.location(slot, f, fs);
@@ -145,7 +154,7 @@ impl Cache {
         let mut hit_bytes = 0;
         let mut raced = 0;
         let mut dedup_hits = 0;
-        for (a, b, f, loc, content) in plan {
+        for &(a, b, f, loc, content) in &plan {
             let fbase = u64::from(f) * fs;
             let data = match loc {
                 None => content.and_then(|c| {
@@ -183,6 +192,7 @@ impl Cache {
             }
             pieces.push(Piece { start: a, end: b, data });
         }
+        PLAN.set(plan);
         let mut s = self.lock();
         s.stats.raced_reads += raced;
         s.stats.dedup_hits += dedup_hits;
