@@ -38,6 +38,10 @@ pub struct ServeConfig {
     pub promote_bps: u64,
     /// Whether `/metrics` answers unsigned requests.
     pub anonymous_metrics: bool,
+    /// Unflushed bytes beyond which writes get 503 SlowDown (default: half the cache).
+    pub dirty_limit: Option<u64>,
+    /// Backend outage after which writes get 503 SlowDown.
+    pub backend_down_slowdown_after: std::time::Duration,
 }
 
 fn random_string(len: usize, alphabet: &[u8]) -> Result<String, String> {
@@ -130,6 +134,16 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         tracing::info!("resuming the flush of {n} unflushed objects ({bytes} bytes)");
     }
     gw.set_flush_delay(cfg.flush_delay);
+    if let Some(limit) = cfg.dirty_limit {
+        let cap = gw.cache.config().capacity_bytes;
+        if limit > cap {
+            return Err(format!(
+                "flush.dirty_limit: {limit} bytes is more than the cache's capacity ({cap} bytes on these devices)"
+            ));
+        }
+        gw.set_dirty_limit(limit);
+    }
+    gw.health.set_slowdown_after(cfg.backend_down_slowdown_after);
     gw.set_policies(cfg.policies.clone());
     let flusher = Flusher::start(gw.clone());
     let hints = crate::hints::engine::HintEngine::start(gw.clone(), &cfg.data_dir.join("state"), cfg.promote_bps)?;

@@ -3,6 +3,8 @@
 //! stripe lock (so a concurrent delete or overwrite is ordered with it); failures are retried
 //! with exponential backoff (100 ms doubling to 30 s) and counted. An optional flush delay lets
 //! an object age before it is written (rewrites within the delay cost one backend write).
+//! Backend write failures mark the backend down and the next success marks it up again
+//! ([`super::outage`]); a wake-up (a write, `reo admin flush`) retries at once.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -63,6 +65,9 @@ fn run(gw: &Gateway) {
                 Ok(()) => {}
                 Err(e) => {
                     // Try the others too (one bad object must not hold back the rest), then back off.
+                    if let FlushError::Backend(m) = &e {
+                        gw.health.record_failure(m);
+                    }
                     tracing::warn!("flushing {ck:?} failed (retrying in {backoff:?}): {e}");
                     gw.counters.lock().unwrap_or_else(|e| e.into_inner()).flush_errors += 1;
                     failed = true;
@@ -80,20 +85,40 @@ fn run(gw: &Gateway) {
     }
 }
 
+/// Why an object was not flushed.
+#[derive(Debug)]
+enum FlushError {
+    /// The backend refused or failed the write (counts towards "down").
+    Backend(String),
+    /// The cache could not read the object or mark it clean.
+    Local(String),
+}
+
+impl std::fmt::Display for FlushError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FlushError::Backend(m) => write!(f, "backend: {m}"),
+            FlushError::Local(m) => write!(f, "{m}"),
+        }
+    }
+}
+
 /// Writes one pending object to the backend and marks it clean.
-fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), String> {
+fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
+    use FlushError::Local;
     let _g = gw.stripe(ck);
     let Some(p) = gw.pending().map.get(ck).cloned() else { return Ok(()) };
     if p.version != version {
         return Ok(()); // overwritten since the snapshot: the next round takes the new version
     }
     debug_assert_eq!(cache_key(&p.bucket, &p.key), ck);
-    let r = gw.cache.get(ck.as_bytes(), 0, u64::MAX, now_ns()).map_err(|e| e.to_string())?;
+    let r = gw.cache.get(ck.as_bytes(), 0, u64::MAX, now_ns()).map_err(|e| Local(e.to_string()))?;
     if !r.is_hit() && p.info.size > 0 {
-        return Err(format!("unflushed object {ck:?} is not fully on flash"));
+        return Err(Local(format!("unflushed object {ck:?} is not fully on flash")));
     }
     let data: Vec<u8> = r.pieces.into_iter().flat_map(|x| x.data.unwrap_or_default()).collect();
-    gw.backend.put(&p.bucket, &p.key, &data, &p.info).map_err(|e| e.to_string())?;
+    gw.backend.put(&p.bucket, &p.key, &data, &p.info).map_err(|e| FlushError::Backend(e.to_string()))?;
+    gw.health.record_success();
     let clean = match gw.cache.mark_clean(ck.as_bytes(), version) {
         Ok(c) => c,
         // Rewriting into the clean scheme needs free flash; with none left (everything dirty) the
@@ -103,7 +128,7 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), String> {
             gw.cache.delete(ck.as_bytes());
             true
         }
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(Local(e.to_string())),
     };
     if clean {
         let mut pend = gw.pending();
