@@ -1,10 +1,12 @@
 //! The flusher: a thread that writes unflushed (dirty) objects to the backend, then marks them
 //! clean in the cache and forgets their pending record. One object at a time, under the key's
 //! stripe lock (so a concurrent delete or overwrite is ordered with it); failures are retried
-//! with exponential backoff (100 ms doubling to 30 s) and counted. An optional flush delay lets
-//! an object age before it is written (rewrites within the delay cost one backend write).
+//! with exponential backoff (100 ms doubling to 30 s) and counted. While the backend's own I/O
+//! fails, a round stops at its first such failure (one probe per backoff, not one per object).
 //! Backend write failures mark the backend down and the next success marks it up again
-//! ([`super::outage`]); a wake-up (a write, `reo admin flush`) retries at once.
+//! ([`super::outage`]); a wake-up (a write, `reo admin flush`) retries at once. An optional
+//! flush delay lets an object age before it is written (rewrites within it cost one backend
+//! write).
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -12,6 +14,7 @@ use std::time::Duration;
 
 use super::pending::cache_key;
 use super::{now_ns, Gateway};
+use crate::backend::BackendError;
 
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
@@ -64,13 +67,17 @@ fn run(gw: &Gateway) {
             match flush_one(gw, &ck, version) {
                 Ok(()) => {}
                 Err(e) => {
-                    // Try the others too (one bad object must not hold back the rest), then back off.
-                    if let FlushError::Backend(m) = &e {
-                        gw.health.record_failure(m);
+                    if let FlushError::Backend(b) = &e {
+                        gw.health.record_failure(&b.to_string());
                     }
                     tracing::warn!("flushing {ck:?} failed (retrying in {backoff:?}): {e}");
                     gw.counters.lock().unwrap_or_else(|e| e.into_inner()).flush_errors += 1;
                     failed = true;
+                    // The backend's own I/O failed: the rest would fail alike; probe again after
+                    // the backoff. Otherwise try the others (one bad object must not hold them back).
+                    if matches!(e, FlushError::Backend(BackendError::Io(_))) {
+                        break;
+                    }
                 }
             }
         }
@@ -89,7 +96,7 @@ fn run(gw: &Gateway) {
 #[derive(Debug)]
 enum FlushError {
     /// The backend refused or failed the write (counts towards "down").
-    Backend(String),
+    Backend(BackendError),
     /// The cache could not read the object or mark it clean.
     Local(String),
 }
@@ -97,7 +104,7 @@ enum FlushError {
 impl std::fmt::Display for FlushError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            FlushError::Backend(m) => write!(f, "backend: {m}"),
+            FlushError::Backend(e) => write!(f, "backend: {e}"),
             FlushError::Local(m) => write!(f, "{m}"),
         }
     }
@@ -117,7 +124,7 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
         return Err(Local(format!("unflushed object {ck:?} is not fully on flash")));
     }
     let data: Vec<u8> = r.pieces.into_iter().flat_map(|x| x.data.unwrap_or_default()).collect();
-    gw.backend.put(&p.bucket, &p.key, &data, &p.info).map_err(|e| FlushError::Backend(e.to_string()))?;
+    gw.backend.put(&p.bucket, &p.key, &data, &p.info).map_err(FlushError::Backend)?;
     gw.health.record_success();
     let clean = match gw.cache.mark_clean(ck.as_bytes(), version) {
         Ok(c) => c,
