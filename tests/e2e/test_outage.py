@@ -6,6 +6,7 @@ left; after the backend is restored every acknowledged object reaches it byte-ex
 accepted again."""
 
 import os
+import threading
 import unittest
 
 from botocore.exceptions import ClientError
@@ -126,6 +127,45 @@ class OutageTest(unittest.TestCase):
         s3.put_object(Bucket="down", Key="refused", Body=b"now accepted")
         admin(BIN, srv, "flush", "--timeout", "60s")
         self.assertEqual(backend_bytes(srv, "down", "refused"), b"now accepted")
+
+    def test_rewrites_through_an_outage_end_with_the_last_version(self):
+        srv, s3, outage = self.down_after_a_first_flush('[flush]\nbackend_down_slowdown_after = "1h"\n', "rewrites")
+        outage.up()  # the writer starts with the backend up
+        last, acks, errors, stop = {}, [0], [], threading.Event()
+
+        def writer():
+            c = srv.client()
+            i = 0
+            while not stop.is_set():
+                key, body = f"k{i % 7}", os.urandom(20_000 + 997 * (i % 13))
+                try:
+                    c.put_object(Bucket="rewrites", Key=key, Body=body)
+                    last[key] = body
+                    acks[0] += 1
+                except Exception as e:  # noqa: BLE001 - every failure is a finding
+                    errors.append(repr(e))
+                i += 1
+
+        t = threading.Thread(target=writer)
+        t.start()
+        try:
+            wait_for(lambda: acks[0] >= 20, "writes before the outage")
+            outage.down()
+            wait_for(lambda: not status(srv)["backend"]["up"], "the flusher to see the outage")
+            n = acks[0]
+            wait_for(lambda: acks[0] >= n + 30, "writes during the outage")
+            outage.up()
+            n = acks[0]
+            wait_for(lambda: acks[0] >= n + 20, "writes after the outage")
+        finally:
+            stop.set()
+            t.join(timeout=60)
+        self.assertEqual(errors, [])
+        admin(BIN, srv, "flush", "--timeout", "60s")
+        self.assertTrue(status(srv)["backend"]["up"])
+        for key, body in last.items():
+            self.assertEqual(backend_bytes(srv, "rewrites", key), body, f"{key}: not the last acknowledged version")
+            self.assertEqual(s3.get_object(Bucket="rewrites", Key=key)["Body"].read(), body)
 
 
 if __name__ == "__main__":
