@@ -11,7 +11,7 @@ import unittest
 
 from botocore.exceptions import ClientError
 
-from reoapi import admin, call, put_until_refused, wait_for
+from reoapi import admin, call, metric, put_until_refused, wait_for
 from server import Server
 
 BIN = os.environ.get("REO_BIN", "target/debug/reo")
@@ -86,6 +86,8 @@ class OutageTest(unittest.TestCase):
         self.assertIn("unavailable", s["backend"]["last_error"])
         self.assertFalse(s["backend"]["slowing_down"])
         self.assertEqual(s["dirty_objects"], 8)
+        self.assertEqual((metric(srv, "reo_backend_up"), metric(srv, "reo_backend_slowing_down")), (0, 0))
+        self.assertGreater(metric(srv, "reo_backend_flush_failures_total"), 0)
         # reo admin flush with a deadline gives up, saying what is left and why.
         p = admin(BIN, srv, "flush", "--timeout", "2s", check=False)
         self.assertEqual(p.returncode, 1, p.stderr)
@@ -99,6 +101,7 @@ class OutageTest(unittest.TestCase):
         for k, body in acked.items():
             self.assertEqual(backend_bytes(srv, "out", k), body, k)
         self.assertTrue(status(srv)["backend"]["up"])
+        self.assertEqual(metric(srv, "reo_backend_up"), 1)
         s3.put_object(Bucket="out", Key="after", Body=b"accepted again")
         self.assertEqual(s3.get_object(Bucket="out", Key="after")["Body"].read(), b"accepted again")
 
