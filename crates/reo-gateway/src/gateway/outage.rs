@@ -139,10 +139,7 @@ impl Gateway {
                 }
                 Ok(())
             }
-            Err(BackendError::Io(m))
-                if self.health.lock().known_buckets.contains(bucket)
-                    || !self.pending().in_bucket(bucket, "").is_empty() =>
-            {
+            Err(BackendError::Io(m)) if self.assume_bucket_exists(bucket) => {
                 tracing::debug!("bucket {bucket:?} taken as existing while the backend cannot answer: {m}");
                 Ok(())
             }
@@ -153,6 +150,12 @@ impl Gateway {
                 Err(backend_err(e))
             }
         }
+    }
+
+    /// Whether `bucket` was seen to exist or holds unflushed objects.
+    fn assume_bucket_exists(&self, bucket: &str) -> bool {
+        let known = self.health.lock().known_buckets.contains(bucket);
+        known || self.pending().any_in_bucket(bucket)
     }
 
     /// The bucket is gone (deleted, or the backend says it does not exist).
