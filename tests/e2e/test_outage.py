@@ -6,6 +6,7 @@ left; after the backend is restored every acknowledged object reaches it byte-ex
 accepted again."""
 
 import os
+import signal
 import threading
 import unittest
 
@@ -169,6 +170,24 @@ class OutageTest(unittest.TestCase):
         for key, body in last.items():
             self.assertEqual(backend_bytes(srv, "rewrites", key), body, f"{key}: not the last acknowledged version")
             self.assertEqual(s3.get_object(Bucket="rewrites", Key=key)["Body"].read(), body)
+
+    def test_a_restart_during_the_outage_keeps_the_backend_down_not_empty(self):
+        srv, s3, outage = self.down_after_a_first_flush('[flush]\nbackend_down_slowdown_after = "1h"\n', "crash")
+        during = os.urandom(150 * 1024)
+        s3.put_object(Bucket="crash", Key="during", Body=during)
+        srv.stop(signal.SIGKILL)
+        srv.start()  # same data directory, the backend directory still away
+        self.assertFalse(os.path.exists(srv.backend_dir), "the backend directory was recreated empty")
+        s3 = srv.client()
+        self.assertEqual(s3.get_object(Bucket="crash", Key="during")["Body"].read(), during)
+        # The bucket holds an unflushed object, so writes to it are still accepted.
+        s3.put_object(Bucket="crash", Key="after-restart", Body=b"still accepted")
+        wait_for(lambda: not status(srv)["backend"]["up"], "the flusher to find the backend down")
+        outage.up()
+        admin(BIN, srv, "flush", "--timeout", "60s")
+        self.assertEqual(backend_bytes(srv, "crash", "during"), during)
+        self.assertEqual(backend_bytes(srv, "crash", "after-restart"), b"still accepted")
+        self.assertEqual(backend_bytes(srv, "crash", "first"), b"before the outage")
 
 
 if __name__ == "__main__":

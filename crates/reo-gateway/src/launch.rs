@@ -1,7 +1,9 @@
 //! Running a gateway from a data directory: device files (created on first start), the store,
 //! the cache, the local backend, the flusher, credentials, and the server until SIGTERM/SIGINT;
 //! then requests drain, the flusher stops and the store closes cleanly (checkpoint), so the next
-//! start is warm (hints persist in `<data_dir>/state/hints.json`). After a SIGKILL the store recovers and the flusher resumes the dirty objects.
+//! start is warm (hints persist in `<data_dir>/state/hints.json`). After a SIGKILL the store
+//! recovers and the flusher resumes the dirty objects. The local backend directory is created on
+//! a fresh data directory only: on a restart a missing one means the backend is down.
 
 use std::io::Read;
 use std::net::SocketAddr;
@@ -92,7 +94,7 @@ fn open_store(
     devices: usize,
     device_mib: u64,
     io: &crate::device_io::DeviceIoTable,
-) -> Result<Arc<Store>, String> {
+) -> Result<(Arc<Store>, bool), String> {
     if devices == 0 {
         return Err("--devices must be at least 1".into());
     }
@@ -114,7 +116,7 @@ fn open_store(
             "recovered after a crash"
         }
     );
-    Ok(Arc::new(store))
+    Ok((Arc::new(store), report.formatted))
 }
 
 /// Runs the gateway until SIGTERM or SIGINT.
@@ -122,12 +124,23 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     std::fs::create_dir_all(&cfg.data_dir).map_err(|e| format!("cannot create {}: {e}", cfg.data_dir.display()))?;
     let (access_key, secret_key) = credentials(cfg)?;
     let device_io = Arc::new(crate::device_io::DeviceIoTable::default());
-    let store = open_store(&cfg.data_dir, cfg.devices, cfg.device_mib, &device_io)?;
+    let (store, formatted) = open_store(&cfg.data_dir, cfg.devices, cfg.device_mib, &device_io)?;
     // One device's worth of user bytes: dirty data (replicated on every device) still fits.
     let capacity = store.space().capacity / cfg.devices as u64;
     let cache = Arc::new(Cache::open(store.clone(), CacheConfig::new(capacity.max(1 << 20)))?);
     let backend_dir = cfg.backend.clone().unwrap_or_else(|| cfg.data_dir.join("backend"));
-    let backend: Arc<dyn Backend> = Arc::new(LocalBackend::open(&backend_dir).map_err(|e| e.to_string())?);
+    let backend: Arc<dyn Backend> = if formatted || backend_dir.is_dir() {
+        Arc::new(LocalBackend::open(&backend_dir).map_err(|e| e.to_string())?)
+    } else {
+        // A restart with the backend directory gone (an unmounted volume, a rename): creating an
+        // empty one would send the flushes to the wrong place. Serve from the cache; the flusher
+        // writes once it is back.
+        tracing::warn!(
+            "backend directory {} is missing: the backend is down until it appears (create it if it is meant to be new)",
+            backend_dir.display()
+        );
+        Arc::new(LocalBackend::attach(&backend_dir))
+    };
     let gw = Gateway::open(backend, cache, &cfg.data_dir.join("state"))?;
     let (n, bytes) = gw.dirty();
     if n > 0 {

@@ -5,9 +5,11 @@
 //! disagrees with the data file (a crash between the two renames), derives the info from the
 //! data file itself (MD5 recomputed), so the ETag always matches the bytes served.
 //!
-//! The root is never recreated after [`LocalBackend::open`]: if it disappears (an unmounted or
-//! renamed volume), every operation fails with [`BackendError::Io`] — the backend is down, not
-//! empty — and directories are created only below an existing bucket directory.
+//! The root is created by [`LocalBackend::open`] only (`reo serve` opens it so on a fresh data
+//! directory or when it exists, else attaches with [`LocalBackend::attach`]) and never recreated:
+//! if it disappears (an unmounted or renamed volume), every operation fails with
+//! [`BackendError::Io`] — the backend is down, not empty — and directories are created only
+//! below an existing bucket directory.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -51,6 +53,12 @@ fn sync_dir(p: &Path) -> BResult<()> {
 }
 
 impl LocalBackend {
+    /// The backend rooted at `root`, not created if missing: it is down (every operation an I/O
+    /// error) until the directory appears.
+    pub fn attach(root: &Path) -> LocalBackend {
+        LocalBackend { root: root.to_path_buf(), tmp_seq: AtomicU64::new(0) }
+    }
+
     /// Opens (creating if needed) the backend rooted at `root`.
     pub fn open(root: &Path) -> BResult<LocalBackend> {
         fs::create_dir_all(root).map_err(|e| io_err("create", root, e))?;
