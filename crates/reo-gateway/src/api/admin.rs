@@ -1,7 +1,8 @@
 //! `/_reo/admin/...` (signed): `GET status` (devices with health and I/O counts, array I/O, space per scheme, cache occupancy and
 //! hit ratio, dirty bytes and flush lag, the backend's state, rebuild progress, data-loss events), `POST device/fail?device=N`,
 //! `POST device/replace?device=N&path=P` (a new device file, rebuilt in the background; poll
-//! status), `POST flush` (wakes the flusher; poll status until nothing is dirty), `POST scrub`.
+//! status), `POST flush` (flushes everything written so far, the flush delay notwithstanding; poll
+//! status until nothing is dirty), `POST scrub`.
 
 use std::sync::Arc;
 
@@ -18,7 +19,7 @@ pub fn dispatch(api: &Api, method: &Method, what: &str, params: &[(String, Strin
         ("POST", "device/fail") => fail(api, params),
         ("POST", "device/replace") => replace(api, params),
         ("POST", "flush") => {
-            api.gw.kick_flusher();
+            api.gw.flush_now();
             let (objects, bytes) = api.gw.dirty();
             Reply::ok(json!({"dirty_objects": objects, "dirty_bytes": bytes, "backend": api.gw.health.report()}))
         }

@@ -6,7 +6,7 @@
 //! Backend write failures mark the backend down and the next success marks it up again
 //! ([`super::outage`]); a wake-up (a write, `reo admin flush`) retries at once. An optional
 //! flush delay lets an object age before it is written (rewrites within it cost one backend
-//! write).
+//! write); an explicit flush ([`Gateway::flush_now`]) takes everything written before it.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -51,7 +51,9 @@ fn stopping(gw: &Gateway) -> bool {
 fn run(gw: &Gateway) {
     let mut backoff = BACKOFF_MIN;
     while !stopping(gw) {
-        let ripe = now_ns().saturating_sub(gw.flush_delay_ns.load(std::sync::atomic::Ordering::Relaxed));
+        let ripe = now_ns()
+            .saturating_sub(gw.flush_delay_ns.load(std::sync::atomic::Ordering::Relaxed))
+            .max(gw.flush_before_ns.load(std::sync::atomic::Ordering::Relaxed));
         let todo: Vec<(String, u64)> = gw
             .pending()
             .map

@@ -64,6 +64,8 @@ pub struct Gateway {
     pub(crate) stopping: std::sync::atomic::AtomicBool,
     /// Minimum age (ns) of an unflushed object before the flusher writes it (coalesces rewrites).
     pub(crate) flush_delay_ns: std::sync::atomic::AtomicU64,
+    /// Objects written up to this time (ns) are flushed regardless of the delay ([`Gateway::flush_now`]).
+    pub(crate) flush_before_ns: std::sync::atomic::AtomicU64,
     /// Unflushed bytes beyond which writes get 503 SlowDown (the high watermark).
     pub(crate) dirty_limit: std::sync::atomic::AtomicU64,
     rules: RwLock<Vec<PolicyRule>>,
@@ -127,6 +129,7 @@ impl Gateway {
             uploads,
             stopping: Default::default(),
             flush_delay_ns: Default::default(),
+            flush_before_ns: Default::default(),
             // Half the cache: room is left for cleaning (rewriting flushed objects clean).
             dirty_limit: std::sync::atomic::AtomicU64::new(dirty_limit),
             rules: RwLock::new(Vec::new()),
@@ -195,6 +198,13 @@ impl Gateway {
     pub fn flush_lag_secs(&self) -> f64 {
         let oldest = self.pending().map.values().map(|p| p.info.mtime_ns).min();
         oldest.map_or(0.0, |t| now_ns().saturating_sub(t) as f64 / 1e9)
+    }
+
+    /// An explicit flush (`reo admin flush`): everything written so far is flushed now, the flush
+    /// delay notwithstanding, and the flusher retries at once.
+    pub fn flush_now(&self) {
+        self.flush_before_ns.fetch_max(now_ns(), std::sync::atomic::Ordering::Relaxed);
+        self.kick_flusher();
     }
 
     pub(crate) fn kick_flusher(&self) {
