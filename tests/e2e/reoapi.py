@@ -76,3 +76,18 @@ def admin(binary, srv, *args, check=True):
     if check and p.returncode != 0:
         raise AssertionError(f"reo admin {' '.join(args)} exited {p.returncode}: {p.stderr}")
     return p
+
+
+def put_until_refused(s3, bucket, size, most=200):
+    """PUTs random objects k0, k1, … of `size` bytes until one is refused; returns the
+    acknowledged ones ({key: bytes}) and the refusal (a botocore ClientError)."""
+    from botocore.exceptions import ClientError
+    acked = {}
+    for i in range(most):
+        body = os.urandom(size)
+        try:
+            s3.put_object(Bucket=bucket, Key=f"k{i}", Body=body)
+        except ClientError as e:
+            return acked, e
+        acked[f"k{i}"] = body
+    raise AssertionError(f"{most} PUTs of {size} bytes were all accepted")

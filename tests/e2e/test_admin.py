@@ -1,6 +1,6 @@
-"""`reo admin` against a running server: status, flush (waits until nothing is dirty), scrub,
-device fail (objects still served), device replace (rebuild followed to the end), hints; and
-`reo serve --config` validation."""
+"""`reo admin` against a running server: status, flush (waits until nothing is dirty, flush delay
+notwithstanding), scrub, device fail (objects still served), device replace (rebuild followed to
+the end), hints; and `reo serve --config` validation."""
 
 import json
 import os
@@ -89,6 +89,29 @@ class AdminTest(unittest.TestCase):
         p = subprocess.run([BIN, "admin", "status"], env=env, capture_output=True, text=True, timeout=60)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("403", p.stderr)
+
+
+class FlushDelayTest(unittest.TestCase):
+    def test_flush_takes_everything_despite_the_flush_delay(self):
+        srv = Server(BIN, device_mib=32, extra=["--flush-delay-ms", "600000"])
+        srv.start()
+        self.addCleanup(srv.cleanup)
+        self.addCleanup(lambda: self.assertEqual(srv.stop(), 0))
+        s3 = srv.client()
+        s3.create_bucket(Bucket="late")
+        s3.put_object(Bucket="late", Key="k", Body=b"flush me now")
+        self.assertEqual(self.status(srv)["dirty_objects"], 1)
+        p = admin(BIN, srv, "flush", "--timeout", "30s")
+        self.assertIn("nothing is dirty", p.stdout)
+        with open(os.path.join(srv.backend_dir, "late", "o.k"), "rb") as f:
+            self.assertEqual(f.read(), b"flush me now")
+        # Later writes wait for the delay again.
+        s3.put_object(Bucket="late", Key="k2", Body=b"later")
+        self.assertEqual(self.status(srv)["dirty_objects"], 1)
+
+    @staticmethod
+    def status(srv):
+        return json.loads(admin(BIN, srv, "status", "--json").stdout)
 
 
 class ConfigTest(unittest.TestCase):

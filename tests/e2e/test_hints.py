@@ -112,12 +112,19 @@ class HintTest(unittest.TestCase):
         now = time.time()
         submit(hint("cold", "v1/obj", "prefetch", now - 1, now + 600))
         wait_for(lambda: query(srv, "cold", "v1/obj")["cached"], "the prefetch")
+        for _ in range(4):
+            self.assertEqual(self.s3.get_object(Bucket="cold", Key="v1/obj")["Body"].read(), data)
         # The application moves v1/ to v2/ in the backend and tells the cache.
         self.s3.copy_object(Bucket="cold", Key="v2/obj", CopySource={"Bucket": "cold", "Key": "v1/obj"})
+        before = query(srv, "cold", "v1/obj")
+        self.assertGreaterEqual(before["freq"], 4)
         submit({"app_id": "e2e", "bucket": "cold", "intent": "reorganize", "reorganize": {"from": "v1/", "to": "v2/"},
                 "lease": {"start": int(now) - 1, "end": int(now) + 600}})
         wait_for(lambda: query(srv, "cold", "v2/obj")["cached_bytes"] == len(data), "the move")
         self.assertFalse(query(srv, "cold", "v1/obj")["cached"])
+        # The access history came along: the same Freq and H under the new key.
+        after = query(srv, "cold", "v2/obj")
+        self.assertEqual((after["freq"], after["h"]), (before["freq"], before["h"]))
         reads = metric(srv, "reo_gateway_backend_reads")
         self.assertEqual(self.s3.get_object(Bucket="cold", Key="v2/obj")["Body"].read(), data)
         self.assertEqual(metric(srv, "reo_gateway_backend_reads"), reads)

@@ -9,6 +9,7 @@ import unittest
 
 from botocore.exceptions import ClientError
 
+from reoapi import put_until_refused
 from server import Server
 
 BIN = os.environ.get("REO_BIN", "target/debug/reo")
@@ -57,14 +58,9 @@ class RestartTest(unittest.TestCase):
         srv.start()
         s3 = srv.client()
         s3.create_bucket(Bucket="full")
-        acked = {}
-        with self.assertRaises(ClientError) as e:
-            for i in range(200):
-                body = os.urandom(512 * 1024)
-                s3.put_object(Bucket="full", Key=f"k{i}", Body=body)
-                acked[f"k{i}"] = body
-        self.assertEqual(e.exception.response["Error"]["Code"], "SlowDown")
-        self.assertEqual(e.exception.response["ResponseMetadata"]["HTTPStatusCode"], 503)
+        acked, e = put_until_refused(s3, "full", 512 * 1024)
+        self.assertEqual(e.response["Error"]["Code"], "SlowDown")
+        self.assertEqual(e.response["ResponseMetadata"]["HTTPStatusCode"], 503)
         self.assertGreater(len(acked), 3)
         self.assertEqual(srv.stop(), 0)
         # Restarted without the delay, the flusher drains the dirty data and writes succeed again.

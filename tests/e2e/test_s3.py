@@ -208,6 +208,7 @@ class S3Test(unittest.TestCase):
         with self.assertRaises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(srv.endpoint + "/")
         self.assertEqual(e.exception.code, 403)
+        self.assertIn(b"<Code>AccessDenied</Code>", e.exception.read())
         # A client clock 20 minutes slow.
         import botocore.auth
         from unittest import mock
@@ -226,6 +227,7 @@ class S3Test(unittest.TestCase):
         with self.assertRaises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(req)
         self.assertEqual(e.exception.code, 403)
+        self.assertIn(b"<Code>AccessDenied</Code>", e.exception.read())
 
     def test_checksum_modes_and_key_limits(self):
         old_sdk = srv.client(request_checksum_calculation="when_required",

@@ -1,7 +1,9 @@
 //! Running a gateway from a data directory: device files (created on first start), the store,
 //! the cache, the local backend, the flusher, credentials, and the server until SIGTERM/SIGINT;
 //! then requests drain, the flusher stops and the store closes cleanly (checkpoint), so the next
-//! start is warm (hints persist in `<data_dir>/state/hints.json`). After a SIGKILL the store recovers and the flusher resumes the dirty objects.
+//! start is warm (hints persist in `<data_dir>/state/hints.json`). After a SIGKILL the store
+//! recovers and the flusher resumes the dirty objects. The local backend directory is created on
+//! a fresh data directory only: on a restart a missing one means the backend is down.
 
 use std::io::Read;
 use std::net::SocketAddr;
@@ -38,6 +40,10 @@ pub struct ServeConfig {
     pub promote_bps: u64,
     /// Whether `/metrics` answers unsigned requests.
     pub anonymous_metrics: bool,
+    /// Unflushed bytes beyond which writes get 503 SlowDown (default: half the cache).
+    pub dirty_limit: Option<u64>,
+    /// Backend outage after which writes get 503 SlowDown.
+    pub backend_down_slowdown_after: std::time::Duration,
 }
 
 fn random_string(len: usize, alphabet: &[u8]) -> Result<String, String> {
@@ -88,7 +94,7 @@ fn open_store(
     devices: usize,
     device_mib: u64,
     io: &crate::device_io::DeviceIoTable,
-) -> Result<Arc<Store>, String> {
+) -> Result<(Arc<Store>, bool), String> {
     if devices == 0 {
         return Err("--devices must be at least 1".into());
     }
@@ -110,7 +116,7 @@ fn open_store(
             "recovered after a crash"
         }
     );
-    Ok(Arc::new(store))
+    Ok((Arc::new(store), report.formatted))
 }
 
 /// Runs the gateway until SIGTERM or SIGINT.
@@ -118,18 +124,39 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     std::fs::create_dir_all(&cfg.data_dir).map_err(|e| format!("cannot create {}: {e}", cfg.data_dir.display()))?;
     let (access_key, secret_key) = credentials(cfg)?;
     let device_io = Arc::new(crate::device_io::DeviceIoTable::default());
-    let store = open_store(&cfg.data_dir, cfg.devices, cfg.device_mib, &device_io)?;
+    let (store, formatted) = open_store(&cfg.data_dir, cfg.devices, cfg.device_mib, &device_io)?;
     // One device's worth of user bytes: dirty data (replicated on every device) still fits.
     let capacity = store.space().capacity / cfg.devices as u64;
     let cache = Arc::new(Cache::open(store.clone(), CacheConfig::new(capacity.max(1 << 20)))?);
     let backend_dir = cfg.backend.clone().unwrap_or_else(|| cfg.data_dir.join("backend"));
-    let backend: Arc<dyn Backend> = Arc::new(LocalBackend::open(&backend_dir).map_err(|e| e.to_string())?);
+    let backend: Arc<dyn Backend> = if formatted || backend_dir.is_dir() {
+        Arc::new(LocalBackend::open(&backend_dir).map_err(|e| e.to_string())?)
+    } else {
+        // A restart with the backend directory gone (an unmounted volume, a rename): creating an
+        // empty one would send the flushes to the wrong place. Serve from the cache; the flusher
+        // writes once it is back.
+        tracing::warn!(
+            "backend directory {} is missing: the backend is down until it appears (create it if it is meant to be new)",
+            backend_dir.display()
+        );
+        Arc::new(LocalBackend::attach(&backend_dir))
+    };
     let gw = Gateway::open(backend, cache, &cfg.data_dir.join("state"))?;
     let (n, bytes) = gw.dirty();
     if n > 0 {
         tracing::info!("resuming the flush of {n} unflushed objects ({bytes} bytes)");
     }
     gw.set_flush_delay(cfg.flush_delay);
+    if let Some(limit) = cfg.dirty_limit {
+        let cap = gw.cache.config().capacity_bytes;
+        if limit > cap {
+            return Err(format!(
+                "flush.dirty_limit: {limit} bytes is more than the cache's capacity ({cap} bytes on these devices)"
+            ));
+        }
+        gw.set_dirty_limit(limit);
+    }
+    gw.health.set_slowdown_after(cfg.backend_down_slowdown_after);
     gw.set_policies(cfg.policies.clone());
     let flusher = Flusher::start(gw.clone());
     let hints = crate::hints::engine::HintEngine::start(gw.clone(), &cfg.data_dir.join("state"), cfg.promote_bps)?;

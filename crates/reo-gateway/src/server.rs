@@ -76,6 +76,14 @@ pub fn metrics(api: &Api) -> String {
     let (objects, bytes) = gw.dirty();
     out.push_str(&format!("reo_gateway_dirty_objects {objects}\nreo_gateway_dirty_bytes {bytes}\n"));
     out.push_str(&format!("reo_gateway_flush_lag_seconds {:.3}\n", gw.flush_lag_secs()));
+    let h = gw.health.report();
+    out.push_str(&format!(
+        "reo_backend_up {}\nreo_backend_down_seconds {:.3}\nreo_backend_flush_failures_total {}\nreo_backend_slowing_down {}\n",
+        u8::from(h.up),
+        h.down_seconds,
+        h.failures,
+        u8::from(h.slowing_down)
+    ));
     flatten("reo_hints", &serde_json::to_value(hints.counters()).unwrap_or_default(), &mut out);
     out.push_str(&format!("reo_hints_in_force {}\n", hints.list().len()));
     let store = gw.cache.store();

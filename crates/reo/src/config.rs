@@ -46,6 +46,8 @@ pub struct CacheSection {
 pub struct FlushSection {
     pub delay_ms: Option<u64>,
     pub write_policies: Option<Vec<String>>,
+    pub dirty_limit: Option<String>,
+    pub backend_down_slowdown_after: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -75,6 +77,22 @@ pub fn parse_size(s: &str) -> Option<u64> {
     n.checked_mul(mul)
 }
 
+/// A duration like `250ms`, `30s`, `5m`, `2h` (a whole number and a unit).
+pub fn parse_duration(s: &str) -> Option<std::time::Duration> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit())?;
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    let ms: u64 = match unit.trim() {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" | "min" => 60_000,
+        "h" => 3_600_000,
+        _ => return None,
+    };
+    n.checked_mul(ms).map(std::time::Duration::from_millis)
+}
+
 /// The settings `reo serve` takes from a file, validated.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Settings {
@@ -90,6 +108,8 @@ pub struct Settings {
     pub flush_delay_ms: Option<u64>,
     pub write_policies: Option<Vec<reo_gateway::gateway::policy::PolicyRule>>,
     pub promote_bps: Option<u64>,
+    pub dirty_limit: Option<u64>,
+    pub backend_down_slowdown_after: Option<std::time::Duration>,
 }
 
 fn size(name: &str, field: &str, v: &Option<String>) -> Result<Option<u64>, String> {
@@ -134,6 +154,22 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
                 .collect::<Result<Vec<_>, String>>()
         })
         .transpose()?;
+    let dirty_limit = size(name, "flush.dirty_limit", &f.flush.dirty_limit)?;
+    if dirty_limit == Some(0) {
+        return Err(format!("{name}: flush.dirty_limit: must be more than 0"));
+    }
+    let backend_down_slowdown_after = f
+        .flush
+        .backend_down_slowdown_after
+        .as_ref()
+        .map(|v| match parse_duration(v) {
+            Some(d) if !d.is_zero() => Ok(d),
+            Some(_) => Err(format!("{name}: flush.backend_down_slowdown_after: must be more than 0")),
+            None => Err(format!(
+                "{name}: flush.backend_down_slowdown_after: expected a duration like \"30s\", \"5m\" or \"1h\", got {v:?}"
+            )),
+        })
+        .transpose()?;
     Ok(Settings {
         listen,
         data_dir: f.server.data_dir,
@@ -147,6 +183,8 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
         flush_delay_ms: f.flush.delay_ms,
         write_policies,
         promote_bps: size(name, "hints.promote_bandwidth", &f.hints.promote_bandwidth)?,
+        dirty_limit,
+        backend_down_slowdown_after,
     })
 }
 
@@ -177,11 +215,24 @@ mod tests {
     }
 
     #[test]
+    fn durations() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
+        assert_eq!(parse_duration("30s"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_duration("5m"), Some(Duration::from_secs(300)));
+        assert_eq!(parse_duration("2h"), Some(Duration::from_secs(7200)));
+        assert_eq!(parse_duration("30"), None);
+        assert_eq!(parse_duration("soon"), None);
+        assert_eq!(parse_duration("3d"), None);
+    }
+
+    #[test]
     fn the_example_file_is_valid() {
         let text = include_str!("../../../reo.example.toml");
         let s = parse("reo.example.toml", text).unwrap();
         assert_eq!(s.devices, Some(5));
         assert_eq!(s.device_bytes, Some(256 << 20));
+        assert_eq!(s.backend_down_slowdown_after, Some(std::time::Duration::from_secs(300)));
     }
 
     #[test]
@@ -196,6 +247,15 @@ mod tests {
         assert!(e.contains("devices"), "{e}");
         let e = parse("reo.toml", "[flush]\nwrite_policies = [\"b=sometimes\"]\n").unwrap_err();
         assert!(e.starts_with("reo.toml: flush.write_policies[0]:"), "{e}");
+        let e = parse("reo.toml", "[flush]\nbackend_down_slowdown_after = \"a while\"\n").unwrap_err();
+        assert_eq!(
+            e,
+            "reo.toml: flush.backend_down_slowdown_after: expected a duration like \"30s\", \"5m\" or \"1h\", got \"a while\""
+        );
+        let e = parse("reo.toml", "[flush]\nbackend_down_slowdown_after = \"0s\"\n").unwrap_err();
+        assert_eq!(e, "reo.toml: flush.backend_down_slowdown_after: must be more than 0");
+        let e = parse("reo.toml", "[flush]\ndirty_limit = \"0\"\n").unwrap_err();
+        assert_eq!(e, "reo.toml: flush.dirty_limit: must be more than 0");
         let e = parse("reo.toml", "[server]\naccess_key = \"A\"\n").unwrap_err();
         assert!(e.contains("server.secret_key"), "{e}");
     }

@@ -87,6 +87,10 @@ pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
         },
         promote_bps: a.promote_bps.or(f.promote_bps).unwrap_or(64 << 20),
         anonymous_metrics: f.anonymous_metrics.unwrap_or(true),
+        dirty_limit: f.dirty_limit,
+        backend_down_slowdown_after: f
+            .backend_down_slowdown_after
+            .unwrap_or(reo_gateway::gateway::outage::DEFAULT_SLOWDOWN_AFTER),
     };
     reo_gateway::launch::run(&cfg)?;
     Ok(ExitCode::SUCCESS)

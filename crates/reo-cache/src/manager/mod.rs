@@ -17,6 +17,7 @@ mod control;
 mod dedup;
 mod evict;
 mod health;
+mod history;
 mod read;
 mod rebuild;
 mod restart;
@@ -37,6 +38,7 @@ use crate::stats::CacheStats;
 
 pub use control::{ControlReply, MAX_CONTROL_MESSAGE};
 pub use health::{Access, ObjectStatus, SenseCode, SweepReport};
+pub use history::AccessHistory;
 pub use read::{GetResult, Piece};
 pub use write::{FillOutcome, ObjectMeta, PutReceipt, WriteError, MAX_KEY_LEN};
 

@@ -1,7 +1,8 @@
 //! `/_reo/admin/...` (signed): `GET status` (devices with health and I/O counts, array I/O, space per scheme, cache occupancy and
-//! hit ratio, dirty bytes and flush lag, rebuild progress, data-loss events), `POST device/fail?device=N`,
+//! hit ratio, dirty bytes and flush lag, the backend's state, rebuild progress, data-loss events), `POST device/fail?device=N`,
 //! `POST device/replace?device=N&path=P` (a new device file, rebuilt in the background; poll
-//! status), `POST flush` (wakes the flusher; poll status until nothing is dirty), `POST scrub`.
+//! status), `POST flush` (flushes everything written so far, the flush delay notwithstanding; poll
+//! status until nothing is dirty), `POST scrub`.
 
 use std::sync::Arc;
 
@@ -18,9 +19,9 @@ pub fn dispatch(api: &Api, method: &Method, what: &str, params: &[(String, Strin
         ("POST", "device/fail") => fail(api, params),
         ("POST", "device/replace") => replace(api, params),
         ("POST", "flush") => {
-            api.gw.kick_flusher();
+            api.gw.flush_now();
             let (objects, bytes) = api.gw.dirty();
-            Reply::ok(json!({"dirty_objects": objects, "dirty_bytes": bytes}))
+            Reply::ok(json!({"dirty_objects": objects, "dirty_bytes": bytes, "backend": api.gw.health.report()}))
         }
         ("POST", "scrub") => {
             let r = api.gw.cache.scrub(None);
@@ -95,6 +96,7 @@ pub fn status(api: &Api) -> serde_json::Value {
         "dirty_objects": dirty_objects,
         "dirty_bytes": dirty_bytes,
         "flush_lag_seconds": api.gw.flush_lag_secs(),
+        "backend": api.gw.health.report(),
         "rebuild": rebuild.map(|p| json!({
             "device": p.device, "state": rebuild_state(&p.state), "blobs_done": p.blobs_done,
             "blobs_total": p.blobs_total, "bytes_done": p.bytes_done, "bytes_total": p.bytes_total,

@@ -4,6 +4,12 @@
 //! directory — data first, then its sidecar. A reader that finds no sidecar, or one whose size
 //! disagrees with the data file (a crash between the two renames), derives the info from the
 //! data file itself (MD5 recomputed), so the ETag always matches the bytes served.
+//!
+//! The root is created by [`LocalBackend::open`] only (`reo serve` opens it so on a fresh data
+//! directory or when it exists, else attaches with [`LocalBackend::attach`]) and never recreated:
+//! if it disappears (an unmounted or renamed volume), every operation fails with
+//! [`BackendError::Io`] — the backend is down, not empty — and directories are created only
+//! below an existing bucket directory.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -47,6 +53,12 @@ fn sync_dir(p: &Path) -> BResult<()> {
 }
 
 impl LocalBackend {
+    /// The backend rooted at `root`, not created if missing: it is down (every operation an I/O
+    /// error) until the directory appears.
+    pub fn attach(root: &Path) -> LocalBackend {
+        LocalBackend { root: root.to_path_buf(), tmp_seq: AtomicU64::new(0) }
+    }
+
     /// Opens (creating if needed) the backend rooted at `root`.
     pub fn open(root: &Path) -> BResult<LocalBackend> {
         fs::create_dir_all(root).map_err(|e| io_err("create", root, e))?;
@@ -55,7 +67,31 @@ impl LocalBackend {
 
     fn bucket_dir(&self, bucket: &str) -> BResult<PathBuf> {
         validate_bucket(bucket).map_err(BackendError::Invalid)?;
+        if !self.root.is_dir() {
+            return Err(BackendError::Io(format!(
+                "backend directory {} is unavailable (missing or not a directory)",
+                self.root.display()
+            )));
+        }
         Ok(self.root.join(bucket))
+    }
+
+    /// Creates `dir` and its missing parents down from `base`, which must exist (never above it).
+    fn create_below(base: &Path, dir: &Path) -> BResult<()> {
+        let mut p = base.to_path_buf();
+        for c in dir
+            .strip_prefix(base)
+            .map_err(|_| BackendError::Invalid(format!("{} is outside {}", dir.display(), base.display())))?
+            .components()
+        {
+            p.push(c);
+            match fs::create_dir(&p) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(io_err("create", &p, e)),
+            }
+        }
+        Ok(())
     }
 
     fn existing_bucket(&self, bucket: &str) -> BResult<PathBuf> {
@@ -210,7 +246,7 @@ impl Backend for LocalBackend {
         if d.join(BUCKET_META).is_file() {
             return Err(BackendError::BucketExists(bucket.into()));
         }
-        fs::create_dir_all(&d).map_err(|e| io_err("create", &d, e))?;
+        Self::create_below(&self.root, &d)?;
         self.write_atomic(&d.join(BUCKET_META), now_ns().to_string().as_bytes())?;
         sync_dir(&self.root)
     }
@@ -233,7 +269,7 @@ impl Backend for LocalBackend {
     fn put(&self, bucket: &str, key: &str, data: &[u8], info: &ObjectInfo) -> BResult<()> {
         let (dpath, mpath) = self.paths(bucket, key)?;
         let dir = dpath.parent().expect("has a parent");
-        fs::create_dir_all(dir).map_err(|e| io_err("create", dir, e))?;
+        Self::create_below(&self.root.join(bucket), dir)?;
         self.write_atomic(&dpath, data)?;
         let meta = serde_json::to_vec(info).expect("serializable");
         self.write_atomic(&mpath, &meta)

@@ -68,3 +68,21 @@ fn long_keys_and_missing_sidecar() {
     assert_eq!(b.head("bkt", "k").unwrap().etag, "5d41402abc4b2a76b9719d911017c592");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn a_vanished_root_is_an_outage_not_an_empty_store() {
+    let (b, dir) = backend();
+    b.create_bucket("bkt").unwrap();
+    b.put("bkt", "a/b", b"x", &info(b"x")).unwrap();
+    let away = dir.with_extension("away");
+    std::fs::rename(&dir, &away).unwrap();
+    assert!(matches!(b.head_bucket("bkt"), Err(BackendError::Io(_))));
+    assert!(matches!(b.put("bkt", "a/c", b"y", &info(b"y")), Err(BackendError::Io(_))));
+    assert!(matches!(b.create_bucket("new"), Err(BackendError::Io(_))));
+    assert!(matches!(b.list_buckets(), Err(BackendError::Io(_))));
+    assert!(!dir.exists(), "the root was recreated");
+    std::fs::rename(&away, &dir).unwrap();
+    b.put("bkt", "a/c", b"y", &info(b"y")).unwrap();
+    assert_eq!(b.get_range("bkt", "a/b", 0, 1).unwrap().0, b"x");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,8 +1,12 @@
 //! The flusher: a thread that writes unflushed (dirty) objects to the backend, then marks them
 //! clean in the cache and forgets their pending record. One object at a time, under the key's
 //! stripe lock (so a concurrent delete or overwrite is ordered with it); failures are retried
-//! with exponential backoff (100 ms doubling to 30 s) and counted. An optional flush delay lets
-//! an object age before it is written (rewrites within the delay cost one backend write).
+//! with exponential backoff (100 ms doubling to 30 s) and counted. While the backend's own I/O
+//! fails, a round stops at its first such failure (one probe per backoff, not one per object).
+//! Backend write failures mark the backend down and the next success marks it up again
+//! ([`super::outage`]); a wake-up (a write, `reo admin flush`) retries at once. An optional
+//! flush delay lets an object age before it is written (rewrites within it cost one backend
+//! write); an explicit flush ([`Gateway::flush_now`]) takes everything written before it.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -10,6 +14,7 @@ use std::time::Duration;
 
 use super::pending::cache_key;
 use super::{now_ns, Gateway};
+use crate::backend::BackendError;
 
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
@@ -46,7 +51,9 @@ fn stopping(gw: &Gateway) -> bool {
 fn run(gw: &Gateway) {
     let mut backoff = BACKOFF_MIN;
     while !stopping(gw) {
-        let ripe = now_ns().saturating_sub(gw.flush_delay_ns.load(std::sync::atomic::Ordering::Relaxed));
+        let ripe = now_ns()
+            .saturating_sub(gw.flush_delay_ns.load(std::sync::atomic::Ordering::Relaxed))
+            .max(gw.flush_before_ns.load(std::sync::atomic::Ordering::Relaxed));
         let todo: Vec<(String, u64)> = gw
             .pending()
             .map
@@ -62,10 +69,17 @@ fn run(gw: &Gateway) {
             match flush_one(gw, &ck, version) {
                 Ok(()) => {}
                 Err(e) => {
-                    // Try the others too (one bad object must not hold back the rest), then back off.
+                    if let FlushError::Backend(b) = &e {
+                        gw.health.record_failure(&b.to_string());
+                    }
                     tracing::warn!("flushing {ck:?} failed (retrying in {backoff:?}): {e}");
                     gw.counters.lock().unwrap_or_else(|e| e.into_inner()).flush_errors += 1;
                     failed = true;
+                    // The backend's own I/O failed: the rest would fail alike; probe again after
+                    // the backoff. Otherwise try the others (one bad object must not hold them back).
+                    if matches!(e, FlushError::Backend(BackendError::Io(_))) {
+                        break;
+                    }
                 }
             }
         }
@@ -80,20 +94,40 @@ fn run(gw: &Gateway) {
     }
 }
 
+/// Why an object was not flushed.
+#[derive(Debug)]
+enum FlushError {
+    /// The backend refused or failed the write (counts towards "down").
+    Backend(BackendError),
+    /// The cache could not read the object or mark it clean.
+    Local(String),
+}
+
+impl std::fmt::Display for FlushError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FlushError::Backend(e) => write!(f, "backend: {e}"),
+            FlushError::Local(m) => write!(f, "{m}"),
+        }
+    }
+}
+
 /// Writes one pending object to the backend and marks it clean.
-fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), String> {
+fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
+    use FlushError::Local;
     let _g = gw.stripe(ck);
     let Some(p) = gw.pending().map.get(ck).cloned() else { return Ok(()) };
     if p.version != version {
         return Ok(()); // overwritten since the snapshot: the next round takes the new version
     }
     debug_assert_eq!(cache_key(&p.bucket, &p.key), ck);
-    let r = gw.cache.get(ck.as_bytes(), 0, u64::MAX, now_ns()).map_err(|e| e.to_string())?;
+    let r = gw.cache.get(ck.as_bytes(), 0, u64::MAX, now_ns()).map_err(|e| Local(e.to_string()))?;
     if !r.is_hit() && p.info.size > 0 {
-        return Err(format!("unflushed object {ck:?} is not fully on flash"));
+        return Err(Local(format!("unflushed object {ck:?} is not fully on flash")));
     }
     let data: Vec<u8> = r.pieces.into_iter().flat_map(|x| x.data.unwrap_or_default()).collect();
-    gw.backend.put(&p.bucket, &p.key, &data, &p.info).map_err(|e| e.to_string())?;
+    gw.backend.put(&p.bucket, &p.key, &data, &p.info).map_err(FlushError::Backend)?;
+    gw.health.record_success();
     let clean = match gw.cache.mark_clean(ck.as_bytes(), version) {
         Ok(c) => c,
         // Rewriting into the clean scheme needs free flash; with none left (everything dirty) the
@@ -103,7 +137,7 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), String> {
             gw.cache.delete(ck.as_bytes());
             true
         }
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(Local(e.to_string())),
     };
     if clean {
         let mut pend = gw.pending();

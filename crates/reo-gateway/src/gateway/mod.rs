@@ -2,8 +2,9 @@
 //!
 //! * Writes follow the key's [`policy`] (write-back by default). Write-back: the object goes to the cache as dirty (durable on flash before the
 //!   200) with its metadata in [`pending`]; the [`flusher`] writes it to the backend and marks it
-//!   clean. `WriteError::Full` becomes `503 SlowDown`; an object too large for the cache goes
-//!   straight to the backend (write-around).
+//!   clean. Writes get `503 SlowDown` when the dirty budget is exhausted (`WriteError::Full`
+//!   too) or the backend has been down too long ([`outage`]); an object too large for the cache
+//!   goes straight to the backend (write-around).
 //! * Reads: metadata from the pending map (unflushed writes) or the backend; bytes from flash,
 //!   missing fragments fetched from the backend and offered back with `fill`.
 //! * Deletes go to the pending map, the cache and the backend, under the key's stripe lock, which
@@ -16,6 +17,7 @@
 pub mod errors;
 pub mod flusher;
 pub mod multipart;
+pub mod outage;
 pub mod pending;
 pub mod policy;
 mod read;
@@ -62,9 +64,13 @@ pub struct Gateway {
     pub(crate) stopping: std::sync::atomic::AtomicBool,
     /// Minimum age (ns) of an unflushed object before the flusher writes it (coalesces rewrites).
     pub(crate) flush_delay_ns: std::sync::atomic::AtomicU64,
+    /// Objects written up to this time (ns) are flushed regardless of the delay ([`Gateway::flush_now`]).
+    pub(crate) flush_before_ns: std::sync::atomic::AtomicU64,
     /// Unflushed bytes beyond which writes get 503 SlowDown (the high watermark).
     pub(crate) dirty_limit: std::sync::atomic::AtomicU64,
     rules: RwLock<Vec<PolicyRule>>,
+    /// Whether the backend is down (the flusher decides) and the buckets known to exist.
+    pub health: outage::BackendHealth,
 }
 
 pub(crate) fn now_ns() -> u64 {
@@ -123,9 +129,11 @@ impl Gateway {
             uploads,
             stopping: Default::default(),
             flush_delay_ns: Default::default(),
+            flush_before_ns: Default::default(),
             // Half the cache: room is left for cleaning (rewriting flushed objects clean).
             dirty_limit: std::sync::atomic::AtomicU64::new(dirty_limit),
             rules: RwLock::new(Vec::new()),
+            health: Default::default(),
         }))
     }
 
@@ -192,6 +200,13 @@ impl Gateway {
         oldest.map_or(0.0, |t| now_ns().saturating_sub(t) as f64 / 1e9)
     }
 
+    /// An explicit flush (`reo admin flush`): everything written so far is flushed now, the flush
+    /// delay notwithstanding, and the flusher retries at once.
+    pub fn flush_now(&self) {
+        self.flush_before_ns.fetch_max(now_ns(), std::sync::atomic::Ordering::Relaxed);
+        self.kick_flusher();
+    }
+
     pub(crate) fn kick_flusher(&self) {
         let (m, c) = &self.wake;
         *m.lock().unwrap_or_else(|e| e.into_inner()) = true;
@@ -228,7 +243,7 @@ impl Gateway {
                 m,
             )
         })?;
-        self.backend.head_bucket(bucket).map_err(backend_err)?;
+        self.check_bucket(bucket)?;
         info.size = data.len() as u64;
         info.mtime_ns = now_ns();
         if info.etag.is_empty() {
@@ -263,9 +278,16 @@ impl Gateway {
             let _g = self.stripe(&ck);
             return self.write_around(bucket, key, &ck, data, info);
         }
+        if let Some(why) = self.health.slowdown_reason() {
+            self.counters.lock().unwrap_or_else(|e| e.into_inner()).slowdowns += 1;
+            return Err(s3_error!(SlowDown, "{why}"));
+        }
         if self.dirty().1 + info.size > limit {
             self.counters.lock().unwrap_or_else(|e| e.into_inner()).slowdowns += 1;
-            return Err(s3_error!(SlowDown, "{limit} bytes of writes are waiting for the backend; retry later"));
+            return Err(s3_error!(
+                SlowDown,
+                "{limit} bytes of writes are waiting for the backend (the dirty budget); retry later"
+            ));
         }
         let _g = self.stripe(&ck);
         let mut pp = PendingPut { bucket: bucket.into(), key: key.into(), info: info.clone(), version: 0 };
@@ -355,6 +377,8 @@ impl Gateway {
         if !self.pending().in_bucket(bucket, "").is_empty() {
             return Err(s3_error!(BucketNotEmpty, "the bucket holds objects not yet written to the backend"));
         }
-        self.backend.delete_bucket(bucket).map_err(backend_err)
+        self.backend.delete_bucket(bucket).map_err(backend_err)?;
+        self.forget_bucket(bucket);
+        Ok(())
     }
 }

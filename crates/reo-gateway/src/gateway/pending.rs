@@ -77,6 +77,12 @@ impl Pending {
         let _ = fs::remove_file(self.file(ckey));
     }
 
+    /// Whether `bucket` holds any unflushed object.
+    pub fn any_in_bucket(&self, bucket: &str) -> bool {
+        let start = cache_key(bucket, "");
+        self.map.range(start.clone()..).next().is_some_and(|(k, _)| k.starts_with(&start))
+    }
+
     /// Entries of `bucket` whose key starts with `prefix`, sorted by key.
     pub fn in_bucket(&self, bucket: &str, prefix: &str) -> Vec<(String, ObjectInfo)> {
         let start = cache_key(bucket, prefix);

@@ -1,6 +1,6 @@
 //! Tests of the data path on in-memory devices and a temporary local backend: write-back and
 //! flush, reads after writes, misses filled then hit, deletes ordered with the flusher, merged
-//! listings, restart with unflushed objects, multipart ETags.
+//! listings, restart with unflushed objects, multipart ETags, a backend outage.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -161,4 +161,43 @@ fn multipart_etag_is_md5_of_md5s() {
     let again = gw.complete_upload("bkt", "mp", &id, &[(1, e1), (2, e2)], MAX).unwrap();
     assert_eq!(again.etag, info.etag);
     assert_eq!(gw.head("bkt", "mp").unwrap().size, (5 << 20) + 4);
+}
+
+#[test]
+fn a_backend_outage_keeps_writes_then_slows_them_down_and_loses_nothing() {
+    use s3s::S3ErrorCode;
+    let rig = Rig::new();
+    let (gw, backend) = rig.open();
+    gw.put("bkt", "before", b"known bucket", info()).unwrap();
+    gw.health.set_slowdown_after(Duration::from_millis(300));
+    let (root, away) = (rig.dir.join("backend"), rig.dir.join("backend.away"));
+    std::fs::rename(&root, &away).unwrap();
+    let f = Flusher::start(gw.clone());
+    // Accepted while the backend is down (the bucket is known), and readable.
+    let a = gw.put("bkt", "a", b"during", info()).unwrap();
+    assert_eq!(gw.read("bkt", "a", &a, 0, 6).unwrap(), b"during");
+    // A bucket never seen cannot be assumed to exist.
+    assert_eq!(*gw.put("other", "k", b"x", info()).unwrap_err().code(), S3ErrorCode::ServiceUnavailable);
+    // The flusher's failures mark the backend down; past 300 ms writes get SlowDown.
+    let t = Instant::now();
+    while gw.health.down_for().is_none_or(|d| d < Duration::from_millis(300)) {
+        assert!(t.elapsed() < Duration::from_secs(20), "the backend was never marked down");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let e = gw.put("bkt", "b", b"refused", info()).unwrap_err();
+    assert_eq!(*e.code(), S3ErrorCode::SlowDown);
+    assert!(e.message().unwrap_or_default().contains("down"), "{e:?}");
+    let r = gw.health.report();
+    assert!(!r.up && r.slowing_down && r.failures > 0 && r.last_error.is_some(), "{r:?}");
+    assert_eq!(gw.dirty().0, 2);
+    // Restored: the first successful flush clears it and everything acknowledged is written.
+    std::fs::rename(&away, &root).unwrap();
+    gw.kick_flusher();
+    wait_flushed(&gw);
+    assert!(gw.health.report().up);
+    assert_eq!(backend.get_range("bkt", "a", 0, 99).unwrap().0, b"during");
+    assert_eq!(backend.get_range("bkt", "before", 0, 99).unwrap().0, b"known bucket");
+    assert!(backend.head("bkt", "b").is_err(), "a refused write was not stored");
+    gw.put("bkt", "b", b"accepted", info()).unwrap();
+    f.stop();
 }

@@ -3,8 +3,9 @@
 //! the cache, so the cached bytes follow instead of being refetched. For every key under `to` in
 //! the backend whose counterpart under `from` is cached with the same ETag (the same bytes), the
 //! cached copy is rewritten under the new key (clean) and the old one dropped. Unflushed objects
-//! are left alone (they are not the backend's yet). The access history (Freq, H) starts afresh:
-//! the cache manager has no call to carry it over.
+//! are left alone (they are not the backend's yet). The access history moves with the bytes:
+//! Freq (so H = Freq / Size), the referenced bit and a policy hit per fragment
+//! ([`reo_cache::AccessHistory`]), taken before the move's own read so that read does not count.
 
 use reo_cache::ObjectMeta;
 
@@ -36,6 +37,7 @@ pub fn reorganize(gw: &Gateway, bucket: &str, from: &str, to: &str) -> u64 {
         if meta.etag != e.info.etag || gw.cache.info(new.as_bytes()).is_some() {
             continue;
         }
+        let history = gw.cache.access_history(old.as_bytes());
         let Ok(r) = gw.cache.get(old.as_bytes(), 0, e.info.size, now_ns()) else { continue };
         if !r.is_hit() {
             continue; // partly cached: the missing pieces would have to come from the backend
@@ -48,6 +50,9 @@ pub fn reorganize(gw: &Gateway, bucket: &str, from: &str, to: &str) -> u64 {
             user: e.info.user_meta.clone().into_iter().collect(),
         };
         if gw.cache.put(new.as_bytes(), &data, &meta, false, now_ns()).is_ok() {
+            if let Some(h) = history {
+                gw.cache.set_access_history(new.as_bytes(), &h);
+            }
             gw.cache.delete(old.as_bytes());
             moved += data.len() as u64;
         }

@@ -1,6 +1,6 @@
 //! The hint engine on the gateway's in-memory test rig: a pin hint prefetches and pins at its
 //! lease start and is undone at its end; evict removes; hints reload with their state;
-//! reorganize moves cached bytes to the new prefix.
+//! reorganize moves cached bytes and their access history to the new prefix.
 
 use super::engine::HintEngine;
 use super::{unix_now, HintSpec, HintState, Intent, Lease, Target};
@@ -93,6 +93,11 @@ fn reorganize_moves_cached_bytes_to_the_new_prefix() {
     e.submit(spec("old/a", Intent::Prefetch, now, now + 50)).unwrap();
     e.tick(now);
     assert!(gw.cache.info(b"bkt/old/a").is_some());
+    for _ in 0..5 {
+        gw.cache.get(b"bkt/old/a", 0, 10, 1).unwrap();
+    }
+    let before = gw.cache.info(b"bkt/old/a").unwrap();
+    assert!(before.freq >= 5);
     // The application renames old/ to new/ in the backend, then says so.
     backend.put("bkt", "new/a", &data, &info(&data)).unwrap();
     backend.delete("bkt", "old/a").unwrap();
@@ -104,5 +109,6 @@ fn reorganize_moves_cached_bytes_to_the_new_prefix() {
     assert!(gw.cache.info(b"bkt/old/a").is_none());
     let i = gw.cache.info(b"bkt/new/a").expect("moved");
     assert_eq!(i.cached_fragments, i.fragments);
+    assert_eq!((i.freq, i.hotness), (before.freq, before.hotness), "the access history moved too");
     assert_eq!(e.counters().reorganized_bytes, data.len() as u64);
 }

@@ -16,7 +16,7 @@ impl ReoS3 {
         let i = req.input;
         let (bucket, key) = (i.bucket.clone(), i.key.clone());
         let id = blocking(move || {
-            gw.backend.head_bucket(&i.bucket).map_err(backend_err)?;
+            gw.check_bucket(&i.bucket)?;
             gw.policy(&i.bucket, &i.key)?;
             crate::keys::validate_key(&i.key).map_err(|m| s3_error!(KeyTooLongError, "{m}"))?;
             let ct = i.content_type.unwrap_or_else(|| "binary/octet-stream".into());

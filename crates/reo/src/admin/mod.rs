@@ -40,8 +40,13 @@ enum AdminCommand {
         #[command(subcommand)]
         what: DeviceCommand,
     },
-    /// Flush every unflushed object to the backend; waits until nothing is dirty.
-    Flush,
+    /// Flush every unflushed object to the backend; waits until nothing is dirty (with
+    /// --timeout, at most that long: then exits 1 saying what is left and the backend's state).
+    Flush {
+        /// Give up after this long, e.g. 30s, 5m.
+        #[arg(long, value_parser = parse_timeout)]
+        timeout: Option<Duration>,
+    },
     /// Verify every chunk on flash and repair what redundancy allows.
     Scrub,
     /// List, submit or cancel hints.
@@ -77,6 +82,11 @@ enum HintsCommand {
     Submit { json: String },
     /// Withdraw a hint by request id.
     Cancel { id: String },
+}
+
+fn parse_timeout(s: &str) -> Result<Duration, String> {
+    crate::config::parse_duration(s)
+        .ok_or_else(|| format!("expected a duration like \"30s\", \"5m\" or \"250ms\", got {s:?}"))
 }
 
 struct Admin {
@@ -163,10 +173,11 @@ fn show_status(s: &Value) {
         c["requests"]
     );
     println!(
-        "dirty: {} objects, {:.1} MiB, flush lag {:.1} s",
+        "dirty: {} objects, {:.1} MiB, flush lag {:.1} s; backend {}",
         s["dirty_objects"],
         mib(&s["dirty_bytes"]),
-        s["flush_lag_seconds"].as_f64().unwrap_or(0.0)
+        s["flush_lag_seconds"].as_f64().unwrap_or(0.0),
+        backend_state(s)
     );
     match s["rebuild"].as_object() {
         Some(r) => println!(
@@ -208,21 +219,52 @@ fn follow_rebuild(a: &Admin, device: usize) -> Result<Value, String> {
     }
 }
 
-/// Wakes the flusher and polls status until nothing is dirty.
-fn flush(a: &Admin) -> Result<(), String> {
+/// The backend's state in a status answer, as a phrase: "up", or "down for 12 s (last error: …)".
+fn backend_state(s: &Value) -> String {
+    let b = &s["backend"];
+    if b["up"].as_bool().unwrap_or(true) {
+        return "up".into();
+    }
+    format!(
+        "down for {:.0} s (last error: {}){}",
+        b["down_seconds"].as_f64().unwrap_or(0.0),
+        b["last_error"].as_str().unwrap_or("?"),
+        if b["slowing_down"].as_bool().unwrap_or(false) { "; writes get 503 SlowDown" } else { "" }
+    )
+}
+
+/// Wakes the flusher and polls status until nothing is dirty; Ok(false) if `timeout` passed first
+/// (the message, on stderr, says what is left and the backend's state).
+fn flush(a: &Admin, timeout: Option<Duration>) -> Result<bool, String> {
+    let began = std::time::Instant::now();
     let first = a.call("POST", "/_reo/admin/flush", &[], b"")?;
     let start = first["dirty_bytes"].as_u64().unwrap_or(0).max(1);
+    let mut kicked = began;
     loop {
         let s = a.status()?;
         let (n, bytes) = (s["dirty_objects"].as_u64().unwrap_or(0), s["dirty_bytes"].as_u64().unwrap_or(0));
+        let backend = backend_state(&s);
         progress(
             1.0 - bytes as f64 / start as f64,
-            &format!("{n} objects ({:.1} MiB) still dirty", mib(&s["dirty_bytes"])),
+            &format!("{n} objects ({:.1} MiB) still dirty; backend {backend}", mib(&s["dirty_bytes"])),
         );
         if n == 0 {
             eprintln!();
             println!("flushed: nothing is dirty");
-            return Ok(());
+            return Ok(true);
+        }
+        if timeout.is_some_and(|t| began.elapsed() >= t) {
+            eprintln!();
+            eprintln!(
+                "reo: flush timed out after {:.1} s: {n} objects ({bytes} bytes) still dirty; backend {backend}",
+                began.elapsed().as_secs_f64()
+            );
+            return Ok(false);
+        }
+        if kicked.elapsed() >= Duration::from_secs(1) {
+            // Wake the flusher again: after an outage it retries now instead of after its backoff.
+            a.call("POST", "/_reo/admin/flush", &[], b"")?;
+            kicked = std::time::Instant::now();
         }
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -246,7 +288,11 @@ pub fn run(args: &AdminArgs) -> Result<ExitCode, String> {
                 return Ok(ExitCode::from(1));
             }
         }
-        AdminCommand::Flush => flush(&a)?,
+        AdminCommand::Flush { timeout } => {
+            if !flush(&a, *timeout)? {
+                return Ok(ExitCode::from(1));
+            }
+        }
         AdminCommand::Scrub => print_json(&a.call("POST", "/_reo/admin/scrub", &[], b"")?),
         AdminCommand::Hints { what: None | Some(HintsCommand::List) } => {
             print_json(&a.call("GET", "/_reo/hints", &[], b"")?)
