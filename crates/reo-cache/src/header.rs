@@ -70,6 +70,13 @@ impl HeaderRef<'_> {
     /// Encodes; the key must be ≤ 65,535 bytes, etag and content type ≤ 255 (longer ones are cut:
     /// they are hints the backend can always answer exactly).
     pub fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::new();
+        self.encode_into(&mut v);
+        v
+    }
+
+    /// [`HeaderRef::encode`] into `v` (cleared first), so that a caller can reuse one buffer.
+    pub fn encode_into(&self, v: &mut Vec<u8>) {
         let etag = clip(self.etag.as_bytes());
         let ct = clip(self.content_type.as_bytes());
         // Exact size: a put encodes one header per blob, and a regrowth would double its cost.
@@ -79,7 +86,8 @@ impl HeaderRef<'_> {
             .take(255)
             .map(|(n, v)| 3 + clip(n.as_bytes()).len() + v.len().min(u16::MAX as usize))
             .sum();
-        let mut v = Vec::with_capacity(33 + self.key.len().min(u16::MAX as usize) + etag.len() + ct.len() + user);
+        v.clear();
+        v.reserve_exact(33 + self.key.len().min(u16::MAX as usize) + etag.len() + ct.len() + user);
         v.extend_from_slice(MAGIC);
         v.push(VERSION);
         v.push(match self.kind {
@@ -108,7 +116,6 @@ impl HeaderRef<'_> {
             v.extend_from_slice(&(value.len() as u16).to_le_bytes());
             v.extend_from_slice(value);
         }
-        v
     }
 }
 

@@ -2,6 +2,7 @@
 //! (a client write: write-back dirty, or write-through clean), [`Cache::mark_clean`] (after the
 //! flusher wrote the backend), [`Cache::delete`].
 
+use std::cell::Cell;
 use std::fmt;
 
 use reo_store::{Durability, Location, PutOptions, Scheme};
@@ -80,8 +81,30 @@ pub struct PutReceipt {
     pub version: u64,
 }
 
+thread_local! {
+    /// The buffer of this thread's last encoded header (a put encodes one per blob).
+    static SPARE_HEADER: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// An encoded blob header whose buffer returns to [`SPARE_HEADER`] when dropped.
+struct EncodedHeader(Vec<u8>);
+
+impl std::ops::Deref for EncodedHeader {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Drop for EncodedHeader {
+    fn drop(&mut self) {
+        SPARE_HEADER.set(std::mem::take(&mut self.0));
+    }
+}
+
 impl Cache {
-    fn header(&self, key: &[u8], size: u64, frag: u32, dirty: bool, class: Class, meta: &ObjectMeta) -> Vec<u8> {
+    fn header(&self, key: &[u8], size: u64, frag: u32, dirty: bool, class: Class, meta: &ObjectMeta) -> EncodedHeader {
+        let mut buf = EncodedHeader(SPARE_HEADER.take());
         HeaderRef {
             kind: BlobKind::Fragment,
             dirty,
@@ -94,7 +117,8 @@ impl Cache {
             content_type: &meta.content_type,
             user: &meta.user,
         }
-        .encode()
+        .encode_into(&mut buf.0);
+        buf
     }
 
     fn check_size(&self, key: &[u8], size: u64, meta: &ObjectMeta) -> Result<(), WriteError> {
