@@ -17,7 +17,8 @@ cargo clippy --workspace --all-targets -- -D warnings
 echo "== tests"
 cargo test --workspace
 echo "== gateway end-to-end (boto3 against a real reo serve)"
-python3 -m pip install --quiet --disable-pip-version-check boto3
+# boto3 drives the gateway; moto_server is the S3 store behind it in test_s3backend.py.
+python3 -m pip install --quiet --disable-pip-version-check boto3 "moto[server]"
 cargo build -p reo
 REO_BIN="$PWD/target/debug/reo" python3 -m unittest discover -s tests/e2e -t tests/e2e -v
 echo "== all tests passed"

@@ -1,5 +1,5 @@
 //! Running a gateway from a data directory: device files (created on first start), the store,
-//! the cache, the local backend, the flusher, credentials, and the server until SIGTERM/SIGINT;
+//! the cache, the backend (a local directory or an S3 store), the flusher, credentials, and the server until SIGTERM/SIGINT;
 //! then requests drain, the flusher stops and the store closes cleanly (checkpoint), so the next
 //! start is warm (hints persist in `<data_dir>/state/hints.json`). After a SIGKILL the store recovers and the flusher resumes the dirty objects.
 
@@ -12,7 +12,7 @@ use reo_cache::{Cache, CacheConfig};
 use reo_media::{FileMedia, FileOptions, Media};
 use reo_store::{Store, StoreConfig};
 
-use crate::backend::{Backend, LocalBackend};
+use crate::backend::{Backend, LocalBackend, S3Backend};
 use crate::gateway::flusher::Flusher;
 use crate::gateway::Gateway;
 use crate::s3::Limits;
@@ -23,8 +23,8 @@ use crate::server::{serve, ServerOptions};
 pub struct ServeConfig {
     pub data_dir: PathBuf,
     pub listen: SocketAddr,
-    /// Local backend directory (default `<data_dir>/backend`).
-    pub backend: Option<PathBuf>,
+    /// The backend the cache is in front of.
+    pub backend: BackendChoice,
     pub devices: usize,
     pub device_mib: u64,
     pub access_key: Option<String>,
@@ -38,6 +38,44 @@ pub struct ServeConfig {
     pub promote_bps: u64,
     /// Whether `/metrics` answers unsigned requests.
     pub anonymous_metrics: bool,
+}
+
+/// Which backend `reo serve` caches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// A local directory (default `<data_dir>/backend`).
+    Local(Option<PathBuf>),
+    /// An S3-compatible store.
+    S3(crate::backend::s3::S3Settings),
+}
+
+impl Default for BackendChoice {
+    fn default() -> Self {
+        BackendChoice::Local(None)
+    }
+}
+
+/// Opens the configured backend; returns it and a description for the log. An S3 store that
+/// does not answer now is not an error (writes wait on flash until it does): a warning says so.
+fn open_backend(cfg: &ServeConfig) -> Result<(Arc<dyn Backend>, String), String> {
+    match &cfg.backend {
+        BackendChoice::Local(dir) => {
+            let dir = dir.clone().unwrap_or_else(|| cfg.data_dir.join("backend"));
+            let b = LocalBackend::open(&dir).map_err(|e| e.to_string())?;
+            Ok((Arc::new(b), dir.display().to_string()))
+        }
+        BackendChoice::S3(settings) => {
+            let b = S3Backend::open(settings)?;
+            let desc = b.describe();
+            match b.list_buckets() {
+                Ok(v) => tracing::info!("S3 backend reachable ({} buckets)", v.len()),
+                Err(e) => {
+                    tracing::warn!("the S3 backend does not answer now ({e}); writes stay on flash until it does")
+                }
+            }
+            Ok((Arc::new(b), desc))
+        }
+    }
 }
 
 fn random_string(len: usize, alphabet: &[u8]) -> Result<String, String> {
@@ -122,8 +160,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     // One device's worth of user bytes: dirty data (replicated on every device) still fits.
     let capacity = store.space().capacity / cfg.devices as u64;
     let cache = Arc::new(Cache::open(store.clone(), CacheConfig::new(capacity.max(1 << 20)))?);
-    let backend_dir = cfg.backend.clone().unwrap_or_else(|| cfg.data_dir.join("backend"));
-    let backend: Arc<dyn Backend> = Arc::new(LocalBackend::open(&backend_dir).map_err(|e| e.to_string())?);
+    let (backend, backend_desc) = open_backend(cfg)?;
     let gw = Gateway::open(backend, cache, &cfg.data_dir.join("state"))?;
     let (n, bytes) = gw.dirty();
     if n > 0 {
@@ -152,11 +189,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         let listener = tokio::net::TcpListener::bind(cfg.listen)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
-        tracing::info!(
-            "S3 on http://{} (backend {})",
-            listener.local_addr().map_err(|e| e.to_string())?,
-            backend_dir.display()
-        );
+        tracing::info!("S3 on http://{} (backend {})", listener.local_addr().map_err(|e| e.to_string())?, backend_desc);
         serve(listener, api, opts, shutdown_signal()).await.map_err(|e| e.to_string())
     });
     rt.shutdown_timeout(std::time::Duration::from_secs(5));
