@@ -18,6 +18,8 @@
 
 mod buckets;
 pub mod errors;
+#[cfg(test)]
+mod moto_tests;
 pub mod settings;
 mod xml;
 
