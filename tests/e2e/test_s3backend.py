@@ -155,6 +155,15 @@ class S3BackendTest(unittest.TestCase):
             self.s3.head_object(Bucket="wbk", Key="l/m1")
         self.assertEqual(e.exception.response["ResponseMetadata"]["HTTPStatusCode"], 404)
 
+    def test_keys_the_store_cannot_hold_are_refused_before_the_ack(self):
+        dirty = metric(srv, "reo_gateway_dirty_objects")
+        for key in ("a//b", "/lead", "trail/"):
+            with self.assertRaises(ClientError) as e:
+                self.s3.put_object(Bucket="wbk", Key=key, Body=b"x")
+            self.assertEqual(code(e), "InvalidArgument", key)
+            self.assertIn("S3 backend cannot store", e.exception.response["Error"]["Message"])
+        self.assertLessEqual(metric(srv, "reo_gateway_dirty_objects"), dirty, "a refused write was kept")
+
     def test_bucket_operations_pass_through(self):
         self.s3.create_bucket(Bucket="made-by-reo")
         self.moto.head_bucket(Bucket="made-by-reo")

@@ -98,6 +98,12 @@ pub trait Backend: Send + Sync + 'static {
     /// Every key of `bucket` starting with `prefix`, sorted by key bytes, strictly after `after`.
     /// At most `limit` entries.
     fn list(&self, bucket: &str, prefix: &str, after: &str, limit: usize) -> BResult<Vec<ListEntry>>;
+    /// Whether this backend can store `key` (any key [`crate::keys::validate_key`] accepts unless
+    /// the backend says otherwise). Checked before a write is acknowledged, so write-back never
+    /// accepts an object the flusher could not write.
+    fn check_key(&self, _key: &str) -> BResult<()> {
+        Ok(())
+    }
     /// Applies a backend hint (`target: backend`) to the objects `address` covers; what each
     /// [`Advice`] does is the backend's (see [`advice`]). A missing key is `NoSuchKey`.
     fn advise(&self, bucket: &str, address: &Address, advice: Advice) -> BResult<AdviceReport>;

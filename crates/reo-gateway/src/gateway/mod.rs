@@ -228,6 +228,8 @@ impl Gateway {
                 m,
             )
         })?;
+        // Refused now rather than acknowledged and then never flushable.
+        self.backend.check_key(key).map_err(backend_err)?;
         self.backend.head_bucket(bucket).map_err(backend_err)?;
         info.size = data.len() as u64;
         info.mtime_ns = now_ns();

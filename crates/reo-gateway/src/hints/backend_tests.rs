@@ -47,6 +47,9 @@ impl Backend for Recording {
     fn list(&self, bucket: &str, prefix: &str, after: &str, limit: usize) -> BResult<Vec<ListEntry>> {
         self.inner.list(bucket, prefix, after, limit)
     }
+    fn check_key(&self, key: &str) -> BResult<()> {
+        self.inner.check_key(key)
+    }
     fn advise(&self, bucket: &str, address: &Address, advice: Advice) -> BResult<AdviceReport> {
         self.calls.lock().unwrap().push((bucket.to_string(), address.clone(), advice));
         self.inner.advise(bucket, address, advice)

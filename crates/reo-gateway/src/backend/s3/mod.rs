@@ -253,6 +253,10 @@ impl Backend for S3Backend {
         buckets::delete_bucket(self, bucket)
     }
 
+    fn check_key(&self, key: &str) -> BResult<()> {
+        key_path(key).map(|_| ())
+    }
+
     fn put(&self, bucket: &str, key: &str, data: &[u8], info: &ObjectInfo) -> BResult<()> {
         let store = self.store(bucket)?;
         let path = key_path(key)?;
