@@ -154,13 +154,14 @@ fn open_store(
 /// Runs the gateway until SIGTERM or SIGINT.
 pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     std::fs::create_dir_all(&cfg.data_dir).map_err(|e| format!("cannot create {}: {e}", cfg.data_dir.display()))?;
+    // The backend's settings are checked before anything is created on the devices.
+    let (backend, backend_desc) = open_backend(cfg)?;
     let (access_key, secret_key) = credentials(cfg)?;
     let device_io = Arc::new(crate::device_io::DeviceIoTable::default());
     let store = open_store(&cfg.data_dir, cfg.devices, cfg.device_mib, &device_io)?;
     // One device's worth of user bytes: dirty data (replicated on every device) still fits.
     let capacity = store.space().capacity / cfg.devices as u64;
     let cache = Arc::new(Cache::open(store.clone(), CacheConfig::new(capacity.max(1 << 20)))?);
-    let (backend, backend_desc) = open_backend(cfg)?;
     let gw = Gateway::open(backend, cache, &cfg.data_dir.join("state"))?;
     let (n, bytes) = gw.dirty();
     if n > 0 {

@@ -55,7 +55,10 @@ fn send(b: &S3Backend, method: http::Method, url: String, body: Vec<u8>) -> BRes
     }
     let what = format!("{method} {url}");
     b.run(async move {
-        let resp = rb.send().await.map_err(|e| BackendError::Io(format!("S3 backend unreachable ({what}): {e}")))?;
+        let resp = rb
+            .send()
+            .await
+            .map_err(|e| BackendError::Io(format!("S3 backend unreachable ({what}): {}", super::errors::chain(&e))))?;
         let status = resp.status().as_u16();
         let body = resp.text().await.unwrap_or_default();
         Ok::<_, BackendError>(Answer { status, body })

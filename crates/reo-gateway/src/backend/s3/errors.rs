@@ -23,8 +23,23 @@ pub fn map_err(e: object_store::Error, bucket: &str, key: &str) -> BackendError 
             BackendError::Io(format!("the S3 backend refused the gateway's credentials for {bucket}/{key}: {e}"))
         }
         // Connection refused, timeouts, 5xx after retries, …: the backend is down.
-        other => BackendError::Io(format!("S3 backend, {bucket}/{key}: {other}")),
+        other => BackendError::Io(format!("S3 backend, {bucket}/{key}: {}", chain(&other))),
     }
+}
+
+/// `e` and its chain of sources ("a: b: c"), each source only if its text is new (HTTP client
+/// errors hide the cause, such as "Connection refused", in their sources).
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(x) = src {
+        let t = x.to_string();
+        if !s.contains(&t) {
+            s = format!("{s}: {t}");
+        }
+        src = x.source();
+    }
+    s
 }
 
 /// An S3 ETag without the quotes (and without a weak `W/` marker) S3 puts around it.
