@@ -17,6 +17,7 @@
 //!   control characters) are refused with a message saying so.
 
 mod buckets;
+mod convert;
 pub mod errors;
 #[cfg(test)]
 mod moto_tests;
@@ -32,14 +33,12 @@ use bytes::Bytes;
 use futures::StreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path;
-use object_store::{
-    Attribute, Attributes, ClientOptions, GetOptions, GetRange, GetResult, MultipartUpload, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, RetryConfig,
-};
+use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore, PutOptions, PutPayload, RetryConfig};
 
 use super::advice::{self, Address, Advice, AdviceReport};
 use super::{BResult, Backend, BackendError, BucketInfo, ListEntry, ObjectInfo};
 use crate::keys::validate_bucket;
+use convert::{attributes, object_info, put_multipart};
 use errors::{key_path, list_dir, map_err, normalize_etag, raw};
 pub use settings::{Credentials, S3Settings};
 
@@ -167,72 +166,6 @@ impl S3Backend {
             Ok::<_, object_store::Error>((bytes, info))
         })?;
         r.map_err(|e| self.not_found(bucket, map_err(e, bucket, key)))
-    }
-}
-
-/// The [`ObjectInfo`] of a GET or HEAD answer.
-fn object_info(r: &GetResult) -> ObjectInfo {
-    let mut user_meta = BTreeMap::new();
-    let mut content_type = String::from("binary/octet-stream");
-    let mut reo_etag = None;
-    for (k, v) in r.attributes.iter() {
-        match k {
-            Attribute::ContentType => content_type = v.as_ref().to_string(),
-            Attribute::Metadata(name) if name.eq_ignore_ascii_case(ETAG_META) => {
-                reo_etag = Some(v.as_ref().to_string())
-            }
-            Attribute::Metadata(name) => {
-                user_meta.insert(name.to_ascii_lowercase(), v.as_ref().to_string());
-            }
-            _ => {}
-        }
-    }
-    let etag = reo_etag.unwrap_or_else(|| normalize_etag(r.meta.e_tag.as_deref().unwrap_or_default()));
-    ObjectInfo {
-        size: r.meta.size,
-        etag,
-        content_type,
-        user_meta,
-        mtime_ns: r.meta.last_modified.timestamp_nanos_opt().unwrap_or(0).max(0) as u64,
-    }
-}
-
-/// The attributes a PUT of `info` carries.
-fn attributes(info: &ObjectInfo) -> Attributes {
-    let mut a = Attributes::new();
-    if !info.content_type.is_empty() {
-        a.insert(Attribute::ContentType, info.content_type.clone().into());
-    }
-    for (k, v) in &info.user_meta {
-        if !k.eq_ignore_ascii_case(ETAG_META) {
-            a.insert(Attribute::Metadata(k.clone().into()), v.clone().into());
-        }
-    }
-    a.insert(Attribute::Metadata(ETAG_META.into()), info.etag.clone().into());
-    a
-}
-
-/// Uploads `data` in parts of [`PART_SIZE`]; the upload is aborted if a part fails.
-async fn put_multipart(
-    store: Arc<AmazonS3>,
-    path: Path,
-    data: Bytes,
-    attributes: Attributes,
-) -> object_store::Result<()> {
-    let opts = PutMultipartOptions { attributes, ..Default::default() };
-    let mut upload = store.put_multipart_opts(&path, opts).await?;
-    for chunk in data.chunks(PART_SIZE) {
-        if let Err(e) = upload.put_part(PutPayload::from(data.slice_ref(chunk))).await {
-            let _ = upload.abort().await;
-            return Err(e);
-        }
-    }
-    match upload.complete().await {
-        Ok(_) => Ok(()),
-        Err(e) => {
-            let _ = upload.abort().await;
-            Err(e)
-        }
     }
 }
 
