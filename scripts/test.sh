@@ -15,9 +15,11 @@ cargo fmt --all -- --check
 echo "== lints"
 cargo clippy --workspace --all-targets -- -D warnings
 echo "== tests"
+# moto_server is the S3 store the S3 backend's tests (Rust and end-to-end) run against; boto3
+# drives the gateway end to end.
+python3 -m pip install --quiet --disable-pip-version-check boto3 "moto[server]"
 cargo test --workspace
 echo "== gateway end-to-end (boto3 against a real reo serve)"
-python3 -m pip install --quiet --disable-pip-version-check boto3
 cargo build -p reo
 REO_BIN="$PWD/target/debug/reo" python3 -m unittest discover -s tests/e2e -t tests/e2e -v
 echo "== all tests passed"

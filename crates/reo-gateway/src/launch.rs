@@ -1,5 +1,5 @@
 //! Running a gateway from a data directory: device files (created on first start), the store,
-//! the cache, the local backend, the flusher, credentials, and the server until SIGTERM/SIGINT;
+//! the cache, the backend (a local directory or an S3 store), the flusher, credentials, and the server until SIGTERM/SIGINT;
 //! then requests drain, the flusher stops and the store closes cleanly (checkpoint), so the next
 //! start is warm (hints persist in `<data_dir>/state/hints.json`). After a SIGKILL the store
 //! recovers and the flusher resumes the dirty objects. The local backend directory is created on
@@ -14,7 +14,7 @@ use reo_cache::{Cache, CacheConfig};
 use reo_media::{FileMedia, FileOptions, Media};
 use reo_store::{Store, StoreConfig};
 
-use crate::backend::{Backend, LocalBackend};
+use crate::backend::{Backend, LocalBackend, S3Backend};
 use crate::gateway::flusher::Flusher;
 use crate::gateway::Gateway;
 use crate::s3::Limits;
@@ -25,8 +25,8 @@ use crate::server::{serve, ServerOptions};
 pub struct ServeConfig {
     pub data_dir: PathBuf,
     pub listen: SocketAddr,
-    /// Local backend directory (default `<data_dir>/backend`).
-    pub backend: Option<PathBuf>,
+    /// The backend the cache is in front of.
+    pub backend: BackendChoice,
     pub devices: usize,
     pub device_mib: u64,
     pub access_key: Option<String>,
@@ -44,6 +44,55 @@ pub struct ServeConfig {
     pub dirty_limit: Option<u64>,
     /// Backend outage after which writes get 503 SlowDown.
     pub backend_down_slowdown_after: std::time::Duration,
+}
+
+/// Which backend `reo serve` caches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// A local directory (default `<data_dir>/backend`).
+    Local(Option<PathBuf>),
+    /// An S3-compatible store.
+    S3(crate::backend::s3::S3Settings),
+}
+
+impl Default for BackendChoice {
+    fn default() -> Self {
+        BackendChoice::Local(None)
+    }
+}
+
+/// Opens an S3 backend; returns it and a description for the log. A store that does not answer
+/// now is not an error (writes wait on flash until it does): a warning says so.
+fn open_s3(settings: &crate::backend::s3::S3Settings) -> Result<(Arc<dyn Backend>, String), String> {
+    let b = S3Backend::open(settings)?;
+    let desc = b.describe();
+    match b.list_buckets() {
+        Ok(v) => tracing::info!("S3 backend reachable ({} buckets)", v.len()),
+        Err(e) => tracing::warn!("the S3 backend does not answer now ({e}); writes stay on flash until it does"),
+    }
+    Ok((Arc::new(b), desc))
+}
+
+/// Opens the local directory backend (default `<data_dir>/backend`). It is created only with a
+/// fresh data directory (`formatted`) or when it exists: a restart with the directory gone (an
+/// unmounted volume, a rename) would otherwise send the flushes into a new empty one. The gateway
+/// then serves from the cache, and the flusher writes once the directory is back.
+fn open_local(cfg: &ServeConfig, formatted: bool) -> Result<(Arc<dyn Backend>, String), String> {
+    let configured = match &cfg.backend {
+        BackendChoice::Local(dir) => dir.clone(),
+        BackendChoice::S3(_) => None,
+    };
+    let dir = configured.unwrap_or_else(|| cfg.data_dir.join("backend"));
+    let backend: Arc<dyn Backend> = if formatted || dir.is_dir() {
+        Arc::new(LocalBackend::open(&dir).map_err(|e| e.to_string())?)
+    } else {
+        tracing::warn!(
+            "backend directory {} is missing: the backend is down until it appears (create it if it is meant to be new)",
+            dir.display()
+        );
+        Arc::new(LocalBackend::attach(&dir))
+    };
+    Ok((backend, dir.display().to_string()))
 }
 
 fn random_string(len: usize, alphabet: &[u8]) -> Result<String, String> {
@@ -122,24 +171,20 @@ fn open_store(
 /// Runs the gateway until SIGTERM or SIGINT.
 pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     std::fs::create_dir_all(&cfg.data_dir).map_err(|e| format!("cannot create {}: {e}", cfg.data_dir.display()))?;
+    // An S3 backend's settings are checked before anything is created on the devices.
+    let s3 = match &cfg.backend {
+        BackendChoice::S3(settings) => Some(open_s3(settings)?),
+        BackendChoice::Local(_) => None,
+    };
     let (access_key, secret_key) = credentials(cfg)?;
     let device_io = Arc::new(crate::device_io::DeviceIoTable::default());
     let (store, formatted) = open_store(&cfg.data_dir, cfg.devices, cfg.device_mib, &device_io)?;
     // One device's worth of user bytes: dirty data (replicated on every device) still fits.
     let capacity = store.space().capacity / cfg.devices as u64;
     let cache = Arc::new(Cache::open(store.clone(), CacheConfig::new(capacity.max(1 << 20)))?);
-    let backend_dir = cfg.backend.clone().unwrap_or_else(|| cfg.data_dir.join("backend"));
-    let backend: Arc<dyn Backend> = if formatted || backend_dir.is_dir() {
-        Arc::new(LocalBackend::open(&backend_dir).map_err(|e| e.to_string())?)
-    } else {
-        // A restart with the backend directory gone (an unmounted volume, a rename): creating an
-        // empty one would send the flushes to the wrong place. Serve from the cache; the flusher
-        // writes once it is back.
-        tracing::warn!(
-            "backend directory {} is missing: the backend is down until it appears (create it if it is meant to be new)",
-            backend_dir.display()
-        );
-        Arc::new(LocalBackend::attach(&backend_dir))
+    let (backend, backend_desc) = match s3 {
+        Some(b) => b,
+        None => open_local(cfg, formatted)?,
     };
     let gw = Gateway::open(backend, cache, &cfg.data_dir.join("state"))?;
     let (n, bytes) = gw.dirty();
@@ -179,11 +224,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         let listener = tokio::net::TcpListener::bind(cfg.listen)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
-        tracing::info!(
-            "S3 on http://{} (backend {})",
-            listener.local_addr().map_err(|e| e.to_string())?,
-            backend_dir.display()
-        );
+        tracing::info!("S3 on http://{} (backend {})", listener.local_addr().map_err(|e| e.to_string())?, backend_desc);
         serve(listener, api, opts, shutdown_signal()).await.map_err(|e| e.to_string())
     });
     rt.shutdown_timeout(std::time::Duration::from_secs(5));

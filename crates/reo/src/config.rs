@@ -6,6 +6,8 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use reo_gateway::backend::s3::S3Settings;
+use reo_gateway::launch::BackendChoice;
 use serde::Deserialize;
 
 /// The file as written; every field optional (defaults and flags fill the rest).
@@ -20,6 +22,8 @@ pub struct FileConfig {
     pub flush: FlushSection,
     #[serde(default)]
     pub hints: HintsSection,
+    #[serde(default)]
+    pub backend: Option<BackendSection>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -54,6 +58,87 @@ pub struct FlushSection {
 #[serde(deny_unknown_fields)]
 pub struct HintsSection {
     pub promote_bandwidth: Option<String>,
+}
+
+/// `[backend]`: a local directory (`kind = "local"`, `path`) or an S3 store (`kind = "s3"`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackendSection {
+    pub kind: Option<String>,
+    pub path: Option<PathBuf>,
+    pub endpoint: Option<String>,
+    pub region: Option<String>,
+    pub virtual_hosted: Option<bool>,
+    pub access_key_id: Option<String>,
+    pub secret_access_key: Option<String>,
+    pub session_token: Option<String>,
+    pub allow_http: Option<bool>,
+}
+
+impl BackendSection {
+    /// The backend it describes (`server_backend`: the older `server.backend` directory).
+    fn choice(&self, server_backend: Option<PathBuf>) -> Result<BackendChoice, String> {
+        let s3_fields = [
+            ("endpoint", self.endpoint.is_some()),
+            ("region", self.region.is_some()),
+            ("virtual_hosted", self.virtual_hosted.is_some()),
+            ("access_key_id", self.access_key_id.is_some()),
+            ("secret_access_key", self.secret_access_key.is_some()),
+            ("session_token", self.session_token.is_some()),
+            ("allow_http", self.allow_http.is_some()),
+        ];
+        match self.kind.as_deref().unwrap_or("local") {
+            "local" => {
+                if let Some((f, _)) = s3_fields.iter().find(|(_, set)| *set) {
+                    return Err(format!("backend.{f}: only with kind = \"s3\" (kind is \"local\")"));
+                }
+                if self.path.is_some() && server_backend.is_some() {
+                    return Err("backend.path, server.backend: give the directory once".into());
+                }
+                Ok(BackendChoice::Local(self.path.clone().or(server_backend)))
+            }
+            "s3" => {
+                if self.path.is_some() {
+                    return Err("backend.path: only with kind = \"local\"; an S3 backend takes backend.endpoint".into());
+                }
+                if server_backend.is_some() {
+                    return Err("server.backend: a local directory, but backend.kind is \"s3\"".into());
+                }
+                let s = S3Settings {
+                    endpoint: self.endpoint.clone(),
+                    region: self.region.clone(),
+                    virtual_hosted: self.virtual_hosted.unwrap_or(false),
+                    access_key_id: self.access_key_id.clone(),
+                    secret_access_key: self.secret_access_key.clone(),
+                    session_token: self.session_token.clone(),
+                    allow_http: self.allow_http.unwrap_or(false),
+                };
+                s.validate()?;
+                Ok(BackendChoice::S3(s))
+            }
+            other => Err(format!("backend.kind: expected \"local\" or \"s3\", got {other:?}")),
+        }
+    }
+}
+
+/// The backend of `reo serve --backend VALUE` over the file's: `s3://…`/`s3+http://…` is an S3
+/// store (region, credentials and addressing from the file's `[backend]` if it is S3 too), anything
+/// else a local directory.
+pub fn backend_flag(value: &str, file: &BackendChoice) -> Result<BackendChoice, String> {
+    if !(value.starts_with("s3://") || value.starts_with("s3+http://")) {
+        return Ok(BackendChoice::Local(Some(PathBuf::from(value))));
+    }
+    let mut s = S3Settings::from_url(value)?;
+    if let BackendChoice::S3(f) = file {
+        s.region = f.region.clone();
+        s.virtual_hosted = f.virtual_hosted;
+        s.access_key_id = f.access_key_id.clone();
+        s.secret_access_key = f.secret_access_key.clone();
+        s.session_token = f.session_token.clone();
+        s.allow_http |= f.allow_http;
+    }
+    s.validate().map_err(|e| format!("--backend {value}: {e}"))?;
+    Ok(BackendChoice::S3(s))
 }
 
 /// A size like `4GiB`, `512MiB`, `64KiB`, `10MB` or a plain byte count.
@@ -98,7 +183,7 @@ pub fn parse_duration(s: &str) -> Option<std::time::Duration> {
 pub struct Settings {
     pub listen: Option<SocketAddr>,
     pub data_dir: Option<PathBuf>,
-    pub backend: Option<PathBuf>,
+    pub backend: BackendChoice,
     pub access_key: Option<String>,
     pub secret_key: Option<String>,
     pub max_body: Option<u64>,
@@ -170,10 +255,14 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
             )),
         })
         .transpose()?;
+    let backend = match &f.backend {
+        Some(b) => b.choice(f.server.backend.clone()).map_err(|e| format!("{name}: {e}"))?,
+        None => BackendChoice::Local(f.server.backend.clone()),
+    };
     Ok(Settings {
         listen,
         data_dir: f.server.data_dir,
-        backend: f.server.backend,
+        backend,
         access_key: f.server.access_key,
         secret_key: f.server.secret_key,
         max_body,
@@ -258,5 +347,32 @@ mod tests {
         assert_eq!(e, "reo.toml: flush.dirty_limit: must be more than 0");
         let e = parse("reo.toml", "[server]\naccess_key = \"A\"\n").unwrap_err();
         assert!(e.contains("server.secret_key"), "{e}");
+    }
+
+    #[test]
+    fn backend_section() {
+        let s = parse("reo.toml", "[server]\nbackend = \"/b\"\n").unwrap();
+        assert_eq!(s.backend, BackendChoice::Local(Some("/b".into())));
+        let text = "[backend]\nkind = \"s3\"\nendpoint = \"http://127.0.0.1:5000\"\nallow_http = true\n\
+                    region = \"eu-west-1\"\nvirtual_hosted = false\naccess_key_id = \"A\"\nsecret_access_key = \"S\"\n";
+        let BackendChoice::S3(s3) = parse("reo.toml", text).unwrap().backend else { panic!("not s3") };
+        assert_eq!((s3.endpoint.as_deref(), s3.region.as_deref()), (Some("http://127.0.0.1:5000"), Some("eu-west-1")));
+        let err = |t: &str| parse("reo.toml", t).unwrap_err();
+        assert_eq!(
+            err("[backend]\nkind = \"gcs\"\n"),
+            "reo.toml: backend.kind: expected \"local\" or \"s3\", got \"gcs\""
+        );
+        assert!(err("[backend]\nendpoint = \"http://x\"\n").starts_with("reo.toml: backend.endpoint: only with kind"));
+        let http = "[backend]\nkind = \"s3\"\nendpoint = \"http://x:1\"\n";
+        assert!(err(http).starts_with("reo.toml: backend.endpoint: \"http://x:1\" is plain HTTP"), "{}", err(http));
+        assert!(err("[backend]\nkind = \"s3\"\npath = \"/d\"\n").starts_with("reo.toml: backend.path"));
+        assert!(err("[backend]\nkind = \"s3\"\nregion = 5\n").contains("region"));
+        assert!(err("[backend]\npath = \"/a\"\n[server]\nbackend = \"/b\"\n").contains("backend.path, server.backend"));
+        // The flag: an s3 URL keeps the file's credentials and region; anything else is a directory.
+        let file = parse("reo.toml", text).unwrap().backend;
+        let BackendChoice::S3(f) = backend_flag("s3+http://127.0.0.1:9", &file).unwrap() else { panic!() };
+        assert_eq!((f.endpoint.as_deref(), f.access_key_id.as_deref()), (Some("http://127.0.0.1:9"), Some("A")));
+        assert_eq!(backend_flag("./dir", &file).unwrap(), BackendChoice::Local(Some("./dir".into())));
+        assert!(backend_flag("s3://h/bucket", &file).unwrap_err().starts_with("--backend"));
     }
 }

@@ -23,9 +23,11 @@ pub struct ServeArgs {
     /// Address to serve S3 on. [default: 127.0.0.1:9000]
     #[arg(long)]
     listen: Option<SocketAddr>,
-    /// Local backend directory (buckets are directories). Default: <data-dir>/backend.
+    /// The backend: a local directory (buckets are directories), or an S3 store as `s3://`
+    /// (AWS), `s3://HOST[:PORT]` (https) or `s3+http://HOST[:PORT]`; region, credentials and
+    /// addressing from [backend] in reo.toml or AWS_* variables. Default: <data-dir>/backend.
     #[arg(long)]
-    backend: Option<PathBuf>,
+    backend: Option<String>,
     /// Number of device files. [default: 5]
     #[arg(long)]
     devices: Option<usize>,
@@ -73,7 +75,10 @@ pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
     let cfg = reo_gateway::launch::ServeConfig {
         data_dir: a.data_dir.clone().or(f.data_dir).unwrap_or_else(|| PathBuf::from("./reo-data")),
         listen: a.listen.or(f.listen).unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 9000))),
-        backend: a.backend.clone().or(f.backend),
+        backend: match &a.backend {
+            Some(v) => config::backend_flag(v, &f.backend)?,
+            None => f.backend.clone(),
+        },
         devices: a.devices.or(f.devices).unwrap_or(5),
         device_mib: a.device_mib.or(f.device_bytes.map(|b| b >> 20)).unwrap_or(256),
         access_key: a.access_key.clone().or(f.access_key),

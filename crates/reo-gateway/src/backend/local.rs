@@ -10,6 +10,8 @@
 //! if it disappears (an unmounted or renamed volume), every operation fails with
 //! [`BackendError::Io`] — the backend is down, not empty — and directories are created only
 //! below an existing bucket directory.
+//!
+//! Backend hints become `posix_fadvise` on the data files (see [`super::advice`]).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -17,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::advice::{self, Address, Advice, AdviceReport};
 use super::{BResult, Backend, BackendError, BucketInfo, ListEntry, ObjectInfo};
 use crate::keys::{decode_segment, key_path, validate_bucket, validate_key};
 
@@ -324,5 +327,35 @@ impl Backend for LocalBackend {
             }
         }
         Ok(out)
+    }
+
+    fn advise(&self, bucket: &str, address: &Address, advice: Advice) -> BResult<AdviceReport> {
+        let targets = advice::resolve(self, bucket, address)?;
+        let (name, flag) = match advice {
+            Advice::WillNeed | Advice::Pin => ("posix_fadvise(WILLNEED)", libc::POSIX_FADV_WILLNEED),
+            Advice::DontNeed => ("posix_fadvise(DONTNEED)", libc::POSIX_FADV_DONTNEED),
+            Advice::Unpin => return Ok(advice::report("nothing (the page cache holds no pins)", &targets)),
+        };
+        for t in &targets {
+            let (data, _) = self.paths(bucket, &t.key)?;
+            let f = match File::open(&data) {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(BackendError::NoSuchKey(t.key.clone()))
+                }
+                Err(e) => return Err(io_err("open", &data, e)),
+            };
+            if t.end > t.start {
+                use std::os::fd::AsRawFd;
+                // SAFETY: a valid open descriptor; posix_fadvise only advises the kernel.
+                let r = unsafe {
+                    libc::posix_fadvise(f.as_raw_fd(), t.start as libc::off_t, (t.end - t.start) as libc::off_t, flag)
+                };
+                if r != 0 {
+                    return Err(io_err(name, &data, std::io::Error::from_raw_os_error(r)));
+                }
+            }
+        }
+        Ok(advice::report(name, &targets))
     }
 }

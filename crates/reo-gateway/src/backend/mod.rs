@@ -1,20 +1,25 @@
 //! The backend object store behind the gateway: one trait, [`Backend`], in the spirit of
 //! `object_store` (whole-object put/get/head/delete/list plus bucket operations), and its
-//! implementations as modules: [`local`] (a directory; the embedded default).
+//! implementations as modules: [`local`] (a directory; the embedded default) and [`s3`] (an
+//! S3-compatible store through the `object_store` crate).
 //!
 //! Every method is blocking: the gateway calls backends from tokio's blocking pool and from the
 //! flusher thread. Keys reaching a backend have been validated by [`crate::keys::validate_key`].
 
+pub mod advice;
 pub mod list;
 pub mod local;
+pub mod s3;
 #[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
 use std::fmt;
 
+pub use advice::{Address, Advice, AdviceReport};
 pub use list::{ListPage, ListQuery};
 pub use local::LocalBackend;
+pub use s3::S3Backend;
 
 /// What a backend keeps about an object besides its bytes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -52,7 +57,9 @@ pub enum BackendError {
     BucketNotEmpty(String),
     /// A key or bucket name the backend cannot hold (the message says why).
     Invalid(String),
-    /// The backend's own I/O failed (retryable).
+    /// A conditional request's condition failed (the message says which).
+    Precondition(String),
+    /// The backend's own I/O failed, or the backend is unreachable (retryable).
     Io(String),
 }
 
@@ -63,7 +70,7 @@ impl fmt::Display for BackendError {
             BackendError::NoSuchKey(k) => write!(f, "key {k:?} does not exist"),
             BackendError::BucketExists(b) => write!(f, "bucket {b:?} already exists"),
             BackendError::BucketNotEmpty(b) => write!(f, "bucket {b:?} is not empty"),
-            BackendError::Invalid(m) => write!(f, "{m}"),
+            BackendError::Invalid(m) | BackendError::Precondition(m) => write!(f, "{m}"),
             BackendError::Io(m) => write!(f, "backend I/O error: {m}"),
         }
     }
@@ -91,4 +98,13 @@ pub trait Backend: Send + Sync + 'static {
     /// Every key of `bucket` starting with `prefix`, sorted by key bytes, strictly after `after`.
     /// At most `limit` entries.
     fn list(&self, bucket: &str, prefix: &str, after: &str, limit: usize) -> BResult<Vec<ListEntry>>;
+    /// Whether this backend can store `key` (any key [`crate::keys::validate_key`] accepts unless
+    /// the backend says otherwise). Checked before a write is acknowledged, so write-back never
+    /// accepts an object the flusher could not write.
+    fn check_key(&self, _key: &str) -> BResult<()> {
+        Ok(())
+    }
+    /// Applies a backend hint (`target: backend`) to the objects `address` covers; what each
+    /// [`Advice`] does is the backend's (see [`advice`]). A missing key is `NoSuchKey`.
+    fn advise(&self, bucket: &str, address: &Address, advice: Advice) -> BResult<AdviceReport>;
 }

@@ -13,6 +13,7 @@ pub fn backend_err(e: BackendError) -> S3Error {
         BackendError::Invalid(m) if m.contains("bucket name") => S3ErrorCode::InvalidBucketName,
         BackendError::Invalid(m) if m.contains("bytes long") => S3ErrorCode::KeyTooLongError,
         BackendError::Invalid(_) => S3ErrorCode::InvalidArgument,
+        BackendError::Precondition(_) => S3ErrorCode::PreconditionFailed,
         BackendError::Io(_) => S3ErrorCode::ServiceUnavailable,
     };
     S3Error::with_message(code, e.to_string())

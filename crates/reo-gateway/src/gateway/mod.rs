@@ -243,6 +243,8 @@ impl Gateway {
                 m,
             )
         })?;
+        // Refused now rather than acknowledged and then never flushable.
+        self.backend.check_key(key).map_err(backend_err)?;
         self.check_bucket(bucket)?;
         info.size = data.len() as u64;
         info.mtime_ns = now_ns();

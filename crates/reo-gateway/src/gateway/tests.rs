@@ -26,6 +26,14 @@ impl Rig {
     }
 
     pub(crate) fn open(&self) -> (Arc<Gateway>, Arc<LocalBackend>) {
+        self.open_with(|b| b)
+    }
+
+    /// [`Rig::open`] with the gateway's backend wrapped by `wrap` (e.g. a recorder at the trait seam).
+    pub(crate) fn open_with<B: Backend>(
+        &self,
+        wrap: impl FnOnce(Arc<LocalBackend>) -> Arc<B>,
+    ) -> (Arc<Gateway>, Arc<LocalBackend>) {
         let cfg = StoreConfig {
             chunk_size: 16 << 10,
             zone_size: Some(1 << 20),
@@ -41,7 +49,7 @@ impl Rig {
         let cache = Arc::new(Cache::open(Arc::new(store), cc).unwrap());
         let backend = Arc::new(LocalBackend::open(&self.dir.join("backend")).unwrap());
         let _ = backend.create_bucket("bkt");
-        (Gateway::open(backend.clone(), cache, &self.dir.join("state")).unwrap(), backend)
+        (Gateway::open(wrap(backend.clone()), cache, &self.dir.join("state")).unwrap(), backend)
     }
 }
 

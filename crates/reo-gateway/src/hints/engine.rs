@@ -2,7 +2,9 @@
 //! undone (their pins released) and dropped; hints whose lease started are applied in order of
 //! start time, then priority (higher first). Prefetches read whole objects from the backend into
 //! the cache (as clean puts, so admission cannot turn them away) within the promote budget
-//! ([`TokenBucket`]); byte-range prefetches go through the read path's fills.
+//! ([`TokenBucket`]); byte-range prefetches go through the read path's fills. Hints with
+//! `target: backend` are forwarded to [`crate::backend::Backend::advise`] instead; the backend's
+//! report (or error) is kept with the hint.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -13,7 +15,7 @@ use reo_cache::ObjectMeta;
 
 use super::store::HintStore;
 use super::throttle::TokenBucket;
-use super::{unix_now, Hint, HintSpec, HintState, Intent};
+use super::{unix_now, Hint, HintSpec, HintState, Intent, Target};
 use crate::gateway::pending::cache_key;
 use crate::gateway::{now_ns, Gateway};
 
@@ -32,6 +34,8 @@ pub struct HintCounters {
     pub prefetched_bytes: u64,
     pub throttle_waits: u64,
     pub reorganized_bytes: u64,
+    /// Objects backend hints were applied to.
+    pub backend_advised: u64,
     pub errors: u64,
 }
 
@@ -173,7 +177,13 @@ impl HintEngine {
             if self.stopping.load(Ordering::SeqCst) {
                 return;
             }
-            let (pinned, bytes) = self.apply(&h.spec);
+            let (pinned, bytes, backend_result) = match h.spec.target {
+                Target::Cache => {
+                    let (p, b) = self.apply(&h.spec);
+                    (p, b, None)
+                }
+                Target::Backend => (Vec::new(), 0, Some(self.forward(&h.spec))),
+            };
             if self.stopping.load(Ordering::SeqCst) {
                 return; // possibly applied in part: left scheduled (pins carry their own end)
             }
@@ -183,6 +193,7 @@ impl HintEngine {
                 stored.state = HintState::Active;
                 stored.pinned = pinned;
                 stored.prefetched_bytes = bytes;
+                stored.backend_result = backend_result;
                 if let Err(e) = s.save() {
                     tracing::error!("cannot persist the hints: {e}");
                 }
@@ -191,6 +202,23 @@ impl HintEngine {
                 for k in &pinned {
                     self.gw.cache.unpin(cache_key(&h.spec.bucket, k).as_bytes());
                 }
+            }
+        }
+    }
+
+    /// Forwards a `target: backend` hint to the backend; returns what it did (or its error) for
+    /// the hint's listing.
+    fn forward(&self, spec: &HintSpec) -> String {
+        let (address, advice) = spec.backend_advice();
+        match self.gw.backend.advise(&spec.bucket, &address, advice) {
+            Ok(r) => {
+                self.count(|c| c.backend_advised += r.objects);
+                r.to_string()
+            }
+            Err(e) => {
+                tracing::warn!(bucket = spec.bucket, "backend hint: {e}");
+                self.count(|c| c.errors += 1);
+                format!("error: {e}")
             }
         }
     }

@@ -7,6 +7,8 @@
 //! * [`engine`]: the thread that applies hints when their lease starts and undoes pins at its end.
 //! * [`reorganize`]: moving cached objects from one key prefix to another.
 
+#[cfg(test)]
+mod backend_tests;
 pub mod engine;
 pub mod reorganize;
 pub mod store;
@@ -48,7 +50,8 @@ impl Intent {
     }
 }
 
-/// Which tier a hint is for. Only the cache takes hints: the local backend has no tiers.
+/// Which tier a hint is for: the flash cache, or the backend behind it (forwarded through
+/// [`crate::backend::Backend::advise`]; see [`crate::backend::advice`] for what each backend does).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Target {
@@ -126,7 +129,13 @@ impl HintSpec {
             }
         }
         if self.target == Target::Backend {
-            return Err("target: the local backend takes no hints; use \"cache\"".into());
+            if self.intent == Intent::Reorganize {
+                return Err("target: a backend hint takes prefetch, pin, unpin, evict, open or close".into());
+            }
+            crate::keys::validate_bucket(&self.bucket).map_err(|e| format!("bucket: {e}"))?;
+            if let Some(k) = &self.key {
+                crate::keys::validate_key(k).map_err(|e| format!("key: {e}"))?;
+            }
         }
         if self.lease.end <= self.lease.start {
             return Err(format!("lease: end {} must be after start {}", self.lease.end, self.lease.start));
@@ -158,6 +167,28 @@ pub struct Hint {
     /// Bytes it prefetched from the backend.
     #[serde(default)]
     pub prefetched_bytes: u64,
+    /// `target: backend`: what the backend did with it, or why it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_result: Option<String>,
+}
+
+impl HintSpec {
+    /// The backend's view of this hint (`target: backend`): its address and advice.
+    pub fn backend_advice(&self) -> (crate::backend::Address, crate::backend::Advice) {
+        use crate::backend::{Address, Advice};
+        let address = match (&self.key, self.range, &self.prefix) {
+            (Some(k), Some((start, end)), _) => Address::Range { key: k.clone(), start, end },
+            (Some(k), None, _) => Address::Key(k.clone()),
+            (None, _, p) => Address::Prefix(p.clone().unwrap_or_default()),
+        };
+        let advice = match self.intent.canonical() {
+            Intent::Pin => Advice::Pin,
+            Intent::Unpin => Advice::Unpin,
+            Intent::Evict => Advice::DontNeed,
+            _ => Advice::WillNeed,
+        };
+        (address, advice)
+    }
 }
 
 /// Unix time in seconds.
@@ -195,7 +226,14 @@ mod spec_tests {
         assert!(s.validate().unwrap_err().starts_with("lease"));
         let mut s = spec();
         s.target = Target::Backend;
-        assert!(s.validate().unwrap_err().starts_with("target"));
+        assert!(s.validate().unwrap_err().starts_with("bucket: invalid bucket name \"b\""));
+        s.bucket = "bkt".into();
+        assert!(s.validate().is_ok());
+        s.key = Some("a//../\0".into());
+        assert!(s.validate().unwrap_err().starts_with("key:"));
+        s.key = Some("k".into());
+        s.bucket = "No_Such..Name".into();
+        assert!(s.validate().unwrap_err().starts_with("bucket:"));
         assert_eq!(Intent::Open.canonical(), Intent::Prefetch);
         assert_eq!(Intent::Close.canonical(), Intent::Evict);
         let mut s = spec();

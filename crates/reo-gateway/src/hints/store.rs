@@ -41,8 +41,14 @@ impl HintStore {
     pub fn add(&mut self, spec: HintSpec) -> std::io::Result<String> {
         let id = format!("h{:08}", self.next_id);
         self.next_id += 1;
-        let h =
-            Hint { request_id: id.clone(), spec, state: HintState::Scheduled, pinned: Vec::new(), prefetched_bytes: 0 };
+        let h = Hint {
+            request_id: id.clone(),
+            spec,
+            state: HintState::Scheduled,
+            pinned: Vec::new(),
+            prefetched_bytes: 0,
+            backend_result: None,
+        };
         self.hints.insert(id.clone(), h);
         self.save()?;
         Ok(id)

@@ -19,6 +19,7 @@ impl ReoS3 {
             gw.check_bucket(&i.bucket)?;
             gw.policy(&i.bucket, &i.key)?;
             crate::keys::validate_key(&i.key).map_err(|m| s3_error!(KeyTooLongError, "{m}"))?;
+            gw.backend.check_key(&i.key).map_err(backend_err)?;
             let ct = i.content_type.unwrap_or_else(|| "binary/octet-stream".into());
             gw.uploads.create(&i.bucket, &i.key, ct, user_meta(i.metadata))
         })
