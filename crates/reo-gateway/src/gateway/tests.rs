@@ -26,6 +26,14 @@ impl Rig {
     }
 
     pub(crate) fn open(&self) -> (Arc<Gateway>, Arc<LocalBackend>) {
+        self.open_with(|b| b)
+    }
+
+    /// A gateway over `wrap(the local backend)` (a test double at the trait seam).
+    pub(crate) fn open_with(
+        &self,
+        wrap: impl FnOnce(Arc<dyn Backend>) -> Arc<dyn Backend>,
+    ) -> (Arc<Gateway>, Arc<LocalBackend>) {
         let cfg = StoreConfig {
             chunk_size: 16 << 10,
             zone_size: Some(1 << 20),
@@ -41,7 +49,8 @@ impl Rig {
         let cache = Arc::new(Cache::open(Arc::new(store), cc).unwrap());
         let backend = Arc::new(LocalBackend::open(&self.dir.join("backend")).unwrap());
         let _ = backend.create_bucket("bkt");
-        (Gateway::open(backend.clone(), cache, &self.dir.join("state")).unwrap(), backend)
+        let seam = wrap(backend.clone());
+        (Gateway::open(seam, cache, &self.dir.join("state")).unwrap(), backend)
     }
 }
 
