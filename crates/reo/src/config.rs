@@ -39,6 +39,7 @@ pub struct ServerSection {
 pub struct CacheSection {
     pub devices: Option<usize>,
     pub device_size: Option<String>,
+    pub revalidate_after: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -75,6 +76,22 @@ pub fn parse_size(s: &str) -> Option<u64> {
     n.checked_mul(mul)
 }
 
+/// A duration like `30s`, `500ms`, `5m`, `2h` or `0s`.
+pub fn parse_duration(s: &str) -> Option<std::time::Duration> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit())?;
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    let ms = match unit.trim() {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" | "min" => 60_000,
+        "h" => 3_600_000,
+        _ => return None,
+    };
+    n.checked_mul(ms).map(std::time::Duration::from_millis)
+}
+
 /// The settings `reo serve` takes from a file, validated.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Settings {
@@ -90,6 +107,7 @@ pub struct Settings {
     pub flush_delay_ms: Option<u64>,
     pub write_policies: Option<Vec<reo_gateway::gateway::policy::PolicyRule>>,
     pub promote_bps: Option<u64>,
+    pub revalidate_after: Option<std::time::Duration>,
 }
 
 fn size(name: &str, field: &str, v: &Option<String>) -> Result<Option<u64>, String> {
@@ -123,6 +141,16 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
     if max_body == Some(0) {
         return Err(format!("{name}: server.max_body: must be more than 0"));
     }
+    let revalidate_after = f
+        .cache
+        .revalidate_after
+        .as_ref()
+        .map(|d| {
+            parse_duration(d).ok_or_else(|| {
+                format!("{name}: cache.revalidate_after: expected a duration like \"30s\", \"500ms\", \"5m\" or \"2h\", got {d:?}")
+            })
+        })
+        .transpose()?;
     let write_policies = f
         .flush
         .write_policies
@@ -147,6 +175,7 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
         flush_delay_ms: f.flush.delay_ms,
         write_policies,
         promote_bps: size(name, "hints.promote_bandwidth", &f.hints.promote_bandwidth)?,
+        revalidate_after,
     })
 }
 
@@ -194,6 +223,13 @@ mod tests {
         assert!(e.contains("colour"), "{e}");
         let e = parse("reo.toml", "[cache]\ndevices = \"five\"\n").unwrap_err();
         assert!(e.contains("devices"), "{e}");
+        let e = parse("reo.toml", "[cache]\nrevalidate_after = \"soon\"\n").unwrap_err();
+        assert!(e.starts_with("reo.toml: cache.revalidate_after: expected a duration"), "{e}");
+        let s = parse("reo.toml", "[cache]\nrevalidate_after = \"30s\"\n").unwrap();
+        assert_eq!(s.revalidate_after, Some(std::time::Duration::from_secs(30)));
+        assert_eq!(parse_duration("250ms"), Some(std::time::Duration::from_millis(250)));
+        assert_eq!(parse_duration("2h"), Some(std::time::Duration::from_secs(7200)));
+        assert_eq!(parse_duration("30"), None);
         let e = parse("reo.toml", "[flush]\nwrite_policies = [\"b=sometimes\"]\n").unwrap_err();
         assert!(e.starts_with("reo.toml: flush.write_policies[0]:"), "{e}");
         let e = parse("reo.toml", "[server]\naccess_key = \"A\"\n").unwrap_err();
