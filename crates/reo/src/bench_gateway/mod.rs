@@ -1,7 +1,9 @@
 //! `reo bench gateway`: the S3 gateway under a bounded, built-in load, on loopback, against the raw
 //! read bandwidth of its own device files in the same run.
 //!
-//! 1. Objects are written straight into a fresh local backend directory: `small` objects of
+//! 1. The device files are created and every byte written once (`bench store`'s
+//!    preconditioning: holes of a sparse file would read as zeros without disk I/O). Objects are
+//!    written straight into a fresh local backend directory: `small` objects of
 //!    4 KiB and `large` objects of 4 MiB (deterministic bytes).
 //! 2. A child `reo serve --direct-io` (this binary) starts on temporary device files over that
 //!    backend, with a generated key pair, on a free loopback port.
@@ -23,9 +25,10 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::bench_store::raw;
 use load::{get_exact, put, Target};
 use reo_gateway::backend::{Backend, LocalBackend, ObjectInfo};
-use reo_media::{FileMedia, FileOptions};
+use reo_media::{FileMedia, FileOptions, Media};
 
 #[derive(clap::Args, Debug)]
 pub struct BenchGatewayArgs {
@@ -61,7 +64,7 @@ fn progress(msg: impl std::fmt::Display) {
 
 fn bytes_of(i: usize, len: usize) -> Vec<u8> {
     let mut v = vec![0u8; len];
-    crate::bench_store::raw::fill(&mut v, 7_000 + i as u64);
+    raw::fill(&mut v, 7_000 + i as u64);
     v
 }
 
@@ -117,6 +120,12 @@ fn free_port() -> Result<u16, String> {
     Ok(l.local_addr().map_err(|e| e.to_string())?.port())
 }
 
+/// Bytes at the head of each device file zeroed after preconditioning (superblocks, journal,
+/// checkpoints: 3/32 of the device, rounded up to 4 MiB); the raw read covers the rest.
+fn meta_bytes(device_mib: u64) -> u64 {
+    ((device_mib << 20) * 3 / 32).next_multiple_of(4 << 20)
+}
+
 /// Raw sequential O_DIRECT read bandwidth of the server's device files (MiB/s).
 fn raw_read(dir: &Path, devices: usize, device_mib: u64) -> Result<f64, String> {
     let mut files = Vec::new();
@@ -127,7 +136,7 @@ fn raw_read(dir: &Path, devices: usize, device_mib: u64) -> Result<f64, String> 
         files.push(Arc::new(f));
     }
     let len = (device_mib << 20).min(1 << 30);
-    let (bytes, secs) = crate::bench_store::raw::read_pass(&files, 1 << 20, len, 2 << 20)?;
+    let (bytes, secs) = raw::read_pass(&files, meta_bytes(device_mib), len, 2 << 20)?;
     Ok(bytes as f64 / (1 << 20) as f64 / secs)
 }
 
@@ -181,6 +190,24 @@ fn bench(root: &Path, a: &BenchGatewayArgs) -> Result<serde_json::Value, String>
         access_key: "BENCHACCESSKEY".into(),
         secret_key: "bench-secret-key".into(),
     };
+    // Every byte of the device files written once before the server formats them (as `bench
+    // store` does): a sparse file's holes read as zeros without touching the disk, which would
+    // flatter the raw read.
+    let data = root.join("data");
+    std::fs::create_dir_all(&data).map_err(|e| format!("cannot create {}: {e}", data.display()))?;
+    let (files, _) = raw::open_devices(&data, a.devices, a.device_mib << 20, raw::DirectMode::On)?;
+    raw::precondition(&files)?;
+    // The metadata head zeroed again, so the server sees blank devices and formats them.
+    let zeros = reo_media::AlignedBuf::zeroed(4 << 20);
+    for f in &files {
+        let mut off = 0;
+        while off < meta_bytes(a.device_mib) {
+            f.write_at(&zeros, off).map_err(|e| format!("blanking the device files: {e}"))?;
+            off += zeros.len() as u64;
+        }
+        f.sync().map_err(|e| format!("blanking the device files: {e}"))?;
+    }
+    drop(files);
     let _server = start_server(root, a, &t)?;
     progress(format_args!("reo serve on {} ({} devices of {} MiB, O_DIRECT)", t.host, a.devices, a.device_mib));
     let path = |name: &str, i: usize| format!("/{BUCKET}/{name}/{i}");
