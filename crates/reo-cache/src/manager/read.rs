@@ -56,6 +56,7 @@ impl Cache {
             start,
             end,
             now_ns,
+            true,
             |loc, a, b| self.store.read(loc, a, b),
             |c, len, a, b| self.read_content(c, len, a, b),
         )
@@ -70,20 +71,25 @@ impl Cache {
             start,
             end,
             now_ns,
+            false,
             |loc, a, b| self.store.read_sized(loc, a, b),
             |c, len, a, b| self.read_content_sized(c, len, a, b),
         )
     }
 
     /// The get path, with the reads of a cached fragment blob (`read(loc, a, b)`) and of a
-    /// deduplicated content (`content(c, fragment length, a, b)`) supplied by the caller.
-    fn get_with<T>(
+    /// deduplicated content (`content(c, fragment length, a, b)`) supplied by the caller. With
+    /// `parallel`, the blobs of a multi-fragment range are read at once, one thread each (their
+    /// devices work in parallel: a fragment's blob may sit on a single device).
+    #[allow(clippy::too_many_arguments)]
+    fn get_with<T: Send>(
         &self,
         key: &[u8],
         start: u64,
         end: u64,
         now_ns: u64,
-        read: impl Fn(&Location, u64, u64) -> reo_store::Result<T>,
+        parallel: bool,
+        read: impl Fn(&Location, u64, u64) -> reo_store::Result<T> + Sync,
         read_content: impl Fn(&ContentRef, u64, u64, u64) -> reo_store::Result<T>,
     ) -> Result<GetResult<T>, WriteError> {
         let fs = self.cfg.fragment_size;
@@ -145,7 +151,21 @@ impl Cache {
         let mut hit_bytes = 0;
         let mut raced = 0;
         let mut dedup_hits = 0;
-        for (a, b, f, loc, content) in plan {
+        let read_one =
+            |&(a, b, f, loc, _): &Step| loc.map(|loc| read(&loc, a - u64::from(f) * fs, b - u64::from(f) * fs));
+        let mut reads: Vec<Option<reo_store::Result<T>>> =
+            if parallel && plan.iter().filter(|p| p.3.is_some()).count() > 1 {
+                std::thread::scope(|sc| {
+                    let (first, rest) = plan.split_first().expect("more than one");
+                    let spawned: Vec<_> = rest.iter().map(|p| sc.spawn(|| read_one(p))).collect();
+                    let mut out = vec![read_one(first)];
+                    out.extend(spawned.into_iter().map(|h| h.join().expect("a fragment read panicked")));
+                    out
+                })
+            } else {
+                plan.iter().map(read_one).collect()
+            };
+        for (i, (a, b, f, loc, content)) in plan.into_iter().enumerate() {
             let fbase = u64::from(f) * fs;
             let data = match loc {
                 None => content.and_then(|c| {
@@ -156,7 +176,7 @@ impl Cache {
                     d
                 }),
                 Some(loc) => {
-                    match read(&loc, a - fbase, b - fbase) {
+                    match reads[i].take().expect("read above") {
                         Ok(d) => Some(d),
                         Err(StoreError::NotFound { .. }) => {
                             // Evicted or relocated meanwhile. Looking again could find a slot
