@@ -170,7 +170,7 @@ pub fn run(a: &BenchGatewayArgs) -> Result<ExitCode, String> {
 fn bench(root: &Path, a: &BenchGatewayArgs) -> Result<serde_json::Value, String> {
     let scale = if a.quick { 1 } else { 4 };
     let (n_small, n_large) = (512, 32);
-    let cap = a.devices as u64 * a.device_mib << 20;
+    let cap = (a.devices as u64 * a.device_mib) << 20;
     if (n_large * LARGE) as u64 * 4 > cap {
         return Err(format!("bench gateway: {n_large} objects of 4 MiB need more than {} MiB of devices", cap >> 20));
     }
