@@ -35,7 +35,7 @@ fn open(rig: &Rig) -> (Arc<Gateway>, Arc<LocalBackend>, Arc<Counting>) {
 }
 
 /// A whole-object GET's plan, as the S3 layer makes it (blocking part).
-fn plan(gw: &Gateway, key: &str) -> s3s::S3Result<ReadPlan> {
+fn plan(gw: &Arc<Gateway>, key: &str) -> s3s::S3Result<ReadPlan> {
     let _r = gw.read_lock("bkt", key);
     let info = gw.head("bkt", key)?;
     gw.read_plan("bkt", key, &info, 0, info.size)
@@ -202,4 +202,38 @@ async fn revalidation_follows_another_writer_and_survives_a_down_backend() {
     local.put("bkt", "d", b"other", &ObjectInfo { size: 5, etag: "x".into(), ..Default::default() }).unwrap();
     assert!(body(plan(&gw, "d").unwrap()).await.unwrap() == b"dirty bytes");
     assert_eq!(counting.gets(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_ranges_stream_window_by_window_and_a_write_between_windows_cuts_the_body() {
+    use futures::StreamExt;
+    let rig = Rig::new();
+    let (gw, local, counting) = open(&rig);
+    let data = object((2 << 20) + 999, 8); // 33 fragments of 64 KiB
+    put_backend(&local, "k", &data);
+    assert!(body(plan(&gw, "k").unwrap()).await.unwrap() == data);
+    gw.fetch.flights.wait_idle();
+    let p = plan(&gw, "k").unwrap();
+    assert!(p.is_hit());
+    assert!(body(p).await.unwrap() == data, "every window, in order");
+    let info = gw.head("bkt", "k").unwrap();
+    let p = gw.read_plan("bkt", "k", &info, 100_000, 1_500_000).unwrap();
+    assert!(body(p).await.unwrap() == data[100_000..1_500_000]);
+    assert_eq!(counting.gets(), 1, "hits only");
+    // A write lands after the first window was sent: a later window notices, the body is cut off
+    // rather than mixing two versions.
+    let mut s = plan(&gw, "k").unwrap().into_stream();
+    let first = s.next().await.unwrap().unwrap();
+    assert!(first[..] == data[..first.len()]);
+    gw.put("bkt", "k", b"a new version", ObjectInfo::default()).unwrap();
+    let mut got = first.len();
+    let err = loop {
+        match s.next().await {
+            Some(Ok(c)) => got += c.len(),
+            Some(Err(e)) => break e.to_string(),
+            None => panic!("the whole old body came through a write"),
+        }
+    };
+    assert!(err.contains("written while it was read"), "{err}");
+    assert!(got < data.len());
 }
