@@ -364,7 +364,7 @@ pub(crate) fn assemble(chunks: &[(u64, Bytes)], fstart: u64, fend: u64) -> Vec<u
     out
 }
 
-/// The fetch counter's new value (for `/metrics`).
+/// Counts one backend read of the streaming miss path (`backend_reads` in `/metrics`).
 pub(crate) fn count_fetch(flights: &Flights) {
     flights.fetches.fetch_add(1, Ordering::Relaxed);
 }
