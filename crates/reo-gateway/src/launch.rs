@@ -7,7 +7,7 @@
 
 use std::io::Read;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use reo_cache::{Cache, CacheConfig};
@@ -44,6 +44,10 @@ pub struct ServeConfig {
     pub dirty_limit: Option<u64>,
     /// Backend outage after which writes get 503 SlowDown.
     pub backend_down_slowdown_after: std::time::Duration,
+    /// Revalidate clean cache hits older than this against the backend's ETag (`None`: never).
+    pub revalidate_after: Option<std::time::Duration>,
+    /// Device files opened with O_DIRECT (no page cache).
+    pub direct_io: bool,
 }
 
 /// Which backend `reo serve` caches.
@@ -138,16 +142,12 @@ fn credentials(cfg: &ServeConfig) -> Result<(String, String), String> {
     Ok((a, s))
 }
 
-fn open_store(
-    dir: &Path,
-    devices: usize,
-    device_mib: u64,
-    io: &crate::device_io::DeviceIoTable,
-) -> Result<(Arc<Store>, bool), String> {
+fn open_store(cfg: &ServeConfig, io: &crate::device_io::DeviceIoTable) -> Result<(Arc<Store>, bool), String> {
+    let (dir, devices, device_mib) = (&cfg.data_dir, cfg.devices, cfg.device_mib);
     if devices == 0 {
         return Err("--devices must be at least 1".into());
     }
-    let opts = FileOptions { direct: false, create_len: Some(device_mib << 20) };
+    let opts = FileOptions { direct: cfg.direct_io, create_len: Some(device_mib << 20) };
     let mut devs: Vec<Arc<dyn Media>> = Vec::new();
     for i in 0..devices {
         let p = dir.join(format!("dev{i}.img"));
@@ -178,7 +178,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     };
     let (access_key, secret_key) = credentials(cfg)?;
     let device_io = Arc::new(crate::device_io::DeviceIoTable::default());
-    let (store, formatted) = open_store(&cfg.data_dir, cfg.devices, cfg.device_mib, &device_io)?;
+    let (store, formatted) = open_store(cfg, &device_io)?;
     // One device's worth of user bytes: dirty data (replicated on every device) still fits.
     let capacity = store.space().capacity / cfg.devices as u64;
     let cache = Arc::new(Cache::open(store.clone(), CacheConfig::new(capacity.max(1 << 20)))?);
@@ -203,6 +203,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     }
     gw.health.set_slowdown_after(cfg.backend_down_slowdown_after);
     gw.set_policies(cfg.policies.clone());
+    gw.set_revalidate_after(cfg.revalidate_after);
     let flusher = Flusher::start(gw.clone());
     let hints = crate::hints::engine::HintEngine::start(gw.clone(), &cfg.data_dir.join("state"), cfg.promote_bps)?;
     let api = crate::api::Api {

@@ -43,6 +43,7 @@ pub struct ServerSection {
 pub struct CacheSection {
     pub devices: Option<usize>,
     pub device_size: Option<String>,
+    pub revalidate_after: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -195,6 +196,7 @@ pub struct Settings {
     pub promote_bps: Option<u64>,
     pub dirty_limit: Option<u64>,
     pub backend_down_slowdown_after: Option<std::time::Duration>,
+    pub revalidate_after: Option<std::time::Duration>,
 }
 
 fn size(name: &str, field: &str, v: &Option<String>) -> Result<Option<u64>, String> {
@@ -228,6 +230,16 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
     if max_body == Some(0) {
         return Err(format!("{name}: server.max_body: must be more than 0"));
     }
+    let revalidate_after = f
+        .cache
+        .revalidate_after
+        .as_ref()
+        .map(|d| {
+            parse_duration(d).ok_or_else(|| {
+                format!("{name}: cache.revalidate_after: expected a duration like \"30s\", \"500ms\", \"5m\" or \"2h\", got {d:?}")
+            })
+        })
+        .transpose()?;
     let write_policies = f
         .flush
         .write_policies
@@ -274,6 +286,7 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
         promote_bps: size(name, "hints.promote_bandwidth", &f.hints.promote_bandwidth)?,
         dirty_limit,
         backend_down_slowdown_after,
+        revalidate_after,
     })
 }
 
@@ -334,6 +347,13 @@ mod tests {
         assert!(e.contains("colour"), "{e}");
         let e = parse("reo.toml", "[cache]\ndevices = \"five\"\n").unwrap_err();
         assert!(e.contains("devices"), "{e}");
+        let e = parse("reo.toml", "[cache]\nrevalidate_after = \"soon\"\n").unwrap_err();
+        assert!(e.starts_with("reo.toml: cache.revalidate_after: expected a duration"), "{e}");
+        let s = parse("reo.toml", "[cache]\nrevalidate_after = \"30s\"\n").unwrap();
+        assert_eq!(s.revalidate_after, Some(std::time::Duration::from_secs(30)));
+        assert_eq!(parse_duration("250ms"), Some(std::time::Duration::from_millis(250)));
+        assert_eq!(parse_duration("2h"), Some(std::time::Duration::from_secs(7200)));
+        assert_eq!(parse_duration("30"), None);
         let e = parse("reo.toml", "[flush]\nwrite_policies = [\"b=sometimes\"]\n").unwrap_err();
         assert!(e.starts_with("reo.toml: flush.write_policies[0]:"), "{e}");
         let e = parse("reo.toml", "[flush]\nbackend_down_slowdown_after = \"a while\"\n").unwrap_err();

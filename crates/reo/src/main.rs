@@ -7,6 +7,7 @@
 
 mod admin;
 mod bench_cache;
+mod bench_gateway;
 mod bench_rebuild;
 mod bench_store;
 mod config;
@@ -57,6 +58,9 @@ enum BenchWhat {
     Store(bench_store::BenchStoreArgs),
     /// The cache manager: lookup+update ops/s per replacement policy and DRAM bytes per object.
     Cache(bench_cache::BenchCacheArgs),
+    /// The S3 gateway on loopback under a built-in load: GET hits of 4 KiB and 4 MiB objects,
+    /// write-back PUTs of 64 KiB, against the raw read bandwidth of its device files.
+    Gateway(bench_gateway::BenchGatewayArgs),
     /// Device replacement: fail a device, replace it, rebuild in class order; rebuild bandwidth
     /// against the replacement file's raw write bandwidth, and each class's time to redundancy.
     Rebuild(bench_rebuild::BenchRebuildArgs),
@@ -68,6 +72,7 @@ fn main() -> ExitCode {
         Command::Bench { what: BenchWhat::Store(args) } => bench_store::run(&args),
         Command::Bench { what: BenchWhat::Cache(args) } => bench_cache::run(&args),
         Command::Bench { what: BenchWhat::Rebuild(args) } => bench_rebuild::run(&args),
+        Command::Bench { what: BenchWhat::Gateway(args) } => bench_gateway::run(&args),
         Command::Crashtest { what } => crashtest::run(what),
         Command::Serve(args) => serve::run(&args),
         Command::Replay(args) => replay::run(&args),

@@ -55,6 +55,10 @@ pub struct ServeArgs {
     /// Bytes per second hint prefetches may read from the backend (0: unlimited). [default: 64 MiB/s]
     #[arg(long)]
     promote_bps: Option<u64>,
+    /// Open the device files with O_DIRECT (bypass the page cache, as a flash array without a
+    /// DRAM copy of its contents; `reo bench gateway` uses it). Default: buffered.
+    #[arg(long)]
+    direct_io: bool,
 }
 
 /// Logs to stderr, `RUST_LOG` filtering (default `info`).
@@ -96,6 +100,8 @@ pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
         backend_down_slowdown_after: f
             .backend_down_slowdown_after
             .unwrap_or(reo_gateway::gateway::outage::DEFAULT_SLOWDOWN_AFTER),
+        revalidate_after: f.revalidate_after,
+        direct_io: a.direct_io,
     };
     reo_gateway::launch::run(&cfg)?;
     Ok(ExitCode::SUCCESS)

@@ -306,6 +306,12 @@ impl Cache {
         })
     }
 
+    /// Whether `key` was (possibly) written or deleted since `token` (the `token` of an
+    /// earlier get) was taken: bytes read after it may be of another version.
+    pub fn changed_since(&self, key: &[u8], token: u64) -> bool {
+        self.lock().invalidated_since(key, token)
+    }
+
     /// The metadata of a cached object (ETag, content type, mtime, user metadata), from its first
     /// fragment's blob header — no device I/O. `None` if that fragment is not on flash.
     pub fn meta(&self, key: &[u8]) -> Option<ObjectMeta> {

@@ -65,6 +65,22 @@ impl Cache {
             start,
             end,
             now_ns,
+            (true, true),
+            |loc, a, b| self.store.read(loc, a, b),
+            |c, len, a, b| self.read_content(c, len, a, b),
+        )
+    }
+
+    /// The rest of a request [`Cache::get`] began (a reader that fetches a long range window by
+    /// window): the same lookup, reads and byte counts, but not another request — no request or
+    /// hit count, no touch of the object's read counter, no admission `on_hit`.
+    pub fn get_more(&self, key: &[u8], start: u64, end: u64, now_ns: u64) -> Result<GetResult, WriteError> {
+        self.get_with(
+            key,
+            start,
+            end,
+            now_ns,
+            (true, false),
             |loc, a, b| self.store.read(loc, a, b),
             |c, len, a, b| self.read_content(c, len, a, b),
         )
@@ -79,41 +95,50 @@ impl Cache {
             start,
             end,
             now_ns,
+            (false, true),
             |loc, a, b| self.store.read_sized(loc, a, b),
             |c, len, a, b| self.read_content_sized(c, len, a, b),
         )
     }
 
     /// The get path, with the reads of a cached fragment blob (`read(loc, a, b)`) and of a
-    /// deduplicated content (`content(c, fragment length, a, b)`) supplied by the caller.
-    fn get_with<T>(
+    /// deduplicated content (`content(c, fragment length, a, b)`) supplied by the caller. With
+    /// `parallel`, the blobs of a multi-fragment range are read at once, one thread each (their
+    /// devices work in parallel: a fragment's blob may sit on a single device). Without `counted`
+    /// the call continues a request already counted (see [`Cache::get_more`]).
+    #[allow(clippy::too_many_arguments)]
+    fn get_with<T: Send>(
         &self,
         key: &[u8],
         start: u64,
         end: u64,
         now_ns: u64,
-        read: impl Fn(&Location, u64, u64) -> reo_store::Result<T>,
+        (parallel, counted): (bool, bool),
+        read: impl Fn(&Location, u64, u64) -> reo_store::Result<T> + Sync,
         read_content: impl Fn(&ContentRef, u64, u64, u64) -> reo_store::Result<T>,
     ) -> Result<GetResult<T>, WriteError> {
         let fs = self.cfg.fragment_size;
         let mut s = self.lock();
         s.now = s.now.max(now_ns);
-        s.stats.requests += 1;
-        self.tick_classes(&mut s);
+        if counted {
+            s.stats.requests += 1;
+            self.tick_classes(&mut s);
+        }
         let Some(slot) = s.index.find(key) else {
             if end != u64::MAX {
                 s.stats.request_bytes += end.saturating_sub(start);
             }
             return Ok(GetResult { size: None, token: s.epoch, pieces: vec![Piece { start, end, data: None }] });
         };
-        let e = s.index.get_mut(slot).expect("found");
-        e.touch();
-        s.admitter.on_hit(self.admission_key(key), now_ns);
+        if counted {
+            s.index.get_mut(slot).expect("found").touch();
+            s.admitter.on_hit(self.admission_key(key), now_ns);
+        }
         let e = s.index.get(slot).expect("found");
         let (size, dirty) = (e.size(), e.dirty());
         let end = end.min(size);
         if start >= end {
-            s.stats.hits += 1;
+            s.stats.hits += u64::from(counted);
             return Ok(GetResult { size: Some(size), token: s.epoch, pieces: Vec::new() });
         }
         s.stats.request_bytes += end - start;
@@ -154,7 +179,21 @@ impl Cache {
         let mut hit_bytes = 0;
         let mut raced = 0;
         let mut dedup_hits = 0;
-        for &(a, b, f, loc, content) in &plan {
+        let read_one =
+            |&(a, b, f, loc, _): &Step| loc.map(|loc| read(&loc, a - u64::from(f) * fs, b - u64::from(f) * fs));
+        let mut reads: Vec<Option<reo_store::Result<T>>> =
+            if parallel && plan.iter().filter(|p| p.3.is_some()).count() > 1 {
+                std::thread::scope(|sc| {
+                    let (first, rest) = plan.split_first().expect("more than one");
+                    let spawned: Vec<_> = rest.iter().map(|p| sc.spawn(|| read_one(p))).collect();
+                    let mut out = vec![read_one(first)];
+                    out.extend(spawned.into_iter().map(|h| h.join().expect("a fragment read panicked")));
+                    out
+                })
+            } else {
+                plan.iter().map(read_one).collect()
+            };
+        for (i, &(a, b, f, loc, content)) in plan.iter().enumerate() {
             let fbase = u64::from(f) * fs;
             let data = match loc {
                 None => content.and_then(|c| {
@@ -165,7 +204,7 @@ impl Cache {
                     d
                 }),
                 Some(loc) => {
-                    match read(&loc, a - fbase, b - fbase) {
+                    match reads[i].take().expect("read above") {
                         Ok(d) => Some(d),
                         Err(StoreError::NotFound { .. }) => {
                             // Evicted or relocated meanwhile. Looking again could find a slot
@@ -198,7 +237,7 @@ impl Cache {
         s.stats.dedup_hits += dedup_hits;
         s.stats.hit_bytes += hit_bytes;
         let result = GetResult { size: Some(size), token, pieces };
-        if result.is_hit() {
+        if result.is_hit() && counted {
             s.stats.hits += 1;
         }
         Ok(result)

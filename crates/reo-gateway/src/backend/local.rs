@@ -12,6 +12,10 @@
 //! below an existing bucket directory.
 //!
 //! Backend hints become `posix_fadvise` on the data files (see [`super::advice`]).
+//!
+//! Streamed reads ([`Backend::get_stream`]) open the data file first and read it in
+//! [`STREAM_CHUNK`] pieces as the caller pulls them (on its blocking thread); an overwrite renames
+//! a new file into place, so the open file keeps serving the version it was opened at.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -19,12 +23,48 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use bytes::Bytes;
+
 use super::advice::{self, Address, Advice, AdviceReport};
-use super::{BResult, Backend, BackendError, BucketInfo, ListEntry, ObjectInfo};
+use super::{BResult, Backend, BackendError, BucketInfo, ChunkIter, ListEntry, ObjectInfo};
 use crate::keys::{decode_segment, key_path, validate_bucket, validate_key};
 
 /// The bucket's own metadata file (creation time) inside its directory.
 const BUCKET_META: &str = "b.bucket";
+
+/// Bytes per chunk of a streamed read.
+pub const STREAM_CHUNK: usize = 1 << 20;
+
+/// The chunks of `[pos, end)` of an open file (see [`Backend::get_stream`]).
+struct FileChunks {
+    file: File,
+    path: PathBuf,
+    pos: u64,
+    end: u64,
+}
+
+impl Iterator for FileChunks {
+    type Item = BResult<Bytes>;
+
+    fn next(&mut self) -> Option<BResult<Bytes>> {
+        use std::os::unix::fs::FileExt;
+        if self.pos >= self.end {
+            return None;
+        }
+        let n = (self.end - self.pos).min(STREAM_CHUNK as u64) as usize;
+        let mut buf = vec![0u8; n];
+        match self.file.read_exact_at(&mut buf, self.pos) {
+            Ok(()) => {
+                self.pos += n as u64;
+                Some(Ok(Bytes::from(buf)))
+            }
+            Err(e) => {
+                self.pos = self.end; // the stream ends with this error
+                Some(Err(io_err("read", &self.path, e)))
+            }
+        }
+    }
+}
 
 /// A key found by a listing walk, before its sidecar is read.
 struct Found {
@@ -295,6 +335,24 @@ impl Backend for LocalBackend {
         let mut buf = vec![0u8; (end - start) as usize];
         f.seek(SeekFrom::Start(start)).and_then(|_| f.read_exact(&mut buf)).map_err(|e| io_err("read", &d, e))?;
         Ok((buf, info))
+    }
+
+    fn get_stream(&self, bucket: &str, key: &str, start: u64, end: u64) -> BResult<(ObjectInfo, ChunkIter)> {
+        let (d, m) = self.paths(bucket, key)?;
+        // The file first: its length tells whether the sidecar read next describes it (an
+        // overwrite may land in between; then the caller sees a mismatch, never mixed bytes).
+        let file = File::open(&d).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => BackendError::NoSuchKey(key.into()),
+            _ => io_err("open", &d, e),
+        })?;
+        let len = file.metadata().map_err(|e| io_err("stat", &d, e))?.len();
+        let info = self.read_info(&d, &m, key)?;
+        if info.size != len {
+            return Err(BackendError::Io(format!("{key:?} was overwritten while it was opened; retry")));
+        }
+        let end = end.min(len);
+        let pos = start.min(end);
+        Ok((info, Box::new(FileChunks { file, path: d, pos, end })))
     }
 
     fn delete(&self, bucket: &str, key: &str) -> BResult<()> {

@@ -5,6 +5,12 @@
 //!
 //! Every method is blocking: the gateway calls backends from tokio's blocking pool and from the
 //! flusher thread. Keys reaching a backend have been validated by [`crate::keys::validate_key`].
+//!
+//! Reads come in two forms: [`Backend::get_range`] (the bytes in one buffer) and
+//! [`Backend::get_stream`] (the object's info at once, then the bytes as a blocking iterator of
+//! chunks, which the gateway's miss path forwards to clients as they arrive). `get_stream` has a
+//! default implementation over `get_range` (one chunk), so a backend only overrides it when it can
+//! do better (the local backend reads its file in [`local::STREAM_CHUNK`] pieces).
 
 pub mod advice;
 pub mod list;
@@ -17,6 +23,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 pub use advice::{Address, Advice, AdviceReport};
+use bytes::Bytes;
+
 pub use list::{ListPage, ListQuery};
 pub use local::LocalBackend;
 pub use s3::S3Backend;
@@ -80,6 +88,10 @@ impl std::error::Error for BackendError {}
 
 pub type BResult<T> = Result<T, BackendError>;
 
+/// The bytes of a streamed read, in order. Each item is one chunk; an `Err` ends the stream (the
+/// read failed part-way). Consumed on a blocking thread: `next` may block on I/O.
+pub type ChunkIter = Box<dyn Iterator<Item = BResult<Bytes>> + Send>;
+
 /// An object store the gateway caches.
 pub trait Backend: Send + Sync + 'static {
     fn list_buckets(&self) -> BResult<Vec<BucketInfo>>;
@@ -93,6 +105,16 @@ pub trait Backend: Send + Sync + 'static {
     fn head(&self, bucket: &str, key: &str) -> BResult<ObjectInfo>;
     /// Bytes `[start, end)` (clamped to the object) and the object's info.
     fn get_range(&self, bucket: &str, key: &str, start: u64, end: u64) -> BResult<(Vec<u8>, ObjectInfo)>;
+    /// Bytes `[start, end)` (clamped to the object) as a stream of chunks, and the object's info,
+    /// known before the first chunk (a missing object or bucket fails here, not in the stream).
+    /// The chunks are of the version `info` describes; together they are exactly the range.
+    ///
+    /// Default: [`Backend::get_range`] as one chunk. Override to stream (bounded memory, the first
+    /// bytes reach the client before the last are read).
+    fn get_stream(&self, bucket: &str, key: &str, start: u64, end: u64) -> BResult<(ObjectInfo, ChunkIter)> {
+        let (data, info) = self.get_range(bucket, key, start, end)?;
+        Ok((info, Box::new(std::iter::once(Ok(Bytes::from(data))))))
+    }
     /// Deleting a missing key succeeds (S3 semantics).
     fn delete(&self, bucket: &str, key: &str) -> BResult<()>;
     /// Every key of `bucket` starting with `prefix`, sorted by key bytes, strictly after `after`.

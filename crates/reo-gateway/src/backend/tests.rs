@@ -86,3 +86,23 @@ fn a_vanished_root_is_an_outage_not_an_empty_store() {
     assert_eq!(b.get_range("bkt", "a/b", 0, 1).unwrap().0, b"x");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn streamed_reads_come_in_chunks_and_keep_the_opened_version() {
+    let (b, dir) = backend();
+    b.create_bucket("bkt").unwrap();
+    let data: Vec<u8> = (0..(2 * local::STREAM_CHUNK + 777)).map(|i| (i % 251) as u8).collect();
+    b.put("bkt", "big", &data, &info(&data)).unwrap();
+    let (i, chunks) = b.get_stream("bkt", "big", 5, u64::MAX).unwrap();
+    assert_eq!(i.size, data.len() as u64);
+    // Overwritten after the open: the stream still yields the version it opened.
+    b.put("bkt", "big", b"new", &info(b"new")).unwrap();
+    let chunks: Vec<bytes::Bytes> = chunks.map(Result::unwrap).collect();
+    assert_eq!(chunks.len(), 3);
+    assert!(chunks.iter().all(|c| c.len() <= local::STREAM_CHUNK));
+    assert_eq!(chunks.concat(), &data[5..]);
+    let (_, chunks) = b.get_stream("bkt", "big", 1, 2).unwrap();
+    assert_eq!(chunks.map(Result::unwrap).collect::<Vec<_>>().concat(), b"e");
+    assert!(matches!(b.get_stream("bkt", "nope", 0, 1), Err(BackendError::NoSuchKey(_))));
+    std::fs::remove_dir_all(dir).unwrap();
+}

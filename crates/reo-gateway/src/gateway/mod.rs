@@ -5,8 +5,11 @@
 //!   clean. Writes get `503 SlowDown` when the dirty budget is exhausted (`WriteError::Full`
 //!   too) or the backend has been down too long ([`outage`]); an object too large for the cache
 //!   goes straight to the backend (write-around).
-//! * Reads: metadata from the pending map (unflushed writes) or the backend; bytes from flash,
-//!   missing fragments fetched from the backend and offered back with `fill`.
+//! * Reads: metadata from the pending map (unflushed writes), the cache (optionally revalidated
+//!   against the backend: [`fresh`]) or the backend; bytes from flash. GET streams ([`stream`]):
+//!   missing fragments come from single-flight backend fetches ([`flight`], [`fetch`]) that reach
+//!   the client as they arrive and are offered to the cache when complete. [`Gateway::read`] (copy,
+//!   range prefetch) is the buffered form: missing fragments fetched and offered back with `fill`.
 //! * Deletes go to the pending map, the cache and the backend, under the key's stripe lock, which
 //!   also serializes them with the flusher (a flush never resurrects a deleted object). Reads hold
 //!   the stripe shared ([`Gateway::read_lock`]): metadata and bytes are of one version.
@@ -14,13 +17,21 @@
 //!
 //! Every method blocks (device and backend I/O); the S3 layer runs them on tokio's blocking pool.
 
+#[cfg(test)]
+mod counting;
 pub mod errors;
+mod fetch;
+pub(crate) mod flight;
 pub mod flusher;
+pub mod fresh;
 pub mod multipart;
 pub mod outage;
 pub mod pending;
 pub mod policy;
 mod read;
+pub mod stream;
+#[cfg(test)]
+mod stream_tests;
 #[cfg(test)]
 pub(crate) mod tests;
 
@@ -71,6 +82,10 @@ pub struct Gateway {
     rules: RwLock<Vec<PolicyRule>>,
     /// Whether the backend is down (the flusher decides) and the buckets known to exist.
     pub health: outage::BackendHealth,
+    /// The streaming miss path's shared state (flights, revalidation ages).
+    pub(crate) fetch: fetch::FetchCtx,
+    /// Fetches of at most this many bytes are collected for the cache ([`Gateway::max_fill`]).
+    max_fill: std::sync::atomic::AtomicU64,
 }
 
 pub(crate) fn now_ns() -> u64 {
@@ -119,6 +134,13 @@ impl Gateway {
             }
         }
         let dirty_limit = cache.config().capacity_bytes / 2;
+        let max_fill = (cache.config().capacity_bytes / 4).min(256 << 20);
+        let fetch = fetch::FetchCtx {
+            backend: backend.clone(),
+            cache: cache.clone(),
+            flights: Default::default(),
+            fresh: Default::default(),
+        };
         Ok(Arc::new(Gateway {
             backend,
             cache,
@@ -134,6 +156,8 @@ impl Gateway {
             dirty_limit: std::sync::atomic::AtomicU64::new(dirty_limit),
             rules: RwLock::new(Vec::new()),
             health: Default::default(),
+            fetch,
+            max_fill: std::sync::atomic::AtomicU64::new(max_fill),
         }))
     }
 
@@ -185,7 +209,15 @@ impl Gateway {
     }
 
     pub fn counters(&self) -> GatewayCounters {
-        *self.counters.lock().unwrap_or_else(|e| e.into_inner())
+        let mut c = *self.counters.lock().unwrap_or_else(|e| e.into_inner());
+        c.backend_reads += self.fetch.flights.fetches.load(std::sync::atomic::Ordering::Relaxed);
+        c
+    }
+
+    /// Revalidate cache hits older than `after` against the backend's ETag (`None`: never, the
+    /// default); see [`fresh`].
+    pub fn set_revalidate_after(&self, after: Option<std::time::Duration>) {
+        self.fetch.fresh.set(after);
     }
 
     /// Unflushed objects and their bytes.
@@ -219,16 +251,18 @@ impl Gateway {
         if let Some(p) = self.pending().map.get(&ck) {
             return Ok(p.info.clone());
         }
-        // A cached object's metadata is in its blob header (DRAM): no backend round trip.
+        // A cached object's metadata is in its blob header (DRAM): no backend round trip, unless
+        // revalidation is due (clean objects only: a dirty one is newer than the backend's).
         if let (Some(m), Some(i)) = (self.cache.meta(ck.as_bytes()), self.cache.info(ck.as_bytes())) {
             if !m.etag.is_empty() {
-                return Ok(ObjectInfo {
+                let cached = ObjectInfo {
                     size: i.size,
                     etag: m.etag,
                     content_type: m.content_type,
                     user_meta: m.user.into_iter().collect(),
                     mtime_ns: m.mtime_ns,
-                });
+                };
+                return if i.dirty { Ok(cached) } else { self.revalidate(bucket, key, &ck, cached) };
             }
         }
         self.backend.head(bucket, key).map_err(backend_err)

@@ -30,10 +30,6 @@ pub fn user_meta(m: Option<Metadata>) -> BTreeMap<String, String> {
     m.unwrap_or_default().into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect()
 }
 
-pub fn body(data: Vec<u8>) -> StreamingBlob {
-    StreamingBlob::from(s3s::Body::from(data))
-}
-
 /// Reads a request body of at most `limit` bytes.
 pub async fn collect(body: Option<StreamingBlob>, limit: u64) -> S3Result<Vec<u8>> {
     let Some(mut b) = body else { return Ok(Vec::new()) };

@@ -4,7 +4,7 @@
 use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 
-use super::convert::{body, check_conditions, collect, etag, metadata, timestamp, user_meta};
+use super::convert::{check_conditions, collect, etag, metadata, timestamp, user_meta};
 use super::{blocking, ReoS3, R};
 use crate::backend::ObjectInfo;
 
@@ -21,7 +21,7 @@ impl ReoS3 {
     pub(super) async fn op_get_object(&self, req: S3Request<GetObjectInput>) -> R<GetObjectOutput> {
         let gw = self.gw.clone();
         let i = req.input;
-        let (info, data, range) = blocking(move || {
+        let (info, plan, range) = blocking(move || {
             let _r = gw.read_lock(&i.bucket, &i.key);
             let info = gw.head(&i.bucket, &i.key)?;
             check_conditions(
@@ -33,19 +33,22 @@ impl ReoS3 {
             )?;
             let range = byte_range(i.range.as_ref(), info.size)?;
             let (start, end) = range.unwrap_or((0, info.size));
-            let data = gw.read(&i.bucket, &i.key, &info, start, end)?;
-            Ok((info, data, range))
+            let plan = gw.read_plan(&i.bucket, &i.key, &info, start, end)?;
+            Ok((info, plan, range))
         })
         .await?;
+        // A backend failure before the first byte is still an error status; after it, the body is
+        // cut off (the client sees a short read).
+        plan.opened().await?;
         let out = GetObjectOutput {
-            content_length: Some(data.len() as i64),
+            content_length: Some(plan.len as i64),
             content_range: range.map(|(s, e)| format!("bytes {s}-{}/{}", e.saturating_sub(1), info.size)),
             accept_ranges: Some("bytes".into()),
             content_type: Some(info.content_type.clone()),
             e_tag: Some(etag(&info.etag)),
             last_modified: Some(timestamp(info.mtime_ns)),
             metadata: metadata(&info.user_meta),
-            body: Some(body(data)),
+            body: Some(StreamingBlob::wrap(plan.into_stream())),
             ..Default::default()
         };
         Ok(S3Response::new(out))

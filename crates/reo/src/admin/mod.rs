@@ -3,8 +3,8 @@
 //! pair and sent over a small blocking HTTP/1.1 client ([`http`]). Long operations (device
 //! replacement, flush) poll the server's status and draw a progress bar until they end.
 
-mod http;
-mod sigv4;
+pub(crate) mod http;
+pub(crate) mod sigv4;
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -22,7 +22,7 @@
 
 mod codec;
 mod phases;
-mod raw;
+pub(crate) mod raw;
 mod recover;
 mod report;
 

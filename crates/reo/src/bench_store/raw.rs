@@ -131,16 +131,31 @@ pub fn pass(files: &[Arc<FileMedia>], plan: &Plan, op: Op) -> Result<(u64, f64),
                 write_range(f, &buf, start, end)?;
                 f.sync().map_err(|e| format!("bench store: raw write: {e}"))
             }
-            Op::Read => {
-                let mut off = start;
-                while off < end {
-                    let len = (end - off).min(io as u64) as usize;
-                    f.read_at(&mut buf[..len], off).map_err(|e| format!("bench store: raw read: {e}"))?;
-                    off += len as u64;
-                }
-                Ok(())
-            }
+            Op::Read => read_range(f, &mut buf, start, end),
         }
     })?;
     Ok((plan.raw_per_device * files.len() as u64, secs))
+}
+
+/// Reads `[start, end)` of `f` sequentially in `buf.len()`-byte reads.
+fn read_range(f: &FileMedia, buf: &mut AlignedBuf, start: u64, end: u64) -> Result<(), String> {
+    let mut off = start;
+    while off < end {
+        let len = (end - off).min(buf.len() as u64) as usize;
+        f.read_at(&mut buf[..len], off).map_err(|e| format!("raw read of the device files: {e}"))?;
+        off += len as u64;
+    }
+    Ok(())
+}
+
+/// The raw sequential read bandwidth of `files`: `[start, end)` of each in `io`-byte reads, one
+/// thread per file, all at once (as [`pass`] reads; `reo bench gateway` uses it on the devices of
+/// its server). Returns the bytes read and the seconds.
+pub fn read_pass(files: &[Arc<FileMedia>], start: u64, end: u64, io: usize) -> Result<(u64, f64), String> {
+    let secs = per_device(files, |_, f, barrier| {
+        let mut buf = AlignedBuf::zeroed(io);
+        barrier.wait();
+        read_range(f, &mut buf, start, end)
+    })?;
+    Ok(((end - start) * files.len() as u64, secs))
 }

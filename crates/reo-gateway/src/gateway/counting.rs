@@ -1,0 +1,132 @@
+//! A test double at the [`Backend`] seam: the real local backend underneath, every streamed read
+//! counted, and switches to hold a read at a gate (before it answers, or after its first chunk),
+//! fail the next read (before or after its first chunk), or fail HEADs (a backend that is down).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use bytes::Bytes;
+
+use crate::backend::{
+    Address, Advice, AdviceReport, BResult, Backend, BackendError, BucketInfo, ChunkIter, ListEntry, ObjectInfo,
+};
+
+/// A gate reads wait at until it is opened.
+#[derive(Default)]
+pub(crate) struct Gate {
+    open: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Gate {
+    pub fn set(&self, open: bool) {
+        *self.open.lock().unwrap() = open;
+        self.cv.notify_all();
+    }
+
+    fn pass(&self) {
+        let mut o = self.open.lock().unwrap();
+        while !*o {
+            o = self.cv.wait(o).unwrap();
+        }
+    }
+}
+
+/// See the module doc.
+pub(crate) struct Counting {
+    pub inner: Arc<dyn Backend>,
+    pub gets: AtomicU64,
+    /// Streamed reads wait here before answering.
+    pub before: Arc<Gate>,
+    /// Streamed reads wait here after their first chunk.
+    pub after_first: Arc<Gate>,
+    /// The next streamed read fails before answering.
+    pub fail_open: AtomicBool,
+    /// The next streamed read fails after its first chunk.
+    pub fail_midway: AtomicBool,
+    /// HEAD fails with an I/O error.
+    pub down: AtomicBool,
+}
+
+impl Counting {
+    pub fn new(inner: Arc<dyn Backend>) -> Arc<Counting> {
+        let open = |o| {
+            let g = Arc::new(Gate::default());
+            g.set(o);
+            g
+        };
+        Arc::new(Counting {
+            inner,
+            gets: AtomicU64::new(0),
+            before: open(true),
+            after_first: open(true),
+            fail_open: AtomicBool::new(false),
+            fail_midway: AtomicBool::new(false),
+            down: AtomicBool::new(false),
+        })
+    }
+
+    pub fn gets(&self) -> u64 {
+        self.gets.load(Ordering::SeqCst)
+    }
+}
+
+impl Backend for Counting {
+    fn list_buckets(&self) -> BResult<Vec<BucketInfo>> {
+        self.inner.list_buckets()
+    }
+    fn create_bucket(&self, bucket: &str) -> BResult<()> {
+        self.inner.create_bucket(bucket)
+    }
+    fn head_bucket(&self, bucket: &str) -> BResult<BucketInfo> {
+        self.inner.head_bucket(bucket)
+    }
+    fn delete_bucket(&self, bucket: &str) -> BResult<()> {
+        self.inner.delete_bucket(bucket)
+    }
+    fn put(&self, bucket: &str, key: &str, data: &[u8], info: &ObjectInfo) -> BResult<()> {
+        self.inner.put(bucket, key, data, info)
+    }
+    fn head(&self, bucket: &str, key: &str) -> BResult<ObjectInfo> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(BackendError::Io("connection refused (test)".into()));
+        }
+        self.inner.head(bucket, key)
+    }
+    fn get_range(&self, bucket: &str, key: &str, start: u64, end: u64) -> BResult<(Vec<u8>, ObjectInfo)> {
+        self.inner.get_range(bucket, key, start, end)
+    }
+    fn get_stream(&self, bucket: &str, key: &str, start: u64, end: u64) -> BResult<(ObjectInfo, ChunkIter)> {
+        self.gets.fetch_add(1, Ordering::SeqCst);
+        self.before.pass();
+        if self.fail_open.swap(false, Ordering::SeqCst) {
+            return Err(BackendError::Io("connection reset (test)".into()));
+        }
+        let (info, chunks) = self.inner.get_stream(bucket, key, start, end)?;
+        let (gate, fail) = (self.after_first.clone(), self.fail_midway.swap(false, Ordering::SeqCst));
+        let mut n = 0;
+        let chunks = chunks.map(move |c: BResult<Bytes>| {
+            n += 1;
+            if n == 2 {
+                gate.pass();
+                if fail {
+                    return Err(BackendError::Io("connection reset mid-body (test)".into()));
+                }
+            }
+            c
+        });
+        Ok((info, Box::new(chunks)))
+    }
+    fn delete(&self, bucket: &str, key: &str) -> BResult<()> {
+        self.inner.delete(bucket, key)
+    }
+    fn list(&self, bucket: &str, prefix: &str, after: &str, limit: usize) -> BResult<Vec<ListEntry>> {
+        self.inner.list(bucket, prefix, after, limit)
+    }
+    fn check_key(&self, key: &str) -> BResult<()> {
+        self.inner.check_key(key)
+    }
+    fn advise(&self, bucket: &str, address: &Address, advice: Advice) -> BResult<AdviceReport> {
+        self.inner.advise(bucket, address, advice)
+    }
+}

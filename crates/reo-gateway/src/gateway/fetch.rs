@@ -1,0 +1,116 @@
+//! The producer of a [`Flight`]: reads the backend stream on a blocking thread, hands each chunk
+//! to the flight's readers as it arrives, and — for a collecting flight that received every byte
+//! of the version it asked for — offers the fragments to the cache afterwards (admission decides,
+//! per fragment, in [`reo_cache::Cache::fill`]). A failed, short or cancelled fetch writes nothing
+//! to flash.
+
+use std::sync::Arc;
+
+use reo_cache::{Cache, ObjectMeta};
+use s3s::S3ErrorCode;
+
+use super::errors::backend_err;
+use super::flight::{assemble, count_fetch, Flight, Flights};
+use super::fresh::Freshness;
+use super::now_ns;
+use crate::backend::{Backend, ObjectInfo};
+
+/// Everything a producer needs (cloned out of the gateway: it outlives the request).
+#[derive(Clone)]
+pub(crate) struct FetchCtx {
+    pub backend: Arc<dyn Backend>,
+    pub cache: Arc<Cache>,
+    pub flights: Arc<Flights>,
+    pub fresh: Arc<Freshness>,
+}
+
+/// What to fetch: `flight.key`'s range of `bucket/key`, expected to be the version `info`.
+pub(crate) struct Job {
+    pub bucket: String,
+    pub key: String,
+    pub info: ObjectInfo,
+    /// The cache's token from before the fetch (a write since makes the fill stale).
+    pub token: u64,
+}
+
+/// Starts the producer of `flight` on tokio's blocking pool (a plain thread outside a runtime).
+pub(crate) fn start(ctx: FetchCtx, flight: Arc<Flight>, job: Job) {
+    let run = move || {
+        run(&ctx, &flight, &job);
+        ctx.flights.forget(&flight);
+        ctx.flights.finished();
+    };
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) => drop(h.spawn_blocking(run)),
+        Err(_) => drop(std::thread::spawn(run)),
+    }
+}
+
+fn run(ctx: &FetchCtx, flight: &Flight, job: &Job) {
+    let (start, end) = (flight.key.start, flight.key.end);
+    count_fetch(&ctx.flights);
+    let (binfo, chunks) = match ctx.backend.get_stream(&job.bucket, &job.key, start, end) {
+        Ok(x) => x,
+        Err(e) => {
+            let e = backend_err(e);
+            return flight.finish(Err((e.code().clone(), e.message().unwrap_or("backend error").to_string())));
+        }
+    };
+    if binfo.etag != job.info.etag || binfo.size != job.info.size {
+        let m = format!("{:?} changed in the backend while it was read; retry", job.key);
+        return flight.finish(Err((S3ErrorCode::ServiceUnavailable, m)));
+    }
+    if !flight.open() {
+        return;
+    }
+    for c in chunks {
+        match c {
+            Ok(c) if c.is_empty() => {}
+            Ok(c) => {
+                if !flight.push(c) {
+                    return; // cancelled: every reader left part-way
+                }
+            }
+            Err(e) => {
+                let m = format!("reading {:?} from the backend: {e}", job.key);
+                return flight.finish(Err((S3ErrorCode::ServiceUnavailable, m)));
+            }
+        }
+    }
+    let got = flight.received();
+    if got != end {
+        let m = format!("the backend sent {} bytes of {:?}'s range {start}-{end}", got - start, job.key);
+        return flight.finish(Err((S3ErrorCode::ServiceUnavailable, m)));
+    }
+    if !flight.collect {
+        ctx.cache.record_backend_read(end - start); // (a fill counts its own bytes)
+    }
+    flight.finish(Ok(()));
+    if flight.collect && !flight.cancelled() {
+        fill(ctx, flight, job);
+    }
+}
+
+/// Offers every fragment of the complete range to the cache.
+fn fill(ctx: &FetchCtx, flight: &Flight, job: &Job) {
+    let fs = ctx.cache.config().fragment_size;
+    let meta = ObjectMeta {
+        etag: job.info.etag.clone(),
+        content_type: job.info.content_type.clone(),
+        mtime_ns: job.info.mtime_ns,
+        user: job.info.user_meta.clone().into_iter().collect(),
+    };
+    let chunks = flight.chunks();
+    let (start, end) = (flight.key.start, flight.key.end);
+    let mut frag = start / fs;
+    while frag * fs < end {
+        let (fstart, fend) = (frag * fs, ((frag + 1) * fs).min(end));
+        let bytes = assemble(&chunks, fstart, fend);
+        let ck = flight.key.ck.as_bytes();
+        if ctx.cache.fill(ck, job.info.size, frag as u32, &bytes, &meta, job.token, now_ns()).is_err() {
+            return;
+        }
+        frag += 1;
+    }
+    ctx.fresh.validated(&flight.key.ck, now_ns());
+}

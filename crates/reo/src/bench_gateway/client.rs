@@ -1,0 +1,111 @@
+//! The load generator's HTTP/1.1 client: one keep-alive connection per client thread, every
+//! request SigV4-signed with `reo admin`'s signer (payload `UNSIGNED-PAYLOAD`, which s3s accepts,
+//! so a PUT does not hash its body on the client), responses read by `Content-Length` (or
+//! chunked) into a reused buffer.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use crate::admin::sigv4;
+
+/// One connection to the server under test.
+pub struct Conn {
+    r: BufReader<TcpStream>,
+    w: TcpStream,
+    host: String,
+    access_key: String,
+    secret_key: String,
+    /// The last response's body.
+    pub body: Vec<u8>,
+}
+
+impl Conn {
+    pub fn connect(host: &str, access_key: &str, secret_key: &str) -> Result<Conn, String> {
+        let s = TcpStream::connect(host).map_err(|e| format!("cannot connect to {host}: {e}"))?;
+        s.set_nodelay(true).map_err(|e| e.to_string())?;
+        s.set_read_timeout(Some(Duration::from_secs(120))).map_err(|e| e.to_string())?;
+        let w = s.try_clone().map_err(|e| e.to_string())?;
+        Ok(Conn {
+            r: BufReader::with_capacity(256 << 10, s),
+            w,
+            host: host.into(),
+            access_key: access_key.into(),
+            secret_key: secret_key.into(),
+            body: Vec::new(),
+        })
+    }
+
+    /// Sends a signed request (`path` unencoded, no query) and reads the answer; returns the
+    /// status (the body is in [`Conn::body`]).
+    pub fn call(&mut self, method: &str, path: &str, body: &[u8]) -> Result<u16, String> {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let date = sigv4::amz_date(now);
+        let headers = [("host".to_string(), self.host.clone())];
+        let payload_hash = "UNSIGNED-PAYLOAD";
+        let req = sigv4::Request { method, path, query: &[], headers: &headers, payload_hash };
+        let auth = sigv4::authorization(&req, &self.access_key, &self.secret_key, &date);
+        let head = format!(
+            "{method} {} HTTP/1.1\r\nHost: {}\r\nx-amz-date: {date}\r\nx-amz-content-sha256: {payload_hash}\r\n\
+             Authorization: {auth}\r\nContent-Length: {}\r\n\r\n",
+            sigv4::uri_encode(path, true),
+            self.host,
+            body.len()
+        );
+        self.w.write_all(head.as_bytes()).and_then(|_| self.w.write_all(body)).map_err(|e| format!("sending: {e}"))?;
+        self.read_response()
+    }
+
+    fn line(&mut self) -> Result<String, String> {
+        let mut l = String::new();
+        match self.r.read_line(&mut l) {
+            Ok(0) => Err("the server closed the connection".into()),
+            Ok(_) => Ok(l.trim_end().to_string()),
+            Err(e) => Err(format!("reading the answer: {e}")),
+        }
+    }
+
+    fn read_response(&mut self) -> Result<u16, String> {
+        let status_line = self.line()?;
+        let status: u16 = status_line
+            .split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .ok_or_else(|| format!("malformed status line {status_line:?}"))?;
+        let (mut len, mut chunked) = (None, false);
+        loop {
+            let l = self.line()?;
+            if l.is_empty() {
+                break;
+            }
+            let lower = l.to_ascii_lowercase();
+            if let Some(v) = lower.strip_prefix("content-length:") {
+                len = v.trim().parse::<usize>().ok();
+            } else if lower.starts_with("transfer-encoding:") && lower.contains("chunked") {
+                chunked = true;
+            }
+        }
+        self.body.clear();
+        if chunked {
+            loop {
+                let size = self.line()?;
+                let n = usize::from_str_radix(size.split(';').next().unwrap_or("").trim(), 16)
+                    .map_err(|_| format!("malformed chunk size {size:?}"))?;
+                self.read_exact_append(n)?;
+                self.line()?; // the CRLF after the chunk (or the trailer's end)
+                if n == 0 {
+                    break;
+                }
+            }
+        } else {
+            self.read_exact_append(len.unwrap_or(0))?;
+        }
+        Ok(status)
+    }
+
+    fn read_exact_append(&mut self, n: usize) -> Result<(), String> {
+        let at = self.body.len();
+        self.body.resize(at + n, 0);
+        self.r.read_exact(&mut self.body[at..]).map_err(|e| format!("reading the body: {e}"))
+    }
+}

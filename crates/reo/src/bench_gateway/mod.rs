@@ -1,0 +1,272 @@
+//! `reo bench gateway`: the S3 gateway under a bounded, built-in load, on loopback, against the raw
+//! read bandwidth of its own device files in the same run.
+//!
+//! 1. The device files are created and every byte written once (`bench store`'s
+//!    preconditioning: holes of a sparse file would read as zeros without disk I/O). Objects are
+//!    written straight into a fresh local backend directory: `small` objects of
+//!    4 KiB and `large` objects of 4 MiB (deterministic bytes).
+//! 2. A child `reo serve --direct-io` (this binary) starts on temporary device files over that
+//!    backend, with a generated key pair, on a free loopback port.
+//! 3. Every object is read twice (misses fill the cache, then hits), each body checked.
+//! 4. Measured: GET hits of 4 KiB objects (ops/s, p50/p99), the raw read pass of the device
+//!    files (`bench store`'s raw read: one thread per file, O_DIRECT, sequential 2 MiB reads),
+//!    GET hits of 4 MiB objects (MiB/s, p50/p99), a second raw pass (the two are averaged, so
+//!    drift affects both sides alike), PUTs of 64 KiB objects (write-back; ops/s, p50/p99).
+//! 5. The server is stopped with SIGTERM and the directory removed.
+//!
+//! The last line on stdout is one JSON object. Both sides use O_DIRECT: neither read is served
+//! by this machine's page cache.
+
+mod client;
+mod load;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::bench_store::raw;
+use load::{get_exact, put, Target};
+use reo_gateway::backend::{Backend, LocalBackend, ObjectInfo};
+use reo_media::{FileMedia, FileOptions, Media};
+
+#[derive(clap::Args, Debug)]
+pub struct BenchGatewayArgs {
+    /// Directory for the temporary data (a fresh subdirectory, removed at the end). Default: the
+    /// system temporary directory.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Device files of the server.
+    #[arg(long, default_value_t = 4)]
+    pub devices: usize,
+    /// Size of each device file in MiB.
+    #[arg(long, default_value_t = 512)]
+    pub device_mib: u64,
+    /// Concurrent client connections.
+    #[arg(long, default_value_t = 4)]
+    pub clients: usize,
+    /// Fewer requests (about a quarter).
+    #[arg(long)]
+    pub quick: bool,
+    /// Print only the JSON object on stdout (progress still goes to stderr).
+    #[arg(long)]
+    pub json: bool,
+}
+
+const SMALL: usize = 4 << 10;
+const LARGE: usize = 4 << 20;
+const PUT_SIZE: usize = 64 << 10;
+const BUCKET: &str = "bench";
+
+fn progress(msg: impl std::fmt::Display) {
+    eprintln!("bench gateway: {msg}");
+}
+
+fn bytes_of(i: usize, len: usize) -> Vec<u8> {
+    let mut v = vec![0u8; len];
+    raw::fill(&mut v, 7_000 + i as u64);
+    v
+}
+
+/// The child server; stopped (SIGTERM, then waited for) when dropped.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child's pid; no memory is involved.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let _ = self.0.wait();
+    }
+}
+
+fn start_server(dir: &Path, a: &BenchGatewayArgs, t: &Target) -> Result<Server, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+    let log = std::fs::File::create(dir.join("serve.log")).map_err(|e| format!("serve.log: {e}"))?;
+    let child = Command::new(exe)
+        .args(["serve", "--data-dir"])
+        .arg(dir.join("data"))
+        .arg("--backend")
+        .arg(dir.join("backend"))
+        .args(["--listen", &t.host, "--access-key", &t.access_key, "--secret-key", &t.secret_key])
+        .args(["--devices", &a.devices.to_string(), "--device-mib", &a.device_mib.to_string(), "--direct-io"])
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().map_err(|e| e.to_string())?)
+        .stderr(log)
+        .spawn()
+        .map_err(|e| format!("cannot start reo serve: {e}"))?;
+    let mut server = Server(child);
+    let t0 = Instant::now();
+    loop {
+        if let Ok(Some(st)) = server.0.try_wait() {
+            let log = std::fs::read_to_string(dir.join("serve.log")).unwrap_or_default();
+            return Err(format!("reo serve exited ({st}) before answering:\n{log}"));
+        }
+        if let Ok(mut c) = client::Conn::connect(&t.host, &t.access_key, &t.secret_key) {
+            if c.call("GET", "/_reo/health", &[]) == Ok(200) {
+                return Ok(server);
+            }
+        }
+        if t0.elapsed() > Duration::from_secs(60) {
+            return Err("reo serve did not answer /_reo/health within 60 s".into());
+        }
+        // Polling a starting process: there is no event to wait on across processes.
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn free_port() -> Result<u16, String> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free loopback port: {e}"))?;
+    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+/// Bytes at the head of each device file zeroed after preconditioning (superblocks, journal,
+/// checkpoints: 3/32 of the device, rounded up to 4 MiB); the raw read covers the rest.
+fn meta_bytes(device_mib: u64) -> u64 {
+    ((device_mib << 20) * 3 / 32).next_multiple_of(4 << 20)
+}
+
+/// Raw sequential O_DIRECT read bandwidth of the server's device files (MiB/s).
+fn raw_read(dir: &Path, devices: usize, device_mib: u64) -> Result<f64, String> {
+    let mut files = Vec::new();
+    for i in 0..devices {
+        let p = dir.join("data").join(format!("dev{i}.img"));
+        let f = FileMedia::open(&p, &FileOptions { direct: true, create_len: None })
+            .map_err(|e| format!("cannot open {} for the raw read: {e}", p.display()))?;
+        files.push(Arc::new(f));
+    }
+    let len = (device_mib << 20).min(1 << 30);
+    let (bytes, secs) = raw::read_pass(&files, meta_bytes(device_mib), len, 2 << 20)?;
+    Ok(bytes as f64 / (1 << 20) as f64 / secs)
+}
+
+pub fn run(a: &BenchGatewayArgs) -> Result<ExitCode, String> {
+    if a.devices == 0 || a.clients == 0 {
+        return Err("bench gateway: --devices and --clients must be at least 1".into());
+    }
+    let root = a.dir.clone().unwrap_or_else(std::env::temp_dir).join(format!("reo-bench-gw-{}", std::process::id()));
+    std::fs::create_dir_all(&root).map_err(|e| format!("cannot create {}: {e}", root.display()))?;
+    let r = bench(&root, a);
+    let _ = std::fs::remove_dir_all(&root);
+    let json = r?;
+    if !a.json {
+        for k in [
+            "get4k_ops",
+            "get4k_p99_ms",
+            "get4m_mibps",
+            "get4m_p99_ms",
+            "put64k_ops",
+            "put64k_p99_ms",
+            "raw_read_mibps",
+            "get4m_vs_raw",
+        ] {
+            println!("{k:>16}  {}", json[k]);
+        }
+    }
+    println!("{json}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn bench(root: &Path, a: &BenchGatewayArgs) -> Result<serde_json::Value, String> {
+    let scale = if a.quick { 1 } else { 4 };
+    let (n_small, n_large) = (512, 32);
+    let cap = (a.devices as u64 * a.device_mib) << 20;
+    if (n_large * LARGE) as u64 * 4 > cap {
+        return Err(format!("bench gateway: {n_large} objects of 4 MiB need more than {} MiB of devices", cap >> 20));
+    }
+    progress(format_args!("writing {n_small} × 4 KiB and {n_large} × 4 MiB objects to the backend"));
+    let backend = LocalBackend::open(&root.join("backend")).map_err(|e| e.to_string())?;
+    backend.create_bucket(BUCKET).map_err(|e| e.to_string())?;
+    let small: Vec<Vec<u8>> = (0..n_small).map(|i| bytes_of(i, SMALL)).collect();
+    let large: Vec<Vec<u8>> = (0..n_large).map(|i| bytes_of(100_000 + i, LARGE)).collect();
+    for (name, set) in [("s", &small), ("l", &large)] {
+        for (i, d) in set.iter().enumerate() {
+            let info = ObjectInfo { size: d.len() as u64, etag: reo_gateway::keys::md5_hex(d), ..Default::default() };
+            backend.put(BUCKET, &format!("{name}/{i}"), d, &info).map_err(|e| e.to_string())?;
+        }
+    }
+    let t = Target {
+        host: format!("127.0.0.1:{}", free_port()?),
+        access_key: "BENCHACCESSKEY".into(),
+        secret_key: "bench-secret-key".into(),
+    };
+    // Every byte of the device files written once before the server formats them (as `bench
+    // store` does): a sparse file's holes read as zeros without touching the disk, which would
+    // flatter the raw read.
+    let data = root.join("data");
+    std::fs::create_dir_all(&data).map_err(|e| format!("cannot create {}: {e}", data.display()))?;
+    let (files, _) = raw::open_devices(&data, a.devices, a.device_mib << 20, raw::DirectMode::On)?;
+    raw::precondition(&files)?;
+    // The metadata head zeroed again, so the server sees blank devices and formats them.
+    let zeros = reo_media::AlignedBuf::zeroed(4 << 20);
+    for f in &files {
+        let mut off = 0;
+        while off < meta_bytes(a.device_mib) {
+            f.write_at(&zeros, off).map_err(|e| format!("blanking the device files: {e}"))?;
+            off += zeros.len() as u64;
+        }
+        f.sync().map_err(|e| format!("blanking the device files: {e}"))?;
+    }
+    drop(files);
+    let _server = start_server(root, a, &t)?;
+    progress(format_args!("reo serve on {} ({} devices of {} MiB, O_DIRECT)", t.host, a.devices, a.device_mib));
+    let path = |name: &str, i: usize| format!("/{BUCKET}/{name}/{i}");
+    for pass in ["misses (fills)", "hits"] {
+        let w = load::run(&t, 1, 1, |c, _, _| {
+            for (i, d) in small.iter().enumerate() {
+                get_exact(c, &path("s", i), d)?;
+            }
+            for (i, d) in large.iter().enumerate() {
+                get_exact(c, &path("l", i), d)?;
+            }
+            Ok(Some(0))
+        })?;
+        progress(format_args!("warm-up read of every object, {pass}: {:.2} s", w.secs));
+    }
+    let pick = |c: usize, i: usize, n: usize| (c * 7919 + i * 104_729) % n;
+    let g4k = load::run(&t, a.clients, 500 * scale, |c, cl, i| {
+        let k = pick(cl, i, n_small);
+        get_exact(c, &path("s", k), &small[k])
+    })?;
+    progress(format_args!(
+        "GET 4 KiB hits: {:.0} ops/s, p50 {:.2} ms, p99 {:.2} ms",
+        g4k.ops_per_sec(),
+        g4k.p50_ms,
+        g4k.p99_ms
+    ));
+    let raw1 = raw_read(root, a.devices, a.device_mib)?;
+    progress(format_args!("raw read of the device files: {raw1:.0} MiB/s"));
+    let g4m = load::run(&t, a.clients, 16 * scale, |c, cl, i| {
+        let k = pick(cl, i, n_large);
+        get_exact(c, &path("l", k), &large[k])
+    })?;
+    progress(format_args!(
+        "GET 4 MiB hits: {:.0} MiB/s, p50 {:.2} ms, p99 {:.2} ms",
+        g4m.mib_per_sec(),
+        g4m.p50_ms,
+        g4m.p99_ms
+    ));
+    let raw2 = raw_read(root, a.devices, a.device_mib)?;
+    progress(format_args!("raw read of the device files: {raw2:.0} MiB/s"));
+    let raw = (raw1 + raw2) / 2.0;
+    let body = bytes_of(999, PUT_SIZE);
+    let p64 = load::run(&t, a.clients, 100 * scale, |c, cl, i| put(c, &format!("/{BUCKET}/p/{cl}/{i}"), &body))?;
+    progress(format_args!(
+        "PUT 64 KiB (write-back): {:.0} ops/s, p50 {:.2} ms, p99 {:.2} ms, {} SlowDown",
+        p64.ops_per_sec(),
+        p64.p50_ms,
+        p64.p99_ms,
+        p64.slowdowns
+    ));
+    let ratio = g4m.mib_per_sec() / raw;
+    progress(format_args!("GET 4 MiB / raw read = {ratio:.2} (target ≥ 0.8)"));
+    let r2 = |x: f64| (x * 100.0).round() / 100.0;
+    Ok(serde_json::json!({
+        "devices": a.devices, "device_mib": a.device_mib, "clients": a.clients, "direct_io": true,
+        "get4k_ops": r2(g4k.ops_per_sec()), "get4k_p50_ms": r2(g4k.p50_ms), "get4k_p99_ms": r2(g4k.p99_ms),
+        "get4m_mibps": r2(g4m.mib_per_sec()), "get4m_p50_ms": r2(g4m.p50_ms), "get4m_p99_ms": r2(g4m.p99_ms),
+        "put64k_ops": r2(p64.ops_per_sec()), "put64k_p50_ms": r2(p64.p50_ms), "put64k_p99_ms": r2(p64.p99_ms),
+        "put64k_slowdowns": p64.slowdowns,
+        "raw_read_mibps": r2(raw), "get4m_vs_raw": r2(ratio),
+    }))
+}
