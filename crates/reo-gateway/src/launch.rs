@@ -46,6 +46,9 @@ pub struct ServeConfig {
     pub backend_down_slowdown_after: std::time::Duration,
     /// Revalidate clean cache hits older than this against the backend's ETag (`None`: never).
     pub revalidate_after: Option<std::time::Duration>,
+    /// Streamed misses of at most this many bytes are collected and offered to the cache (`None`:
+    /// a quarter of the cache, at most 256 MiB; 0: misses are never cached).
+    pub max_fill: Option<u64>,
     /// Device files opened with O_DIRECT (no page cache).
     pub direct_io: bool,
 }
@@ -204,6 +207,9 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     gw.health.set_slowdown_after(cfg.backend_down_slowdown_after);
     gw.set_policies(cfg.policies.clone());
     gw.set_revalidate_after(cfg.revalidate_after);
+    if let Some(bytes) = cfg.max_fill {
+        gw.set_max_fill(bytes);
+    }
     let flusher = Flusher::start(gw.clone());
     let hints = crate::hints::engine::HintEngine::start(gw.clone(), &cfg.data_dir.join("state"), cfg.promote_bps)?;
     let api = crate::api::Api {

@@ -44,6 +44,7 @@ pub struct CacheSection {
     pub devices: Option<usize>,
     pub device_size: Option<String>,
     pub revalidate_after: Option<String>,
+    pub max_fill: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -197,6 +198,7 @@ pub struct Settings {
     pub dirty_limit: Option<u64>,
     pub backend_down_slowdown_after: Option<std::time::Duration>,
     pub revalidate_after: Option<std::time::Duration>,
+    pub max_fill: Option<u64>,
 }
 
 fn size(name: &str, field: &str, v: &Option<String>) -> Result<Option<u64>, String> {
@@ -240,6 +242,7 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
             })
         })
         .transpose()?;
+    let max_fill = size(name, "cache.max_fill", &f.cache.max_fill)?;
     let write_policies = f
         .flush
         .write_policies
@@ -287,6 +290,7 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
         dirty_limit,
         backend_down_slowdown_after,
         revalidate_after,
+        max_fill,
     })
 }
 
@@ -349,6 +353,9 @@ mod tests {
         assert!(e.contains("devices"), "{e}");
         let e = parse("reo.toml", "[cache]\nrevalidate_after = \"soon\"\n").unwrap_err();
         assert!(e.starts_with("reo.toml: cache.revalidate_after: expected a duration"), "{e}");
+        let e = parse("reo.toml", "[cache]\nmax_fill = \"big\"\n").unwrap_err();
+        assert!(e.starts_with("reo.toml: cache.max_fill: expected a size"), "{e}");
+        assert_eq!(parse("reo.toml", "[cache]\nmax_fill = \"0\"\n").unwrap().max_fill, Some(0));
         let s = parse("reo.toml", "[cache]\nrevalidate_after = \"30s\"\n").unwrap();
         assert_eq!(s.revalidate_after, Some(std::time::Duration::from_secs(30)));
         assert_eq!(parse_duration("250ms"), Some(std::time::Duration::from_millis(250)));

@@ -101,6 +101,7 @@ pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
             .backend_down_slowdown_after
             .unwrap_or(reo_gateway::gateway::outage::DEFAULT_SLOWDOWN_AFTER),
         revalidate_after: f.revalidate_after,
+        max_fill: f.max_fill,
         direct_io: a.direct_io,
     };
     reo_gateway::launch::run(&cfg)?;
