@@ -189,6 +189,21 @@ class OutageTest(unittest.TestCase):
         self.assertEqual(backend_bytes(srv, "crash", "after-restart"), b"still accepted")
         self.assertEqual(backend_bytes(srv, "crash", "first"), b"before the outage")
 
+    def test_deletes_during_an_outage_are_kept_and_applied_when_it_ends(self):
+        srv, s3, outage = self.down_after_a_first_flush('[flush]\nbackend_down_slowdown_after = "1h"\n', "dels")
+        # "first" is in the backend; deleting it with the backend gone is acknowledged (204).
+        s3.delete_object(Bucket="dels", Key="first")
+        with self.assertRaises(Exception) as ctx:
+            s3.head_object(Bucket="dels", Key="first")
+        self.assertIn("404", str(ctx.exception))
+        outage.up()
+        # Still pending: the backend has the object, the gateway's listing does not.
+        listed = [o["Key"] for o in s3.list_objects_v2(Bucket="dels").get("Contents", [])]
+        self.assertNotIn("first", listed)
+        admin(BIN, srv, "flush", "--timeout", "60s")
+        self.assertFalse(os.path.exists(os.path.join(srv.backend_dir, "dels", "o.first")), "the delete reached the backend")
+        self.assertEqual(status(srv)["dirty_objects"], 0)
+
 
 if __name__ == "__main__":
     unittest.main()

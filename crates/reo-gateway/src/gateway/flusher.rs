@@ -121,6 +121,22 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
         return Ok(()); // overwritten since the snapshot: the next round takes the new version
     }
     debug_assert_eq!(cache_key(&p.bucket, &p.key), ck);
+    if p.deleted {
+        // A write-back delete: applied in the backend, then forgotten (unless a newer write or
+        // delete of the key replaced it meanwhile).
+        match gw.backend.delete(&p.bucket, &p.key) {
+            Ok(()) | Err(BackendError::NoSuchKey(_)) => {}
+            Err(e) => return Err(FlushError::Backend(e)),
+        }
+        gw.health.record_success();
+        let mut pend = gw.pending();
+        if pend.map.get(ck).is_some_and(|x| x.deleted && x.version == version) {
+            pend.remove(ck);
+        }
+        drop(pend);
+        gw.counters.lock().unwrap_or_else(|e| e.into_inner()).flushed_deletes += 1;
+        return Ok(());
+    }
     let r = gw.cache.get(ck.as_bytes(), 0, u64::MAX, now_ns()).map_err(|e| Local(e.to_string()))?;
     if !r.is_hit() && p.info.size > 0 {
         return Err(Local(format!("unflushed object {ck:?} is not fully on flash")));

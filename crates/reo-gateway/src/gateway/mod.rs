@@ -56,6 +56,8 @@ pub struct GatewayCounters {
     pub flushed_bytes: u64,
     pub flush_errors: u64,
     pub write_around: u64,
+    /// Write-back deletes applied in the backend by the flusher.
+    pub flushed_deletes: u64,
     pub slowdowns: u64,
     pub backend_reads: u64,
 }
@@ -103,7 +105,13 @@ impl Gateway {
         // Reconcile with the cache's dirty objects: they are what must still be flushed.
         let dirty = cache.dirty_keys();
         let dirty_keys: std::collections::HashSet<Vec<u8>> = dirty.iter().map(|(k, _)| k.clone()).collect();
-        let stale: Vec<String> = pending.map.keys().filter(|k| !dirty_keys.contains(k.as_bytes())).cloned().collect();
+        // Tombstones (write-back deletes) have no bytes in the cache: they stay.
+        let stale: Vec<String> = pending
+            .map
+            .iter()
+            .filter(|(k, p)| !p.deleted && !dirty_keys.contains(k.as_bytes()))
+            .map(|(k, _)| k.clone())
+            .collect();
         for k in stale {
             pending.remove(&k);
         }
@@ -125,7 +133,13 @@ impl Gateway {
                                     user_meta: Default::default(),
                                     mtime_ns: now_ns(),
                                 };
-                                let p = PendingPut { bucket: bucket.into(), key: key.into(), info, version };
+                                let p = PendingPut {
+                                    bucket: bucket.into(),
+                                    key: key.into(),
+                                    info,
+                                    version,
+                                    deleted: false,
+                                };
                                 pending.map.insert(ck, p);
                             }
                         }
@@ -249,6 +263,9 @@ impl Gateway {
     pub fn head(&self, bucket: &str, key: &str) -> S3Result<ObjectInfo> {
         let ck = cache_key(bucket, key);
         if let Some(p) = self.pending().map.get(&ck) {
+            if p.deleted {
+                return Err(s3_error!(NoSuchKey, "{key} was deleted"));
+            }
             return Ok(p.info.clone());
         }
         // A cached object's metadata is in its blob header (DRAM): no backend round trip, unless
@@ -326,7 +343,8 @@ impl Gateway {
             ));
         }
         let _g = self.stripe(&ck);
-        let mut pp = PendingPut { bucket: bucket.into(), key: key.into(), info: info.clone(), version: 0 };
+        let mut pp =
+            PendingPut { bucket: bucket.into(), key: key.into(), info: info.clone(), version: 0, deleted: false };
         self.pending().persist(&pp).map_err(|e| s3_error!(InternalError, "cannot record the write: {e}"))?;
         let meta = ObjectMeta {
             etag: info.etag.clone(),
@@ -380,15 +398,28 @@ impl Gateway {
         }
     }
 
-    /// Deletes an object everywhere (missing objects are fine, as in S3).
+    /// Deletes an object (missing objects are fine, as in S3). Under write-back the delete is
+    /// recorded durably (a tombstone in the pending map) and the flusher deletes it in the
+    /// backend, so deletes work while the backend is down; otherwise the backend deletes now.
     pub fn delete(&self, bucket: &str, key: &str) -> S3Result<()> {
-        self.backend.head_bucket(bucket).map_err(backend_err)?;
-        self.policy(bucket, key)?;
+        let policy = self.policy(bucket, key)?;
         let ck = cache_key(bucket, key);
+        if policy != WritePolicy::WriteBack {
+            self.backend.head_bucket(bucket).map_err(backend_err)?;
+            let _g = self.stripe(&ck);
+            self.pending().remove(&ck);
+            self.cache.delete(ck.as_bytes());
+            return self.backend.delete(bucket, key).map_err(backend_err);
+        }
+        self.check_bucket(bucket)?;
         let _g = self.stripe(&ck);
-        self.pending().remove(&ck);
+        let info = ObjectInfo { mtime_ns: now_ns(), ..Default::default() };
+        let tomb = PendingPut { bucket: bucket.into(), key: key.into(), info, version: now_ns(), deleted: true };
+        self.pending().persist(&tomb).map_err(|e| s3_error!(InternalError, "cannot record the delete: {e}"))?;
         self.cache.delete(ck.as_bytes());
-        self.backend.delete(bucket, key).map_err(backend_err)
+        self.pending().map.insert(ck, tomb);
+        self.kick_flusher();
+        Ok(())
     }
 
     /// A listing page: the backend's keys merged with unflushed writes.
@@ -398,7 +429,14 @@ impl Gateway {
         let grouped = q.delimiter.as_deref().is_some_and(|d| !d.is_empty());
         let limit = if grouped { usize::MAX } else { q.max_keys.saturating_add(1) };
         let mut backend = self.backend.list(bucket, &q.prefix, &q.after, limit).map_err(backend_err)?;
-        let pending = self.pending().in_bucket(bucket, &q.prefix);
+        let (pending, deleted) = {
+            let p = self.pending();
+            (p.in_bucket(bucket, &q.prefix), p.deleted_in_bucket(bucket, &q.prefix))
+        };
+        if !deleted.is_empty() {
+            let gone: std::collections::BTreeSet<String> = deleted.into_iter().collect();
+            backend.retain(|e| !gone.contains(&e.key));
+        }
         if !pending.is_empty() {
             let over: std::collections::BTreeMap<String, ObjectInfo> = pending.into_iter().collect();
             backend.retain(|e| !over.contains_key(&e.key));
@@ -412,6 +450,17 @@ impl Gateway {
     pub fn delete_bucket(&self, bucket: &str) -> S3Result<()> {
         if !self.pending().in_bucket(bucket, "").is_empty() {
             return Err(s3_error!(BucketNotEmpty, "the bucket holds objects not yet written to the backend"));
+        }
+        // Deletes not yet applied in the backend are applied now: the bucket is empty for the
+        // client, so the backend must be too.
+        for key in self.pending().deleted_in_bucket(bucket, "") {
+            let ck = cache_key(bucket, &key);
+            let _g = self.stripe(&ck);
+            self.backend.delete(bucket, &key).map_err(backend_err)?;
+            let mut p = self.pending();
+            if p.map.get(&ck).is_some_and(|x| x.deleted) {
+                p.remove(&ck);
+            }
         }
         self.backend.delete_bucket(bucket).map_err(backend_err)?;
         self.forget_bucket(bucket);

@@ -21,6 +21,10 @@ pub struct PendingPut {
     /// The cache version to pass to `mark_clean` (0 until the cache put returned).
     #[serde(skip)]
     pub version: u64,
+    /// A write-back delete (a tombstone): the key reads as absent until the flusher has deleted
+    /// it in the backend. No bytes in the cache; `info` holds only its time.
+    #[serde(default)]
+    pub deleted: bool,
 }
 
 /// The pending map, keyed by cache key (`bucket/key`), sorted so a bucket's prefix is a range.
@@ -83,13 +87,19 @@ impl Pending {
         self.map.range(start.clone()..).next().is_some_and(|(k, _)| k.starts_with(&start))
     }
 
-    /// Entries of `bucket` whose key starts with `prefix`, sorted by key.
+    /// Unflushed writes of `bucket` whose key starts with `prefix`, sorted by key (tombstones
+    /// excluded: see [`Pending::deleted_in_bucket`]).
     pub fn in_bucket(&self, bucket: &str, prefix: &str) -> Vec<(String, ObjectInfo)> {
+        self.range(bucket, prefix).filter(|p| !p.deleted).map(|p| (p.key.clone(), p.info.clone())).collect()
+    }
+
+    /// Keys of `bucket` under `prefix` deleted but not yet deleted in the backend.
+    pub fn deleted_in_bucket(&self, bucket: &str, prefix: &str) -> Vec<String> {
+        self.range(bucket, prefix).filter(|p| p.deleted).map(|p| p.key.clone()).collect()
+    }
+
+    fn range<'a>(&'a self, bucket: &str, prefix: &str) -> impl Iterator<Item = &'a PendingPut> + 'a {
         let start = cache_key(bucket, prefix);
-        self.map
-            .range(start.clone()..)
-            .take_while(|(k, _)| k.starts_with(&start))
-            .map(|(_, p)| (p.key.clone(), p.info.clone()))
-            .collect()
+        self.map.range(start.clone()..).take_while(move |(k, _)| k.starts_with(&start)).map(|(_, p)| p)
     }
 }

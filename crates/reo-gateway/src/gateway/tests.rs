@@ -11,7 +11,7 @@ use reo_store::{Store, StoreConfig};
 
 use super::flusher::Flusher;
 use super::Gateway;
-use crate::backend::{Backend, ListQuery, LocalBackend, ObjectInfo};
+use crate::backend::{Backend, BackendError, ListQuery, LocalBackend, ObjectInfo};
 
 pub(crate) struct Rig {
     devs: Vec<Arc<dyn Media>>,
@@ -135,12 +135,13 @@ fn deletes_win_over_pending_writes_and_restart_resumes() {
         gw.put("bkt", "b", b"two", info()).unwrap();
         gw.delete("bkt", "a").unwrap();
         assert!(gw.head("bkt", "a").is_err());
-        assert_eq!(gw.dirty().0, 1);
+        assert_eq!(gw.dirty().0, 2, "b's write and a's delete are pending");
         gw.cache.store().flush().unwrap();
         // Dropped without flushing: a crash as far as the backend is concerned.
     }
     let (gw, backend) = rig.open();
-    assert_eq!(gw.dirty().0, 1);
+    assert_eq!(gw.dirty().0, 2);
+    assert!(gw.head("bkt", "a").is_err(), "the delete survives the restart");
     let f = Flusher::start(gw.clone());
     wait_flushed(&gw);
     f.stop();
@@ -208,4 +209,43 @@ fn a_backend_outage_keeps_writes_then_slows_them_down_and_loses_nothing() {
     assert!(backend.head("bkt", "b").is_err(), "a refused write was not stored");
     gw.put("bkt", "b", b"accepted", info()).unwrap();
     f.stop();
+}
+
+#[test]
+fn write_back_deletes_work_while_the_backend_is_down_and_reach_it_later() {
+    use s3s::S3ErrorCode;
+    let rig = Rig::new();
+    let (root, away) = (rig.dir.join("backend"), rig.dir.join("backend.away"));
+    {
+        let (gw, backend) = rig.open();
+        backend.put("bkt", "x", b"old", &ObjectInfo { size: 3, etag: "e".into(), ..info() }).unwrap();
+        backend.put("bkt", "y", b"old", &ObjectInfo { size: 3, etag: "e".into(), ..info() }).unwrap();
+        assert!(gw.head("bkt", "x").is_ok());
+        gw.put("bkt", "z", b"zz", info()).unwrap(); // the gateway has seen the bucket exist
+        std::fs::rename(&root, &away).unwrap();
+        // Acknowledged with the backend down.
+        gw.delete("bkt", "x").unwrap();
+        gw.delete("bkt", "y").unwrap();
+        assert_eq!(*gw.head("bkt", "x").unwrap_err().code(), S3ErrorCode::NoSuchKey);
+        // A write after the delete wins over it.
+        gw.put("bkt", "y", b"new", info()).unwrap();
+        assert_eq!(gw.head("bkt", "y").unwrap().size, 3);
+        gw.cache.store().flush().unwrap();
+        // Dropped with the backend still down: the deletes are durable, not lost.
+    }
+    let (gw, backend) = rig.open();
+    assert_eq!(*gw.head("bkt", "x").unwrap_err().code(), S3ErrorCode::NoSuchKey);
+    // (The test rig's reopen made a new empty root; the real one comes back in its place.)
+    std::fs::remove_dir_all(&root).unwrap();
+    std::fs::rename(&away, &root).unwrap();
+    let page = gw.list("bkt", &ListQuery { max_keys: 10, ..Default::default() }).unwrap();
+    let keys: Vec<&str> = page.contents.iter().map(|e| e.key.as_str()).collect();
+    assert_eq!(keys, vec!["y", "z"], "a pending delete hides the backend's object");
+    assert!(backend.head("bkt", "x").is_ok(), "not applied yet");
+    let f = Flusher::start(gw.clone());
+    wait_flushed(&gw);
+    f.stop();
+    assert!(matches!(backend.head("bkt", "x"), Err(BackendError::NoSuchKey(_))));
+    assert_eq!(backend.get_range("bkt", "y", 0, 9).unwrap().0, b"new");
+    assert_eq!(gw.counters().flushed_deletes, 1, "y's delete was replaced by its rewrite");
 }
