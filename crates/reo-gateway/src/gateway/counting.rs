@@ -1,6 +1,7 @@
 //! A test double at the [`Backend`] seam: the real local backend underneath, every streamed read
 //! counted, and switches to hold a read at a gate (before it answers, or after its first chunk),
-//! fail the next read (before or after its first chunk), or fail HEADs (a backend that is down).
+//! fail the next read (before or after its first chunk), or fail HEADs (a backend that is down);
+//! backend hints (`advise`) are recorded.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -46,6 +47,8 @@ pub(crate) struct Counting {
     pub fail_midway: AtomicBool,
     /// HEAD fails with an I/O error.
     pub down: AtomicBool,
+    /// Every `advise` call: (bucket, address, advice).
+    pub advised: Mutex<Vec<(String, Address, Advice)>>,
 }
 
 impl Counting {
@@ -63,6 +66,7 @@ impl Counting {
             fail_open: AtomicBool::new(false),
             fail_midway: AtomicBool::new(false),
             down: AtomicBool::new(false),
+            advised: Mutex::new(Vec::new()),
         })
     }
 
@@ -127,6 +131,7 @@ impl Backend for Counting {
         self.inner.check_key(key)
     }
     fn advise(&self, bucket: &str, address: &Address, advice: Advice) -> BResult<AdviceReport> {
+        self.advised.lock().unwrap().push((bucket.to_string(), address.clone(), advice));
         self.inner.advise(bucket, address, advice)
     }
 }

@@ -18,7 +18,7 @@
 //! Every method blocks (device and backend I/O); the S3 layer runs them on tokio's blocking pool.
 
 #[cfg(test)]
-mod counting;
+pub(crate) mod counting;
 pub mod errors;
 mod fetch;
 pub(crate) mod flight;

@@ -1,60 +1,16 @@
-//! Hints with `target: backend` on the gateway's test rig, through a recording wrapper at the
-//! backend trait seam: each intent is forwarded to `Backend::advise` with the hint's address and
+//! Hints with `target: backend` on the gateway's test rig, through the recording test double at
+//! the backend trait seam: each intent is forwarded to `Backend::advise` with the hint's address and
 //! advice, the local backend's report is listed with the hint (and survives a reload), nothing
 //! goes to the cache, a missing key is reported as the hint's error, and bad addresses are refused
 //! at submission with the field named.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use super::engine::HintEngine;
 use super::{unix_now, HintSpec, Intent, Lease, Move, Target};
-use crate::backend::{
-    Address, Advice, AdviceReport, BResult, Backend, BucketInfo, ListEntry, LocalBackend, ObjectInfo,
-};
+use crate::backend::{Address, Advice, Backend, LocalBackend, ObjectInfo};
+use crate::gateway::counting::Counting;
 use crate::gateway::tests::Rig;
-
-/// The local backend, recording every `advise` call.
-struct Recording {
-    inner: Arc<LocalBackend>,
-    calls: Mutex<Vec<(String, Address, Advice)>>,
-}
-
-impl Backend for Recording {
-    fn list_buckets(&self) -> BResult<Vec<BucketInfo>> {
-        self.inner.list_buckets()
-    }
-    fn create_bucket(&self, bucket: &str) -> BResult<()> {
-        self.inner.create_bucket(bucket)
-    }
-    fn head_bucket(&self, bucket: &str) -> BResult<BucketInfo> {
-        self.inner.head_bucket(bucket)
-    }
-    fn delete_bucket(&self, bucket: &str) -> BResult<()> {
-        self.inner.delete_bucket(bucket)
-    }
-    fn put(&self, bucket: &str, key: &str, data: &[u8], info: &ObjectInfo) -> BResult<()> {
-        self.inner.put(bucket, key, data, info)
-    }
-    fn head(&self, bucket: &str, key: &str) -> BResult<ObjectInfo> {
-        self.inner.head(bucket, key)
-    }
-    fn get_range(&self, bucket: &str, key: &str, start: u64, end: u64) -> BResult<(Vec<u8>, ObjectInfo)> {
-        self.inner.get_range(bucket, key, start, end)
-    }
-    fn delete(&self, bucket: &str, key: &str) -> BResult<()> {
-        self.inner.delete(bucket, key)
-    }
-    fn list(&self, bucket: &str, prefix: &str, after: &str, limit: usize) -> BResult<Vec<ListEntry>> {
-        self.inner.list(bucket, prefix, after, limit)
-    }
-    fn check_key(&self, key: &str) -> BResult<()> {
-        self.inner.check_key(key)
-    }
-    fn advise(&self, bucket: &str, address: &Address, advice: Advice) -> BResult<AdviceReport> {
-        self.calls.lock().unwrap().push((bucket.to_string(), address.clone(), advice));
-        self.inner.advise(bucket, address, advice)
-    }
-}
 
 fn spec(key: Option<&str>, prefix: Option<&str>, intent: Intent, now: u64) -> HintSpec {
     HintSpec {
@@ -82,7 +38,7 @@ fn backend_hints_are_forwarded_with_their_address_and_advice() {
     let rig = Rig::new();
     let rec = Mutex::new(None);
     let (gw, backend) = rig.open_with(|inner| {
-        let r = Arc::new(Recording { inner, calls: Mutex::new(Vec::new()) });
+        let r = Counting::new(inner);
         *rec.lock().unwrap() = Some(r.clone());
         r
     });
@@ -104,7 +60,7 @@ fn backend_hints_are_forwarded_with_their_address_and_advice() {
     ];
     let ids: Vec<String> = hints.iter().map(|h| e.submit(h.clone()).unwrap()).collect();
     e.tick(now + 1);
-    let calls = rec.calls.lock().unwrap().clone();
+    let calls = rec.advised.lock().unwrap().clone();
     let want = [
         Address::Key("obj".into()),
         Address::Range { key: "obj".into(), start: 10, end: 30 },
