@@ -18,8 +18,10 @@ echo "== tests"
 # moto_server is the S3 store the S3 backend's tests (Rust and end-to-end) run against; boto3
 # drives the gateway end to end.
 python3 -m pip install --quiet --disable-pip-version-check boto3 "moto[server]"
-cargo test --workspace
+cargo test --workspace --no-run
+# Bounded so that a hang fails CI with its test named instead of running out its clock.
+timeout --signal=KILL 1200 cargo test --workspace
 echo "== gateway end-to-end (boto3 against a real reo serve)"
 cargo build -p reo
-REO_BIN="$PWD/target/debug/reo" python3 -m unittest discover -s tests/e2e -t tests/e2e -v
+REO_BIN="$PWD/target/debug/reo" timeout --signal=KILL 1200 python3 -m unittest discover -s tests/e2e -t tests/e2e -v
 echo "== all tests passed"

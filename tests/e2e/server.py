@@ -12,6 +12,10 @@ import urllib.request
 import boto3
 from botocore.config import Config
 
+# A hung gateway must fail the request that hit it, not stall the suite: every socket the tests
+# open without their own timeout (urllib's included) gives up after this long.
+socket.setdefaulttimeout(120)
+
 ACCESS = "REOTESTACCESSKEY0001"
 SECRET = "reo-test-secret-key-0000000000000000000"
 

@@ -1,7 +1,7 @@
 //! A test double at the [`Backend`] seam: the real local backend underneath, every streamed read
 //! counted, and switches to hold a read at a gate (before it answers, or after its first chunk),
 //! fail the next read (before or after its first chunk), or fail HEADs (a backend that is down);
-//! backend hints (`advise`) are recorded.
+//! hold a listing after the backend answered it; backend hints (`advise`) are recorded.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -12,23 +12,34 @@ use crate::backend::{
     Address, Advice, AdviceReport, BResult, Backend, BackendError, BucketInfo, ChunkIter, ListEntry, ObjectInfo,
 };
 
-/// A gate reads wait at until it is opened.
+/// A gate calls wait at until it is opened; it counts the calls that reached it.
 #[derive(Default)]
 pub(crate) struct Gate {
-    open: Mutex<bool>,
+    /// (open, calls that reached the gate)
+    state: Mutex<(bool, u64)>,
     cv: Condvar,
 }
 
 impl Gate {
     pub fn set(&self, open: bool) {
-        *self.open.lock().unwrap() = open;
+        self.state.lock().unwrap().0 = open;
         self.cv.notify_all();
     }
 
+    /// Waits until `n` calls in all have reached the gate.
+    pub fn wait_reached(&self, n: u64) {
+        let mut s = self.state.lock().unwrap();
+        while s.1 < n {
+            s = self.cv.wait(s).unwrap();
+        }
+    }
+
     fn pass(&self) {
-        let mut o = self.open.lock().unwrap();
-        while !*o {
-            o = self.cv.wait(o).unwrap();
+        let mut s = self.state.lock().unwrap();
+        s.1 += 1;
+        self.cv.notify_all();
+        while !s.0 {
+            s = self.cv.wait(s).unwrap();
         }
     }
 }
@@ -41,6 +52,8 @@ pub(crate) struct Counting {
     pub before: Arc<Gate>,
     /// Streamed reads wait here after their first chunk.
     pub after_first: Arc<Gate>,
+    /// Listings wait here after the backend answered them.
+    pub after_list: Arc<Gate>,
     /// The next streamed read fails before answering.
     pub fail_open: AtomicBool,
     /// The next streamed read fails after its first chunk.
@@ -63,6 +76,7 @@ impl Counting {
             gets: AtomicU64::new(0),
             before: open(true),
             after_first: open(true),
+            after_list: open(true),
             fail_open: AtomicBool::new(false),
             fail_midway: AtomicBool::new(false),
             down: AtomicBool::new(false),
@@ -125,7 +139,9 @@ impl Backend for Counting {
         self.inner.delete(bucket, key)
     }
     fn list(&self, bucket: &str, prefix: &str, after: &str, limit: usize) -> BResult<Vec<ListEntry>> {
-        self.inner.list(bucket, prefix, after, limit)
+        let entries = self.inner.list(bucket, prefix, after, limit);
+        self.after_list.pass();
+        entries
     }
     fn check_key(&self, key: &str) -> BResult<()> {
         self.inner.check_key(key)

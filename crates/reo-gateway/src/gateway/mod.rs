@@ -428,11 +428,13 @@ impl Gateway {
         // with a delimiter, a page may stand for any number of keys.
         let grouped = q.delimiter.as_deref().is_some_and(|d| !d.is_empty());
         let limit = if grouped { usize::MAX } else { q.max_keys.saturating_add(1) };
-        let mut backend = self.backend.list(bucket, &q.prefix, &q.after, limit).map_err(backend_err)?;
+        // Pending writes are taken before the backend is listed: one the flusher writes meanwhile
+        // is then in both (the pending copy wins), never in neither.
         let (pending, deleted) = {
             let p = self.pending();
             (p.in_bucket(bucket, &q.prefix), p.deleted_in_bucket(bucket, &q.prefix))
         };
+        let mut backend = self.backend.list(bucket, &q.prefix, &q.after, limit).map_err(backend_err)?;
         if !deleted.is_empty() {
             let gone: std::collections::BTreeSet<String> = deleted.into_iter().collect();
             backend.retain(|e| !gone.contains(&e.key));
@@ -452,8 +454,11 @@ impl Gateway {
             return Err(s3_error!(BucketNotEmpty, "the bucket holds objects not yet written to the backend"));
         }
         // Deletes not yet applied in the backend are applied now: the bucket is empty for the
-        // client, so the backend must be too.
-        for key in self.pending().deleted_in_bucket(bucket, "") {
+        // client, so the backend must be too. The list is taken first so that the pending lock is
+        // not held across the loop (a `for` keeps its iterator expression's temporaries alive,
+        // and the loop takes stripe locks, which writers take before the pending lock).
+        let tombstones = self.pending().deleted_in_bucket(bucket, "");
+        for key in tombstones {
             let ck = cache_key(bucket, &key);
             let _g = self.stripe(&ck);
             self.backend.delete(bucket, &key).map_err(backend_err)?;
