@@ -13,6 +13,10 @@ use crate::header::BlobHeader;
 use crate::index::split_key;
 use crate::policy::Key;
 
+/// The blobs of evicted fragments, to free after unlocking: one or two inline (a fill of equal-sized
+/// objects evicts about one), so the usual fill allocates nothing for them.
+pub(crate) type Freed = smallvec::SmallVec<[Location; 2]>;
+
 /// Frees blobs (best effort: a blob already gone is fine).
 pub(crate) fn free_all(store: &Store, locs: &[Location], d: Durability) {
     for l in locs {
@@ -39,8 +43,8 @@ pub(crate) fn drop_entry_if_empty(s: &mut State, slot: u32) {
 
 impl Cache {
     /// Unlinks the fragments the policy evicted; returns their blobs (to free after unlocking).
-    pub(crate) fn apply_evictions(&self, s: &mut State, keys: &[Key]) -> Vec<Location> {
-        let mut locs = Vec::with_capacity(keys.len());
+    pub(crate) fn apply_evictions(&self, s: &mut State, keys: &[Key]) -> Freed {
+        let mut locs = Freed::with_capacity(keys.len());
         for &k in keys {
             let (slot, frag) = split_key(k);
             if let Some(e) = s.index.get(slot) {

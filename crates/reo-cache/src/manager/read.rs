@@ -37,8 +37,11 @@ pub struct GetResult<T = Vec<u8>> {
     pub token: u64,
     /// The requested range (clamped to the size when known), in order. For an unknown object, one
     /// missing piece with the range as asked (`end` may be `u64::MAX`: to the end).
-    pub pieces: Vec<Piece<T>>,
+    pub pieces: Pieces<T>,
 }
+
+/// The pieces of a [`GetResult`]: one is kept inline (a get within one fragment allocates nothing).
+pub type Pieces<T = Vec<u8>> = smallvec::SmallVec<[Piece<T>; 1]>;
 
 impl<T> GetResult<T> {
     /// Every piece came from flash.
@@ -128,7 +131,11 @@ impl Cache {
             if end != u64::MAX {
                 s.stats.request_bytes += end.saturating_sub(start);
             }
-            return Ok(GetResult { size: None, token: s.epoch, pieces: vec![Piece { start, end, data: None }] });
+            return Ok(GetResult {
+                size: None,
+                token: s.epoch,
+                pieces: smallvec::smallvec![Piece { start, end, data: None }],
+            });
         };
         if counted {
             s.index.get_mut(slot).expect("found").touch();
@@ -139,7 +146,7 @@ impl Cache {
         let end = end.min(size);
         if start >= end {
             s.stats.hits += u64::from(counted);
-            return Ok(GetResult { size: Some(size), token: s.epoch, pieces: Vec::new() });
+            return Ok(GetResult { size: Some(size), token: s.epoch, pieces: Pieces::new() });
         }
         s.stats.request_bytes += end - start;
         // Reused across gets (every request plans; the simulator makes millions).
@@ -175,12 +182,14 @@ impl Cache {
         let token = s.epoch;
         drop(s);
 
-        let mut pieces = Vec::with_capacity(plan.len());
+        let mut pieces = Pieces::with_capacity(plan.len());
         let mut hit_bytes = 0;
         let mut raced = 0;
         let mut dedup_hits = 0;
         let read_one =
             |&(a, b, f, loc, _): &Step| loc.map(|loc| read(&loc, a - u64::from(f) * fs, b - u64::from(f) * fs));
+        // In parallel, the reads are done first, one thread each; otherwise each is done in the
+        // loop below (no list of results to allocate: the simulator makes millions of gets).
         let mut reads: Vec<Option<reo_store::Result<T>>> =
             if parallel && plan.iter().filter(|p| p.3.is_some()).count() > 1 {
                 std::thread::scope(|sc| {
@@ -191,9 +200,10 @@ impl Cache {
                     out
                 })
             } else {
-                plan.iter().map(read_one).collect()
+                Vec::new()
             };
-        for (i, &(a, b, f, loc, content)) in plan.iter().enumerate() {
+        for (i, step) in plan.iter().enumerate() {
+            let &(a, b, f, loc, content) = step;
             let fbase = u64::from(f) * fs;
             let data = match loc {
                 None => content.and_then(|c| {
@@ -204,7 +214,11 @@ impl Cache {
                     d
                 }),
                 Some(loc) => {
-                    match reads[i].take().expect("read above") {
+                    let read = match reads.get_mut(i) {
+                        Some(r) => r.take(),
+                        None => read_one(step),
+                    };
+                    match read.expect("a cached fragment has a read") {
                         Ok(d) => Some(d),
                         Err(StoreError::NotFound { .. }) => {
                             // Evicted or relocated meanwhile. Looking again could find a slot

@@ -7,7 +7,7 @@ use std::fmt;
 
 use reo_store::{Durability, Location, PutOptions, Scheme};
 
-use super::evict::free_all;
+use super::evict::{free_all, Freed};
 use super::{frag_count, frag_len, new_entry, Cache, State};
 use crate::admission::{Decision, Request};
 use crate::header::{BlobHeader, BlobKind, HeaderRef};
@@ -280,7 +280,7 @@ impl Cache {
             if stale || s.location(slot, frag, fs).is_some() {
                 s.stats.wasted_write_bytes += loc.len;
                 super::evict::drop_entry_if_empty(&mut s, slot);
-                (if stale { FillOutcome::Stale } else { FillOutcome::AlreadyCached }, vec![loc])
+                (if stale { FillOutcome::Stale } else { FillOutcome::AlreadyCached }, smallvec::smallvec![loc])
             } else {
                 match self.policy_insert(&mut s, slot, frag, data.len() as u64) {
                     Ok(evicted) => {
@@ -313,7 +313,7 @@ impl Cache {
         slot: u32,
         frag: u32,
         len: u64,
-    ) -> Result<Vec<Location>, Vec<Location>> {
+    ) -> Result<Freed, Freed> {
         let State { index, policy, pins, now, evicted, .. } = s;
         let now = *now;
         evicted.clear();

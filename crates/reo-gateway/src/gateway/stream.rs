@@ -253,7 +253,7 @@ impl Gateway {
         key: &str,
         info: &ObjectInfo,
         token: u64,
-        pieces: Vec<reo_cache::Piece>,
+        pieces: reo_cache::Pieces,
     ) -> S3Result<VecDeque<Segment>> {
         let ck = cache_key(bucket, key);
         let fs = self.cache.config().fragment_size;
