@@ -16,6 +16,23 @@
 //! * Listings merge the backend's keys with the unflushed ones.
 //!
 //! Every method blocks (device and backend I/O); the S3 layer runs them on tokio's blocking pool.
+//!
+//! Locks, in the order they are taken (a thread holding one takes only those below it):
+//!
+//! 1. a key's stripe (`stripes`): one at a time, or two in key order ([`crate::hints::reorganize`],
+//!    which skips the second when both keys share it). Held across backend calls and device I/O.
+//! 2. the hint engine's hint store: under it only the cache's lock (unpin) and the engine's
+//!    counters; never taken under a stripe, nor a stripe under it.
+//! 3. the flights registry, then a flight's state (the streaming miss path, under a stripe).
+//! 4. leaves, each released before any other lock is taken: the pending map (held across the
+//!    fsync of a record, nothing else), the counters, the backend's health, the flusher's wake
+//!    mutex (kicked under a stripe; the flusher waits on it holding nothing), the policy rules,
+//!    the revalidation ages, the bucket guards ([`buckets`]), and the cache's own lock (every
+//!    `reo_cache` call; the cache calls nothing back).
+//!
+//! A guard must not outlive its statement into code that locks again: `for`, `match`, `if let` and
+//! `while let` keep their scrutinee's temporaries (a `self.pending()` guard) to the end of the
+//! construct, `else` included (edition 2021). Take what is needed into a local first.
 
 mod buckets;
 #[cfg(test)]
@@ -32,6 +49,7 @@ pub mod policy;
 #[cfg(test)]
 mod race_tests;
 mod read;
+mod recover;
 pub mod stream;
 #[cfg(test)]
 mod stream_tests;
@@ -117,51 +135,7 @@ impl Gateway {
             Pending::open(&state_dir.join("pending")).map_err(|e| format!("{}: {e}", state_dir.display()))?;
         let uploads = multipart::Uploads::open(&state_dir.join("uploads"))
             .map_err(|e| format!("{}: {e}", state_dir.display()))?;
-        // Reconcile with the cache's dirty objects: they are what must still be flushed.
-        let dirty = cache.dirty_keys();
-        let dirty_keys: std::collections::HashSet<Vec<u8>> = dirty.iter().map(|(k, _)| k.clone()).collect();
-        // Tombstones (write-back deletes) have no bytes in the cache: they stay.
-        let stale: Vec<String> = pending
-            .map
-            .iter()
-            .filter(|(k, p)| !p.deleted && !dirty_keys.contains(k.as_bytes()))
-            .map(|(k, _)| k.clone())
-            .collect();
-        for k in stale {
-            pending.remove(&k);
-        }
-        for (k, version) in dirty {
-            let ck = String::from_utf8_lossy(&k).into_owned();
-            match pending.map.get_mut(&ck) {
-                Some(p) => p.version = version,
-                None => {
-                    // Metadata lost (should not happen: it is written first): derive it from the bytes.
-                    if let Some((bucket, key)) = ck.split_once('/') {
-                        if let Ok(r) = cache.get(&k, 0, u64::MAX, now_ns()) {
-                            if r.is_hit() {
-                                let data: Vec<u8> =
-                                    r.pieces.into_iter().flat_map(|p| p.data.unwrap_or_default()).collect();
-                                let info = ObjectInfo {
-                                    size: data.len() as u64,
-                                    etag: crate::keys::md5_hex(&data),
-                                    content_type: "binary/octet-stream".into(),
-                                    user_meta: Default::default(),
-                                    mtime_ns: now_ns(),
-                                };
-                                let p = PendingPut {
-                                    bucket: bucket.into(),
-                                    key: key.into(),
-                                    info,
-                                    version,
-                                    deleted: false,
-                                };
-                                pending.map.insert(ck, p);
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        recover::reconcile(&mut pending, &cache);
         let dirty_limit = cache.config().capacity_bytes / 2;
         let max_fill = (cache.config().capacity_bytes / 4).min(256 << 20);
         let fetch = fetch::FetchCtx {
