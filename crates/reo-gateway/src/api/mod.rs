@@ -118,7 +118,7 @@ impl S3Route for Api {
     async fn call(&self, mut req: S3Request<Body>) -> S3Result<S3Response<Body>> {
         let path = req.uri.path().to_string();
         if path == "/_reo/health" || path == "/metrics" {
-            let text = if path == "/metrics" { crate::server::metrics(self) } else { "ok\n".into() };
+            let text = if path == "/metrics" { self.metrics_text().await? } else { "ok\n".into() };
             let mut resp = S3Response::new(Body::from(text));
             resp.headers.insert("content-type", HeaderValue::from_static("text/plain; version=0.0.4"));
             return Ok(resp);
@@ -142,6 +142,17 @@ impl S3Route for Api {
 }
 
 impl Api {
+    /// `/metrics`' text, rendered on the blocking pool: it takes the gateway's, the cache's and
+    /// the hint engine's locks, which their holders may keep across I/O (an fsync'ed pending
+    /// record, a hint file). Waiting for them on a runtime thread would stall every request that
+    /// thread serves (with two cores, two such waits stall them all).
+    async fn metrics_text(&self) -> S3Result<String> {
+        let api = self.clone();
+        tokio::task::spawn_blocking(move || crate::server::metrics(&api))
+            .await
+            .map_err(|e| s3_error!(InternalError, "metrics failed: {e}"))
+    }
+
     /// Routes a signed API request (blocking: runs on tokio's blocking pool).
     fn dispatch(&self, method: &Method, uri: &Uri, body: &[u8]) -> Reply {
         let path = uri.path();
@@ -164,5 +175,38 @@ mod tests {
     #[test]
     fn percent_decoding() {
         assert_eq!(super::percent_decode("a%2Fb+c%zz%4"), "a/b c%zz%4");
+    }
+
+    /// Regression: `/metrics` was rendered on the runtime thread, waiting there for the locks it
+    /// reads. Here the runtime's only thread holds the pending map's lock while the metrics task
+    /// runs: rendered off the runtime it waits on the blocking pool until the lock is let go;
+    /// rendered on the runtime thread it would wait for ever (the test hangs, and CI's time
+    /// bound names it).
+    #[test]
+    #[allow(clippy::await_holding_lock)] // on purpose: the runtime thread must hold it
+    fn metrics_are_rendered_off_the_runtime_threads() {
+        let rig = crate::gateway::tests::Rig::new();
+        let (gw, _) = rig.open();
+        let hints = crate::hints::engine::HintEngine::open(gw.clone(), &rig.dir.join("state"), 0).unwrap();
+        let api = super::Api {
+            gw: gw.clone(),
+            hints,
+            device_bytes: 0,
+            data_dir: rig.dir.clone(),
+            anonymous_metrics: true,
+            metrics: Default::default(),
+            last_rebuild: Default::default(),
+            device_io: Default::default(),
+        };
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let text = rt.block_on(async {
+            let held = gw.pending();
+            let task = tokio::spawn(async move { api.metrics_text().await });
+            // The task runs now (up to its wait), on this thread, while the lock is held.
+            tokio::task::yield_now().await;
+            drop(held);
+            task.await.unwrap().unwrap()
+        });
+        assert!(text.contains("reo_gateway_dirty_objects 0"), "{text}");
     }
 }

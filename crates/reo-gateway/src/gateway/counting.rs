@@ -1,7 +1,9 @@
 //! A test double at the [`Backend`] seam: the real local backend underneath, every streamed read
 //! counted, and switches to hold a read at a gate (before it answers, or after its first chunk),
 //! fail the next read (before or after its first chunk), or fail HEADs (a backend that is down);
-//! hold a listing after the backend answered it; backend hints (`advise`) are recorded.
+//! hold a listing after the backend answered it; hold a HEAD before or after it answers, a HEAD
+//! of a bucket after it answers, a bucket deletion before it runs; fail writes (puts and
+//! deletes); backend hints (`advise`) are recorded.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -60,6 +62,16 @@ pub(crate) struct Counting {
     pub fail_midway: AtomicBool,
     /// HEAD fails with an I/O error.
     pub down: AtomicBool,
+    /// Object HEADs wait here before the backend answers them.
+    pub before_head: Arc<Gate>,
+    /// Object HEADs wait here after the backend answered them.
+    pub after_head: Arc<Gate>,
+    /// Bucket HEADs wait here after the backend answered them.
+    pub after_head_bucket: Arc<Gate>,
+    /// Bucket deletions wait here before the backend runs them.
+    pub before_delete_bucket: Arc<Gate>,
+    /// Puts and deletes of objects fail with an I/O error.
+    pub fail_writes: AtomicBool,
     /// Every `advise` call: (bucket, address, advice).
     pub advised: Mutex<Vec<(String, Address, Advice)>>,
 }
@@ -80,12 +92,24 @@ impl Counting {
             fail_open: AtomicBool::new(false),
             fail_midway: AtomicBool::new(false),
             down: AtomicBool::new(false),
+            before_head: open(true),
+            after_head: open(true),
+            after_head_bucket: open(true),
+            before_delete_bucket: open(true),
+            fail_writes: AtomicBool::new(false),
             advised: Mutex::new(Vec::new()),
         })
     }
 
     pub fn gets(&self) -> u64 {
         self.gets.load(Ordering::SeqCst)
+    }
+
+    fn write_fault(&self) -> BResult<()> {
+        if self.fail_writes.load(Ordering::SeqCst) {
+            return Err(BackendError::Io("write refused (test)".into()));
+        }
+        Ok(())
     }
 }
 
@@ -97,19 +121,26 @@ impl Backend for Counting {
         self.inner.create_bucket(bucket)
     }
     fn head_bucket(&self, bucket: &str) -> BResult<BucketInfo> {
-        self.inner.head_bucket(bucket)
+        let r = self.inner.head_bucket(bucket);
+        self.after_head_bucket.pass();
+        r
     }
     fn delete_bucket(&self, bucket: &str) -> BResult<()> {
+        self.before_delete_bucket.pass();
         self.inner.delete_bucket(bucket)
     }
     fn put(&self, bucket: &str, key: &str, data: &[u8], info: &ObjectInfo) -> BResult<()> {
+        self.write_fault()?;
         self.inner.put(bucket, key, data, info)
     }
     fn head(&self, bucket: &str, key: &str) -> BResult<ObjectInfo> {
         if self.down.load(Ordering::SeqCst) {
             return Err(BackendError::Io("connection refused (test)".into()));
         }
-        self.inner.head(bucket, key)
+        self.before_head.pass();
+        let r = self.inner.head(bucket, key);
+        self.after_head.pass();
+        r
     }
     fn get_range(&self, bucket: &str, key: &str, start: u64, end: u64) -> BResult<(Vec<u8>, ObjectInfo)> {
         self.inner.get_range(bucket, key, start, end)
@@ -136,6 +167,7 @@ impl Backend for Counting {
         Ok((info, Box::new(chunks)))
     }
     fn delete(&self, bucket: &str, key: &str) -> BResult<()> {
+        self.write_fault()?;
         self.inner.delete(bucket, key)
     }
     fn list(&self, bucket: &str, prefix: &str, after: &str, limit: usize) -> BResult<Vec<ListEntry>> {

@@ -51,38 +51,7 @@ fn stopping(gw: &Gateway) -> bool {
 fn run(gw: &Gateway) {
     let mut backoff = BACKOFF_MIN;
     while !stopping(gw) {
-        let ripe = now_ns()
-            .saturating_sub(gw.flush_delay_ns.load(std::sync::atomic::Ordering::Relaxed))
-            .max(gw.flush_before_ns.load(std::sync::atomic::Ordering::Relaxed));
-        let todo: Vec<(String, u64)> = gw
-            .pending()
-            .map
-            .iter()
-            .filter(|(_, p)| p.info.mtime_ns <= ripe)
-            .map(|(k, p)| (k.clone(), p.version))
-            .collect();
-        let mut failed = false;
-        for (ck, version) in todo {
-            if stopping(gw) {
-                return;
-            }
-            match flush_one(gw, &ck, version) {
-                Ok(()) => {}
-                Err(e) => {
-                    if let FlushError::Backend(b) = &e {
-                        gw.health.record_failure(&b.to_string());
-                    }
-                    tracing::warn!("flushing {ck:?} failed (retrying in {backoff:?}): {e}");
-                    gw.counters.lock().unwrap_or_else(|e| e.into_inner()).flush_errors += 1;
-                    failed = true;
-                    // The backend's own I/O failed: the rest would fail alike; probe again after
-                    // the backoff. Otherwise try the others (one bad object must not hold them back).
-                    if matches!(e, FlushError::Backend(BackendError::Io(_))) {
-                        break;
-                    }
-                }
-            }
-        }
+        let failed = round(gw);
         let (m, c) = &gw.wake;
         let mut woken = m.lock().unwrap_or_else(|e| e.into_inner());
         let wait = if failed { backoff } else { Duration::from_secs(1) };
@@ -92,6 +61,36 @@ fn run(gw: &Gateway) {
         *woken = false;
         backoff = if failed { (backoff * 2).min(BACKOFF_MAX) } else { BACKOFF_MIN };
     }
+}
+
+/// One pass over the ripe unflushed objects (the flusher thread's, or a test's); true if one
+/// failed.
+pub(crate) fn round(gw: &Gateway) -> bool {
+    let ripe = now_ns()
+        .saturating_sub(gw.flush_delay_ns.load(std::sync::atomic::Ordering::Relaxed))
+        .max(gw.flush_before_ns.load(std::sync::atomic::Ordering::Relaxed));
+    let todo: Vec<(String, u64)> =
+        gw.pending().map.iter().filter(|(_, p)| p.info.mtime_ns <= ripe).map(|(k, p)| (k.clone(), p.version)).collect();
+    let mut failed = false;
+    for (ck, version) in todo {
+        if stopping(gw) {
+            break;
+        }
+        if let Err(e) = flush_one(gw, &ck, version) {
+            if let FlushError::Backend(b) = &e {
+                gw.health.record_failure(&b.to_string());
+            }
+            tracing::warn!("flushing {ck:?} failed (retrying): {e}");
+            gw.counters.lock().unwrap_or_else(|e| e.into_inner()).flush_errors += 1;
+            failed = true;
+            // The backend's own I/O failed: the rest would fail alike; probe again after the
+            // backoff. Otherwise try the others (one bad object must not hold them back).
+            if matches!(e, FlushError::Backend(BackendError::Io(_))) {
+                break;
+            }
+        }
+    }
+    failed
 }
 
 /// Why an object was not flushed.
@@ -125,7 +124,9 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
         // A write-back delete: applied in the backend, then forgotten (unless a newer write or
         // delete of the key replaced it meanwhile).
         match gw.backend.delete(&p.bucket, &p.key) {
-            Ok(()) | Err(BackendError::NoSuchKey(_)) => {}
+            // A bucket deleted behind the gateway's back holds no key either: the delete is
+            // done (retrying it would fail for ever and mark the backend down).
+            Ok(()) | Err(BackendError::NoSuchKey(_)) | Err(BackendError::NoSuchBucket(_)) => {}
             Err(e) => return Err(FlushError::Backend(e)),
         }
         gw.health.record_success();

@@ -16,7 +16,25 @@
 //! * Listings merge the backend's keys with the unflushed ones.
 //!
 //! Every method blocks (device and backend I/O); the S3 layer runs them on tokio's blocking pool.
+//!
+//! Locks, in the order they are taken (a thread holding one takes only those below it):
+//!
+//! 1. a key's stripe (`stripes`): one at a time, or two in key order ([`crate::hints::reorganize`],
+//!    which skips the second when both keys share it). Held across backend calls and device I/O.
+//! 2. the hint engine's hint store: under it only the cache's lock (unpin) and the engine's
+//!    counters; never taken under a stripe, nor a stripe under it.
+//! 3. the flights registry, then a flight's state (the streaming miss path, under a stripe).
+//! 4. leaves, each released before any other lock is taken: the pending map (held across the
+//!    fsync of a record, nothing else), the counters, the backend's health, the flusher's wake
+//!    mutex (kicked under a stripe; the flusher waits on it holding nothing), the policy rules,
+//!    the revalidation ages, the bucket guards ([`buckets`]), and the cache's own lock (every
+//!    `reo_cache` call; the cache calls nothing back).
+//!
+//! A guard must not outlive its statement into code that locks again: `for`, `match`, `if let` and
+//! `while let` keep their scrutinee's temporaries (a `self.pending()` guard) to the end of the
+//! construct, `else` included (edition 2021). Take what is needed into a local first.
 
+mod buckets;
 #[cfg(test)]
 pub(crate) mod counting;
 pub mod errors;
@@ -28,7 +46,10 @@ pub mod multipart;
 pub mod outage;
 pub mod pending;
 pub mod policy;
+#[cfg(test)]
+mod race_tests;
 mod read;
+mod recover;
 pub mod stream;
 #[cfg(test)]
 mod stream_tests;
@@ -86,12 +107,24 @@ pub struct Gateway {
     pub health: outage::BackendHealth,
     /// The streaming miss path's shared state (flights, revalidation ages).
     pub(crate) fetch: fetch::FetchCtx,
+    /// Orders bucket deletions with the object writes into the bucket ([`buckets`]).
+    buckets: buckets::BucketGuards,
     /// Fetches of at most this many bytes are collected for the cache ([`Gateway::max_fill`]).
     max_fill: std::sync::atomic::AtomicU64,
 }
 
 pub(crate) fn now_ns() -> u64 {
     crate::backend::local::now_ns()
+}
+
+/// The cache's metadata of an object.
+fn meta_of(info: &ObjectInfo) -> ObjectMeta {
+    ObjectMeta {
+        etag: info.etag.clone(),
+        content_type: info.content_type.clone(),
+        mtime_ns: info.mtime_ns,
+        user: info.user_meta.clone().into_iter().collect(),
+    }
 }
 
 impl Gateway {
@@ -102,51 +135,7 @@ impl Gateway {
             Pending::open(&state_dir.join("pending")).map_err(|e| format!("{}: {e}", state_dir.display()))?;
         let uploads = multipart::Uploads::open(&state_dir.join("uploads"))
             .map_err(|e| format!("{}: {e}", state_dir.display()))?;
-        // Reconcile with the cache's dirty objects: they are what must still be flushed.
-        let dirty = cache.dirty_keys();
-        let dirty_keys: std::collections::HashSet<Vec<u8>> = dirty.iter().map(|(k, _)| k.clone()).collect();
-        // Tombstones (write-back deletes) have no bytes in the cache: they stay.
-        let stale: Vec<String> = pending
-            .map
-            .iter()
-            .filter(|(k, p)| !p.deleted && !dirty_keys.contains(k.as_bytes()))
-            .map(|(k, _)| k.clone())
-            .collect();
-        for k in stale {
-            pending.remove(&k);
-        }
-        for (k, version) in dirty {
-            let ck = String::from_utf8_lossy(&k).into_owned();
-            match pending.map.get_mut(&ck) {
-                Some(p) => p.version = version,
-                None => {
-                    // Metadata lost (should not happen: it is written first): derive it from the bytes.
-                    if let Some((bucket, key)) = ck.split_once('/') {
-                        if let Ok(r) = cache.get(&k, 0, u64::MAX, now_ns()) {
-                            if r.is_hit() {
-                                let data: Vec<u8> =
-                                    r.pieces.into_iter().flat_map(|p| p.data.unwrap_or_default()).collect();
-                                let info = ObjectInfo {
-                                    size: data.len() as u64,
-                                    etag: crate::keys::md5_hex(&data),
-                                    content_type: "binary/octet-stream".into(),
-                                    user_meta: Default::default(),
-                                    mtime_ns: now_ns(),
-                                };
-                                let p = PendingPut {
-                                    bucket: bucket.into(),
-                                    key: key.into(),
-                                    info,
-                                    version,
-                                    deleted: false,
-                                };
-                                pending.map.insert(ck, p);
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        recover::reconcile(&mut pending, &cache);
         let dirty_limit = cache.config().capacity_bytes / 2;
         let max_fill = (cache.config().capacity_bytes / 4).min(256 << 20);
         let fetch = fetch::FetchCtx {
@@ -171,6 +160,7 @@ impl Gateway {
             rules: RwLock::new(Vec::new()),
             health: Default::default(),
             fetch,
+            buckets: Default::default(),
             max_fill: std::sync::atomic::AtomicU64::new(max_fill),
         }))
     }
@@ -259,7 +249,10 @@ impl Gateway {
         c.notify_all();
     }
 
-    /// The current info of an object: unflushed write, else the backend's.
+    /// The current info of an object: unflushed write, else the backend's. Call it holding the
+    /// key's stripe, shared ([`Gateway::read_lock`]) or exclusive: a revalidation that finds
+    /// another version in the backend drops the cached copy, which must still be the one checked
+    /// (unlocked, a write could land in between, and its unflushed copy would be dropped).
     pub fn head(&self, bucket: &str, key: &str) -> S3Result<ObjectInfo> {
         let ck = cache_key(bucket, key);
         if let Some(p) = self.pending().map.get(&ck) {
@@ -286,7 +279,26 @@ impl Gateway {
     }
 
     /// Stores a whole object (write-back; write-around if the cache cannot hold it).
-    pub fn put(&self, bucket: &str, key: &str, data: &[u8], mut info: ObjectInfo) -> S3Result<ObjectInfo> {
+    pub fn put(&self, bucket: &str, key: &str, data: &[u8], info: ObjectInfo) -> S3Result<ObjectInfo> {
+        self.put_if(bucket, key, data, info, None::<fn(Option<&ObjectInfo>) -> S3Result<()>>)
+    }
+
+    /// [`Gateway::put`], but only if `check` accepts the object's current info (`None`: there is
+    /// no such object), looked up under the key's stripe lock, which the write then holds: no
+    /// other write of the key lands between the check and the write (a conditional PUT is
+    /// atomic), and the lookup's revalidation ([`Gateway::head`]) cannot drop a copy written
+    /// meanwhile.
+    pub fn put_if<F>(
+        &self,
+        bucket: &str,
+        key: &str,
+        data: &[u8],
+        mut info: ObjectInfo,
+        check: Option<F>,
+    ) -> S3Result<ObjectInfo>
+    where
+        F: FnOnce(Option<&ObjectInfo>) -> S3Result<()>,
+    {
         crate::keys::validate_key(key).map_err(|m| {
             use s3s::S3ErrorCode::{InvalidArgument, KeyTooLongError};
             s3s::S3Error::with_message(
@@ -296,6 +308,8 @@ impl Gateway {
         })?;
         // Refused now rather than acknowledged and then never flushable.
         self.backend.check_key(key).map_err(backend_err)?;
+        // Held from the bucket check until the write is recorded ([`buckets`]).
+        let _writing = self.buckets.begin_write(bucket)?;
         self.check_bucket(bucket)?;
         info.size = data.len() as u64;
         info.mtime_ns = now_ns();
@@ -303,33 +317,24 @@ impl Gateway {
             info.etag = crate::keys::md5_hex(data);
         }
         let ck = cache_key(bucket, key);
-        match self.policy(bucket, key)? {
-            // policy() refuses read-only scopes before this point.
-            WritePolicy::WriteBack | WritePolicy::ReadOnly => {}
-            WritePolicy::WriteAround => {
-                let _g = self.stripe(&ck);
-                return self.write_around(bucket, key, &ck, data, info);
-            }
-            WritePolicy::WriteThrough => {
-                let _g = self.stripe(&ck);
-                self.pending().remove(&ck);
-                self.backend.put(bucket, key, data, &info).map_err(backend_err)?;
-                let meta = ObjectMeta {
-                    etag: info.etag.clone(),
-                    content_type: info.content_type.clone(),
-                    mtime_ns: info.mtime_ns,
-                    user: info.user_meta.clone().into_iter().collect(),
-                };
-                if self.cache.put(ck.as_bytes(), data, &meta, false, now_ns()).is_err() {
-                    self.cache.delete(ck.as_bytes()); // no stale copy stays behind
-                }
-                return Ok(info);
+        // policy() refuses read-only scopes.
+        let policy = self.policy(bucket, key)?;
+        let _g = self.stripe(&ck);
+        if let Some(check) = check {
+            match self.head(bucket, key) {
+                Ok(cur) => check(Some(&cur))?,
+                Err(e) if *e.code() == s3s::S3ErrorCode::NoSuchKey => check(None)?,
+                Err(e) => return Err(e),
             }
         }
         let limit = self.dirty_limit.load(std::sync::atomic::Ordering::Relaxed);
-        if info.size > limit {
-            let _g = self.stripe(&ck);
-            return self.write_around(bucket, key, &ck, data, info);
+        match policy {
+            WritePolicy::WriteAround => return self.write_around(bucket, key, &ck, data, info),
+            WritePolicy::WriteThrough => return self.write_through(bucket, key, &ck, data, info),
+            WritePolicy::WriteBack | WritePolicy::ReadOnly if info.size > limit => {
+                return self.write_around(bucket, key, &ck, data, info)
+            }
+            WritePolicy::WriteBack | WritePolicy::ReadOnly => {}
         }
         if let Some(why) = self.health.slowdown_reason() {
             self.counters.lock().unwrap_or_else(|e| e.into_inner()).slowdowns += 1;
@@ -342,17 +347,10 @@ impl Gateway {
                 "{limit} bytes of writes are waiting for the backend (the dirty budget); retry later"
             ));
         }
-        let _g = self.stripe(&ck);
         let mut pp =
             PendingPut { bucket: bucket.into(), key: key.into(), info: info.clone(), version: 0, deleted: false };
         self.pending().persist(&pp).map_err(|e| s3_error!(InternalError, "cannot record the write: {e}"))?;
-        let meta = ObjectMeta {
-            etag: info.etag.clone(),
-            content_type: info.content_type.clone(),
-            mtime_ns: info.mtime_ns,
-            user: info.user_meta.clone().into_iter().collect(),
-        };
-        match self.cache.put(ck.as_bytes(), data, &meta, true, now_ns()) {
+        match self.cache.put(ck.as_bytes(), data, &meta_of(&info), true, now_ns()) {
             Ok(r) => {
                 pp.version = r.version;
                 self.pending().map.insert(ck, pp);
@@ -375,12 +373,25 @@ impl Gateway {
         }
     }
 
+    /// Write-through: the backend first, then a clean copy on flash. The caller holds the key's
+    /// stripe lock. The backend goes first so that a failed write leaves everything as it was,
+    /// an unflushed earlier version included (it was acknowledged; it must not be dropped).
+    fn write_through(&self, bucket: &str, key: &str, ck: &str, data: &[u8], info: ObjectInfo) -> S3Result<ObjectInfo> {
+        self.backend.put(bucket, key, data, &info).map_err(backend_err)?;
+        self.pending().remove(ck);
+        if self.cache.put(ck.as_bytes(), data, &meta_of(&info), false, now_ns()).is_err() {
+            self.cache.delete(ck.as_bytes()); // no stale copy stays behind
+        }
+        Ok(info)
+    }
+
     /// Write-around (objects larger than the dirty budget or the cache): the backend gets it now;
-    /// the cache drops any older copy. The caller holds the key's stripe lock.
+    /// the cache drops any older copy. The caller holds the key's stripe lock. As in
+    /// [`Gateway::write_through`], the backend goes first: a failed write drops nothing.
     fn write_around(&self, bucket: &str, key: &str, ck: &str, data: &[u8], info: ObjectInfo) -> S3Result<ObjectInfo> {
+        self.backend.put(bucket, key, data, &info).map_err(backend_err)?;
         self.pending().remove(ck);
         self.cache.delete(ck.as_bytes());
-        self.backend.put(bucket, key, data, &info).map_err(backend_err)?;
         self.counters.lock().unwrap_or_else(|e| e.into_inner()).write_around += 1;
         Ok(info)
     }
@@ -404,12 +415,16 @@ impl Gateway {
     pub fn delete(&self, bucket: &str, key: &str) -> S3Result<()> {
         let policy = self.policy(bucket, key)?;
         let ck = cache_key(bucket, key);
+        // Held from the bucket check until the delete is recorded ([`buckets`]).
+        let _writing = self.buckets.begin_write(bucket)?;
         if policy != WritePolicy::WriteBack {
             self.backend.head_bucket(bucket).map_err(backend_err)?;
             let _g = self.stripe(&ck);
+            // The backend first: a failed delete leaves an unflushed (acknowledged) version alone.
+            self.backend.delete(bucket, key).map_err(backend_err)?;
             self.pending().remove(&ck);
             self.cache.delete(ck.as_bytes());
-            return self.backend.delete(bucket, key).map_err(backend_err);
+            return Ok(());
         }
         self.check_bucket(bucket)?;
         let _g = self.stripe(&ck);
@@ -424,16 +439,17 @@ impl Gateway {
 
     /// A listing page: the backend's keys merged with unflushed writes.
     pub fn list(&self, bucket: &str, q: &ListQuery) -> S3Result<ListPage> {
-        // Without grouping, max-keys + 1 backend entries fill a page (pending ones only add);
-        // with a delimiter, a page may stand for any number of keys.
-        let grouped = q.delimiter.as_deref().is_some_and(|d| !d.is_empty());
-        let limit = if grouped { usize::MAX } else { q.max_keys.saturating_add(1) };
         // Pending writes are taken before the backend is listed: one the flusher writes meanwhile
         // is then in both (the pending copy wins), never in neither.
         let (pending, deleted) = {
             let p = self.pending();
             (p.in_bucket(bucket, &q.prefix), p.deleted_in_bucket(bucket, &q.prefix))
         };
+        // Without grouping, max-keys + 1 backend entries fill a page (pending writes only add),
+        // plus one for each pending delete (each may take one of them away: a page cut short would
+        // read as the listing's end); with a delimiter, a page may stand for any number of keys.
+        let grouped = q.delimiter.as_deref().is_some_and(|d| !d.is_empty());
+        let limit = if grouped { usize::MAX } else { q.max_keys.saturating_add(1).saturating_add(deleted.len()) };
         let mut backend = self.backend.list(bucket, &q.prefix, &q.after, limit).map_err(backend_err)?;
         if !deleted.is_empty() {
             let gone: std::collections::BTreeSet<String> = deleted.into_iter().collect();
@@ -446,29 +462,5 @@ impl Gateway {
             backend.sort_by(|a, b| a.key.cmp(&b.key));
         }
         Ok(crate::backend::list::page(backend, q))
-    }
-
-    /// Deletes a bucket: refused while it holds objects, flushed or not.
-    pub fn delete_bucket(&self, bucket: &str) -> S3Result<()> {
-        if !self.pending().in_bucket(bucket, "").is_empty() {
-            return Err(s3_error!(BucketNotEmpty, "the bucket holds objects not yet written to the backend"));
-        }
-        // Deletes not yet applied in the backend are applied now: the bucket is empty for the
-        // client, so the backend must be too. The list is taken first so that the pending lock is
-        // not held across the loop (a `for` keeps its iterator expression's temporaries alive,
-        // and the loop takes stripe locks, which writers take before the pending lock).
-        let tombstones = self.pending().deleted_in_bucket(bucket, "");
-        for key in tombstones {
-            let ck = cache_key(bucket, &key);
-            let _g = self.stripe(&ck);
-            self.backend.delete(bucket, &key).map_err(backend_err)?;
-            let mut p = self.pending();
-            if p.map.get(&ck).is_some_and(|x| x.deleted) {
-                p.remove(&ck);
-            }
-        }
-        self.backend.delete_bucket(bucket).map_err(backend_err)?;
-        self.forget_bucket(bucket);
-        Ok(())
     }
 }

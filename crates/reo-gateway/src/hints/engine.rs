@@ -300,7 +300,11 @@ impl HintEngine {
         if self.gw.cache.info(ck.as_bytes()).is_some_and(|i| i.cached_fragments == i.fragments) {
             return 0;
         }
-        let Ok(info) = self.gw.head(bucket, key) else {
+        // The size to budget for, from the backend: the gateway's head may revalidate and drop the
+        // cached copy, which only a caller holding the key's stripe may do, and no lock is held
+        // across the throttle's wait. (A whole cached object was returned for above, an unflushed
+        // one among them.)
+        let Ok(info) = self.gw.backend.head(bucket, key) else {
             tracing::warn!(bucket, key, "prefetch hint: no such object");
             self.count(|c| c.errors += 1);
             return 0;
@@ -309,9 +313,14 @@ impl HintEngine {
         if !self.throttle(end - start) {
             return 0;
         }
-        let ok = if range.is_some() {
+        let ok = if let Some((s, e)) = range {
+            // Under the key's stripe (shared) the gateway's head is safe, and describes the
+            // version the cache holds pieces of (the read checks the backend's fragments against it).
             let _g = self.gw.read_lock(bucket, key);
-            self.gw.read(bucket, key, &info, start, end).is_ok()
+            match self.gw.head(bucket, key) {
+                Ok(cur) => self.gw.read(bucket, key, &cur, s.min(cur.size), e.min(cur.size)).is_ok(),
+                Err(_) => false,
+            }
         } else {
             // Exclusive: no write or delete of the key lands between the backend read and the put.
             let _g = self.gw.stripe(&ck);
@@ -319,7 +328,10 @@ impl HintEngine {
                 return 0; // an unflushed write is on flash already
             }
             match self.gw.backend.get_range(bucket, key, 0, info.size) {
-                Ok((data, binfo)) => {
+                // Only the whole object of the version read is cached: the object may have been
+                // rewritten since the HEAD, and the size asked for is the old one's (a longer new
+                // version would be cached cut short, under the new version's ETag).
+                Ok((data, binfo)) if data.len() as u64 == binfo.size => {
                     let meta = ObjectMeta {
                         etag: binfo.etag,
                         content_type: binfo.content_type,
@@ -329,7 +341,7 @@ impl HintEngine {
                     self.gw.cache.record_backend_read(data.len() as u64);
                     self.gw.cache.put(ck.as_bytes(), &data, &meta, false, now_ns()).is_ok()
                 }
-                Err(_) => false,
+                Ok(_) | Err(_) => false,
             }
         };
         if ok {

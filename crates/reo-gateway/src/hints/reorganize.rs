@@ -6,6 +6,7 @@
 //! are left alone (they are not the backend's yet). The access history moves with the bytes:
 //! Freq (so H = Freq / Size), the referenced bit and a policy hit per fragment
 //! ([`reo_cache::AccessHistory`]), taken before the move's own read so that read does not count.
+//! Each move holds both keys' stripes and checks the backend's listing entry again under them.
 
 use reo_cache::ObjectMeta;
 
@@ -32,6 +33,13 @@ pub fn reorganize(gw: &Gateway, bucket: &str, from: &str, to: &str) -> u64 {
         let _b = if gw.same_stripe(first, second) { None } else { Some(gw.stripe(second)) };
         if gw.pending().map.contains_key(&old) || gw.pending().map.contains_key(&new) {
             continue;
+        }
+        // The listing is from before the locks: the new key may have been rewritten or deleted
+        // since (a write-around, a flushed delete), and the old bytes must not come back under
+        // it. Under both stripes the backend's answer now stays true until the move is done.
+        match gw.backend.head(bucket, &e.key) {
+            Ok(now) if now.etag == e.info.etag && now.size == e.info.size => {}
+            _ => continue,
         }
         let Some(meta) = gw.cache.meta(old.as_bytes()) else { continue };
         if meta.etag != e.info.etag || gw.cache.info(new.as_bytes()).is_some() {

@@ -93,27 +93,25 @@ impl ReoS3 {
         let (bucket, key) = (i.bucket, i.key);
         let (if_none, if_match) = (i.if_none_match, i.if_match);
         let info = blocking(move || {
-            if if_none.is_some() || if_match.is_some() {
-                let cur = match gw.head(&bucket, &key) {
-                    Ok(c) => Some(c),
-                    Err(e) if *e.code() == s3s::S3ErrorCode::NoSuchKey => None,
-                    Err(e) => return Err(e),
-                };
-                if let (Some(c), Some(cur)) = (&if_none, &cur) {
+            if if_none.is_none() && if_match.is_none() {
+                return gw.put(&bucket, &key, &data, info);
+            }
+            // Checked by the gateway under the key's lock, so no other write lands in between.
+            let check = |cur: Option<&ObjectInfo>| {
+                if let (Some(c), Some(cur)) = (&if_none, cur) {
                     if c.is_any() || c.as_etag().is_some_and(|e| e.value() == cur.etag) {
                         return Err(s3_error!(PreconditionFailed, "If-None-Match: {key:?} already exists"));
                     }
                 }
                 if let Some(c) = &if_match {
-                    let ok = cur
-                        .as_ref()
-                        .is_some_and(|cur| c.is_any() || c.as_etag().is_some_and(|e| e.value() == cur.etag));
+                    let ok = cur.is_some_and(|cur| c.is_any() || c.as_etag().is_some_and(|e| e.value() == cur.etag));
                     if !ok {
                         return Err(s3_error!(PreconditionFailed, "If-Match: {key:?} does not match"));
                     }
                 }
-            }
-            gw.put(&bucket, &key, &data, info)
+                Ok(())
+            };
+            gw.put_if(&bucket, &key, &data, info, Some(check))
         })
         .await?;
         Ok(S3Response::new(PutObjectOutput { e_tag: Some(etag(&info.etag)), ..Default::default() }))

@@ -1,0 +1,120 @@
+//! Deleting a bucket while objects are being written to it.
+//!
+//! A write-back PUT (or delete) checks that its bucket exists, then records the object in the
+//! pending map; DeleteBucket checks that the pending map holds nothing of the bucket, then deletes
+//! it in the backend. Interleaved, a write acknowledged between the two checks would be left
+//! pending for a bucket that is gone: never flushable, and its retries would mark the backend
+//! down. [`BucketGuards`] orders the two without either waiting for the other: every object write
+//! holds a [`WriteTicket`] from before its bucket check until it is recorded (or has failed), and
+//! a deletion holds a [`DeleteTicket`] from before its emptiness check until the backend answered.
+//! A deletion while tickets are out answers `BucketNotEmpty` (the objects are landing); a write
+//! while a deletion runs answers `OperationAborted` (S3's "a conflicting operation is in
+//! progress", which clients retry). The guard's mutex is a leaf: taken with no other lock held,
+//! never held across another lock or any I/O.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard};
+
+use s3s::{s3_error, S3Result};
+
+use super::errors::backend_err;
+use super::pending::cache_key;
+use super::Gateway;
+
+#[derive(Default)]
+struct State {
+    /// Object writes in progress, per bucket.
+    writers: HashMap<String, usize>,
+    /// Buckets being deleted.
+    deleting: HashSet<String>,
+}
+
+/// See the module doc.
+#[derive(Default)]
+pub(crate) struct BucketGuards(Mutex<State>);
+
+/// An object write in progress in a bucket (see the module doc).
+pub(crate) struct WriteTicket<'a> {
+    guards: &'a BucketGuards,
+    bucket: String,
+}
+
+/// A deletion of a bucket in progress (see the module doc).
+pub(crate) struct DeleteTicket<'a> {
+    guards: &'a BucketGuards,
+    bucket: String,
+}
+
+impl BucketGuards {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// An object write into `bucket` begins; refused while the bucket is being deleted.
+    pub fn begin_write(&self, bucket: &str) -> S3Result<WriteTicket<'_>> {
+        let mut s = self.lock();
+        if s.deleting.contains(bucket) {
+            return Err(s3_error!(OperationAborted, "bucket {bucket:?} is being deleted; retry"));
+        }
+        *s.writers.entry(bucket.to_string()).or_default() += 1;
+        Ok(WriteTicket { guards: self, bucket: bucket.to_string() })
+    }
+
+    /// A deletion of `bucket` begins; refused while objects are being written to it.
+    pub fn begin_delete(&self, bucket: &str) -> S3Result<DeleteTicket<'_>> {
+        let mut s = self.lock();
+        if s.writers.get(bucket).is_some_and(|&n| n > 0) {
+            return Err(s3_error!(BucketNotEmpty, "objects are being written to bucket {bucket:?}"));
+        }
+        if !s.deleting.insert(bucket.to_string()) {
+            return Err(s3_error!(OperationAborted, "bucket {bucket:?} is being deleted already"));
+        }
+        Ok(DeleteTicket { guards: self, bucket: bucket.to_string() })
+    }
+}
+
+impl Drop for WriteTicket<'_> {
+    fn drop(&mut self) {
+        let mut s = self.guards.lock();
+        if let Some(n) = s.writers.get_mut(&self.bucket) {
+            *n -= 1;
+            if *n == 0 {
+                s.writers.remove(&self.bucket);
+            }
+        }
+    }
+}
+
+impl Drop for DeleteTicket<'_> {
+    fn drop(&mut self) {
+        self.guards.lock().deleting.remove(&self.bucket);
+    }
+}
+
+impl Gateway {
+    /// Deletes a bucket: refused while it holds objects, flushed or not, or objects are being
+    /// written to it (see the module doc).
+    pub fn delete_bucket(&self, bucket: &str) -> S3Result<()> {
+        let _deleting = self.buckets.begin_delete(bucket)?;
+        if !self.pending().in_bucket(bucket, "").is_empty() {
+            return Err(s3_error!(BucketNotEmpty, "the bucket holds objects not yet written to the backend"));
+        }
+        // Deletes not yet applied in the backend are applied now: the bucket is empty for the
+        // client, so the backend must be too. The list is taken first so that the pending lock is
+        // not held across the loop (a `for` keeps its iterator expression's temporaries alive,
+        // and the loop takes stripe locks, which writers take before the pending lock).
+        let tombstones = self.pending().deleted_in_bucket(bucket, "");
+        for key in tombstones {
+            let ck = cache_key(bucket, &key);
+            let _g = self.stripe(&ck);
+            self.backend.delete(bucket, &key).map_err(backend_err)?;
+            let mut p = self.pending();
+            if p.map.get(&ck).is_some_and(|x| x.deleted) {
+                p.remove(&ck);
+            }
+        }
+        self.backend.delete_bucket(bucket).map_err(backend_err)?;
+        self.forget_bucket(bucket);
+        Ok(())
+    }
+}
