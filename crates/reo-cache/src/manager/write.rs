@@ -193,13 +193,15 @@ impl Cache {
                 data.len()
             )));
         }
-        let (class, req) = {
+        let (class, req, dedup) = {
             let mut s = self.lock();
             s.now = s.now.max(now_ns);
             s.stats.backend_read_bytes += data.len() as u64;
             if s.invalidated_since(key, token) {
                 return Ok(FillOutcome::Stale);
             }
+            // The class of the cached part of the object, if any (a new object is cold).
+            let mut class = Class::Cold;
             if let Some(slot) = s.index.find(key) {
                 let e = s.index.get(slot).expect("found");
                 if e.dirty() {
@@ -214,8 +216,12 @@ impl Cache {
                     drop(s);
                     free_all(&self.store, &locs, Durability::None);
                     s = self.lock();
+                    // Unlocked meanwhile: another fill may have made a new entry.
+                    class = s.index.find(key).and_then(|slot| s.index.get(slot)).map_or(Class::Cold, |e| e.class());
                 } else if s.location(slot, frag, fs).is_some() {
                     return Ok(FillOutcome::AlreadyCached);
+                } else {
+                    class = e.class();
                 }
             }
             let req = Request::read_miss(self.admission_key(key), u64::from(frag) * fs, data.len() as u64, now_ns)
@@ -223,9 +229,9 @@ impl Cache {
             if let Some(why) = admission_refusal(s.admitter.decide(&req)) {
                 return Ok(FillOutcome::Rejected(why));
             }
-            (s.index.find(key).and_then(|slot| s.index.get(slot)).map_or(Class::Cold, |e| e.class()), req)
+            (class, req, s.dedup.is_some())
         };
-        if self.lock().dedup.is_some() {
+        if dedup {
             let slot = {
                 let mut s = self.lock();
                 match s.index.find(key) {
@@ -307,13 +313,7 @@ impl Cache {
 
     /// Inserts fragment `frag` of `slot` into the policy; returns the blobs of evicted fragments
     /// (to free), or on failure those plus nothing inserted.
-    pub(crate) fn policy_insert(
-        &self,
-        s: &mut State,
-        slot: u32,
-        frag: u32,
-        len: u64,
-    ) -> Result<Freed, Freed> {
+    pub(crate) fn policy_insert(&self, s: &mut State, slot: u32, frag: u32, len: u64) -> Result<Freed, Freed> {
         let State { index, policy, pins, now, evicted, .. } = s;
         let now = *now;
         evicted.clear();
