@@ -57,11 +57,11 @@ mod race_tests;
 mod read;
 mod recover;
 pub mod stream;
+#[cfg(test)]
+mod stream_tests;
 pub mod stuck;
 #[cfg(test)]
 mod stuck_tests;
-#[cfg(test)]
-mod stream_tests;
 #[cfg(test)]
 pub(crate) mod tests;
 
