@@ -76,6 +76,13 @@ pub fn metrics(api: &Api) -> String {
     let (objects, bytes) = gw.dirty();
     out.push_str(&format!("reo_gateway_dirty_objects {objects}\nreo_gateway_dirty_bytes {bytes}\n"));
     out.push_str(&format!("reo_gateway_flush_lag_seconds {:.3}\n", gw.flush_lag_secs()));
+    let stuck = gw.stuck();
+    out.push_str(&format!(
+        "reo_gateway_stuck_objects {}\nreo_gateway_stuck_bytes {}\nreo_gateway_stuck_buckets {}\n",
+        stuck.objects,
+        stuck.bytes,
+        stuck.buckets.len()
+    ));
     let h = gw.health.report();
     out.push_str(&format!(
         "reo_backend_up {}\nreo_backend_down_seconds {:.3}\nreo_backend_flush_failures_total {}\nreo_backend_slowing_down {}\n",

@@ -1,5 +1,5 @@
 //! `/_reo/admin/...` (signed): `GET status` (devices with health and I/O counts, array I/O, space per scheme, cache occupancy and
-//! hit ratio, dirty bytes and flush lag, the backend's state, rebuild progress, data-loss events), `POST device/fail?device=N`,
+//! hit ratio, dirty bytes and flush lag, the backend's state, stuck objects (their bucket missing in the backend), rebuild progress, data-loss events), `POST device/fail?device=N`,
 //! `POST device/replace?device=N&path=P` (a new device file, rebuilt in the background; poll
 //! status), `POST flush` (flushes everything written so far, the flush delay notwithstanding; poll
 //! status until nothing is dirty), `POST scrub`.
@@ -97,6 +97,7 @@ pub fn status(api: &Api) -> serde_json::Value {
         "dirty_bytes": dirty_bytes,
         "flush_lag_seconds": api.gw.flush_lag_secs(),
         "backend": api.gw.health.report(),
+        "stuck": api.gw.stuck(),
         "rebuild": rebuild.map(|p| json!({
             "device": p.device, "state": rebuild_state(&p.state), "blobs_done": p.blobs_done,
             "blobs_total": p.blobs_total, "bytes_done": p.bytes_done, "bytes_total": p.bytes_total,

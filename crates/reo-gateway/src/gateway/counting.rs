@@ -36,7 +36,13 @@ impl Gate {
         }
     }
 
-    fn pass(&self) {
+    /// How many calls in all have reached the gate.
+    pub fn reached(&self) -> u64 {
+        self.state.lock().unwrap().1
+    }
+
+    /// Counts the call, then waits while the gate is closed.
+    pub fn pass(&self) {
         let mut s = self.state.lock().unwrap();
         s.1 += 1;
         self.cv.notify_all();

@@ -4,7 +4,9 @@
 //! with exponential backoff (100 ms doubling to 30 s) and counted. While the backend's own I/O
 //! fails, a round stops at its first such failure (one probe per backoff, not one per object).
 //! Backend write failures mark the backend down and the next success marks it up again
-//! ([`super::outage`]); a wake-up (a write, `reo admin flush`) retries at once. An optional
+//! ([`super::outage`]); a wake-up (a write, `reo admin flush`) retries at once. A bucket missing
+//! in the backend is neither an outage nor a reason to back off the other objects: its objects
+//! are stuck, retried on their bucket's own backoff ([`super::stuck`]). An optional
 //! flush delay lets an object age before it is written (rewrites within it cost one backend
 //! write); an explicit flush ([`Gateway::flush_now`]) takes everything written before it.
 
@@ -69,14 +71,40 @@ pub(crate) fn round(gw: &Gateway) -> bool {
     let ripe = now_ns()
         .saturating_sub(gw.flush_delay_ns.load(std::sync::atomic::Ordering::Relaxed))
         .max(gw.flush_before_ns.load(std::sync::atomic::Ordering::Relaxed));
-    let todo: Vec<(String, u64)> =
-        gw.pending().map.iter().filter(|(_, p)| p.info.mtime_ns <= ripe).map(|(k, p)| (k.clone(), p.version)).collect();
+    let todo: Vec<(String, u64, String)> = gw
+        .pending()
+        .map
+        .iter()
+        .filter(|(_, p)| p.info.mtime_ns <= ripe)
+        .map(|(k, p)| (k.clone(), p.version, p.bucket.clone()))
+        .collect();
     let mut failed = false;
-    for (ck, version) in todo {
+    for (ck, version, bucket) in todo {
         if stopping(gw) {
             break;
         }
-        if let Err(e) = flush_one(gw, &ck, version) {
+        // A missing bucket's objects wait for its retry (they are not failures of this round).
+        if gw.gone.waiting(&bucket, now_ns()) {
+            continue;
+        }
+        let r = flush_one(gw, &ck, version);
+        if r.is_ok() && gw.gone.exists(&bucket) {
+            tracing::info!("bucket {bucket:?} exists again in the backend; its stuck objects are flushed");
+        }
+        if let Err(FlushError::BucketGone { key }) = &r {
+            gw.counters.lock().unwrap_or_else(|e| e.into_inner()).flush_errors += 1;
+            if gw.gone.failed(&bucket, key, now_ns()) {
+                tracing::warn!(
+                    "bucket {bucket:?} is missing in the backend (deleted behind the gateway?): object {key:?} \
+                     and the bucket's other unflushed objects stay dirty on flash and are retried with \
+                     backoff; recreate the bucket to flush them, or delete them to give them up"
+                );
+            } else {
+                tracing::debug!("bucket {bucket:?} still missing in the backend; {key:?} stays dirty");
+            }
+            continue;
+        }
+        if let Err(e) = r {
             if let FlushError::Backend(b) = &e {
                 gw.health.record_failure(&b.to_string());
             }
@@ -100,6 +128,8 @@ enum FlushError {
     Backend(BackendError),
     /// The cache could not read the object or mark it clean.
     Local(String),
+    /// The backend answered that the object's bucket does not exist ([`super::stuck`]).
+    BucketGone { key: String },
 }
 
 impl std::fmt::Display for FlushError {
@@ -107,6 +137,7 @@ impl std::fmt::Display for FlushError {
         match self {
             FlushError::Backend(e) => write!(f, "backend: {e}"),
             FlushError::Local(m) => write!(f, "{m}"),
+            FlushError::BucketGone { key } => write!(f, "the bucket of {key:?} is missing in the backend"),
         }
     }
 }
@@ -143,7 +174,15 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
         return Err(Local(format!("unflushed object {ck:?} is not fully on flash")));
     }
     let data: Vec<u8> = r.pieces.into_iter().flat_map(|x| x.data.unwrap_or_default()).collect();
-    gw.backend.put(&p.bucket, &p.key, &data, &p.info).map_err(FlushError::Backend)?;
+    match gw.backend.put(&p.bucket, &p.key, &data, &p.info) {
+        Ok(()) => {}
+        // The backend answered (it is up): only this bucket is missing.
+        Err(BackendError::NoSuchBucket(_)) => {
+            gw.health.record_success();
+            return Err(FlushError::BucketGone { key: p.key });
+        }
+        Err(e) => return Err(FlushError::Backend(e)),
+    }
     gw.health.record_success();
     let clean = match gw.cache.mark_clean(ck.as_bytes(), version) {
         Ok(c) => c,

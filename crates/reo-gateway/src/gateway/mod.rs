@@ -19,15 +19,18 @@
 //!
 //! Locks, in the order they are taken (a thread holding one takes only those below it):
 //!
+//! 0. a multipart upload's lock ([`multipart::Uploads::lock`]): one completion or abort of an
+//!    upload at a time, held across the completed object's whole write (everything below).
 //! 1. a key's stripe (`stripes`): one at a time, or two in key order ([`crate::hints::reorganize`],
 //!    which skips the second when both keys share it). Held across backend calls and device I/O.
 //! 2. the hint engine's hint store: under it only the cache's lock (unpin) and the engine's
 //!    counters; never taken under a stripe, nor a stripe under it.
 //! 3. the flights registry, then a flight's state (the streaming miss path, under a stripe).
-//! 4. leaves, each released before any other lock is taken: the pending map (held across the
-//!    fsync of a record, nothing else), the counters, the backend's health, the flusher's wake
+//! 4. leaves, each released before any other lock is taken: the pending map (never across I/O
+//!    but the unlink of a record: records are written and fsync'ed outside it, under the key's
+//!    stripe, so a HEAD does not wait for a PUT's fsync; see [`pending`]), the counters, the backend's health, the flusher's wake
 //!    mutex (kicked under a stripe; the flusher waits on it holding nothing), the policy rules,
-//!    the revalidation ages, the bucket guards ([`buckets`]), and the cache's own lock (every
+//!    the revalidation ages, the bucket guards ([`buckets`]), the missing buckets ([`stuck`]), and the cache's own lock (every
 //!    `reo_cache` call; the cache calls nothing back).
 //!
 //! A guard must not outlive its statement into code that locks again: `for`, `match`, `if let` and
@@ -35,6 +38,9 @@
 //! construct, `else` included (edition 2021). Take what is needed into a local first.
 
 mod buckets;
+mod complete;
+#[cfg(test)]
+mod complete_tests;
 #[cfg(test)]
 pub(crate) mod counting;
 pub mod errors;
@@ -53,6 +59,9 @@ mod recover;
 pub mod stream;
 #[cfg(test)]
 mod stream_tests;
+pub mod stuck;
+#[cfg(test)]
+mod stuck_tests;
 #[cfg(test)]
 pub(crate) mod tests;
 
@@ -88,6 +97,8 @@ pub struct Gateway {
     pub backend: Arc<dyn Backend>,
     pub cache: Arc<Cache>,
     pub(crate) pending: Mutex<Pending>,
+    /// The pending map's record files, written outside its mutex ([`pending::Records`]).
+    pub(crate) records: pending::Records,
     /// Per-key ordering: writers (put, delete, the flusher) hold a stripe exclusively, readers
     /// (metadata + bytes of one GET) shared, so a read never mixes two versions.
     stripes: Vec<RwLock<()>>,
@@ -109,6 +120,8 @@ pub struct Gateway {
     pub(crate) fetch: fetch::FetchCtx,
     /// Orders bucket deletions with the object writes into the bucket ([`buckets`]).
     buckets: buckets::BucketGuards,
+    /// Buckets found missing in the backend by the flusher, their objects stuck ([`stuck`]).
+    pub(crate) gone: stuck::GoneBuckets,
     /// Fetches of at most this many bytes are collected for the cache ([`Gateway::max_fill`]).
     max_fill: std::sync::atomic::AtomicU64,
 }
@@ -144,9 +157,11 @@ impl Gateway {
             flights: Default::default(),
             fresh: Default::default(),
         };
+        let records = pending.records.clone();
         Ok(Arc::new(Gateway {
             backend,
             cache,
+            records,
             pending: Mutex::new(pending),
             stripes: (0..STRIPES).map(|_| RwLock::new(())).collect(),
             wake: (Mutex::new(false), Condvar::new()),
@@ -161,6 +176,7 @@ impl Gateway {
             health: Default::default(),
             fetch,
             buckets: Default::default(),
+            gone: Default::default(),
             max_fill: std::sync::atomic::AtomicU64::new(max_fill),
         }))
     }
@@ -240,6 +256,7 @@ impl Gateway {
     /// delay notwithstanding, and the flusher retries at once.
     pub fn flush_now(&self) {
         self.flush_before_ns.fetch_max(now_ns(), std::sync::atomic::Ordering::Relaxed);
+        self.gone.retry_now();
         self.kick_flusher();
     }
 
@@ -349,7 +366,9 @@ impl Gateway {
         }
         let mut pp =
             PendingPut { bucket: bucket.into(), key: key.into(), info: info.clone(), version: 0, deleted: false };
-        self.pending().persist(&pp).map_err(|e| s3_error!(InternalError, "cannot record the write: {e}"))?;
+        // Durable before the cache put, so before the 200; not under the pending mutex (an
+        // fsync would hold up every HEAD and GET), the key's stripe orders it.
+        self.records.persist(&pp).map_err(|e| s3_error!(InternalError, "cannot record the write: {e}"))?;
         match self.cache.put(ck.as_bytes(), data, &meta_of(&info), true, now_ns()) {
             Ok(r) => {
                 pp.version = r.version;
@@ -397,13 +416,15 @@ impl Gateway {
     }
 
     /// Removes the pending record of `ck` (its file too) unless a newer write holds it.
+    /// The caller holds the key's stripe lock.
     fn forget_pending(&self, ck: &str) {
         let mut p = self.pending();
-        match p.map.get(ck) {
-            Some(_) => {
-                // An older acknowledged write is still pending: rewrite its record.
-                let old = p.map.get(ck).cloned().expect("present");
-                let _ = p.persist(&old);
+        match p.map.get(ck).cloned() {
+            Some(old) => {
+                // An older acknowledged write is still pending: rewrite its record (outside the
+                // pending mutex, as every record write).
+                drop(p);
+                let _ = self.records.persist(&old);
             }
             None => p.remove(ck),
         }
@@ -430,7 +451,7 @@ impl Gateway {
         let _g = self.stripe(&ck);
         let info = ObjectInfo { mtime_ns: now_ns(), ..Default::default() };
         let tomb = PendingPut { bucket: bucket.into(), key: key.into(), info, version: now_ns(), deleted: true };
-        self.pending().persist(&tomb).map_err(|e| s3_error!(InternalError, "cannot record the delete: {e}"))?;
+        self.records.persist(&tomb).map_err(|e| s3_error!(InternalError, "cannot record the delete: {e}"))?;
         self.cache.delete(ck.as_bytes());
         self.pending().map.insert(ck, tomb);
         self.kick_flusher();

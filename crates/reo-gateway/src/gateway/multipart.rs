@@ -1,19 +1,25 @@
 //! Multipart uploads, staged in `<state>/uploads/<id>/`: `upload.json` (bucket, key, content
 //! type, user metadata, start time) and one file per part (`part-NNNNN`, its MD5 in
-//! `part-NNNNN.md5`). Completion concatenates the listed parts, stores the object through the
-//! normal write path with ETag `md5(part md5s)-N`, and leaves `done.json` behind so a repeated
-//! CompleteMultipartUpload answers the same (as AWS does) instead of failing; answers older than a
-//! day are removed at start-up. Parts are fsync'ed before UploadPart answers.
+//! `part-NNNNN.md5`), each written durably (fsync'ed, renamed, directory fsync'ed) before the
+//! request answers. Completion ([`super::complete`]) leaves `done.json` behind (the object's info
+//! and the part list it was completed with) so that a repeated CompleteMultipartUpload answers
+//! the same, as S3 does; answers older than a day are removed at start-up, and so are the part
+//! files of a completion interrupted between writing its answer and removing them.
+//!
+//! A completed upload is no longer open: UploadPart, ListParts and AbortMultipartUpload of it
+//! get `NoSuchUpload` ("the upload may have been aborted or completed", as S3 answers).
+//! Completions and aborts of one upload run one at a time ([`Uploads::lock`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 use s3s::{s3_error, S3Result};
 use serde::{Deserialize, Serialize};
 
-use super::{now_ns, Gateway};
+use super::now_ns;
 use crate::backend::ObjectInfo;
 
 /// S3's minimum size of every part but the last.
@@ -39,30 +45,109 @@ pub struct PartInfo {
     pub mtime_ns: u64,
 }
 
+/// What `done.json` holds: the completed object's info and the parts it was made of (numbers and
+/// ETags without quotes; `None` in the answers of older versions, which did not keep them).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Done {
+    #[serde(flatten)]
+    pub info: ObjectInfo,
+    #[serde(default)]
+    pub parts: Option<Vec<(i32, String)>>,
+}
+
 pub struct Uploads {
     dir: PathBuf,
     seq: AtomicU64,
+    /// Per upload id: whether a completion or abort holds it, and how many threads hold or wait.
+    busy: Mutex<HashMap<String, (bool, usize)>>,
+    busy_cv: Condvar,
+    /// A completion stops (as if the process died) after this step (tests of the crash points).
+    #[cfg(test)]
+    pub(crate) crash_after: Mutex<Option<super::complete::Step>>,
 }
 
-fn io(e: std::io::Error) -> s3s::S3Error {
+/// One upload's completion or abort in progress ([`Uploads::lock`]).
+pub(crate) struct UploadLock<'a> {
+    uploads: &'a Uploads,
+    id: String,
+}
+
+pub(crate) fn io(e: std::io::Error) -> s3s::S3Error {
     s3_error!(InternalError, "multipart staging: {e}")
 }
 
+/// Writes `dir/name` atomically and durably: a temporary file fsync'ed, renamed into place, the
+/// directory fsync'ed. `tag` makes the temporary name unique among concurrent writers.
+fn write_durable(dir: &Path, name: &str, tag: u64, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = dir.join(format!("tmp-{name}-{tag}"));
+    let mut f = fs::File::create(&tmp)?;
+    f.write_all(bytes).and_then(|_| f.sync_all())?;
+    fs::rename(&tmp, dir.join(name))?;
+    fs::File::open(dir)?.sync_all()
+}
+
+/// Whether `name` is a staged part (or its MD5) or a temporary file: what is left to remove once
+/// the upload is completed.
+fn is_staging(name: &str) -> bool {
+    name.starts_with("part-") || name.starts_with("tmp-")
+}
+
 impl Uploads {
-    /// Opens the staging directory, removing the answers of uploads completed over a day ago.
+    /// Opens the staging directory, removing the answers of uploads completed over a day ago and
+    /// the part files a completion left behind (it stopped between its answer and the cleanup).
     pub fn open(dir: &Path) -> std::io::Result<Uploads> {
         fs::create_dir_all(dir)?;
         for ent in fs::read_dir(dir)?.flatten() {
             let done = ent.path().join("done.json");
-            let old = fs::metadata(&done).and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok());
-            if old.is_some_and(|age| age > std::time::Duration::from_secs(86_400)) {
+            let Ok(m) = fs::metadata(&done) else { continue };
+            let age = m.modified().ok().and_then(|t| t.elapsed().ok());
+            if age.is_some_and(|age| age > std::time::Duration::from_secs(86_400)) {
                 let _ = fs::remove_dir_all(ent.path());
+            } else {
+                remove_staging(&ent.path());
             }
         }
-        Ok(Uploads { dir: dir.to_path_buf(), seq: AtomicU64::new(0) })
+        Ok(Uploads {
+            dir: dir.to_path_buf(),
+            seq: AtomicU64::new(0),
+            busy: Mutex::default(),
+            busy_cv: Condvar::new(),
+            #[cfg(test)]
+            crash_after: Mutex::new(None),
+        })
     }
 
-    fn path(&self, id: &str) -> S3Result<PathBuf> {
+    fn busy(&self) -> MutexGuard<'_, HashMap<String, (bool, usize)>> {
+        self.busy.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until no other completion or abort of upload `id` runs, then holds it off until the
+    /// returned lock is dropped. Held across the completed object's write: it comes first in the
+    /// gateway's lock order ([`super`]).
+    pub(crate) fn lock(&self, id: &str) -> S3Result<UploadLock<'_>> {
+        self.path(id)?;
+        let mut b = self.busy();
+        b.entry(id.to_string()).or_default().1 += 1;
+        self.busy_cv.notify_all();
+        while b[id].0 {
+            b = self.busy_cv.wait(b).unwrap_or_else(|e| e.into_inner());
+        }
+        b.get_mut(id).expect("registered").0 = true;
+        Ok(UploadLock { uploads: self, id: id.to_string() })
+    }
+
+    /// Waits until `n` threads hold or wait for upload `id`'s lock (tests: a second completion
+    /// is queued behind the first).
+    #[cfg(test)]
+    pub(crate) fn wait_queued(&self, id: &str, n: usize) {
+        let mut b = self.busy();
+        while b.get(id).map_or(0, |e| e.1) < n {
+            b = self.busy_cv.wait(b).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    pub(crate) fn path(&self, id: &str) -> S3Result<PathBuf> {
         if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
             return Err(s3_error!(NoSuchUpload, "upload id {id:?} is not one of ours"));
         }
@@ -87,12 +172,22 @@ impl Uploads {
             user_meta,
             initiated_ns: now_ns(),
         };
-        fs::write(d.join("upload.json"), serde_json::to_vec(&u).expect("serializable")).map_err(io)?;
+        let bytes = serde_json::to_vec(&u).expect("serializable");
+        write_durable(&d, "upload.json", self.seq.fetch_add(1, Ordering::Relaxed), &bytes).map_err(io)?;
         Ok(id)
     }
 
-    /// The upload `id` of `bucket/key`, if it is still open.
+    /// The upload `id` of `bucket/key`, if it is still open (not completed).
     pub fn get(&self, bucket: &str, key: &str, id: &str) -> S3Result<Upload> {
+        let u = self.load(bucket, key, id)?;
+        if self.done(id).is_some() {
+            return Err(s3_error!(NoSuchUpload, "upload {id:?} was completed"));
+        }
+        Ok(u)
+    }
+
+    /// The upload `id` of `bucket/key`, open or completed.
+    pub(crate) fn load(&self, bucket: &str, key: &str, id: &str) -> S3Result<Upload> {
         let d = self.path(id)?;
         let u: Upload = fs::read(d.join("upload.json"))
             .ok()
@@ -110,14 +205,19 @@ impl Uploads {
         }
         let d = self.path(&u.id)?;
         let etag = crate::keys::md5_hex(data);
-        let tmp = d.join(format!("tmp-{n}-{}", self.seq.fetch_add(1, Ordering::Relaxed)));
+        let tag = self.seq.fetch_add(1, Ordering::Relaxed);
+        let tmp = d.join(format!("tmp-{n}-{tag}"));
         {
             use std::io::Write;
             let mut f = fs::File::create(&tmp).map_err(io)?;
             f.write_all(data).and_then(|_| f.sync_all()).map_err(io)?;
         }
-        fs::write(d.join(format!("part-{n:05}.md5")), &etag).map_err(io)?;
+        // The MD5 first: a crash between the two renames leaves a part whose MD5 does not match
+        // its bytes, which completion refuses (InvalidPart), never a part that passes for the
+        // one acknowledged before it.
+        write_durable(&d, &format!("part-{n:05}.md5"), tag, etag.as_bytes()).map_err(io)?;
         fs::rename(&tmp, d.join(format!("part-{n:05}"))).map_err(io)?;
+        fs::File::open(&d).and_then(|f| f.sync_all()).map_err(io)?;
         Ok(etag)
     }
 
@@ -141,7 +241,11 @@ impl Uploads {
         Ok(out)
     }
 
-    pub fn abort(&self, u: &Upload) -> S3Result<()> {
+    /// Aborts the open upload `id` of `bucket/key`; not while it is being completed (the abort
+    /// waits), and not once it is completed (`NoSuchUpload`).
+    pub fn abort(&self, bucket: &str, key: &str, id: &str) -> S3Result<()> {
+        let _l = self.lock(id)?;
+        let u = self.get(bucket, key, id)?;
         fs::remove_dir_all(self.path(&u.id)?).map_err(io)
     }
 
@@ -160,78 +264,45 @@ impl Uploads {
         out
     }
 
-    fn done(&self, id: &str) -> Option<ObjectInfo> {
+    /// The answer of the completed upload `id`.
+    pub(crate) fn done(&self, id: &str) -> Option<Done> {
         let d = self.path(id).ok()?;
         serde_json::from_slice(&fs::read(d.join("done.json")).ok()?).ok()
     }
+
+    /// Records the answer of upload `id` durably: from here on it is completed.
+    pub(crate) fn finish(&self, id: &str, done: &Done) -> S3Result<()> {
+        let bytes = serde_json::to_vec(done).expect("serializable");
+        write_durable(&self.path(id)?, "done.json", self.seq.fetch_add(1, Ordering::Relaxed), &bytes).map_err(io)
+    }
+
+    /// Removes the part files of the completed upload `id` (they are not needed once its answer
+    /// is recorded; a failure leaves them to the next start-up).
+    pub(crate) fn remove_parts(&self, id: &str) {
+        if let Ok(d) = self.path(id) {
+            remove_staging(&d);
+        }
+    }
 }
 
-impl Gateway {
-    /// Completes upload `id` with the listed (number, etag) parts; repeating a completed
-    /// upload returns the same ETag.
-    /// The assembled object may not exceed `max_object` bytes (it is assembled in memory).
-    pub fn complete_upload(
-        &self,
-        bucket: &str,
-        key: &str,
-        id: &str,
-        listed: &[(i32, String)],
-        max_object: u64,
-    ) -> S3Result<ObjectInfo> {
-        let u = self.uploads.get(bucket, key, id)?;
-        if let Some(info) = self.uploads.done(id) {
-            return Ok(info);
+impl Drop for UploadLock<'_> {
+    fn drop(&mut self) {
+        let mut b = self.uploads.busy();
+        let e = b.get_mut(&self.id).expect("registered");
+        e.0 = false;
+        e.1 -= 1;
+        if e.1 == 0 {
+            b.remove(&self.id);
         }
-        if listed.is_empty() {
-            return Err(s3_error!(MalformedXML, "CompleteMultipartUpload lists no parts"));
+        self.uploads.busy_cv.notify_all();
+    }
+}
+
+/// Removes the staged parts and temporary files of a completed upload's directory `d`.
+fn remove_staging(d: &Path) {
+    for ent in fs::read_dir(d).into_iter().flatten().flatten() {
+        if is_staging(&ent.file_name().to_string_lossy()) {
+            let _ = fs::remove_file(ent.path());
         }
-        let have: BTreeMap<i32, PartInfo> = self.uploads.parts(&u)?.into_iter().map(|p| (p.number, p)).collect();
-        let total: u64 = listed.iter().filter_map(|(n, _)| have.get(n)).map(|p| p.size).sum();
-        if total > max_object {
-            return Err(s3_error!(
-                EntityTooLarge,
-                "the parts add up to {total} bytes; this gateway's object limit is {max_object} (--max-body-mib)"
-            ));
-        }
-        let d = self.uploads.path(id)?;
-        let mut data = Vec::with_capacity(total as usize);
-        let mut md5s = Vec::new();
-        let mut prev = 0;
-        for (i, (n, etag)) in listed.iter().enumerate() {
-            if *n <= prev {
-                return Err(s3_error!(InvalidPartOrder, "parts must be listed in ascending order"));
-            }
-            prev = *n;
-            let p = have.get(n).filter(|p| p.etag == etag.trim_matches('"'));
-            let Some(p) = p else {
-                return Err(s3_error!(InvalidPart, "part {n} was not uploaded or its ETag differs"));
-            };
-            if i + 1 < listed.len() && p.size < MIN_PART {
-                return Err(s3_error!(
-                    EntityTooSmall,
-                    "part {n} is {} bytes; every part but the last must be at least 5 MiB",
-                    p.size
-                ));
-            }
-            data.extend_from_slice(&fs::read(d.join(format!("part-{n:05}"))).map_err(io)?);
-            let raw: Vec<u8> =
-                (0..p.etag.len() / 2).filter_map(|i| u8::from_str_radix(&p.etag[2 * i..2 * i + 2], 16).ok()).collect();
-            md5s.extend_from_slice(&raw);
-        }
-        let etag = format!("{}-{}", crate::keys::md5_hex(&md5s), listed.len());
-        let info = ObjectInfo {
-            etag,
-            content_type: u.content_type.clone(),
-            user_meta: u.user_meta.clone(),
-            ..Default::default()
-        };
-        let info = self.put(bucket, key, &data, info)?;
-        // Keep only the answer for repeats.
-        for p in have.values() {
-            let _ = fs::remove_file(d.join(format!("part-{:05}", p.number)));
-            let _ = fs::remove_file(d.join(format!("part-{:05}.md5", p.number)));
-        }
-        fs::write(d.join("done.json"), serde_json::to_vec(&info).expect("serializable")).map_err(io)?;
-        Ok(info)
     }
 }

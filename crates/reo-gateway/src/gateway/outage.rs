@@ -133,10 +133,13 @@ impl Gateway {
     pub(crate) fn check_bucket(&self, bucket: &str) -> S3Result<()> {
         match self.backend.head_bucket(bucket) {
             Ok(_) => {
-                let mut s = self.health.lock();
-                if !s.known_buckets.contains(bucket) {
-                    s.known_buckets.insert(bucket.to_string());
+                {
+                    let mut s = self.health.lock();
+                    if !s.known_buckets.contains(bucket) {
+                        s.known_buckets.insert(bucket.to_string());
+                    }
                 }
+                self.bucket_exists(bucket);
                 Ok(())
             }
             Err(BackendError::Io(m)) if self.assume_bucket_exists(bucket) => {

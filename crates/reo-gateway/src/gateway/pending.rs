@@ -3,10 +3,16 @@
 //! S3 metadata (ETag, content type, user metadata, mtime) lives here, in memory and in one small
 //! fsync'ed file per object under `<data-dir>/pending/`, written *before* the cache put is
 //! acknowledged, so a restart (even after SIGKILL) can flush with the right metadata.
+//!
+//! The files are written by [`Records`], outside the map's mutex: an fsync takes milliseconds,
+//! and every HEAD, GET and listing consults the map. Writes of one key's record are ordered by
+//! the key's stripe lock (every caller holds it), not by the map.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+#[cfg(test)]
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -29,8 +35,18 @@ pub struct PendingPut {
 
 /// The pending map, keyed by cache key (`bucket/key`), sorted so a bucket's prefix is a range.
 pub struct Pending {
-    dir: PathBuf,
+    pub records: Records,
     pub map: BTreeMap<String, PendingPut>,
+}
+
+/// The record files of the pending map (see the module doc). Cheap to clone; the caller of
+/// [`Records::persist`] holds the key's stripe lock and *not* the pending map's mutex.
+#[derive(Clone)]
+pub struct Records {
+    dir: PathBuf,
+    /// Record writes wait here before their fsync (tests of what is locked meanwhile).
+    #[cfg(test)]
+    pub(crate) before_sync: Arc<super::counting::Gate>,
 }
 
 pub fn cache_key(bucket: &str, key: &str) -> String {
@@ -52,33 +68,31 @@ impl Pending {
                 let _ = fs::remove_file(&p); // a temp file of an interrupted write
             }
         }
-        Ok(Pending { dir: dir.to_path_buf(), map })
+        #[cfg(test)]
+        let before_sync = {
+            let g = Arc::new(super::counting::Gate::default());
+            g.set(true);
+            g
+        };
+        let records = Records {
+            dir: dir.to_path_buf(),
+            #[cfg(test)]
+            before_sync,
+        };
+        Ok(Pending { records, map })
     }
 
-    fn file(&self, ckey: &str) -> PathBuf {
-        self.dir.join(format!("{}.json", crate::keys::md5_hex(ckey.as_bytes())))
-    }
-
-    /// Durably records `p` (before the cache acknowledges the write).
+    /// Durably records `p` (recovery at start-up, which owns the map).
     pub fn persist(&self, p: &PendingPut) -> std::io::Result<()> {
-        let ck = cache_key(&p.bucket, &p.key);
-        let f = self.file(&ck);
-        let tmp = f.with_extension("tmp");
-        let bytes = serde_json::to_vec(p).expect("serializable");
-        {
-            use std::io::Write;
-            let mut t = fs::File::create(&tmp)?;
-            t.write_all(&bytes)?;
-            t.sync_all()?;
-        }
-        fs::rename(&tmp, &f)?;
-        fs::File::open(&self.dir)?.sync_all()
+        self.records.persist(p)
     }
 
-    /// Forgets `ckey` (flushed, deleted or never acknowledged).
+    /// Forgets `ckey` (flushed, deleted or never acknowledged). Unlinking the record is not made
+    /// durable (no fsync, so it is cheap under the mutex): a record that comes back after a crash
+    /// has no dirty bytes and is dropped at start-up ([`super::recover`]).
     pub fn remove(&mut self, ckey: &str) {
         self.map.remove(ckey);
-        let _ = fs::remove_file(self.file(ckey));
+        let _ = fs::remove_file(self.records.file(ckey));
     }
 
     /// Whether `bucket` holds any unflushed object.
@@ -101,5 +115,32 @@ impl Pending {
     fn range<'a>(&'a self, bucket: &str, prefix: &str) -> impl Iterator<Item = &'a PendingPut> + 'a {
         let start = cache_key(bucket, prefix);
         self.map.range(start.clone()..).take_while(move |(k, _)| k.starts_with(&start)).map(|(_, p)| p)
+    }
+}
+
+impl Records {
+    fn file(&self, ckey: &str) -> PathBuf {
+        self.dir.join(format!("{}.json", crate::keys::md5_hex(ckey.as_bytes())))
+    }
+
+    /// Durably records `p`: written to a temporary file, fsync'ed, renamed over the record and the
+    /// directory fsync'ed, all before it returns (so before the write is acknowledged). Called
+    /// under the key's stripe lock (two writers of one key would share the temporary file) and
+    /// never under the pending map's mutex (see the module doc).
+    pub fn persist(&self, p: &PendingPut) -> std::io::Result<()> {
+        let ck = cache_key(&p.bucket, &p.key);
+        let f = self.file(&ck);
+        let tmp = f.with_extension("tmp");
+        let bytes = serde_json::to_vec(p).expect("serializable");
+        {
+            use std::io::Write;
+            let mut t = fs::File::create(&tmp)?;
+            t.write_all(&bytes)?;
+            #[cfg(test)]
+            self.before_sync.pass();
+            t.sync_all()?;
+        }
+        fs::rename(&tmp, &f)?;
+        fs::File::open(&self.dir)?.sync_all()
     }
 }

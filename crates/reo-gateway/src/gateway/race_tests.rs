@@ -179,3 +179,30 @@ fn a_pending_delete_in_a_bucket_deleted_behind_the_gateway_is_done() {
     assert_eq!(gw.dirty().0, 0);
     assert!(gw.health.report().up);
 }
+
+#[test]
+fn a_write_fsyncs_its_record_before_answering_and_not_under_the_pending_map() {
+    let rig = Rig::new();
+    let (gw, _) = rig.open();
+    gw.put("bkt", "before", b"flushed or not", info()).unwrap();
+    let synced = gw.records.before_sync.reached();
+    // The next write is held at the fsync of its pending record.
+    gw.records.before_sync.set(false);
+    let writer = {
+        let gw = gw.clone();
+        std::thread::spawn(move || gw.put("bkt", "k", b"landing", info()))
+    };
+    gw.records.before_sync.wait_reached(synced + 1);
+    // Regression: the record was written and fsync'ed under the pending map's mutex, so every
+    // HEAD, GET and listing waited for a concurrent PUT's fsync.
+    assert!(gw.pending.try_lock().is_ok(), "the pending map is free during the fsync");
+    assert_eq!(gw.head("bkt", "before").unwrap().size, 14);
+    assert_eq!(gw.dirty().0, 1);
+    // Not acknowledged (nor visible) before its record is durable.
+    assert!(!writer.is_finished());
+    assert_eq!(*gw.head("bkt", "k").unwrap_err().code(), S3ErrorCode::NoSuchKey);
+    gw.records.before_sync.set(true);
+    writer.join().unwrap().unwrap();
+    let on_disk = super::pending::Pending::open(&rig.dir.join("state").join("pending")).unwrap();
+    assert_eq!(on_disk.map["bkt/k"].info.size, 7, "the acknowledged write's record is on disk");
+}

@@ -102,7 +102,7 @@ mod tests {
     fn crash_after_recording(rig: &Rig, before: &[u8], p: PendingPut) {
         let (gw, _) = rig.open();
         gw.put("bkt", "k", before, info()).unwrap();
-        gw.pending().persist(&p).unwrap();
+        gw.records.persist(&p).unwrap();
         gw.cache.store().flush().unwrap();
     }
 

@@ -24,7 +24,12 @@ impl ReoS3 {
         let gw = self.gw.clone();
         let b = req.input.bucket;
         let loc = format!("/{b}");
-        blocking(move || gw.backend.create_bucket(&b).map_err(backend_err)).await?;
+        blocking(move || {
+            gw.backend.create_bucket(&b).map_err(backend_err)?;
+            gw.bucket_exists(&b); // objects stuck for want of it flush now
+            Ok(())
+        })
+        .await?;
         Ok(S3Response::new(CreateBucketOutput { location: Some(loc) }))
     }
 

@@ -75,11 +75,7 @@ impl ReoS3 {
     ) -> R<AbortMultipartUploadOutput> {
         let gw = self.gw.clone();
         let i = req.input;
-        blocking(move || {
-            let u = gw.uploads.get(&i.bucket, &i.key, &i.upload_id)?;
-            gw.uploads.abort(&u)
-        })
-        .await?;
+        blocking(move || gw.uploads.abort(&i.bucket, &i.key, &i.upload_id)).await?;
         Ok(S3Response::new(AbortMultipartUploadOutput::default()))
     }
 

@@ -179,6 +179,21 @@ fn show_status(s: &Value) {
         s["flush_lag_seconds"].as_f64().unwrap_or(0.0),
         backend_state(s)
     );
+    let stuck = &s["stuck"];
+    if stuck["objects"].as_u64().unwrap_or(0) > 0 {
+        println!("stuck: {} objects, {:.1} MiB, not flushable for now:", stuck["objects"], mib(&stuck["bytes"]));
+        for b in stuck["buckets"].as_array().into_iter().flatten() {
+            println!(
+                "  {}: {} objects, {:.1} MiB, for {:.0} s (e.g. {}): {}",
+                b["bucket"].as_str().unwrap_or("?"),
+                b["objects"],
+                mib(&b["bytes"]),
+                b["since_seconds"].as_f64().unwrap_or(0.0),
+                b["key"].as_str().unwrap_or("?"),
+                b["reason"].as_str().unwrap_or("?")
+            );
+        }
+    }
     match s["rebuild"].as_object() {
         Some(r) => println!(
             "rebuild: dev{} {} ({} of {} blobs, {:.1} of {:.1} MiB)",
@@ -233,6 +248,17 @@ fn backend_state(s: &Value) -> String {
     )
 }
 
+/// "; N stuck (bucket missing in the backend: a, b)" when objects are stuck, else "".
+fn stuck_note(s: &Value) -> String {
+    let n = s["stuck"]["objects"].as_u64().unwrap_or(0);
+    if n == 0 {
+        return String::new();
+    }
+    let buckets: Vec<&str> =
+        s["stuck"]["buckets"].as_array().into_iter().flatten().filter_map(|b| b["bucket"].as_str()).collect();
+    format!("; {n} of them stuck (bucket missing in the backend: {})", buckets.join(", "))
+}
+
 /// Wakes the flusher and polls status until nothing is dirty; Ok(false) if `timeout` passed first
 /// (the message, on stderr, says what is left and the backend's state).
 fn flush(a: &Admin, timeout: Option<Duration>) -> Result<bool, String> {
@@ -256,8 +282,9 @@ fn flush(a: &Admin, timeout: Option<Duration>) -> Result<bool, String> {
         if timeout.is_some_and(|t| began.elapsed() >= t) {
             eprintln!();
             eprintln!(
-                "reo: flush timed out after {:.1} s: {n} objects ({bytes} bytes) still dirty; backend {backend}",
-                began.elapsed().as_secs_f64()
+                "reo: flush timed out after {:.1} s: {n} objects ({bytes} bytes) still dirty; backend {backend}{}",
+                began.elapsed().as_secs_f64(),
+                stuck_note(&s)
             );
             return Ok(false);
         }
