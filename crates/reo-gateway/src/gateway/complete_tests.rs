@@ -9,7 +9,6 @@ use md5::{Digest, Md5};
 use s3s::S3ErrorCode;
 
 use super::complete::Step;
-use super::counting::Counting;
 use super::tests::Rig;
 use super::Gateway;
 
@@ -102,13 +101,7 @@ fn a_completion_interrupted_after_recording_its_answer_answers_the_same_when_rep
 #[test]
 fn two_completions_of_one_upload_at_once_answer_the_same_and_write_once() {
     let rig = Rig::new();
-    let mut counting = None;
-    let (gw, _) = rig.open_with(|b| {
-        let c = Counting::new(b);
-        counting = Some(c.clone());
-        c
-    });
-    let counting: Arc<Counting> = counting.expect("wrapped");
+    let (gw, _, counting) = rig.open_counting();
     let (id, parts) = upload(&gw);
     let complete = |gw: &Arc<Gateway>| {
         let (gw, id, parts) = (gw.clone(), id.clone(), parts.clone());

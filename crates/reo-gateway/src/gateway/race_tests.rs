@@ -2,29 +2,15 @@
 //! deterministic with the gates of the counting backend double ([`super::counting`]): one side
 //! is held at a gate while the other runs to completion, then the first goes on. No sleeps.
 
-use std::sync::Arc;
-
 use s3s::S3ErrorCode;
 
-use super::counting::Counting;
 use super::policy::PolicyRule;
 use super::tests::Rig;
 use super::Gateway;
-use crate::backend::{Backend, ListQuery, LocalBackend, ObjectInfo};
+use crate::backend::{Backend, ListQuery, ObjectInfo};
 
 fn info() -> ObjectInfo {
     ObjectInfo { content_type: "text/plain".into(), ..Default::default() }
-}
-
-/// A gateway over the counting double, and the real backend under it.
-fn open(rig: &Rig) -> (Arc<Gateway>, Arc<LocalBackend>, Arc<Counting>) {
-    let mut counting = None;
-    let (gw, backend) = rig.open_with(|b| {
-        let c = Counting::new(b);
-        counting = Some(c.clone());
-        c
-    });
-    (gw, backend, counting.expect("wrapped"))
 }
 
 fn body(gw: &Gateway, key: &str) -> Vec<u8> {
@@ -36,7 +22,7 @@ fn body(gw: &Gateway, key: &str) -> Vec<u8> {
 #[test]
 fn a_failed_write_around_keeps_the_unflushed_version() {
     let rig = Rig::new();
-    let (gw, _, counting) = open(&rig);
+    let (gw, _, counting) = rig.open_counting();
     gw.put("bkt", "k", b"acknowledged", info()).unwrap();
     // The next write of k is larger than the dirty budget (write-around), and the backend fails it.
     gw.set_dirty_limit(100);
@@ -52,7 +38,7 @@ fn a_failed_write_around_keeps_the_unflushed_version() {
 #[test]
 fn a_failed_write_through_delete_keeps_the_unflushed_version() {
     let rig = Rig::new();
-    let (gw, _, counting) = open(&rig);
+    let (gw, _, counting) = rig.open_counting();
     gw.put("bkt", "k", b"acknowledged", info()).unwrap();
     gw.set_policies(vec!["bkt=write-through".parse::<PolicyRule>().unwrap()]);
     counting.fail_writes.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -66,7 +52,7 @@ fn a_failed_write_through_delete_keeps_the_unflushed_version() {
 #[test]
 fn a_bucket_is_not_deleted_while_a_write_into_it_lands() {
     let rig = Rig::new();
-    let (gw, backend, counting) = open(&rig);
+    let (gw, backend, counting) = rig.open_counting();
     backend.create_bucket("bkt2").unwrap();
     // The write has seen the bucket exist and waits before recording the object.
     counting.after_head_bucket.set(false);
@@ -88,7 +74,7 @@ fn a_bucket_is_not_deleted_while_a_write_into_it_lands() {
 #[test]
 fn a_write_into_a_bucket_being_deleted_is_refused() {
     let rig = Rig::new();
-    let (gw, backend, counting) = open(&rig);
+    let (gw, backend, counting) = rig.open_counting();
     backend.create_bucket("bkt2").unwrap();
     // The deletion has found the bucket empty and waits before the backend deletes it.
     counting.before_delete_bucket.set(false);
@@ -131,7 +117,7 @@ fn pending_deletes_do_not_end_a_listing_early() {
 #[test]
 fn a_conditional_put_checks_and_writes_under_the_key_lock() {
     let rig = Rig::new();
-    let (gw, _, counting) = open(&rig);
+    let (gw, _, counting) = rig.open_counting();
     // The condition's lookup reaches the backend (k is nowhere) and is held there.
     counting.after_head.set(false);
     let writer = {

@@ -7,7 +7,6 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use super::counting::Counting;
 use super::flight::FlightKey;
 use super::stream::ReadPlan;
 use super::tests::Rig;
@@ -22,16 +21,6 @@ fn put_backend(b: &LocalBackend, key: &str, data: &[u8]) -> ObjectInfo {
     let info = ObjectInfo { size: data.len() as u64, etag: crate::keys::md5_hex(data), ..Default::default() };
     b.put("bkt", key, data, &info).unwrap();
     info
-}
-
-fn open(rig: &Rig) -> (Arc<Gateway>, Arc<LocalBackend>, Arc<Counting>) {
-    let mut counting = None;
-    let (gw, local) = rig.open_with(|b| {
-        let c = Counting::new(b);
-        counting = Some(c.clone());
-        c
-    });
-    (gw, local, counting.expect("wrapped"))
 }
 
 /// A whole-object GET's plan, as the S3 layer makes it (blocking part).
@@ -50,7 +39,7 @@ async fn body(p: ReadPlan) -> Result<Vec<u8>, String> {
 async fn concurrent_misses_share_one_backend_fetch() {
     const N: usize = 8;
     let rig = Rig::new();
-    let (gw, local, counting) = open(&rig);
+    let (gw, local, counting) = rig.open_counting();
     let data = object((2 << 20) + 12_345, 1);
     put_backend(&local, "k", &data);
     // Held at the gate, the first fetch cannot finish before every request has joined it.
@@ -85,7 +74,7 @@ async fn concurrent_misses_share_one_backend_fetch() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_reach_every_waiter_and_the_next_request_retries() {
     let rig = Rig::new();
-    let (gw, local, counting) = open(&rig);
+    let (gw, local, counting) = rig.open_counting();
     let data = object(300_000, 2);
     put_backend(&local, "k", &data);
     counting.before.set(false);
@@ -127,7 +116,7 @@ async fn errors_reach_every_waiter_and_the_next_request_retries() {
 async fn bytes_stream_before_the_fetch_ends_and_a_disconnect_caches_nothing() {
     use futures::StreamExt;
     let rig = Rig::new();
-    let (gw, local, counting) = open(&rig);
+    let (gw, local, counting) = rig.open_counting();
     let data = object((2 << 20) + 777, 4);
     put_backend(&local, "k", &data);
     counting.after_first.set(false);
@@ -150,7 +139,7 @@ async fn bytes_stream_before_the_fetch_ends_and_a_disconnect_caches_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn range_misses_stream_their_bytes_and_cache_their_fragments() {
     let rig = Rig::new();
-    let (gw, local, counting) = open(&rig);
+    let (gw, local, counting) = rig.open_counting();
     let data = object(1_000_000, 5);
     put_backend(&local, "k", &data);
     let info = gw.head("bkt", "k").unwrap();
@@ -166,7 +155,7 @@ async fn range_misses_stream_their_bytes_and_cache_their_fragments() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revalidation_follows_another_writer_and_survives_a_down_backend() {
     let rig = Rig::new();
-    let (gw, local, counting) = open(&rig);
+    let (gw, local, counting) = rig.open_counting();
     let old = object(100_000, 6);
     put_backend(&local, "k", &old);
     gw.set_revalidate_after(Some(Duration::from_secs(3600)));
@@ -208,7 +197,7 @@ async fn revalidation_follows_another_writer_and_survives_a_down_backend() {
 async fn cached_ranges_stream_window_by_window_and_a_write_between_windows_cuts_the_body() {
     use futures::StreamExt;
     let rig = Rig::new();
-    let (gw, local, counting) = open(&rig);
+    let (gw, local, counting) = rig.open_counting();
     let data = object((2 << 20) + 999, 8); // 33 fragments of 64 KiB
     put_backend(&local, "k", &data);
     assert!(body(plan(&gw, "k").unwrap()).await.unwrap() == data);

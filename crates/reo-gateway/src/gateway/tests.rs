@@ -29,6 +29,18 @@ impl Rig {
         self.open_with(|b| b)
     }
 
+    /// [`Rig::open`] over the counting double ([`super::counting::Counting`]: gates and failure
+    /// switches at the backend seam); returns it with the real backend under it.
+    pub(crate) fn open_counting(&self) -> (Arc<Gateway>, Arc<LocalBackend>, Arc<super::counting::Counting>) {
+        let mut counting = None;
+        let (gw, backend) = self.open_with(|b| {
+            let c = super::counting::Counting::new(b);
+            counting = Some(c.clone());
+            c
+        });
+        (gw, backend, counting.expect("wrapped"))
+    }
+
     /// [`Rig::open`] with the gateway's backend wrapped by `wrap` (e.g. a recorder at the trait seam).
     pub(crate) fn open_with<B: Backend>(
         &self,
@@ -268,13 +280,7 @@ fn deleting_a_bucket_applies_its_pending_deletes_first() {
 #[test]
 fn a_write_flushed_while_a_listing_runs_is_listed() {
     let rig = Rig::new();
-    let mut counting = None;
-    let (gw, _) = rig.open_with(|b| {
-        let c = super::counting::Counting::new(b);
-        counting = Some(c.clone());
-        c
-    });
-    let counting = counting.expect("wrapped");
+    let (gw, _, counting) = rig.open_counting();
     gw.put("bkt", "l/a", b"1", info()).unwrap();
     counting.after_list.set(false);
     let lister = {

@@ -4,14 +4,10 @@
 //! nor a reorganize caches bytes of a version the backend no longer holds when an object is
 //! rewritten while they run.
 
-use std::sync::Arc;
-
 use super::engine::HintEngine;
 use super::{unix_now, HintSpec, HintState, Intent, Lease, Target};
-use crate::backend::{Backend, LocalBackend, ObjectInfo};
-use crate::gateway::counting::Counting;
+use crate::backend::{Backend, ObjectInfo};
 use crate::gateway::tests::Rig;
-use crate::gateway::Gateway;
 
 fn spec(key: &str, intent: Intent, start: u64, end: u64) -> HintSpec {
     HintSpec {
@@ -119,21 +115,10 @@ fn reorganize_moves_cached_bytes_to_the_new_prefix() {
     assert_eq!(e.counters().reorganized_bytes, data.len() as u64);
 }
 
-/// The engine over the gateway's counting backend double (gates at the backend seam).
-fn counted(rig: &Rig) -> (Arc<Gateway>, Arc<LocalBackend>, Arc<Counting>) {
-    let mut counting = None;
-    let (gw, backend) = rig.open_with(|b| {
-        let c = Counting::new(b);
-        counting = Some(c.clone());
-        c
-    });
-    (gw, backend, counting.expect("wrapped"))
-}
-
 #[test]
 fn a_prefetch_of_an_object_rewritten_meanwhile_caches_no_cut_version() {
     let rig = Rig::new();
-    let (gw, backend, counting) = counted(&rig);
+    let (gw, backend, counting) = rig.open_counting();
     let (v1, v2) = (vec![1u8; 100_000], vec![2u8; 200_000]);
     backend.put("bkt", "obj", &v1, &info(&v1)).unwrap();
     let e = HintEngine::open(gw.clone(), &rig.dir.join("state"), 0).unwrap();
@@ -159,7 +144,7 @@ fn a_prefetch_of_an_object_rewritten_meanwhile_caches_no_cut_version() {
 #[test]
 fn reorganize_does_not_move_bytes_onto_a_key_rewritten_since_the_listing() {
     let rig = Rig::new();
-    let (gw, backend, counting) = counted(&rig);
+    let (gw, backend, counting) = rig.open_counting();
     let (old, new) = (vec![9u8; 100_000], vec![5u8; 50_000]);
     backend.put("bkt", "old/a", &old, &info(&old)).unwrap();
     let e = HintEngine::open(gw.clone(), &rig.dir.join("state"), 0).unwrap();
