@@ -274,6 +274,11 @@ impl Store {
         out
     }
 
+    /// Is `loc` a live blob? (The store's metadata, no device I/O.)
+    pub fn contains(&self, loc: &Location) -> bool {
+        self.inner.is_live(loc)
+    }
+
     /// The header of the live blob at `loc` (from the store's metadata, no device I/O).
     pub fn header(&self, loc: &Location) -> Option<Vec<u8>> {
         let b = self.inner.bands.get(loc.band as usize)?.read().unwrap_or_else(|e| e.into_inner());
