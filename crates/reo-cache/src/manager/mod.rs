@@ -109,6 +109,10 @@ pub(crate) struct State {
     /// than `epoch_floor` are refused outright (the map was reset since).
     pub invalidated: HashMap<u64, u64, KeyBuildHasher>,
     pub epoch_floor: u64,
+    /// Blobs the cleaner met that the index did not know and freed (under this lock): a writer
+    /// whose blobs were put with the lock dropped compares this with the value it saw before its
+    /// puts, and only if it moved checks that its blobs are still live before installing them.
+    pub orphans_freed: u64,
 }
 
 /// Invalidations remembered before the map is reset (≈ 1.5 MiB).
@@ -229,6 +233,7 @@ impl Cache {
             epoch: 0,
             invalidated: HashMap::default(),
             epoch_floor: 0,
+            orphans_freed: 0,
         };
         let cache = Cache { store, cfg, classes, state: Mutex::new(state) };
         cache.rebuild_from_store()?;
