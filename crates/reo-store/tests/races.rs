@@ -6,7 +6,10 @@ mod common;
 
 use common::*;
 use reo_media::{Media, MemMedia};
-use reo_store::{Durability, Error, KeepAll, Placement, PutOptions, Scheme, Store, VictimPolicy};
+use reo_store::{
+    Durability, Error, GcDecision, GcHandler, KeepAll, Location, Placement, PutOptions, RebuildOptions, RebuildState,
+    Scheme, Store, VictimPolicy,
+};
 use std::io;
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -122,4 +125,176 @@ fn a_read_overtaken_by_the_cleaner_is_not_a_device_error() {
     assert_eq!(st.checksum_errors, 0, "a stale location is not a checksum error");
     assert!(store.failed_devices().is_empty());
     assert_eq!(store.read_all(&b).unwrap(), content(b_id, 3000), "the new blob is intact");
+}
+
+/// A rendezvous for the tests below: one party enters and waits until opened; others count
+/// themselves past a point.
+#[derive(Default)]
+struct Gate {
+    st: Mutex<(bool, bool, usize)>, // (entered, open, passed)
+    cv: Condvar,
+}
+
+impl Gate {
+    /// Signals entry and waits until opened (returns at once once opened).
+    fn enter(&self) {
+        let mut st = self.st.lock().unwrap();
+        st.0 = true;
+        self.cv.notify_all();
+        while !st.1 {
+            st = self.cv.wait(st).unwrap();
+        }
+    }
+
+    fn wait_entered(&self) {
+        let mut st = self.st.lock().unwrap();
+        while !st.0 {
+            st = self.cv.wait(st).unwrap();
+        }
+    }
+
+    fn pass(&self) {
+        self.st.lock().unwrap().2 += 1;
+        self.cv.notify_all();
+    }
+
+    fn wait_passed(&self, n: usize) {
+        let mut st = self.st.lock().unwrap();
+        while st.2 < n {
+            st = self.cv.wait(st).unwrap();
+        }
+    }
+
+    fn open(&self) {
+        self.st.lock().unwrap().1 = true;
+        self.cv.notify_all();
+    }
+}
+
+/// A cleaner's handler that holds the cleaner (and its lock) inside `decide` until opened.
+struct Held(Arc<Gate>);
+
+impl GcHandler for Held {
+    fn decide(&mut self, _: &Location, _: &[u8]) -> GcDecision {
+        self.0.enter();
+        GcDecision::Relocate
+    }
+}
+
+/// Replacement media that report when `replace_device` has looked at them (its checks of the
+/// store's state came before, in the unfixed code).
+struct Looked {
+    inner: Arc<dyn Media>,
+    gate: Arc<Gate>,
+    once: std::sync::atomic::AtomicBool,
+}
+
+impl Media for Looked {
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.inner.read_at(buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.inner.write_at(buf, offset)
+    }
+    fn sync(&self) -> io::Result<()> {
+        self.inner.sync()
+    }
+    fn stores_bytes(&self) -> bool {
+        if !self.once.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            self.gate.pass();
+        }
+        true
+    }
+    fn describe(&self) -> String {
+        "looked-at replacement".into()
+    }
+}
+
+const DEV: u64 = 8 << 20;
+
+fn blobs(store: &Store, n: u64) -> Vec<(Location, Vec<u8>)> {
+    (0..n)
+        .map(|i| {
+            let data = content(100 + i, 20_000);
+            (store.put(b"x", &data, &PutOptions::new(Scheme::Rs { k: 2, p: 2 })).unwrap(), data)
+        })
+        .collect()
+}
+
+/// Two `replace_device` calls for one failed device, both past their checks before either
+/// installs its media (the cleaner holds the lock they serialise on): exactly one may win. Before
+/// the fix both swapped their media into the slot and started a rebuild each.
+#[test]
+fn concurrent_replacements_of_one_device_start_one_rebuild() {
+    let devs = devices(4, DEV);
+    let store = Arc::new(open(&devs, &small_config()));
+    let kept = blobs(&store, 6);
+    store.seal_open_bands();
+    store.fail_device(1).unwrap();
+    let gate = Arc::new(Gate::default());
+    let cleaner = {
+        let (store, gate) = (store.clone(), gate.clone());
+        std::thread::spawn(move || store.gc(VictimPolicy::Greedy, &mut Held(gate)).map(|r| r.is_some()))
+    };
+    gate.wait_entered();
+    let replacers: Vec<_> = (0..2)
+        .map(|_| {
+            let (store, gate) = (store.clone(), gate.clone());
+            std::thread::spawn(move || {
+                let m = Looked { inner: Arc::new(MemMedia::new(DEV)), gate, once: Default::default() };
+                store.replace_device(1, Arc::new(m), RebuildOptions::default())
+            })
+        })
+        .collect();
+    gate.wait_passed(2);
+    gate.open();
+    assert!(cleaner.join().unwrap().unwrap());
+    let results: Vec<_> = replacers.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 1, "one replacement wins: {results:?}");
+    let h = results.into_iter().find_map(|r| r.ok()).unwrap();
+    assert_eq!(h.wait().state, RebuildState::Done);
+    // The cleaner relocated some: compare by content.
+    let now: Vec<Vec<u8>> = store.blobs().iter().map(|(l, _)| store.read_all(l).unwrap()).collect();
+    assert!(kept.iter().all(|(_, data)| now.contains(data)));
+}
+
+/// Two `resume_rebuild` calls at once start one rebuild: the second is refused while the first
+/// is still building its queue. Before the fix both passed the `started` check.
+#[test]
+fn concurrent_resumes_start_one_rebuild() {
+    let mut devs = devices(4, DEV);
+    let cfg = small_config();
+    let store = open(&devs, &cfg);
+    let kept = blobs(&store, 6);
+    store.fail_device(1).unwrap();
+    devs[1] = devices(1, DEV).pop().unwrap();
+    let paused = RebuildOptions { start_paused: true, ..Default::default() };
+    let _ = store.replace_device(1, devs[1].clone(), paused).unwrap();
+    store.kill();
+    let (store, report) = Store::open(as_media(&devs), &cfg).unwrap();
+    assert_eq!(report.rebuilding_device, Some(1));
+    let store = Arc::new(store);
+    let gate = Arc::new(Gate::default());
+    let first = {
+        let (store, gate) = (store.clone(), gate.clone());
+        std::thread::spawn(move || {
+            let priority: reo_store::PriorityFn = Arc::new(move |_: &Location, _: &[u8]| {
+                gate.enter();
+                0
+            });
+            store.resume_rebuild(RebuildOptions { priority, ..Default::default() })
+        })
+    };
+    gate.wait_entered();
+    let second = store.resume_rebuild(RebuildOptions::default());
+    gate.open();
+    let h = first.join().unwrap().unwrap().expect("a rebuild to resume");
+    assert!(second.is_err(), "the second resume is refused: {second:?}");
+    assert_eq!(h.wait().state, RebuildState::Done);
+    for (loc, data) in &kept {
+        assert_eq!(&store.read_all(loc).unwrap(), data);
+    }
 }
