@@ -4,9 +4,16 @@
 //! Locking: one mutex guards the metadata ([`State`]: index, policy, pins, counters); it is held
 //! for lookups and updates only, never during device I/O. A read copies the blob locations under
 //! the lock and reads the store after releasing it; if the blob is evicted or relocated meanwhile
-//! the store answers `NotFound` and the read retries once from the index, then reports a miss. A
-//! write puts its blob first and installs it under the lock; whichever install loses a race frees
-//! its own blob.
+//! the store answers `NotFound` and that fragment is reported as a miss. A write puts its blob
+//! first and installs it under the lock; whichever install loses a race frees its own blob, and
+//! a blob the cleaner freed as an orphan before its install (`orphans_freed`) is written again.
+//!
+//! Lock order: the store's cleaner lock (the cleaner calls [`GcHandler`](reo_store::GcHandler)
+//! with it held) → this mutex → the store's metadata locks (gate, bands, journal queue, resync
+//! state). Under the mutex the cache only calls store functions that take those (`free` without
+//! a durability wait, `header`, `contains`, `health`, `failed_devices`, `rebuild_progress`);
+//! never `put`, `read`, `gc`, `scrub`, `replace_device` or a `Sync` free, which do I/O, wait, or
+//! take the cleaner's lock.
 //!
 //! Files: `read.rs` (get), `write.rs` (fill, put, mark clean, delete), `evict.rs` (freeing space:
 //! policy evictions, the cleaner's handler for both eviction modes), `restart.rs` (rebuilding the
