@@ -79,4 +79,19 @@ mod tests {
         let me = std::thread::current().id();
         assert_eq!(inline.map(4, |i| (i, std::thread::current().id())), (0..4).map(|i| (i, me)).collect::<Vec<_>>());
     }
+
+    /// Jobs that map on the same pool and wait for the inner jobs (the store's recovery verifies
+    /// blobs in pool jobs, and each verifying read maps its device reads on the pool) complete
+    /// even when every pool thread is such a job: a waiting rayon worker runs queued jobs itself
+    /// instead of blocking, so the pool cannot run out of threads. Deterministic: with one
+    /// thread, a blocking wait would hang here on every run.
+    #[test]
+    fn nested_maps_on_a_one_thread_pool_complete() {
+        let p = IoPool::new(1);
+        let r =
+            p.map(4, |i| p.map(3, |j| p.map(2, |k| i * 100 + j * 10 + k).iter().sum::<usize>()).iter().sum::<usize>());
+        let expect: Vec<usize> =
+            (0..4).map(|i| (0..3).map(|j| (0..2).map(|k| i * 100 + j * 10 + k).sum::<usize>()).sum()).collect();
+        assert_eq!(r, expect);
+    }
 }

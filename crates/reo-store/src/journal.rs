@@ -27,6 +27,18 @@ pub struct Queue {
     pub stop: bool,
     /// Stop without writing what is queued (simulated crash).
     pub kill: bool,
+    /// Checkpoints that took the queue ([`Journal::drain`]), and the latest of them whose
+    /// checkpoint was written: a batch the writer took before such a checkpoint is in its
+    /// snapshot, and must not be written after it (see [`Journal::covered_since`]).
+    pub drains: u64,
+    pub covered: u64,
+}
+
+/// Records the writer took, with their waiters and the drain count at the time.
+pub struct Batch {
+    pub records: Vec<u8>,
+    pub waiters: Vec<mpsc::Sender<Ack>>,
+    pub drains: u64,
 }
 
 /// The shared queue between mutators and the writer thread.
@@ -90,7 +102,7 @@ impl Journal {
 
     /// Takes everything queued, waiting until there is something or the journal is stopping.
     /// Returns `None` when the writer must exit.
-    pub fn take(&self) -> Option<(Vec<u8>, Vec<mpsc::Sender<Ack>>)> {
+    pub fn take(&self) -> Option<Batch> {
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if q.kill {
@@ -101,7 +113,7 @@ impl Journal {
                 // The next batch starts with this one's capacity: no regrowth from empty.
                 let cap = q.records.0.capacity();
                 let records = std::mem::replace(&mut q.records.0, Vec::with_capacity(cap));
-                return Some((records, std::mem::take(&mut q.waiters)));
+                return Some(Batch { records, waiters: std::mem::take(&mut q.waiters), drains: q.drains });
             }
             if q.stop {
                 return None;
@@ -110,10 +122,25 @@ impl Journal {
         }
     }
 
-    /// Takes whatever is queued without waiting.
-    pub fn drain(&self) -> (Vec<u8>, Vec<mpsc::Sender<Ack>>) {
+    /// Takes whatever is queued without waiting, for a checkpoint; returns the drain's number
+    /// (for [`Journal::covered`]).
+    pub fn drain(&self) -> (Vec<u8>, Vec<mpsc::Sender<Ack>>, u64) {
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-        (std::mem::take(&mut q.records.0), std::mem::take(&mut q.waiters))
+        q.drains += 1;
+        (std::mem::take(&mut q.records.0), std::mem::take(&mut q.waiters), q.drains)
+    }
+
+    /// The checkpoint of drain `n` is written.
+    pub fn covered(&self, n: u64) {
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        q.covered = q.covered.max(n);
+    }
+
+    /// Was a checkpoint that drained the queue after a batch was taken (at `drains`) written?
+    /// Then the batch's records are in its snapshot. Asked by the writer holding the journal
+    /// position, so no checkpoint is half-done.
+    pub fn covered_since(&self, drains: u64) -> bool {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner()).covered > drains
     }
 
     /// Asks the writer to exit after writing what is queued (`kill`: without writing it).

@@ -7,7 +7,7 @@
 use crate::band::{Band, BandState};
 use crate::bytes::Writer;
 use crate::error::{Error, Result};
-use crate::journal::{ack_all, Ack};
+use crate::journal::{ack_all, Ack, Batch};
 use crate::record::{Frame, Record, BATCH_MAGIC, CKPT_MAGIC};
 use crate::stats::Counters;
 use crate::store::Inner;
@@ -57,28 +57,42 @@ pub(crate) fn write_everywhere(inner: &Inner, offset: u64, buf: &[u8], what: &st
 
 /// The journal writer thread: batches, writes, syncs, acknowledges; checkpoints when full.
 pub(crate) fn writer_loop(inner: Arc<Inner>) {
-    while let Some((payload, waiters)) = inner.journal.take() {
-        if payload.is_empty() {
-            ack_all(waiters, &Ok(()));
-            continue;
-        }
-        let mut jp = inner.jpos.lock().unwrap_or_else(|e| e.into_inner());
-        let frame = Frame::wrap(BATCH_MAGIC, inner.layout.store_id, jp.gen, jp.batch, &payload);
-        let ack: Ack = if jp.pos + frame.len() as u64 <= inner.layout.journal_len {
-            let r = write_everywhere(&inner, inner.layout.journal_off + jp.pos, &frame, "journal");
-            if r.is_ok() {
-                jp.pos += frame.len() as u64;
-                jp.batch += 1;
-                Counters::add(&inner.stats.journal_batches, 1);
-            }
-            r
-        } else {
-            drop(jp);
-            // The state already holds these records: a checkpoint makes them durable.
-            checkpoint(&inner, false).map_err(|e| e.to_string())
-        };
-        ack_all(waiters, &ack);
+    while let Some(batch) = inner.journal.take() {
+        write_batch(&inner, batch);
     }
+}
+
+/// Writes one batch the writer took (or a checkpoint when the journal is full).
+pub(crate) fn write_batch(inner: &Inner, batch: Batch) {
+    let Batch { records: payload, waiters, drains } = batch;
+    if payload.is_empty() {
+        ack_all(waiters, &Ok(()));
+        return;
+    }
+    let mut jp = inner.jpos.lock().unwrap_or_else(|e| e.into_inner());
+    if inner.journal.covered_since(drains) {
+        // A checkpoint (`replace_device`'s) ran between taking the batch and here: its snapshot
+        // holds these records, and its new generation must not replay them — a put among them
+        // freed before the snapshot would come back to life at the next open.
+        drop(jp);
+        ack_all(waiters, &Ok(()));
+        return;
+    }
+    let frame = Frame::wrap(BATCH_MAGIC, inner.layout.store_id, jp.gen, jp.batch, &payload);
+    let ack: Ack = if jp.pos + frame.len() as u64 <= inner.layout.journal_len {
+        let r = write_everywhere(inner, inner.layout.journal_off + jp.pos, &frame, "journal");
+        if r.is_ok() {
+            jp.pos += frame.len() as u64;
+            jp.batch += 1;
+            Counters::add(&inner.stats.journal_batches, 1);
+        }
+        r
+    } else {
+        drop(jp);
+        // The state already holds these records: a checkpoint makes them durable.
+        checkpoint(inner, false).map_err(|e| e.to_string())
+    };
+    ack_all(waiters, &ack);
 }
 
 /// Encodes the state under the gate and writes it as a checkpoint of a new journal generation.
@@ -87,7 +101,7 @@ pub(crate) fn checkpoint(inner: &Inner, clean: bool) -> Result<()> {
     let mut jp = inner.jpos.lock().unwrap_or_else(|e| e.into_inner());
     let gate = inner.gate.write().unwrap_or_else(|e| e.into_inner());
     let payload = snapshot(inner, clean);
-    let (_, waiters) = inner.journal.drain();
+    let (_, waiters, drain) = inner.journal.drain();
     drop(gate);
     let number = jp.ckpt_number + 1;
     let gen = jp.gen + 1;
@@ -105,6 +119,7 @@ pub(crate) fn checkpoint(inner: &Inner, clean: bool) -> Result<()> {
     if result.is_ok() {
         *jp = crate::store::JournalPos { gen, pos: 0, batch: 0, ckpt_number: number };
         Counters::add(&inner.stats.checkpoints, 1);
+        inner.journal.covered(drain);
     }
     let ack: Ack = result.as_ref().map(|_| ()).map_err(|e| e.to_string());
     ack_all(waiters, &ack);
@@ -186,6 +201,43 @@ pub(crate) fn decode_checkpoint(payload: &[u8], max_bands: usize, devices: usize
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The writer takes a batch; before it holds the journal position a checkpoint (as
+    /// `replace_device` takes one) snapshots the state, in which a put of the batch was since
+    /// freed. The batch must not go into the checkpoint's new generation: before the fix it did,
+    /// and the next open replayed the put over the snapshot — a freed blob back to life. The
+    /// test stands in for the writer thread to stop it between its two steps.
+    #[test]
+    fn a_batch_taken_before_a_checkpoint_is_not_replayed_after_it() {
+        use crate::{Durability, PutOptions, Scheme, Store, StoreConfig};
+        use reo_media::{Media, MemMedia};
+        let cfg = StoreConfig {
+            chunk_size: 16 << 10,
+            zone_size: Some(256 << 10),
+            journal_size: Some(256 << 10),
+            checkpoint_size: Some(512 << 10),
+            create: true,
+            ..Default::default()
+        };
+        let mems: Vec<Arc<dyn Media>> = (0..2).map(|_| Arc::new(MemMedia::new(8 << 20)) as Arc<dyn Media>).collect();
+        let (store, _) = Store::open(mems.clone(), &cfg).unwrap();
+        let inner = store.inner.clone();
+        inner.journal.stop(false);
+        let writer = store.writer.lock().unwrap().take();
+        writer.expect("a writer thread").join().unwrap();
+        inner.journal.queue.lock().unwrap().stop = false;
+
+        let x = store.put(b"x", &[7; 1000], &PutOptions::new(Scheme::Replicate(2))).unwrap();
+        let taken = inner.journal.take().expect("the put's record");
+        store.free(&x, Durability::None).unwrap();
+        checkpoint(&inner, false).unwrap();
+        write_batch(&inner, taken);
+        // A crash now: nothing more is written.
+        inner.journal.stop(true);
+        drop(store);
+        let (store, _) = Store::open(mems, &cfg).unwrap();
+        assert!(!store.contains(&x), "a blob freed before the checkpoint stays freed");
+    }
 
     proptest! {
         #[test]

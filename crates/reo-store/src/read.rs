@@ -86,7 +86,7 @@ impl Inner {
             }
             debug_assert!(rest.is_empty(), "the pieces cover the range");
             dests.resize_with(chunks.len(), || None);
-            self.fetch_into(loc.seq, &chunks, dests)
+            self.fetch_into(loc, &chunks, dests)
         };
         let missing: Vec<usize> = (0..want.len()).filter(|&i| got[i].is_none()).collect();
         let result = if missing.is_empty() {
@@ -197,19 +197,25 @@ impl Inner {
     /// Reads and verifies `chunks`, merging adjacent chunks of one device into one read and
     /// reading devices in parallel. Failed devices and bad chunks come back as `None`. The run
     /// buffers come from the pool (possibly longer than the run); callers give them back.
-    pub(crate) fn fetch(&self, seq: u64, chunks: &[ChunkAt]) -> (Vec<AlignedBuf>, Fetched) {
-        self.fetch_into(seq, chunks, (0..chunks.len()).map(|_| None).collect())
+    pub(crate) fn fetch(&self, loc: &Location, chunks: &[ChunkAt]) -> (Vec<AlignedBuf>, Fetched) {
+        self.fetch_into(loc, chunks, (0..chunks.len()).map(|_| None).collect())
     }
 
     /// [`Inner::fetch`], also copying the body bytes of each chunk that verifies into its
     /// destination, if it has one: `dests[i] = (piece, offset in the body)`. A chunk that comes
     /// back `Some` has had its destination written in full.
+    ///
+    /// A chunk that fails verification is charged to its device only if the blob is still live
+    /// once it was read: the read checked liveness before its I/O, without a lock, so the cleaner
+    /// may have freed the blob, reset its band and written another blob over it meanwhile; those
+    /// bytes are another blob's, not a device fault (the read then answers `NotFound`).
     pub(crate) fn fetch_into(
         &self,
-        seq: u64,
+        loc: &Location,
         chunks: &[ChunkAt],
         mut dests: Vec<Option<Dest<'_>>>,
     ) -> (Vec<AlignedBuf>, Fetched) {
+        let seq = loc.seq;
         // Group into runs: (device, offset, len, [(chunk i, offset in run)]).
         let mut order: Vec<usize> = (0..chunks.len()).collect();
         order.sort_by_key(|&i| (chunks[i].device, chunks[i].offset));
@@ -248,8 +254,10 @@ impl Inner {
                     let bytes = &b[off..off + c.height];
                     let ok = !self.stores_bytes || chunk::verify(bytes, seq, c.index, c.place);
                     if !ok {
-                        Counters::add(&self.stats.checksum_errors, 1);
-                        self.note_read_error(*d, "checksum mismatch");
+                        if self.is_live(loc) {
+                            Counters::add(&self.stats.checksum_errors, 1);
+                            self.note_read_error(*d, "checksum mismatch");
+                        }
                     } else if let Some((piece, at)) = dest {
                         let n = piece.len();
                         piece.write_copy_of_slice(&bytes[*at..*at + n]);

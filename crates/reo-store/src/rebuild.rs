@@ -60,7 +60,7 @@ impl Inner {
                             self.chunk_at(loc, shape, &rows[ri], j / g.data, copy)
                         })
                         .collect();
-                    let (bufs, found) = self.fetch(loc.seq, &others);
+                    let (bufs, found) = self.fetch(loc, &others);
                     for (t, &m) in todo.iter().enumerate() {
                         if let Some((run, off)) = found[t] {
                             let body = rows[want[missing[m]].1].body();
@@ -148,7 +148,7 @@ impl Inner {
                     self.chunk_at(loc, shape, &rows[ri], s, c)
                 })
                 .collect();
-            let (bufs, found) = self.fetch(loc.seq, &chunks);
+            let (bufs, found) = self.fetch(loc, &chunks);
             rounds.push(bufs);
             for (t, &(si, c)) in ask.iter().enumerate() {
                 stripes[si].1[c] = (true, found[t].map(|(run, off)| (rounds.len(), run, off)));

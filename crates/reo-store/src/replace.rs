@@ -76,16 +76,6 @@ impl Store {
         if d >= n {
             return Err(Error::Config(format!("no device {d}: the store has {n} devices")));
         }
-        if let Some(r) = inner.resync.device() {
-            return Err(Error::Config(format!(
-                "device {r} is being rebuilt; wait for that rebuild to finish before replacing another device"
-            )));
-        }
-        if !inner.is_failed(d) {
-            return Err(Error::Config(format!(
-                "device {d} is healthy: only a failed device can be replaced (fail it first with fail_device)"
-            )));
-        }
         if media.len() < inner.layout.device_len {
             return Err(Error::Devices(format!(
                 "replacement {} has {} bytes; the store's devices need {}",
@@ -102,8 +92,21 @@ impl Store {
                 kind(inner.stores_bytes)
             )));
         }
-        // No cleaner move is half-done while the slot comes back.
+        // No cleaner move is half-done while the slot comes back. The lock also serialises
+        // replacements: the checks below must hold until the new rebuild is installed, or two
+        // concurrent calls could both pass them and swap two media into one slot, the first
+        // rebuild writing to the second's device and clearing its state when it finishes.
         let _gc = inner.gc_lock.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = inner.resync.device() {
+            return Err(Error::Config(format!(
+                "device {r} is being rebuilt; wait for that rebuild to finish before replacing another device"
+            )));
+        }
+        if !inner.is_failed(d) {
+            return Err(Error::Config(format!(
+                "device {d} is healthy: only a failed device can be replaced (fail it first with fail_device)"
+            )));
+        }
         prepare(inner, d, &media).map_err(|e| Error::Io { device: d, op: "replace", source: e })?;
         inner.slots[d].swap(media);
         inner.budgets[d].reset();
@@ -130,10 +133,15 @@ impl Store {
     /// are rebuilt. `Ok(None)` when there is nothing to resume.
     pub fn resume_rebuild(&self, opts: RebuildOptions) -> Result<Option<RebuildHandle>> {
         let Some(r) = self.inner.resync.get() else { return Ok(None) };
-        if r.started.load(Ordering::Acquire) {
+        // Claimed atomically: two concurrent calls must not both start a rebuild thread.
+        if r.started.swap(true, Ordering::AcqRel) {
             return Err(Error::Config(format!("the rebuild of device {} is already running", r.device)));
         }
-        self.start_rebuild(r, opts).map(Some)
+        let h = self.start_rebuild(r.clone(), opts);
+        if h.is_err() {
+            r.started.store(false, Ordering::Release);
+        }
+        h.map(Some)
     }
 
     /// Progress of the rebuild in progress, if any.

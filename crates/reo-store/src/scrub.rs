@@ -95,7 +95,7 @@ impl Inner {
         let (chunks, skipped): (Vec<ChunkAt>, Vec<ChunkAt>) =
             all.into_iter().partition(|c| !self.down(c.device, loc.seq));
         rep.chunks_skipped += skipped.len() as u64;
-        let (bufs, got) = self.fetch(loc.seq, &chunks);
+        let (bufs, got) = self.fetch(loc, &chunks);
         for b in bufs {
             self.bufs.give(b);
         }

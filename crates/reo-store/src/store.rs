@@ -7,6 +7,17 @@
 //! (insert/remove of live blobs plus queueing their journal records) hold the *gate* in read mode,
 //! which a checkpoint takes in write mode for the instant it snapshots the state, so a checkpoint
 //! always equals "all queued records applied".
+//!
+//! Lock order (a lock is only taken while holding locks to its left): `gc_lock` (cleaner,
+//! `replace_device`, scrub per blob, the rebuild reader's windows; the cleaner's handler runs
+//! under it) → `put_fence` → `jpos` → `gate` → `alloc` → band locks → the journal queue; then the
+//! leaves (rebuild `ctl` → `done`, the resync cell, error budgets, slots, buffer pool). `jpos` and
+//! `put_fence`, `gate` and `alloc` are never held together. One band lock at a time, except that
+//! allocation opens a free band while holding the full one. Waits for durability
+//! ([`crate::journal::Pending::wait`]) hold no store lock but `gc_lock` (a put drops its fence
+//! first); the journal writer and the pool's I/O jobs take only `jpos`, `gate`, band read locks
+//! and leaves, so they never wait for a waiter. The layer above may call in holding its own lock,
+//! except for what takes `gc_lock` or waits (`gc`, `replace_device`, `scrub`, `Sync` frees).
 
 use crate::band::{Band, BandState, SeqHasher};
 use crate::bufpool::BufPool;
@@ -274,6 +285,11 @@ impl Store {
         out
     }
 
+    /// Is `loc` a live blob? (The store's metadata, no device I/O.)
+    pub fn contains(&self, loc: &Location) -> bool {
+        self.inner.is_live(loc)
+    }
+
     /// The header of the live blob at `loc` (from the store's metadata, no device I/O).
     pub fn header(&self, loc: &Location) -> Option<Vec<u8>> {
         let b = self.inner.bands.get(loc.band as usize)?.read().unwrap_or_else(|e| e.into_inner());
@@ -393,7 +409,9 @@ impl Store {
             r.stop("the store was closed; reopening resumes the rebuild");
         }
         self.inner.journal.stop(kill);
-        if let Some(h) = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        // Taken in its own statement: an `if let` would keep the guard for the join.
+        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(h) = writer {
             let _ = h.join();
         }
     }

@@ -112,7 +112,7 @@ impl Cache {
                     found = (0..n)
                         .filter_map(|f| s.location(slot, f, fs).map(|l| (f, l)))
                         .find(|(_, l)| l.scheme != target)
-                        .map(|(f, l)| (slot, f, l, target, e.class()));
+                        .map(|(f, l)| (slot, f, l, target, e.class(), s.orphans_freed));
                     if found.is_some() {
                         // Come back to this object for its other fragments.
                         s.reencode_cursor = s.reencode_cursor.wrapping_sub(1);
@@ -121,7 +121,7 @@ impl Cache {
                 }
                 found
             };
-            let Some((slot, frag, old, target, class)) = job else { break };
+            let Some((slot, frag, old, target, class, seen)) = job else { break };
             let moved_one = (|| {
                 let data = self.store.read_all(&old).ok()?;
                 let mut h = BlobHeader::decode(&self.store.header(&old)?)?;
@@ -137,7 +137,7 @@ impl Cache {
                 continue;
             };
             let mut s = self.lock();
-            if s.location(slot, frag, fs).as_ref() == Some(&old) {
+            if s.location(slot, frag, fs).as_ref() == Some(&old) && !self.lost_to_cleaner(&s, seen, &[new]) {
                 s.set_location(slot, frag, Some(&new));
                 s.stats.gc_write_bytes += new.len;
                 s.stats.reencoded_bytes += new.len;

@@ -139,7 +139,7 @@ impl Cache {
             }
         };
         let chunk = Chunk { fp, size: chunk_len, compressed: stored };
-        let (write, evicted) = {
+        let (write, evicted, seen) = {
             let mut s = self.lock();
             let same = s.index.find(key) == Some(slot)
                 && s.index.get(slot).is_some_and(|e| e.size() == size && !e.dirty())
@@ -161,7 +161,8 @@ impl Cache {
             if !d.out.write {
                 stats.dedup_saved_writes += 1;
             }
-            (d.out.write, evicted)
+            let write = d.out.write;
+            (write, evicted, s.orphans_freed)
         };
         free_all(&self.store, &evicted, Durability::None);
         if !write {
@@ -185,6 +186,12 @@ impl Cache {
         let put = self.put_blob(&header, body, self.content_scheme(), false, placement);
         let mut s = self.lock();
         match put {
+            Ok(loc) if self.lost_to_cleaner(&s, seen, &[loc]) => {
+                // Freed by the cleaner before it was mapped: as if the write had failed.
+                s.dedup_forget(addr);
+                s.stats.wasted_write_bytes += loc.len;
+                false
+            }
             Ok(loc) => {
                 if rewrite {
                     s.stats.gc_write_bytes += loc.len;
@@ -213,12 +220,6 @@ impl Cache {
                 false
             }
         }
-    }
-
-    /// The cleaner met content blob `fp` at `loc`: is it the live copy?
-    pub(crate) fn content_is_live(&self, fp: &[u8], loc: &Location) -> bool {
-        let s = self.lock();
-        s.dedup.as_ref().and_then(|d| d.blobs.get(fp)).is_some_and(|l| l == loc)
     }
 
     /// The cleaner moved content blob `fp`. If the content left the cache meanwhile, the copy is

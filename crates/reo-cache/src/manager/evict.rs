@@ -124,6 +124,30 @@ impl Cache {
     }
 }
 
+/// A blob the index does not point at: a leftover (of a crash, or of a write that lost a race),
+/// or the blob of a write still on its way to being installed, which the cache cannot tell apart.
+/// Freed here, under the lock, and counted in `orphans_freed`: a writer installing under the same
+/// lock then either finds its blob gone (and writes again) or installs it before the cleaner looks,
+/// which then keeps it. Freed by the store after `decide` instead, a writer could install its
+/// blob between the decision and the free, and the index would point at freed space (a dirty
+/// write's only copy lost).
+fn orphan(c: &Cache, s: &mut State, loc: &Location) -> GcDecision {
+    // Lock order: the cache's state, then the store's gate, band and journal queue (never held
+    // while calling into the cache). No durability wait under the lock.
+    if c.store.free(loc, Durability::None).is_ok() {
+        s.orphans_freed += 1;
+    }
+    GcDecision::Drop
+}
+
+impl Cache {
+    /// Were any of `locs`, put after the writer saw `seen` in `orphans_freed`, freed by the
+    /// cleaner as orphans? Costs nothing unless the cleaner freed an orphan meanwhile.
+    pub(crate) fn lost_to_cleaner(&self, s: &State, seen: u64, locs: &[Location]) -> bool {
+        s.orphans_freed != seen && !locs.iter().all(|l| self.store.contains(l))
+    }
+}
+
 /// A blob the cleaner asked about.
 enum Moving {
     /// Fragment of the object in slot.
@@ -143,17 +167,17 @@ impl GcHandler for Cleaner<'_> {
     fn decide(&mut self, loc: &Location, header: &[u8]) -> GcDecision {
         let c = self.cache;
         let Some(h) = BlobHeader::decode(header) else { return GcDecision::Drop };
+        let mut s = c.lock();
         if h.kind == crate::header::BlobKind::Content {
-            if !c.content_is_live(&h.key, loc) {
-                return GcDecision::Drop;
+            if s.dedup.as_ref().and_then(|d| d.blobs.get(&h.key[..])) != Some(loc) {
+                return orphan(c, &mut s, loc);
             }
             self.moving.insert(loc.seq, Moving::Content(h.key));
             return GcDecision::Relocate;
         }
-        let mut s = c.lock();
-        let Some(slot) = s.index.find(&h.key) else { return GcDecision::Drop };
+        let Some(slot) = s.index.find(&h.key) else { return orphan(c, &mut s, loc) };
         if s.location(slot, h.fragment, c.cfg.fragment_size).as_ref() != Some(loc) {
-            return GcDecision::Drop; // not the blob the index points at: a leftover
+            return orphan(c, &mut s, loc);
         }
         let now = s.now;
         let live_pin = s.pins.get(&slot).is_some_and(|&u| u > now);

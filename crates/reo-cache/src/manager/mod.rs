@@ -4,9 +4,16 @@
 //! Locking: one mutex guards the metadata ([`State`]: index, policy, pins, counters); it is held
 //! for lookups and updates only, never during device I/O. A read copies the blob locations under
 //! the lock and reads the store after releasing it; if the blob is evicted or relocated meanwhile
-//! the store answers `NotFound` and the read retries once from the index, then reports a miss. A
-//! write puts its blob first and installs it under the lock; whichever install loses a race frees
-//! its own blob.
+//! the store answers `NotFound` and that fragment is reported as a miss. A write puts its blob
+//! first and installs it under the lock; whichever install loses a race frees its own blob, and
+//! a blob the cleaner freed as an orphan before its install (`orphans_freed`) is written again.
+//!
+//! Lock order: the store's cleaner lock (the cleaner calls [`GcHandler`](reo_store::GcHandler)
+//! with it held) → this mutex → the store's metadata locks (gate, bands, journal queue, resync
+//! state). Under the mutex the cache only calls store functions that take those (`free` without
+//! a durability wait, `header`, `contains`, `health`, `failed_devices`, `rebuild_progress`);
+//! never `put`, `read`, `gc`, `scrub`, `replace_device` or a `Sync` free, which do I/O, wait, or
+//! take the cleaner's lock.
 //!
 //! Files: `read.rs` (get), `write.rs` (fill, put, mark clean, delete), `evict.rs` (freeing space:
 //! policy evictions, the cleaner's handler for both eviction modes), `restart.rs` (rebuilding the
@@ -109,6 +116,10 @@ pub(crate) struct State {
     /// than `epoch_floor` are refused outright (the map was reset since).
     pub invalidated: HashMap<u64, u64, KeyBuildHasher>,
     pub epoch_floor: u64,
+    /// Blobs the cleaner met that the index did not know and freed (under this lock): a writer
+    /// whose blobs were put with the lock dropped compares this with the value it saw before its
+    /// puts, and only if it moved checks that its blobs are still live before installing them.
+    pub orphans_freed: u64,
 }
 
 /// Invalidations remembered before the map is reset (≈ 1.5 MiB).
@@ -229,6 +240,7 @@ impl Cache {
             epoch: 0,
             invalidated: HashMap::default(),
             epoch_floor: 0,
+            orphans_freed: 0,
         };
         let cache = Cache { store, cfg, classes, state: Mutex::new(state) };
         cache.rebuild_from_store()?;

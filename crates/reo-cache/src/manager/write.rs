@@ -193,7 +193,7 @@ impl Cache {
                 data.len()
             )));
         }
-        let (class, req, dedup) = {
+        let (class, req, dedup, seen) = {
             let mut s = self.lock();
             s.now = s.now.max(now_ns);
             s.stats.backend_read_bytes += data.len() as u64;
@@ -229,7 +229,7 @@ impl Cache {
             if let Some(why) = admission_refusal(s.admitter.decide(&req)) {
                 return Ok(FillOutcome::Rejected(why));
             }
-            (class, req, s.dedup.is_some())
+            (class, req, s.dedup.is_some(), s.orphans_freed)
         };
         if dedup {
             let slot = {
@@ -283,7 +283,12 @@ impl Cache {
                 || e.dirty()
                 || e.size() != object_size
                 || s.index.version_tag(slot).is_some_and(|t| t != version_tag(&meta.etag));
-            if stale || s.location(slot, frag, fs).is_some() {
+            if self.lost_to_cleaner(&s, seen, &[loc]) {
+                // The cleaner took the blob for a leftover and freed it: nothing to install.
+                s.stats.wasted_write_bytes += loc.len;
+                super::evict::drop_entry_if_empty(&mut s, slot);
+                (FillOutcome::Rejected("full"), smallvec::smallvec![])
+            } else if stale || s.location(slot, frag, fs).is_some() {
                 s.stats.wasted_write_bytes += loc.len;
                 super::evict::drop_entry_if_empty(&mut s, slot);
                 (if stale { FillOutcome::Stale } else { FillOutcome::AlreadyCached }, smallvec::smallvec![loc])
@@ -348,7 +353,7 @@ impl Cache {
         }
         let fs = self.cfg.fragment_size;
         let class = if dirty { Class::Dirty } else { Class::Cold };
-        {
+        let mut seen = {
             let mut s = self.lock();
             s.now = s.now.max(now_ns);
             s.stats.original_write_bytes += size;
@@ -362,7 +367,8 @@ impl Cache {
                     return Ok(PutReceipt { version: 0 });
                 }
             }
-        }
+            s.orphans_freed
+        };
         let n = frag_count(size, fs) as u32;
         if !dirty && self.lock().dedup.is_some() {
             self.delete(key);
@@ -374,19 +380,35 @@ impl Cache {
             return Ok(PutReceipt { version: 0 });
         }
         let mut locs = Vec::with_capacity(n as usize);
-        for f in 0..n {
-            let a = (u64::from(f) * fs) as usize;
-            let b = a + frag_len(size, f, fs) as usize;
-            let header = self.header(key, size, f, dirty, class, meta);
-            match self.put_blob(&header, &data[a..b], self.classes.of(class), dirty, placement_of(key)) {
-                Ok(l) => locs.push(l),
-                Err(e) => {
-                    free_all(&self.store, &locs, Durability::None);
-                    return Err(e);
+        let mut attempts = 0;
+        let (to_free, old_dirty) = loop {
+            for f in 0..n {
+                let a = (u64::from(f) * fs) as usize;
+                let b = a + frag_len(size, f, fs) as usize;
+                let header = self.header(key, size, f, dirty, class, meta);
+                match self.put_blob(&header, &data[a..b], self.classes.of(class), dirty, placement_of(key)) {
+                    Ok(l) => locs.push(l),
+                    Err(e) => {
+                        free_all(&self.store, &locs, Durability::None);
+                        return Err(e);
+                    }
                 }
             }
-        }
-        let (to_free, old_dirty) = self.install(key, size, class, dirty, &locs, version_tag(&meta.etag))?;
+            match self.install(key, size, class, dirty, &locs, version_tag(&meta.etag), seen)? {
+                Some(done) => break done,
+                None => {
+                    // The cleaner (run by a later fragment's `make_room`, or by another thread)
+                    // freed an earlier fragment before it was installed: write the object again.
+                    free_all(&self.store, &locs, Durability::None);
+                    locs.clear();
+                    attempts += 1;
+                    if attempts >= 4 {
+                        return Err(WriteError::Full("the cleaner kept reclaiming the write's own blobs".into()));
+                    }
+                    seen = self.lock().orphans_freed;
+                }
+            }
+        };
         // A replaced dirty version must not come back after a crash (its flush would overwrite
         // newer data): its frees are durable.
         free_all(&self.store, &to_free, if dirty || old_dirty { Durability::Sync } else { Durability::None });
@@ -395,6 +417,9 @@ impl Cache {
 
     /// Installs a new version of `key` made of `locs`; returns the blobs to free (the old
     /// version's and evicted ones). On failure the old version is kept and the new blobs freed.
+    /// `None` (nothing changed, nothing freed) if the cleaner freed one of `locs` as an orphan
+    /// since the writer saw `seen`.
+    #[allow(clippy::too_many_arguments)]
     fn install(
         &self,
         key: &[u8],
@@ -403,9 +428,14 @@ impl Cache {
         dirty: bool,
         locs: &[Location],
         tag: u32,
-    ) -> Result<(Vec<Location>, bool), WriteError> {
+        seen: u64,
+    ) -> Result<Option<(Vec<Location>, bool)>, WriteError> {
         let fs = self.cfg.fragment_size;
         let mut s = self.lock();
+        if self.lost_to_cleaner(&s, seen, locs) {
+            s.stats.wasted_write_bytes += locs.iter().map(|l| l.len).sum::<u64>();
+            return Ok(None);
+        }
         s.invalidate(key);
         let slot = match s.index.find(key) {
             Some(slot) => slot,
@@ -473,7 +503,7 @@ impl Cache {
         }
         s.index.set_version_tag(slot, tag);
         freed.extend(old.into_iter().map(|(_, l)| l));
-        Ok((freed, was_dirty))
+        Ok(Some((freed, was_dirty)))
     }
 
     /// The version of the dirty object in `slot` (from its first fragment's header).
@@ -544,11 +574,11 @@ impl Cache {
             return self.mark_clean_into_dedup(key, slot, version, &old).map(Some);
         }
         // Clean now: hot (parity) or cold (isolated) by its H, or the class a command set.
-        let class = {
+        let (class, seen) = {
             let s = self.lock();
             let mut e = s.index.get(slot).expect("found").clone();
             e.set_dirty(false);
-            self.class_for(&s, &e)
+            (self.class_for(&s, &e), s.orphans_freed)
         };
         let scheme = self.classes.of(class);
         let mut new = Vec::with_capacity(old.len());
@@ -586,6 +616,13 @@ impl Cache {
         let mut s = self.lock();
         let still =
             matches!(self.dirty_fragments(&s, key, version), Ok(Some((sl, ref now))) if sl == slot && *now == old);
+        if still && self.lost_to_cleaner(&s, seen, &new) {
+            // A clean copy was freed by the cleaner before it was installed: retry.
+            s.stats.wasted_write_bytes += new.iter().map(|l| l.len).sum::<u64>();
+            drop(s);
+            free_all(&self.store, &new, Durability::None);
+            return Ok(None);
+        }
         if !still {
             s.stats.wasted_write_bytes += new.iter().map(|l| l.len).sum::<u64>();
             let rewritten = !matches!(self.dirty_fragments(&s, key, version), Ok(Some(_)));
