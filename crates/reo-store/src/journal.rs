@@ -8,6 +8,10 @@
 //! crash at most the last batch can point at data that never reached the devices; recovery
 //! verifies exactly that batch.
 //!
+//! Group commit: records nobody waits for (durability `None`) wait up to
+//! `StoreConfig::journal_delay` for company before the writer takes them; a waiter (a `Sync` put
+//! or free, a flush) or a large queue makes the batch due at once, with everything queued.
+//!
 //! When a batch does not fit in the journal region, the writer takes a checkpoint instead (the
 //! state then already includes every queued record) and starts a new journal generation.
 
@@ -15,6 +19,7 @@ use crate::bytes::Writer;
 use crate::error::{Error, Result};
 use std::sync::mpsc;
 use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 /// A waiter's answer: the batch holding its records is durable, or why not.
 pub type Ack = std::result::Result<(), String>;
@@ -46,10 +51,13 @@ pub struct Batch {
 pub struct Journal {
     pub queue: Mutex<Queue>,
     pub wake: Condvar,
-    /// 0: wake the writer for the first record after it drained the queue. Otherwise records
-    /// without a waiter wake it only once this many bytes are queued — for byte-less (simulated)
-    /// media, where nothing can crash and a wake-up per record would cost more than the replay.
-    pub lazy_wake_bytes: usize,
+    /// Records nobody waits for are written at once when this many bytes are queued.
+    pub eager_bytes: usize,
+    /// Otherwise, how long the first of them may wait for more to join its batch (group commit):
+    /// `Some(0)` writes a batch per wake-up. `None` (byte-less, simulated media, where nothing can
+    /// crash and a wake-up per record would cost more than the replay) wakes the writer only at
+    /// [`Journal::eager_bytes`], and then takes whatever is queued.
+    pub delay: Option<Duration>,
 }
 
 /// A pending acknowledgement.
@@ -77,15 +85,13 @@ impl Journal {
         if q.stop {
             return Err(Error::Closed);
         }
-        // The writer sleeps only on an empty queue, so only the first record after it drained
-        // the queue (or a waiter) needs to wake it: the others ride along with that wake-up.
+        // The writer sleeps untimed only on an empty queue, so only the first record after it
+        // drained the queue (which starts its group-commit timer), the record that crosses
+        // `eager_bytes`, or a waiter needs to wake it: the others ride along.
         let before = q.records.0.len();
         f(&mut q.records);
-        let due = if self.lazy_wake_bytes == 0 {
-            before == 0
-        } else {
-            before < self.lazy_wake_bytes && q.records.0.len() >= self.lazy_wake_bytes
-        };
+        let crossed = before < self.eager_bytes && q.records.0.len() >= self.eager_bytes;
+        let due = crossed || (before == 0 && self.delay.is_some());
         let rx = if wait {
             let (tx, rx) = mpsc::channel();
             q.waiters.push(tx);
@@ -100,25 +106,39 @@ impl Journal {
         Ok(Pending(rx))
     }
 
-    /// Takes everything queued, waiting until there is something or the journal is stopping.
-    /// Returns `None` when the writer must exit.
+    /// Takes everything queued once it is due — a waiter, [`Journal::eager_bytes`] queued, the
+    /// group-commit delay of the oldest record over, or the journal stopping — waiting until
+    /// then. Returns `None` when the writer must exit.
     pub fn take(&self) -> Option<Batch> {
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let mut deadline: Option<Instant> = None;
         loop {
             if q.kill {
                 q.waiters.clear();
                 return None;
             }
-            if !q.records.0.is_empty() || !q.waiters.is_empty() {
-                // The next batch starts with this one's capacity: no regrowth from empty.
-                let cap = q.records.0.capacity();
-                let records = std::mem::replace(&mut q.records.0, Vec::with_capacity(cap));
-                return Some(Batch { records, waiters: std::mem::take(&mut q.waiters), drains: q.drains });
-            }
-            if q.stop {
+            let queued = !q.records.0.is_empty() || !q.waiters.is_empty();
+            if queued {
+                let due = q.stop
+                    || !q.waiters.is_empty()
+                    || q.records.0.len() >= self.eager_bytes
+                    || self.delay.is_none_or(|d| *deadline.get_or_insert_with(|| Instant::now() + d) <= Instant::now());
+                if due {
+                    // The next batch starts with this one's capacity: no regrowth from empty.
+                    let cap = q.records.0.capacity();
+                    let records = std::mem::replace(&mut q.records.0, Vec::with_capacity(cap));
+                    return Some(Batch { records, waiters: std::mem::take(&mut q.waiters), drains: q.drains });
+                }
+            } else if q.stop {
                 return None;
             }
-            q = self.wake.wait(q).unwrap_or_else(|e| e.into_inner());
+            q = match deadline.filter(|_| queued) {
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    self.wake.wait_timeout(q, left).unwrap_or_else(|e| e.into_inner()).0
+                }
+                None => self.wake.wait(q).unwrap_or_else(|e| e.into_inner()),
+            };
         }
     }
 
@@ -157,5 +177,83 @@ impl Journal {
 pub fn ack_all(waiters: Vec<mpsc::Sender<Ack>>, ack: &Ack) {
     for w in waiters {
         let _ = w.send(ack.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// A journal whose group-commit delay is `delay`, with the store's eager threshold.
+    fn journal(delay: Option<Duration>) -> Arc<Journal> {
+        Arc::new(Journal { eager_bytes: 64, delay, ..Default::default() })
+    }
+
+    /// Runs `take` on a thread; the batch's record bytes, or a failure if it has not returned
+    /// within 30 s (when the writer would wait out an hour-long delay it must not wait for).
+    fn take_soon(j: &Arc<Journal>) -> Option<Vec<u8>> {
+        let (tx, rx) = mpsc::channel();
+        let j = j.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(j.take().map(|b| b.records));
+        });
+        rx.recv_timeout(Duration::from_secs(30)).expect("take returned at once")
+    }
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    #[test]
+    fn a_waiter_takes_the_records_queued_before_it_without_the_delay() {
+        let j = journal(Some(HOUR));
+        let _ = j.enqueue(false, |w| {
+            w.u8(1);
+        });
+        let _ = j.enqueue(true, |w| {
+            w.u8(2);
+        });
+        assert_eq!(take_soon(&j), Some(vec![1, 2]));
+    }
+
+    #[test]
+    fn eager_bytes_of_records_are_taken_without_the_delay() {
+        let j = journal(Some(HOUR));
+        for i in 0..64u8 {
+            let _ = j.enqueue(false, |w| {
+                w.u8(i);
+            });
+        }
+        assert_eq!(take_soon(&j), Some((0..64).collect()));
+    }
+
+    #[test]
+    fn stopping_takes_the_delayed_records_then_ends() {
+        let j = journal(Some(HOUR));
+        let _ = j.enqueue(false, |w| {
+            w.u8(7);
+        });
+        j.stop(false);
+        assert_eq!(take_soon(&j), Some(vec![7]));
+        assert_eq!(take_soon(&j), None);
+    }
+
+    /// A lone record nobody waits for is taken once the delay is over, not before: the delay
+    /// is a lower bound (no upper bound is asserted, so a loaded machine cannot fail this).
+    #[test]
+    fn a_lone_record_waits_out_the_delay() {
+        let delay = Duration::from_millis(40);
+        let j = journal(Some(delay));
+        let t0 = Instant::now();
+        let _ = j.enqueue(false, |w| {
+            w.u8(3);
+        });
+        assert_eq!(take_soon(&j), Some(vec![3]));
+        assert!(t0.elapsed() >= delay, "taken after {:?}, before the {delay:?} delay", t0.elapsed());
+        // Zero delay: taken at once (an hour-long wait would fail take_soon).
+        let j = journal(Some(Duration::ZERO));
+        let _ = j.enqueue(false, |w| {
+            w.u8(4);
+        });
+        assert_eq!(take_soon(&j), Some(vec![4]));
     }
 }

@@ -23,6 +23,7 @@ mod error;
 mod gc;
 mod geometry;
 mod journal;
+mod lay_out;
 mod location;
 mod persist;
 mod progress;

@@ -23,6 +23,10 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, RwLock};
 
+/// Queued journal records (nobody waiting) at which the writer takes a batch without waiting
+/// out the group-commit delay: a batch stays a small fraction of the journal region.
+const JOURNAL_EAGER_BYTES: usize = 256 << 10;
+
 /// What a device's superblock said.
 enum Found {
     Blank,
@@ -190,7 +194,11 @@ fn new_inner(layout: Layout, devices: Vec<Arc<dyn Media>>, pool: IoPool, failed:
         alloc: Mutex::new(Alloc::default()),
         next_seq: AtomicU64::new(1),
         gate: RwLock::new(()),
-        journal: Journal { lazy_wake_bytes: if stores_bytes { 0 } else { 256 << 10 }, ..Default::default() },
+        journal: Journal {
+            eager_bytes: JOURNAL_EAGER_BYTES,
+            delay: stores_bytes.then_some(cfg.journal_delay),
+            ..Default::default()
+        },
         jpos: Mutex::new(JournalPos::default()),
         stats: Counters::default(),
         stores_bytes,

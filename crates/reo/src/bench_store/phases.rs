@@ -13,12 +13,11 @@
 //! sampled read is compared with what was written and a mismatch fails the benchmark.
 
 use super::raw::{self, fill, Op};
-use super::{progress, Acc, Plan, GC_RESERVE, MAX_ROUNDS, PUT_MARGIN};
+use super::{progress, Acc, Plan, Span, Stopwatch, GC_RESERVE, MAX_ROUNDS, PUT_MARGIN};
 use reo_media::{AlignedBuf, FileMedia, Media};
 use reo_store::{Durability, Location, Placement, PutOptions, Scheme, Store, StoreConfig, StoreStats};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
-use std::time::Instant;
 
 /// Offsets of blob windows: this many bytes past the longest blob, in steps of 8 bytes.
 const WINDOW: usize = 1 << 20;
@@ -87,8 +86,8 @@ pub fn check_stats(s: &StoreStats, what: &str) -> Result<(), String> {
 }
 
 /// Runs `job(thread, stop)` on `threads` threads released at once, then `finish`; returns the
-/// jobs' results and the wall time from the release to the end of `finish`.
-fn timed<T, F>(threads: usize, job: F, finish: impl FnOnce() -> Result<(), String>) -> Result<(Vec<T>, f64), String>
+/// jobs' results and the time from the release to the end of `finish`.
+fn timed<T, F>(threads: usize, job: F, finish: impl FnOnce() -> Result<(), String>) -> Result<(Vec<T>, Span), String>
 where
     T: Send,
     F: Fn(usize, &AtomicBool) -> Result<T, String> + Sync,
@@ -110,7 +109,7 @@ where
             })
             .collect();
         barrier.wait();
-        let t0 = Instant::now();
+        let clock = Stopwatch::start();
         let mut out = Vec::with_capacity(threads);
         let mut first_err = None;
         for h in handles {
@@ -125,13 +124,13 @@ where
             return Err(e);
         }
         finish()?;
-        Ok((out, t0.elapsed().as_secs_f64()))
+        Ok((out, clock.stop()))
     })
 }
 
 /// Puts blobs `0..count` (blob `i` of `len_of(i)` bytes, header = `i`) from `threads` threads,
 /// thread `t` taking every `threads`-th index from `t` with placement key `t`, then flushes.
-/// Returns the blobs and the seconds, flush included.
+/// Returns the blobs and the time, flush included.
 ///
 /// A thread stops early when the store is down to the bands its cleaner keeps plus
 /// [`PUT_MARGIN`]: isolated placement shares a band between devices and seals it for all of them
@@ -144,7 +143,7 @@ pub fn put_blobs(
     count: usize,
     len_of: impl Fn(u64) -> usize + Sync,
     pattern: &Pattern,
-) -> Result<(Blobs, f64), String> {
+) -> Result<(Blobs, Span), String> {
     let low_water = (GC_RESERVE + PUT_MARGIN) as usize;
     let job = |t: usize, stop: &AtomicBool| {
         let opts = PutOptions::new(scheme).durability(Durability::None).placement(t as u64);
@@ -162,11 +161,11 @@ pub fn put_blobs(
         Ok(locs)
     };
     let flush = || store.flush().map_err(|e| format!("bench store: flush after {scheme} puts: {e}"));
-    let (locs, secs) = timed(threads, job, flush)?;
+    let (locs, span) = timed(threads, job, flush)?;
     let mut locs: Blobs = locs.into_iter().flatten().collect();
     locs.sort_by_key(|(i, _)| *i);
     check_stats(&store.stats(), &format!("put {scheme}"))?;
-    Ok((locs, secs))
+    Ok((locs, span))
 }
 
 /// Reads back a few blobs (untimed) and compares them with what was written.
@@ -180,7 +179,7 @@ fn spot_check(store: &Store, locs: &Blobs, pattern: &Pattern, what: &str) -> Res
 }
 
 /// One put round: `per_thread` blobs of `plan.blob` bytes from each of N threads on a fresh
-/// store. Returns the store, its blobs, and (user bytes, seconds).
+/// store. Returns the store, its blobs, and (user bytes, time).
 fn put_round(
     devs: &[Arc<dyn Media>],
     cfg: &StoreConfig,
@@ -188,17 +187,17 @@ fn put_round(
     scheme: Scheme,
     per_thread: usize,
     pattern: &Pattern,
-) -> Result<(Store, Blobs, (u64, f64)), String> {
+) -> Result<(Store, Blobs, (u64, Span)), String> {
     let len = plan.blob as usize;
     let store = fresh_store(devs, cfg)?;
-    let (locs, secs) = put_blobs(&store, scheme, plan.n, plan.n * per_thread, |_| len, pattern)?;
+    let (locs, span) = put_blobs(&store, scheme, plan.n, plan.n * per_thread, |_| len, pattern)?;
     spot_check(&store, &locs, pattern, &format!("put {scheme}"))?;
     let bytes = (locs.len() * len) as u64;
-    Ok((store, locs, (bytes, secs)))
+    Ok((store, locs, (bytes, span)))
 }
 
-/// Reads every blob of `locs` from `threads` threads, checking a sample; returns (bytes, seconds).
-fn get_once(store: &Store, locs: &Blobs, threads: usize, pattern: &Pattern, what: &str) -> Result<(u64, f64), String> {
+/// Reads every blob of `locs` from `threads` threads, checking a sample; returns (bytes, time).
+fn get_once(store: &Store, locs: &Blobs, threads: usize, pattern: &Pattern, what: &str) -> Result<(u64, Span), String> {
     let next = AtomicUsize::new(0);
     let job = |_t: usize, stop: &AtomicBool| {
         let mut bytes = 0u64;
@@ -216,9 +215,9 @@ fn get_once(store: &Store, locs: &Blobs, threads: usize, pattern: &Pattern, what
         }
         Ok(bytes)
     };
-    let (bytes, secs) = timed(threads, job, || Ok(()))?;
+    let (bytes, span) = timed(threads, job, || Ok(()))?;
     check_stats(&store.stats(), what)?;
-    Ok((bytes.iter().sum(), secs))
+    Ok((bytes.iter().sum(), span))
 }
 
 /// The figures of the raw test and the store, accumulated over rounds.

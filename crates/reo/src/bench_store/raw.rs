@@ -6,12 +6,11 @@
 //! byte is written once before anything is measured, so neither the raw test nor the store pays
 //! for the filesystem's first-write block allocation, as on a real (already mapped) device.
 
-use super::{progress, Plan, MIB};
+use super::{progress, Plan, Span, Stopwatch, MIB};
 use reo_media::{AlignedBuf, FileMedia, FileOptions, Media};
 use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::{Arc, Barrier};
-use std::time::Instant;
 
 /// Whether to open the files with O_DIRECT.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,9 +60,9 @@ pub fn open_devices(dir: &Path, n: usize, len: u64, mode: DirectMode) -> Result<
     Ok((files, direct))
 }
 
-/// Runs `job(device)` on one thread per file, all released at once; returns the wall time from
-/// the release to the last finish.
-fn per_device<F>(files: &[Arc<FileMedia>], job: F) -> Result<f64, String>
+/// Runs `job(device)` on one thread per file, all released at once; returns the time from the
+/// release to the last finish.
+fn per_device<F>(files: &[Arc<FileMedia>], job: F) -> Result<Span, String>
 where
     F: Fn(usize, &FileMedia, &Barrier) -> Result<(), String> + Sync,
 {
@@ -78,7 +77,7 @@ where
             })
             .collect();
         barrier.wait();
-        let t0 = Instant::now();
+        let clock = Stopwatch::start();
         let mut first_err = None;
         for h in handles {
             let r = h.join().unwrap_or_else(|_| Err("bench store: a raw I/O thread panicked".into()));
@@ -86,8 +85,8 @@ where
                 first_err.get_or_insert(e);
             }
         }
-        let secs = t0.elapsed().as_secs_f64();
-        first_err.map_or(Ok(secs), Err)
+        let span = clock.stop();
+        first_err.map_or(Ok(span), Err)
     })
 }
 
@@ -110,7 +109,8 @@ pub fn precondition(files: &[Arc<FileMedia>]) -> Result<f64, String> {
         barrier.wait();
         write_range(f, &buf, 0, f.len())?;
         f.sync().map_err(|e| format!("bench store: precondition: {e}"))
-    })?;
+    })?
+    .secs;
     let total: u64 = files.iter().map(|f| f.len()).sum();
     progress(format_args!("preconditioned {:.0} MiB in {secs:.2} s", total as f64 / MIB));
     Ok(secs)
@@ -118,11 +118,11 @@ pub fn precondition(files: &[Arc<FileMedia>]) -> Result<f64, String> {
 
 /// One pass of the raw sequential test over the store's data region: `plan.raw_per_device` bytes
 /// of every file from the first zone, in `plan.io`-byte I/Os, one thread per file, writes ended
-/// by an fdatasync. Returns the bytes moved and the seconds.
-pub fn pass(files: &[Arc<FileMedia>], plan: &Plan, op: Op) -> Result<(u64, f64), String> {
+/// by an fdatasync. Returns the bytes moved and the time.
+pub fn pass(files: &[Arc<FileMedia>], plan: &Plan, op: Op) -> Result<(u64, Span), String> {
     let (start, io) = (plan.layout.data_off, plan.io as usize);
     let end = start + plan.raw_per_device;
-    let secs = per_device(files, |d, f, barrier| {
+    let span = per_device(files, |d, f, barrier| {
         let mut buf = AlignedBuf::zeroed(io);
         fill(&mut buf, 2000 + d as u64);
         barrier.wait();
@@ -134,7 +134,7 @@ pub fn pass(files: &[Arc<FileMedia>], plan: &Plan, op: Op) -> Result<(u64, f64),
             Op::Read => read_range(f, &mut buf, start, end),
         }
     })?;
-    Ok((plan.raw_per_device * files.len() as u64, secs))
+    Ok((plan.raw_per_device * files.len() as u64, span))
 }
 
 /// Reads `[start, end)` of `f` sequentially in `buf.len()`-byte reads.
@@ -156,6 +156,7 @@ pub fn read_pass(files: &[Arc<FileMedia>], start: u64, end: u64, io: usize) -> R
         let mut buf = AlignedBuf::zeroed(io);
         barrier.wait();
         read_range(f, &mut buf, start, end)
-    })?;
+    })?
+    .secs;
     Ok(((end - start) * files.len() as u64, secs))
 }

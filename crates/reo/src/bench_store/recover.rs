@@ -32,12 +32,12 @@ pub fn run(devs: &[Arc<dyn Media>], cfg: &StoreConfig, plan: &Plan) -> Result<Re
     let pattern = Pattern::new(4096);
     let store = fresh_store(devs, cfg)?;
     let none = Scheme::None(Placement::Isolated);
-    let (locs, secs) = put_blobs(&store, none, plan.n, plan.recover_blobs, small_len, &pattern)?;
+    let (locs, span) = put_blobs(&store, none, plan.n, plan.recover_blobs, small_len, &pattern)?;
     let m = locs.len();
     if m == 0 {
         return Err("bench store: crash restart: no blob could be put".into());
     }
-    let puts_per_s = m as f64 / secs;
+    let puts_per_s = m as f64 / span.secs;
     // Crash-like: what is queued reaches the journal, but no clean checkpoint is taken.
     drop(store);
 

@@ -34,6 +34,19 @@ struct Ratios {
     degraded_get: f64,
 }
 
+/// `f` of every throughput figure, as a JSON object keyed by figure.
+fn per_figure(m: &Measured, f: impl Fn(&Acc) -> f64) -> serde_json::Value {
+    json!({
+        "raw_write": f(&m.raw_write),
+        "raw_read": f(&m.raw_read),
+        "put_none": f(&m.put_none),
+        "put_rs": f(&m.put_rs),
+        "put_replicate": f(&m.put_replicate),
+        "get": f(&m.get),
+        "degraded_get": f(&m.degraded_get),
+    })
+}
+
 fn round(x: f64, digits: i32) -> f64 {
     let m = 10f64.powi(digits);
     (x * m).round() / m
@@ -94,7 +107,7 @@ impl Results<'_> {
         println!("machine: {cpu}, {cores} cores");
         println!();
         println!(
-            "  {:<31} {:>16}   {:<29} {:>5}  {:<6} rounds (min-max MiB/s)",
+            "  {:<31} {:>16}   {:<29} {:>5}  {:<6} rounds (min-max MiB/s), median shown",
             "figure", "value", "target", "ratio", "result"
         );
         let row = |name: &str, value: String, target: &str, ratio: Option<(f64, bool)>, acc: Option<&Acc>| {
@@ -186,6 +199,7 @@ impl Results<'_> {
             "recover_batches_replayed": rec.batches_replayed,
             "recover_records_replayed": rec.records_replayed,
             "recover_puts_per_s": round(rec.puts_per_s, 0),
+            "aggregate_mibps": per_figure(m, |a| round(a.aggregate_mibps(), 1)),
             "ratios": {
                 "put_none": round(r.put_none, 3),
                 "put_rs": round(r.put_rs, 3),
@@ -194,6 +208,7 @@ impl Results<'_> {
             },
             "targets_met": self.checks().iter().all(|&c| c),
             "rounds": { "write": m.raw_write.rounds.len(), "read": m.raw_read.rounds.len() },
+            "cores_busy": per_figure(m, |a| round(a.cores(), 2)),
             "machine": { "cpu": cpu, "cores": cores },
             "elapsed_s": round(self.elapsed_s, 1),
         });
