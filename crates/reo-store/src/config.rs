@@ -42,7 +42,7 @@ pub struct StoreConfig {
     /// Group commit of operations with durability `None`: the longest the metadata record of
     /// such a put or free waits in memory for more records to share its journal batch (one
     /// write and one fdatasync of every device). A batch is written at once when a `Sync`
-    /// operation or a flush waits for it, or 256 KiB of records are queued. Default 50 ms: a
+    /// operation or a flush waits for it, or 32 KiB of records (about 800) are queued. Default 50 ms: a
     /// batch per put cost about 10% of the write bandwidth in `reo bench store` (its fdatasyncs
     /// interrupt the data streams of every device), while a crash may lose at most about this
     /// window of `None` operations — which is what `None` allows. Zero: a batch per wake-up of

@@ -173,6 +173,26 @@ impl Journal {
     }
 }
 
+/// Held by the journal writer thread. If the thread dies of a panic (a bug), the journal is
+/// closed: the waiters queued get an error instead of waiting forever, and later operations fail
+/// with `Closed`, instead of queueing records no thread will ever write.
+pub struct WriterGuard<'a>(pub &'a Journal);
+
+impl Drop for WriterGuard<'_> {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        let mut q = self.0.queue.lock().unwrap_or_else(|e| e.into_inner());
+        q.stop = true;
+        q.kill = true;
+        let waiters = std::mem::take(&mut q.waiters);
+        drop(q);
+        self.0.wake.notify_all();
+        ack_all(waiters, &Err("the journal writer thread panicked; reopen the store".into()));
+    }
+}
+
 /// Sends `ack` to every waiter.
 pub fn ack_all(waiters: Vec<mpsc::Sender<Ack>>, ack: &Ack) {
     for w in waiters {
@@ -255,5 +275,25 @@ mod tests {
             w.u8(4);
         });
         assert_eq!(take_soon(&j), Some(vec![4]));
+    }
+
+    /// A writer that panics leaves no waiter hanging and no operation queued for nobody.
+    #[test]
+    fn a_panicking_writer_closes_the_journal() {
+        let j = journal(Some(HOUR));
+        let pending = j
+            .enqueue(true, |w| {
+                w.u8(1);
+            })
+            .expect("open journal");
+        let writer = j.clone();
+        let died = std::thread::spawn(move || {
+            let _guard = WriterGuard(&writer);
+            panic!("a bug in the writer");
+        })
+        .join();
+        assert!(died.is_err());
+        assert!(matches!(pending.wait(), Err(Error::Journal(_))), "the queued waiter is told");
+        assert!(matches!(j.enqueue(true, |_| {}), Err(Error::Closed)), "later operations fail");
     }
 }

@@ -7,7 +7,7 @@
 use crate::band::{Band, BandState};
 use crate::bytes::Writer;
 use crate::error::{Error, Result};
-use crate::journal::{ack_all, Ack, Batch};
+use crate::journal::{ack_all, Ack, Batch, WriterGuard};
 use crate::record::{Frame, Record, BATCH_MAGIC, CKPT_MAGIC};
 use crate::stats::Counters;
 use crate::store::Inner;
@@ -57,6 +57,7 @@ pub(crate) fn write_everywhere(inner: &Inner, offset: u64, buf: &[u8], what: &st
 
 /// The journal writer thread: batches, writes, syncs, acknowledges; checkpoints when full.
 pub(crate) fn writer_loop(inner: Arc<Inner>) {
+    let _closes_on_panic = WriterGuard(&inner.journal);
     while let Some(batch) = inner.journal.take() {
         write_batch(&inner, batch);
     }

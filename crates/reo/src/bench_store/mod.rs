@@ -307,7 +307,7 @@ impl Plan {
             rs_per_thread,
             rep_per_thread,
             recover_blobs,
-            min_secs: if quick { 1.0 } else { 3.0 },
+            min_secs: if quick { 2.0 } else { 3.0 },
         })
     }
 }
