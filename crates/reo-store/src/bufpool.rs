@@ -57,7 +57,7 @@ impl BufPool {
             f.bufs.iter().enumerate().filter(|(_, b)| b.len() >= len).min_by_key(|(_, b)| b.len()).map(|(i, _)| i);
         if let Some(i) = best {
             let b = f.bufs.swap_remove(i);
-            f.bytes -= b.len();
+            f.bytes -= b.capacity();
             return b;
         }
         drop(f);
@@ -66,15 +66,17 @@ impl BufPool {
 
     /// Returns a buffer to the pool, evicting the oldest ones if over budget.
     pub fn give(&self, buf: AlignedBuf) {
-        if buf.is_empty() || buf.len() > self.max_bytes / 4 {
+        // The budget counts what is allocated: a huge-page buffer holds up to 2 MiB more than its
+        // length.
+        if buf.is_empty() || buf.capacity() > self.max_bytes / 4 {
             return;
         }
         let mut f = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        while f.bytes + buf.len() > self.max_bytes && !f.bufs.is_empty() {
+        while f.bytes + buf.capacity() > self.max_bytes && !f.bufs.is_empty() {
             let old = f.bufs.remove(0);
-            f.bytes -= old.len();
+            f.bytes -= old.capacity();
         }
-        f.bytes += buf.len();
+        f.bytes += buf.capacity();
         f.bufs.push(buf);
     }
 
