@@ -20,6 +20,7 @@ mod file;
 mod mem;
 mod pool;
 mod sim;
+mod stream;
 
 pub use aligned::{AlignedBuf, ALIGN};
 pub use faulty::{FaultyMedia, OpKind, PowerCut};
@@ -27,6 +28,7 @@ pub use file::{FileMedia, FileOptions};
 pub use mem::MemMedia;
 pub use pool::IoPool;
 pub use sim::{MediaStats, SimMedia};
+pub use stream::copy_streaming;
 
 use std::io;
 

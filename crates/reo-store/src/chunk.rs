@@ -12,10 +12,29 @@
 pub const TRAILER: usize = 16;
 
 fn crc(body: &[u8], seq: u64, index: u32, place: u64) -> u32 {
-    let c = crc32c::crc32c(body);
-    let c = crc32c::crc32c_append(c, &seq.to_le_bytes());
+    finish(crc32c::crc32c(body), seq, index, place)
+}
+
+/// The checksum of a chunk from the CRC32C of its body (CRC32C can be continued, so a body's
+/// CRC is computed once for all the chunks that share it, as the copies of a replicated chunk).
+fn finish(body_crc: u32, seq: u64, index: u32, place: u64) -> u32 {
+    let c = crc32c::crc32c_append(body_crc, &seq.to_le_bytes());
     let c = crc32c::crc32c_append(c, &index.to_le_bytes());
     crc32c::crc32c_append(c, &place.to_le_bytes())
+}
+
+/// CRC32C of a chunk body made of `bytes` followed by `zeros` zero bytes (a short chunk's
+/// padding), for [`seal_trailer`].
+pub fn body_crc(bytes: &[u8], zeros: usize) -> u32 {
+    const ZEROS: [u8; 4096] = [0; 4096];
+    let mut c = crc32c::crc32c(bytes);
+    let mut left = zeros;
+    while left > 0 {
+        let n = left.min(ZEROS.len());
+        c = crc32c::crc32c_append(c, &ZEROS[..n]);
+        left -= n;
+    }
+    c
 }
 
 /// The place a chunk was written to (band and row start), bound into its checksum without being
@@ -27,11 +46,18 @@ pub fn place(band: u32, row_start: u64) -> u64 {
 /// Writes the trailer into the last [`TRAILER`] bytes of `chunk`, covering the rest as body.
 pub fn seal(chunk: &mut [u8], seq: u64, index: u32, place: u64) {
     let n = chunk.len() - TRAILER;
-    let c = crc(&chunk[..n], seq, index, place);
-    let t = &mut chunk[n..];
-    t[..8].copy_from_slice(&seq.to_le_bytes());
-    t[8..12].copy_from_slice(&index.to_le_bytes());
-    t[12..16].copy_from_slice(&c.to_le_bytes());
+    let c = crc32c::crc32c(&chunk[..n]);
+    seal_trailer(&mut chunk[n..], c, seq, index, place);
+}
+
+/// Writes the [`TRAILER`] bytes `trailer` of a chunk whose body has CRC32C `body_crc`
+/// ([`body_crc`]): the same trailer as [`seal`] writes, for a body that was computed or copied
+/// without being read back (`lay_out.rs`).
+pub fn seal_trailer(trailer: &mut [u8], body_crc: u32, seq: u64, index: u32, place: u64) {
+    let c = finish(body_crc, seq, index, place);
+    trailer[..8].copy_from_slice(&seq.to_le_bytes());
+    trailer[8..12].copy_from_slice(&index.to_le_bytes());
+    trailer[12..16].copy_from_slice(&c.to_le_bytes());
 }
 
 /// True when `chunk` carries a valid trailer for (`seq`, `index`).
@@ -70,5 +96,18 @@ mod tests {
             assert!(!verify(&d, 42, 3, 9), "flip at bit {bit} undetected");
         }
         assert!(!verify(&[0u8; 16], 0, 0, 0));
+    }
+
+    #[test]
+    fn a_trailer_from_the_body_crc_equals_seal() {
+        for (len, zeros) in [(4080, 0), (100, 3980), (0, 4080), (1, 9000)] {
+            let body: Vec<u8> = (0..len).map(|i| (i * 13 + 1) as u8).collect();
+            let mut sealed = body.clone();
+            sealed.resize(len + zeros + TRAILER, 0);
+            seal(&mut sealed, 7, 2, 5);
+            let mut trailer = [0u8; TRAILER];
+            seal_trailer(&mut trailer, body_crc(&body, zeros), 7, 2, 5);
+            assert_eq!(&sealed[len + zeros..], &trailer, "len {len} + {zeros} zeros");
+        }
     }
 }

@@ -52,24 +52,28 @@ fn engine() -> &'static DefaultEngine {
 
 /// Computes the `parity.len()` parity shards of `data` (all shards the same even length).
 pub fn encode(data: &[&[u8]], parity: &mut [&mut [u8]]) {
+    encode_with(data, parity.len(), |i, shard| parity[i].copy_from_slice(shard));
+}
+
+/// Computes the `p` parity shards of `data` (all shards the same even length) and hands each
+/// to `take(i, shard)` from the encoder's own buffer, so the caller decides how it leaves it.
+pub fn encode_with(data: &[&[u8]], p: usize, mut take: impl FnMut(usize, &[u8])) {
     let len = data[0].len();
     ENCODER.with(|cell| {
         let mut slot = cell.borrow_mut();
         let enc = match slot.as_mut() {
             Some(e) => {
-                e.reset(data.len(), parity.len(), len).expect("valid codec parameters");
+                e.reset(data.len(), p, len).expect("valid codec parameters");
                 e
             }
-            None => {
-                slot.insert(ReedSolomonEncoder::new(data.len(), parity.len(), len).expect("valid codec parameters"))
-            }
+            None => slot.insert(ReedSolomonEncoder::new(data.len(), p, len).expect("valid codec parameters")),
         };
         for d in data {
             enc.add_original_shard(d).expect("shard accepted");
         }
         let out = enc.encode().expect("encode");
-        for (dst, src) in parity.iter_mut().zip(out.recovery_iter()) {
-            dst.copy_from_slice(src);
+        for (i, shard) in out.recovery_iter().enumerate() {
+            take(i, shard);
         }
     });
 }

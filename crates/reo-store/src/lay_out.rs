@@ -3,6 +3,12 @@
 //! chunk (`chunk.rs`). Puts lay a blob out a segment of rows at a time and write each segment
 //! while the next is laid out (`write.rs`); rebuild and scrub recreate one device's column
 //! ([`Inner::lay_out_column`]) or all of them ([`Inner::lay_out`]).
+//!
+//! A put's columns are filled with streaming stores (`reo_media::copy_streaming`) and never
+//! read back: each chunk's CRC and the parity are computed on the blob's own bytes, in the cache
+//! right after the copy. Read back, the columns would cost a second pass over memory that the
+//! devices' DMA shares; copied the ordinary way, every line would be read before it is written.
+//! Measured in `reo bench store`: half the CPU per put, and a few percent more put bandwidth.
 
 use crate::chunk;
 use crate::codec;
@@ -10,7 +16,7 @@ use crate::geometry::{Row, SECTOR};
 use crate::location::Location;
 use crate::scheme::Scheme;
 use crate::store::Inner;
-use reo_media::AlignedBuf;
+use reo_media::{copy_streaming, AlignedBuf};
 
 impl Inner {
     /// Lays the blob out in one column buffer per device (empty for devices an isolated blob
@@ -39,6 +45,7 @@ impl Inner {
         let mut cols: Vec<AlignedBuf> =
             (0..n).map(|d| self.bufs.take(if isolated && d != loc.device as usize { 0 } else { col_len })).collect();
         let g = shape.geom;
+        let mut crcs: Vec<u32> = Vec::with_capacity(g.width);
         for &row in rows {
             let body = row.body();
             let off = ((row.start - first) * SECTOR) as usize;
@@ -46,40 +53,69 @@ impl Inner {
             let mut used = vec![false; n];
             for s in 0..g.stripes_per_row {
                 let dev = |c: usize| shape.device_of(loc.band, &row, s, c, loc.device);
-                for c in 0..g.data {
+                // Blob bytes of data chunk `c` of the stripe: (offset, length ≤ body).
+                let span = |c: usize| {
                     let j = (s * g.data + c) as u64;
                     let from = (row.data_off + j * body as u64).min(loc.len) as usize;
                     let to = (row.data_off + (j + 1) * body as u64).min(row.data_off + row.data_len) as usize;
+                    (from, to.saturating_sub(from))
+                };
+                // Columns are written with streaming stores and never read back (see
+                // `copy_streaming`): checksums and parity are computed on the blob's bytes,
+                // which the copy has just brought into the cache.
+                crcs.clear();
+                for c in 0..g.data {
+                    let (from, len) = span(c);
+                    let src = &data[from..from + len];
+                    crcs.push(chunk::body_crc(src, body - len));
                     let dst = &mut cols[dev(c)][off..off + body];
-                    let len = to.saturating_sub(from);
-                    dst[..len].copy_from_slice(&data[from..from + len]);
+                    copy_streaming(&mut dst[..len], src);
                     dst[len..].fill(0);
                 }
                 match loc.scheme {
                     Scheme::Rs { k, p } => {
-                        // Encode straight into the parity columns (a stripe's chunks are on
-                        // distinct devices, so the data and parity slices never overlap).
+                        // A stripe's chunks are on distinct devices, so its column slices are
+                        // disjoint: the parity goes straight into them.
                         let mut slots: Vec<Option<&mut [u8]>> =
                             cols.iter_mut().map(|b| b.get_mut(off..off + body)).collect();
                         let mut pick =
                             |c: usize| slots[dev(c)].take().expect("a stripe's chunks are on distinct devices");
-                        let shards: Vec<&[u8]> = (0..k as usize).map(|c| -> &[u8] { pick(c) }).collect();
+                        // A full data chunk is encoded from the blob; a short one (the blob's
+                        // tail) from its zero-padded column.
+                        let shards: Vec<&[u8]> = (0..k as usize)
+                            .map(|c| match span(c) {
+                                (from, len) if len == body => {
+                                    let _ = pick(c);
+                                    &data[from..from + len]
+                                }
+                                _ => {
+                                    let padded: &[u8] = pick(c);
+                                    padded
+                                }
+                            })
+                            .collect();
                         let mut outs: Vec<&mut [u8]> = (k as usize..(k + p) as usize).map(&mut pick).collect();
-                        codec::encode(&shards, &mut outs);
+                        codec::encode_with(&shards, p as usize, |i, parity| {
+                            crcs.push(chunk::body_crc(parity, 0));
+                            copy_streaming(outs[i], parity);
+                        });
                     }
                     Scheme::Replicate(r) => {
-                        let src = dev(0);
+                        let (from, len) = span(0);
                         for c in 1..r as usize {
-                            let (a, b) = two(&mut cols, src, dev(c));
-                            b[off..off + body].copy_from_slice(&a[off..off + body]);
+                            let dst = &mut cols[dev(c)][off..off + body];
+                            copy_streaming(&mut dst[..len], &data[from..from + len]);
+                            dst[len..].fill(0);
+                            crcs.push(crcs[0]);
                         }
                     }
                     Scheme::None(_) => {}
                 }
-                for c in 0..g.width {
+                debug_assert_eq!(crcs.len(), g.width, "a checksum for every chunk of the stripe");
+                for (c, &crc) in crcs.iter().enumerate() {
                     let idx = shape.chunk_index(&row, s, c);
                     used[dev(c)] = true;
-                    chunk::seal(&mut cols[dev(c)][off..off + row.height], loc.seq, idx, place);
+                    chunk::seal_trailer(&mut cols[dev(c)][off + body..off + row.height], crc, loc.seq, idx, place);
                 }
             }
             if !isolated {
@@ -174,18 +210,6 @@ impl Inner {
             }
         }
         Some((col, col_len))
-    }
-}
-
-/// Mutable access to two distinct columns.
-fn two(cols: &mut [AlignedBuf], a: usize, b: usize) -> (&AlignedBuf, &mut AlignedBuf) {
-    assert_ne!(a, b, "a stripe never has two chunks on one device");
-    if a < b {
-        let (x, y) = cols.split_at_mut(b);
-        (&x[a], &mut y[0])
-    } else {
-        let (x, y) = cols.split_at_mut(a);
-        (&y[0], &mut x[b])
     }
 }
 

@@ -7,7 +7,7 @@
 //! out the next segment. Laying out (a copy and a CRC32C of every byte, plus the parity) takes
 //! about a seventh of the time of writing the same bytes on the benchmark's disk; done before
 //! any write, as it was until 2026-11-24, it added that much to every put and left the devices
-//! idle meanwhile. (1 MiB measured better than 2 MiB and no worse than 512 KiB: BENCHMARKS.md.)
+//! idle meanwhile. (1 MiB measured better than 2 or 4 MiB, and far better than 512 KiB: BENCHMARKS.md.)
 
 use crate::band::BandState;
 use crate::config::MAX_HEADER_LEN;
