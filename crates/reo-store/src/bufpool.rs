@@ -46,15 +46,22 @@ impl BufPool {
         BufPool { free: Mutex::new(Free::default()), max_bytes }
     }
 
-    /// A buffer of at least `len` bytes with arbitrary contents (the smallest pooled one that
-    /// fits, else a new zeroed one).
+    /// A buffer of at least `len` bytes with arbitrary contents: the smallest pooled one that
+    /// fits, the most recently returned of those (its pages are the likeliest to be in the TLB
+    /// and the cache), else a new zeroed one.
     pub fn take(&self, len: usize) -> AlignedBuf {
         if len == 0 {
             return AlignedBuf::zeroed(0);
         }
         let mut f = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        let best =
-            f.bufs.iter().enumerate().filter(|(_, b)| b.len() >= len).min_by_key(|(_, b)| b.len()).map(|(i, _)| i);
+        let best = f
+            .bufs
+            .iter()
+            .enumerate()
+            .rev()
+            .filter(|(_, b)| b.len() >= len)
+            .min_by_key(|(_, b)| b.len())
+            .map(|(i, _)| i);
         if let Some(i) = best {
             let b = f.bufs.swap_remove(i);
             f.bytes -= b.capacity();
