@@ -63,7 +63,9 @@ impl BufPool {
             .min_by_key(|(_, b)| b.len())
             .map(|(i, _)| i);
         if let Some(i) = best {
-            let b = f.bufs.swap_remove(i);
+            // `remove`, not `swap_remove`: the order of `bufs` is the order of return, which
+            // both this choice and the eviction of the oldest in `give` rely on.
+            let b = f.bufs.remove(i);
             f.bytes -= b.capacity();
             return b;
         }

@@ -5,8 +5,8 @@
 //! ([`Inner::lay_out_column`]) or all of them ([`Inner::lay_out`]).
 //!
 //! A put's columns are filled with streaming stores (`reo_media::copy_streaming`) and never
-//! read back: each chunk's CRC and the parity are computed on the blob's own bytes, in the cache
-//! right after the copy. Read back, the columns would cost a second pass over memory that the
+//! read back: each chunk's CRC and the parity are computed on the blob's own bytes, which one
+//! pass brings into the cache for the checksum, the copy and the encoder. Read back, the columns would cost a second pass over memory that the
 //! devices' DMA shares; copied the ordinary way, every line would be read before it is written.
 //! Measured in `reo bench store`: half the CPU per put, and a few percent more put bandwidth.
 
@@ -62,7 +62,7 @@ impl Inner {
                 };
                 // Columns are written with streaming stores and never read back (see
                 // `copy_streaming`): checksums and parity are computed on the blob's bytes,
-                // which the copy has just brought into the cache.
+                // which the checksum brings into the cache for the copy and the encoder.
                 crcs.clear();
                 for c in 0..g.data {
                     let (from, len) = span(c);
@@ -258,6 +258,7 @@ mod tests {
             Scheme::Rs { k: 2, p: 2 },
             Scheme::Rs { k: 3, p: 1 },
             Scheme::Rs { k: 1, p: 2 },
+            Scheme::Rs { k: 1, p: 1 }, // two stripes per row on four devices
         ];
         for scheme in schemes {
             for (i, len) in [1usize, 100, 16_000, 16_368, 40_000, (1 << 20) + 12_345, 3 << 20].into_iter().enumerate() {
@@ -301,6 +302,7 @@ mod tests {
             Scheme::Rs { k: 2, p: 2 },
             Scheme::Rs { k: 3, p: 1 },
             Scheme::Rs { k: 1, p: 2 },
+            Scheme::Rs { k: 1, p: 1 }, // two stripes per row on four devices
         ];
         for scheme in schemes {
             let mems: Vec<Arc<MemMedia>> = (0..n).map(|_| Arc::new(MemMedia::new(96 << 20))).collect();
