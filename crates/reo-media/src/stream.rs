@@ -11,7 +11,7 @@
 //! docs/BENCHMARKS.md).
 //!
 //! The destination is not in the cache afterwards, so callers compute what they need from the
-//! bytes (checksums, parity) on the source, which the copy has just brought into the cache.
+//! bytes (checksums, parity) on the source, while it is in the cache.
 
 /// Copies `src` into `dst` (same length) with streaming stores where the CPU has them (x86-64:
 /// SSE2, always present), else an ordinary copy. The stores are fenced before returning, so the

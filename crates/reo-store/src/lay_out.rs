@@ -5,10 +5,11 @@
 //! ([`Inner::lay_out_column`]) or all of them ([`Inner::lay_out`]).
 //!
 //! A put's columns are filled with streaming stores (`reo_media::copy_streaming`) and never
-//! read back: each chunk's CRC and the parity are computed on the blob's own bytes, which one
-//! pass brings into the cache for the checksum, the copy and the encoder. Read back, the columns would cost a second pass over memory that the
-//! devices' DMA shares; copied the ordinary way, every line would be read before it is written.
-//! Measured in `reo bench store`: half the CPU per put, and a few percent more put bandwidth.
+//! read back: each chunk's CRC and the parity are computed on the blob's own bytes, which the
+//! checksum brings into the cache for the copy and the encoder. Read back, the columns would
+//! cost a second pass over memory that the devices' DMA shares; copied the ordinary way, every
+//! line would be read before it is written. Measured in `reo bench store`: half the CPU per
+//! put, and a few percent more put bandwidth.
 
 use crate::chunk;
 use crate::codec;
@@ -68,9 +69,7 @@ impl Inner {
                     let (from, len) = span(c);
                     let src = &data[from..from + len];
                     crcs.push(chunk::body_crc(src, body - len));
-                    let dst = &mut cols[dev(c)][off..off + body];
-                    copy_streaming(&mut dst[..len], src);
-                    dst[len..].fill(0);
+                    fill_body(&mut cols[dev(c)][off..off + body], src);
                 }
                 match loc.scheme {
                     Scheme::Rs { k, p } => {
@@ -85,7 +84,7 @@ impl Inner {
                         let shards: Vec<&[u8]> = (0..k as usize)
                             .map(|c| match span(c) {
                                 (from, len) if len == body => {
-                                    let _ = pick(c);
+                                    pick(c); // the column is written, not read
                                     &data[from..from + len]
                                 }
                                 _ => {
@@ -103,9 +102,7 @@ impl Inner {
                     Scheme::Replicate(r) => {
                         let (from, len) = span(0);
                         for c in 1..r as usize {
-                            let dst = &mut cols[dev(c)][off..off + body];
-                            copy_streaming(&mut dst[..len], &data[from..from + len]);
-                            dst[len..].fill(0);
+                            fill_body(&mut cols[dev(c)][off..off + body], &data[from..from + len]);
                             crcs.push(crcs[0]);
                         }
                     }
@@ -211,6 +208,12 @@ impl Inner {
         }
         Some((col, col_len))
     }
+}
+
+/// Fills a chunk body in a column: `src` by streaming stores, then zero padding.
+fn fill_body(dst: &mut [u8], src: &[u8]) {
+    copy_streaming(&mut dst[..src.len()], src);
+    dst[src.len()..].fill(0);
 }
 
 #[cfg(test)]
