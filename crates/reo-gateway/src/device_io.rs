@@ -67,6 +67,16 @@ impl Media for CountedMedia {
         self.count(self.inner.write_at(buf, offset))
     }
 
+    fn write_vectored_at(&self, parts: &[&[u8]], offset: u64) -> io::Result<()> {
+        self.io.writes.fetch_add(1, Relaxed);
+        self.io.write_bytes.fetch_add(parts.iter().map(|p| p.len() as u64).sum(), Relaxed);
+        self.count(self.inner.write_vectored_at(parts, offset))
+    }
+
+    fn vector_align(&self) -> usize {
+        self.inner.vector_align()
+    }
+
     fn sync(&self) -> io::Result<()> {
         self.io.syncs.fetch_add(1, Relaxed);
         self.count(self.inner.sync())

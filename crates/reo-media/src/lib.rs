@@ -51,6 +51,20 @@ pub trait Media: Send + Sync {
     /// Writes all of `buf` at `offset`. Not durable until [`Media::sync`] returns.
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
 
+    /// Writes the concatenation of `parts` at `offset`, as one device write. Not durable until
+    /// [`Media::sync`] returns. The default gathers the parts into one buffer.
+    fn write_vectored_at(&self, parts: &[&[u8]], offset: u64) -> io::Result<()> {
+        self.write_at(&parts.concat(), offset)
+    }
+
+    /// The alignment, of address and of length, that every part of a
+    /// [`Media::write_vectored_at`] needs for the device to take it straight from the caller's
+    /// memory (no bounce copy); 1 when any part does. Parts that miss it are still written, by a
+    /// copy.
+    fn vector_align(&self) -> usize {
+        1
+    }
+
     /// Makes every write that returned before this call durable (fdatasync).
     fn sync(&self) -> io::Result<()>;
 

@@ -176,6 +176,15 @@ impl Media for Counted {
         self.inner.write_at(buf, offset).inspect(|_| self.wrote(buf.len()))
     }
 
+    fn write_vectored_at(&self, parts: &[&[u8]], offset: u64) -> std::io::Result<()> {
+        let len = parts.iter().map(|p| p.len()).sum();
+        self.inner.write_vectored_at(parts, offset).inspect(|_| self.wrote(len))
+    }
+
+    fn vector_align(&self) -> usize {
+        self.inner.vector_align()
+    }
+
     fn sync(&self) -> std::io::Result<()> {
         self.inner.sync()
     }

@@ -14,7 +14,7 @@
 //! and a read fetches them with a few large I/Os rather than one per row.
 //! Isolated blobs are one column tall stack of chunks on one device.
 
-use crate::chunk::TRAILER;
+use crate::chunk::SLOT;
 use crate::location::Location;
 use crate::scheme::Geometry;
 
@@ -43,7 +43,7 @@ pub struct Row {
 impl Row {
     /// Payload bytes per chunk of this row.
     pub fn body(&self) -> usize {
-        self.height - TRAILER
+        self.height - SLOT
     }
 }
 
@@ -70,12 +70,12 @@ impl Shape {
 
     /// Data capacity of a full-height row.
     pub fn full_row_bytes(&self) -> u64 {
-        self.row_chunks() * (self.chunk - TRAILER) as u64
+        self.row_chunks() * (self.chunk - SLOT) as u64
     }
 
     /// Height of the last (partial) row holding `rem` bytes.
     fn tail_height(&self, rem: u64) -> usize {
-        let per_chunk = rem.div_ceil(self.row_chunks()) as usize + TRAILER;
+        let per_chunk = rem.div_ceil(self.row_chunks()) as usize + SLOT;
         per_chunk.div_ceil(SECTOR as usize) * SECTOR as usize
     }
 
@@ -159,7 +159,7 @@ mod tests {
             Scheme::None(Placement::Striped),
             Scheme::None(Placement::Isolated),
         ] {
-            for len in [0u64, 1, 4080, 4081, 130_000, 1 << 20, (1 << 20) + 17] {
+            for len in [0u64, 1, 3584, 3585, 4080, 4081, 130_000, 1 << 20, (1 << 20) + 17] {
                 let s = shape(scheme, len);
                 let rows: Vec<Row> = s.rows_between(100, 0, len).collect();
                 let total: u64 = rows.iter().map(|r| r.data_len).sum();

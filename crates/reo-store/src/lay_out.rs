@@ -1,15 +1,19 @@
 //! Laying a blob out on the devices: the bytes each device holds of it (its *column*), chunk by
-//! chunk — data, Reed-Solomon parity or copies, zero padding, and the trailer that seals every
-//! chunk (`chunk.rs`). Puts lay a blob out a segment of rows at a time and write each segment
-//! while the next is laid out (`write.rs`); rebuild and scrub recreate one device's column
-//! ([`Inner::lay_out_column`]) or all of them ([`Inner::lay_out`]).
+//! chunk — data, Reed-Solomon parity or copies, zero padding, and the trailer slot that seals
+//! every chunk (`chunk.rs`). Puts lay a blob out a segment of rows at a time and write each
+//! segment while the next is laid out (`write.rs`); rebuild and scrub recreate one device's
+//! column ([`Inner::lay_out_column`]) or all of them ([`Inner::lay_out`]).
 //!
-//! A put's columns are filled with streaming stores (`reo_media::copy_streaming`) and never
-//! read back: each chunk's CRC and the parity are computed on the blob's own bytes, which the
-//! checksum brings into the cache for the copy and the encoder. Read back, the columns would
-//! cost a second pass over memory that the devices' DMA shares; copied the ordinary way, every
-//! line would be read before it is written. Measured in `reo bench store`: half the CPU per
-//! put, and a few percent more put bandwidth.
+//! A put's column is a list of pieces ([`Column`]): full data chunk bodies (and their copies)
+//! are *the caller's own bytes*, handed to the device as I/O vectors, when the caller's memory
+//! and the chunk body meet the devices' direct-I/O alignment ([`Media::vector_align`]); the
+//! rest — trailer slots, parity, a short tail chunk with its padding, unused columns — is laid
+//! out in a side buffer from the pool. Copying every byte into column buffers instead cost a
+//! fifth of the raw write bandwidth on the benchmark's machine (the copy's memory traffic
+//! competes with the devices'; BENCHMARKS.md). Side bytes are written with streaming stores and
+//! never read back: checksums and parity are computed on the blob's own bytes.
+//!
+//! [`Media::vector_align`]: reo_media::Media::vector_align
 
 use crate::chunk;
 use crate::codec;
@@ -18,91 +22,167 @@ use crate::location::Location;
 use crate::scheme::Scheme;
 use crate::store::Inner;
 use reo_media::{copy_streaming, AlignedBuf};
+use std::ops::Range;
+
+/// Where a piece of a column comes from: a byte range of the blob or of the side buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Piece {
+    Blob(Range<usize>),
+    Side(Range<usize>),
+}
+
+/// One device's column of a laid-out segment: its pieces in device order, and the side buffer
+/// (from the pool: give it back) that holds the pieces not taken from the blob.
+pub(crate) struct Column {
+    pub side: AlignedBuf,
+    pieces: Vec<Piece>,
+    used: usize,
+}
+
+impl Column {
+    fn new(side: AlignedBuf) -> Column {
+        Column { side, pieces: Vec::new(), used: 0 }
+    }
+
+    /// True when the blob has nothing on this device.
+    pub fn is_empty(&self) -> bool {
+        self.pieces.is_empty()
+    }
+
+    /// The column's bytes, in order, as slices of `data` (the blob) and of the side buffer.
+    pub fn parts<'a>(&'a self, data: &'a [u8]) -> Vec<&'a [u8]> {
+        let part = |p: &Piece| match p {
+            Piece::Blob(r) => &data[r.clone()],
+            Piece::Side(r) => &self.side[r.clone()],
+        };
+        self.pieces.iter().map(part).collect()
+    }
+
+    /// Appends `len` bytes of the side buffer to the column; returns their range in it.
+    fn side(&mut self, len: usize) -> Range<usize> {
+        let r = self.used..self.used + len;
+        self.used += len;
+        match self.pieces.last_mut() {
+            Some(Piece::Side(last)) if last.end == r.start => last.end = r.end,
+            _ => self.pieces.push(Piece::Side(r.clone())),
+        }
+        r
+    }
+
+    /// Appends the blob's bytes `r` to the column.
+    fn blob(&mut self, r: Range<usize>) {
+        self.pieces.push(Piece::Blob(r));
+    }
+
+    /// Appends a chunk body of `body` bytes holding blob bytes `r` (fewer for the blob's tail):
+    /// the blob's own bytes when `zero_copy` and the chunk is full, else a copy padded with
+    /// zeros in the side buffer, whose range is returned.
+    fn body(&mut self, data: &[u8], r: Range<usize>, body: usize, zero_copy: bool) -> Option<Range<usize>> {
+        if zero_copy && r.len() == body {
+            self.blob(r);
+            return None;
+        }
+        let at = self.side(body);
+        let dst = &mut self.side[at.clone()];
+        copy_streaming(&mut dst[..r.len()], &data[r.clone()]);
+        dst[r.len()..].fill(0);
+        Some(at)
+    }
+}
 
 impl Inner {
     /// Lays the blob out in one column buffer per device (empty for devices an isolated blob
-    /// does not use): data, parity or copies, trailers, zero padding. Returns the columns (from
-    /// the buffer pool: callers give them back) and the column length, or `None` for an empty
-    /// blob. Used by rebuild and scrub to recreate a device's chunks; puts lay out a segment
-    /// at a time ([`Inner::lay_out_rows`]).
+    /// does not use): data, parity or copies, trailer slots, zero padding. Returns the columns
+    /// (from the buffer pool: callers give them back) and the column length, or `None` for an
+    /// empty blob. Used by scrub to compare or rewrite whole columns; puts lay out a segment at
+    /// a time ([`Inner::lay_out_rows`]).
     pub(crate) fn lay_out(&self, loc: &Location, data: &[u8]) -> Option<(Vec<AlignedBuf>, usize)> {
         let shape = self.shape(loc);
         if shape.sectors() == 0 {
             return None;
         }
         let rows: Vec<Row> = shape.rows_between(loc.start as u64, 0, loc.len).collect();
-        Some(self.lay_out_rows(loc, data, &rows))
+        let (cols, len) = self.lay_out_rows(loc, data, &rows, false);
+        // Without zero copy every used column is one side piece from the start.
+        Some((cols.into_iter().map(|c| c.side).collect(), len))
     }
 
-    /// Lays out `rows`, consecutive rows of the blob at `loc` (at least one), as
-    /// [`Inner::lay_out`] lays out the whole blob: the columns start at the first row's sector.
-    /// Returns them (from the buffer pool) and their length.
-    pub(crate) fn lay_out_rows(&self, loc: &Location, data: &[u8], rows: &[Row]) -> (Vec<AlignedBuf>, usize) {
+    /// Lays out `rows`, consecutive rows of the blob at `loc` (at least one): one [`Column`]
+    /// per device, starting at the first row's sector, and the column length. With `zero_copy`
+    /// full chunk bodies are pieces of `data` itself; without, every byte is in the side
+    /// buffers, one piece per column.
+    pub(crate) fn lay_out_rows(
+        &self,
+        loc: &Location,
+        data: &[u8],
+        rows: &[Row],
+        zero_copy: bool,
+    ) -> (Vec<Column>, usize) {
         let shape = self.shape(loc);
         let (first, last) = (rows[0].start, rows[rows.len() - 1]);
         let col_len = ((last.start - first) * SECTOR) as usize + last.height;
         let n = self.n();
         let isolated = loc.scheme.is_isolated();
-        let mut cols: Vec<AlignedBuf> =
-            (0..n).map(|d| self.bufs.take(if isolated && d != loc.device as usize { 0 } else { col_len })).collect();
+        let mut cols: Vec<Column> = (0..n)
+            .map(|d| Column::new(self.bufs.take(if isolated && d != loc.device as usize { 0 } else { col_len })))
+            .collect();
         let g = shape.geom;
         let mut crcs: Vec<u32> = Vec::with_capacity(g.width);
         for &row in rows {
             let body = row.body();
-            let off = ((row.start - first) * SECTOR) as usize;
             let place = chunk::place(loc.band, row.start);
             let mut used = vec![false; n];
             for s in 0..g.stripes_per_row {
                 let dev = |c: usize| shape.device_of(loc.band, &row, s, c, loc.device);
-                // Blob bytes of data chunk `c` of the stripe: (offset, length ≤ body).
+                // Blob bytes of data chunk `c` of the stripe (at most `body` of them).
                 let span = |c: usize| {
                     let j = (s * g.data + c) as u64;
                     let from = (row.data_off + j * body as u64).min(loc.len) as usize;
                     let to = (row.data_off + (j + 1) * body as u64).min(row.data_off + row.data_len) as usize;
-                    (from, to.saturating_sub(from))
+                    from..to.max(from)
                 };
-                // Columns are written with streaming stores and never read back (see
-                // `copy_streaming`): checksums and parity are computed on the blob's bytes,
-                // which the checksum brings into the cache for the copy and the encoder.
+                // The side range of each device's body in this stripe (a stripe's chunks are on
+                // distinct devices).
+                let mut side_body: Vec<Option<Range<usize>>> = vec![None; n];
                 crcs.clear();
                 for c in 0..g.data {
-                    let (from, len) = span(c);
-                    let src = &data[from..from + len];
-                    crcs.push(chunk::body_crc(src, body - len));
-                    fill_body(&mut cols[dev(c)][off..off + body], src);
+                    let r = span(c);
+                    crcs.push(chunk::body_crc(&data[r.clone()], body - r.len()));
+                    side_body[dev(c)] = cols[dev(c)].body(data, r, body, zero_copy);
                 }
                 match loc.scheme {
                     Scheme::Rs { k, p } => {
-                        // A stripe's chunks are on distinct devices, so its column slices are
-                        // disjoint: the parity goes straight into them.
-                        let mut slots: Vec<Option<&mut [u8]>> =
-                            cols.iter_mut().map(|b| b.get_mut(off..off + body)).collect();
+                        let (k, p) = (k as usize, p as usize);
+                        for c in k..k + p {
+                            side_body[dev(c)] = Some(cols[dev(c)].side(body));
+                        }
+                        let mut slots: Vec<Option<&mut [u8]>> = cols
+                            .iter_mut()
+                            .zip(&side_body)
+                            .map(|(col, r)| r.clone().map(|r| &mut col.side[r]))
+                            .collect();
                         let mut pick =
                             |c: usize| slots[dev(c)].take().expect("a stripe's chunks are on distinct devices");
                         // A full data chunk is encoded from the blob; a short one (the blob's
-                        // tail) from its zero-padded column.
-                        let shards: Vec<&[u8]> = (0..k as usize)
+                        // tail) from its zero-padded copy.
+                        let shards: Vec<&[u8]> = (0..k)
                             .map(|c| match span(c) {
-                                (from, len) if len == body => {
-                                    pick(c); // the column is written, not read
-                                    &data[from..from + len]
-                                }
+                                r if r.len() == body => &data[r],
                                 _ => {
                                     let padded: &[u8] = pick(c);
                                     padded
                                 }
                             })
                             .collect();
-                        let mut outs: Vec<&mut [u8]> = (k as usize..(k + p) as usize).map(&mut pick).collect();
-                        codec::encode_with(&shards, p as usize, |i, parity| {
+                        let mut outs: Vec<&mut [u8]> = (k..k + p).map(&mut pick).collect();
+                        codec::encode_with(&shards, p, |i, parity| {
                             crcs.push(chunk::body_crc(parity, 0));
                             copy_streaming(outs[i], parity);
                         });
                     }
                     Scheme::Replicate(r) => {
-                        let (from, len) = span(0);
                         for c in 1..r as usize {
-                            fill_body(&mut cols[dev(c)][off..off + body], &data[from..from + len]);
+                            cols[dev(c)].body(data, span(0), body, zero_copy);
                             crcs.push(crcs[0]);
                         }
                     }
@@ -112,12 +192,15 @@ impl Inner {
                 for (c, &crc) in crcs.iter().enumerate() {
                     let idx = shape.chunk_index(&row, s, c);
                     used[dev(c)] = true;
-                    chunk::seal_trailer(&mut cols[dev(c)][off + body..off + row.height], crc, loc.seq, idx, place);
+                    let col = &mut cols[dev(c)];
+                    let at = col.side(chunk::SLOT);
+                    chunk::seal_slot(&mut col.side[at], crc, loc.seq, idx, place);
                 }
             }
             if !isolated {
                 for (col, _) in cols.iter_mut().zip(&used).filter(|(_, &u)| !u) {
-                    col[off..off + row.height].fill(0);
+                    let at = col.side(row.height);
+                    col.side[at].fill(0);
                 }
             }
         }
@@ -210,12 +293,6 @@ impl Inner {
     }
 }
 
-/// Fills a chunk body in a column: `src` by streaming stores, then zero padding.
-fn fill_body(dst: &mut [u8], src: &[u8]) {
-    copy_streaming(&mut dst[..src.len()], src);
-    dst[src.len()..].fill(0);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,8 +314,9 @@ mod tests {
             .collect()
     }
 
-    /// One column laid out alone equals that column of the full layout, for every scheme, device
-    /// and a range of lengths (full rows, short tails, tiny blobs).
+    /// One column laid out alone (rebuild) and the zero-copy pieces of puts equal that column of
+    /// the full layout (scrub), for every scheme, device and a range of lengths (full rows, short
+    /// tails, tiny blobs, bodies just full and one byte over).
     #[test]
     fn a_column_laid_out_alone_matches_the_full_layout() {
         let n = 4;
@@ -264,11 +342,36 @@ mod tests {
             Scheme::Rs { k: 1, p: 1 }, // two stripes per row on four devices
         ];
         for scheme in schemes {
-            for (i, len) in [1usize, 100, 16_000, 16_368, 40_000, (1 << 20) + 12_345, 3 << 20].into_iter().enumerate() {
+            let lens = [1usize, 100, 3584, 3585, 15_872, 16_000, 40_000, (1 << 20) + 12_345, 3 << 20];
+            for (i, len) in lens.into_iter().enumerate() {
                 let data = content(i as u64 + 7, len);
                 let loc =
                     Location { seq: 9 + i as u64, band: 3, start: 17 * i as u32, device: 2, scheme, len: len as u64 };
                 let (cols, col_len) = inner.lay_out(&loc, &data).unwrap();
+                // The zero-copy layout of puts (pieces of the blob and of side buffers) writes
+                // the same bytes, whether laid out whole or a few rows at a time.
+                let shape = inner.shape(&loc);
+                let rows: Vec<Row> = shape.rows_between(loc.start as u64, 0, loc.len).collect();
+                for per in [rows.len(), 3, 1] {
+                    let mut at = 0;
+                    for seg in rows.chunks(per) {
+                        let (pieces, seg_len) = inner.lay_out_rows(&loc, &data, seg, true);
+                        for (d, col) in pieces.iter().enumerate() {
+                            let bytes = col.parts(&data).concat();
+                            if cols[d].is_empty() {
+                                assert!(bytes.is_empty(), "{scheme} len {len} device {d}");
+                                continue;
+                            }
+                            assert_eq!(bytes.len(), seg_len, "{scheme} len {len} device {d}");
+                            assert!(bytes == cols[d][at..at + seg_len], "{scheme} len {len} device {d} rows/{per}");
+                        }
+                        at += seg_len;
+                        for col in pieces {
+                            inner.bufs.give(col.side);
+                        }
+                    }
+                    assert_eq!(at, col_len);
+                }
                 for (d, col) in cols.iter().enumerate() {
                     match inner.lay_out_column(&loc, &data, d) {
                         Some((one, l)) => {
@@ -323,17 +426,18 @@ mod tests {
             }
             if scheme.is_isolated() {
                 // The tail chunk's body past the data is zeros on the device.
-                let body = chunk - crate::chunk::TRAILER;
+                let body = chunk - crate::chunk::SLOT;
                 let layout = store.layout();
                 for (loc, data) in &blobs {
                     let rows = data.len().div_ceil(body);
                     let tail = data.len() - (rows - 1) * body;
-                    let height = (tail + crate::chunk::TRAILER).div_ceil(4096) * 4096;
+                    let height = (tail + crate::chunk::SLOT).div_ceil(4096) * 4096;
                     let mut buf = vec![0u8; height];
                     let off = layout.offset(loc.band, loc.start as u64) + ((rows - 1) * chunk) as u64;
                     mems[loc.device as usize].read_at(&mut buf, off).unwrap();
                     assert_eq!(&buf[..tail], &data[(rows - 1) * body..], "{scheme}: tail data");
-                    assert!(buf[tail..height - crate::chunk::TRAILER].iter().all(|&b| b == 0), "{scheme}: padding");
+                    let trailer = height - crate::chunk::TRAILER;
+                    assert!(buf[tail..trailer].iter().all(|&b| b == 0), "{scheme}: padding");
                 }
             }
             store.close().unwrap();

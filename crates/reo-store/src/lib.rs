@@ -23,7 +23,7 @@ mod error;
 mod gc;
 mod geometry;
 mod journal;
-mod lay_out;
+pub(crate) mod lay_out;
 mod location;
 mod persist;
 mod progress;
@@ -44,6 +44,8 @@ mod store;
 mod superblock;
 mod write;
 
+/// Bytes at the end of every chunk that are not blob data (its trailer slot, `chunk.rs`).
+pub use chunk::SLOT as CHUNK_SLOT;
 pub use config::{StoreConfig, MAX_CHUNK, MAX_HEADER_LEN, MIN_CHUNK};
 pub use error::{Error, Result};
 pub use gc::{GcDecision, GcHandler, GcReport, KeepAll, VictimPolicy};

@@ -21,6 +21,8 @@ struct Scratch {
     rows: Vec<Row>,
     want: Vec<Want>,
     chunks: Vec<ChunkAt>,
+    /// Replicas standing in for chunks on failed devices, with their copy number.
+    copies: Vec<(usize, ChunkAt)>,
 }
 
 thread_local! {
@@ -47,12 +49,13 @@ impl Inner {
         Counters::add(&self.stats.reads, 1);
         Counters::add(&self.stats.read_bytes, to - from);
         let shape = self.shape(loc);
-        let Scratch { rows, want, chunks } = scratch;
+        let Scratch { rows, want, chunks, copies } = scratch;
         rows.clear();
         rows.extend(shape.rows_between(loc.start as u64, from, to));
         self.wanted_into(loc, &shape, rows, from, to, want, None);
         let (rows, want) = (&*rows, &*want);
         chunks.clear();
+        copies.clear();
         let mut degraded = false;
         let g = shape.geom;
         for &(at, ri, j) in want {
@@ -69,10 +72,10 @@ impl Inner {
                 Scheme::None(_) => return Err(lost()),
                 Scheme::Replicate(r) => {
                     let copy = (1..r as usize)
-                        .map(|c| self.chunk_at(loc, &shape, &rows[ri], j / g.data, c))
-                        .find(|c| !self.down(c.device, loc.seq))
+                        .map(|c| (c, self.chunk_at(loc, &shape, &rows[ri], j / g.data, c)))
+                        .find(|(_, c)| !self.down(c.device, loc.seq))
                         .ok_or_else(lost)?;
-                    chunks.push(copy);
+                    copies.push(copy);
                 }
                 // The stripe's other columns come from `prefetch_columns` below.
                 Scheme::Rs { .. } => {}
@@ -99,7 +102,27 @@ impl Inner {
             }
             chunks.extend(extra.iter().map(|&(ri, s, c)| self.chunk_at(loc, &shape, &rows[ri], s, c)));
         }
-        // The runs a real read issues: adjacent chunks of a device merged up to MAX_RUN.
+        self.discard_runs(chunks)?;
+        // A real read fetches the replicas of chunks on failed devices after its first round,
+        // one round per copy number (`rebuild.rs`).
+        copies.sort_by_key(|&(c, _)| c);
+        let mut rest = &copies[..];
+        while let Some(&(copy, _)) = rest.first() {
+            let n = rest.iter().take_while(|(c, _)| *c == copy).count();
+            chunks.clear();
+            chunks.extend(rest[..n].iter().map(|&(_, c)| c));
+            self.discard_runs(chunks)?;
+            rest = &rest[n..];
+        }
+        if degraded {
+            Counters::add(&self.stats.degraded_reads, 1);
+        }
+        Ok(to - from)
+    }
+
+    /// Issues the runs a real fetch of `chunks` issues: adjacent chunks of a device merged up
+    /// to [`MAX_RUN`].
+    fn discard_runs(&self, chunks: &mut [ChunkAt]) -> Result<()> {
         chunks.sort_by_key(|c| (c.device, c.offset));
         let mut run: Option<(usize, u64, usize)> = None;
         for c in chunks.iter().map(Some).chain([None]) {
@@ -118,10 +141,7 @@ impl Inner {
                 }
             }
         }
-        if degraded {
-            Counters::add(&self.stats.degraded_reads, 1);
-        }
-        Ok(to - from)
+        Ok(())
     }
 }
 

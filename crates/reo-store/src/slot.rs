@@ -42,6 +42,14 @@ impl Media for Slot {
         self.get().write_at(buf, offset)
     }
 
+    fn write_vectored_at(&self, parts: &[&[u8]], offset: u64) -> io::Result<()> {
+        self.get().write_vectored_at(parts, offset)
+    }
+
+    fn vector_align(&self) -> usize {
+        self.get().vector_align()
+    }
+
     fn sync(&self) -> io::Result<()> {
         self.get().sync()
     }

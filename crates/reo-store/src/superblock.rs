@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 /// Magic of the superblock.
 pub const MAGIC: &[u8; 8] = b"REOSTOR1";
 /// On-device format version; bumped on any incompatible change.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 /// Superblock flag: the device is being rebuilt.
 pub const FLAG_REBUILDING: u32 = 1;
 /// Bytes reserved for the two superblock copies.
@@ -137,7 +137,7 @@ impl Layout {
         Ok(Self::decode_flags(buf)?.map(|(l, i, _)| (l, i)))
     }
 
-    /// [`Layout::decode`], also returning the flags (0 for format 2).
+    /// [`Layout::decode`], also returning the flags.
     pub fn decode_flags(buf: &[u8]) -> std::result::Result<Option<(Layout, u16, u32)>, String> {
         let mut r = Reader::new(buf);
         let magic = r.take(8).ok_or("truncated superblock")?;
@@ -148,8 +148,17 @@ impl Layout {
             return Err("not a Reo device (bad magic)".into());
         }
         let version = r.u32().ok_or("truncated superblock")?;
-        if version != FORMAT_VERSION && version != 2 {
-            return Err(format!("format version {version} is not supported (this build reads 2 and {FORMAT_VERSION})"));
+        if version == 2 || version == 3 {
+            // Format 4 moved each chunk's trailer into a 512-byte slot (`chunk.rs`): the chunks of
+            // an older store would all fail verification, so it is refused as a whole.
+            return Err(format!(
+                "format version {version} was written by an older reo (16-byte chunk trailers); this build \
+                 reads format {FORMAT_VERSION} only: reformat the devices (their contents are lost) or \
+                 use the reo that wrote them"
+            ));
+        }
+        if version != FORMAT_VERSION {
+            return Err(format!("format version {version} is not supported (this build reads {FORMAT_VERSION})"));
         }
         let t = "truncated superblock";
         let store_id = r.u64().ok_or(t)?;
@@ -168,7 +177,7 @@ impl Layout {
             data_off: r.u64().ok_or(t)?,
             codec: r.u32().ok_or(t)?,
         };
-        let flags = if version >= 3 { r.u32().ok_or(t)? } else { 0 };
+        let flags = r.u32().ok_or(t)?;
         let body = r.position();
         let crc = r.u32().ok_or(t)?;
         if crc != crc32c::crc32c(&buf[..body]) {
@@ -216,6 +225,15 @@ mod tests {
         assert!(l.zones >= 16);
         let f = l.encode_flags(1, FLAG_REBUILDING);
         assert_eq!(Layout::decode_flags(&f).unwrap(), Some((l, 1, FLAG_REBUILDING)));
+    }
+
+    #[test]
+    fn an_older_format_is_refused_with_a_reason() {
+        let l = Layout::plan(&StoreConfig::default(), 4, 1 << 30, 77).unwrap();
+        let mut b = l.encode(0);
+        b[8..12].copy_from_slice(&3u32.to_le_bytes()); // the version is checked first
+        let e = Layout::decode(&b).unwrap_err();
+        assert!(e.contains("format version 3") && e.contains("reformat"), "{e}");
     }
 
     #[test]

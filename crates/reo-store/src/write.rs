@@ -13,6 +13,7 @@ use crate::band::BandState;
 use crate::config::MAX_HEADER_LEN;
 use crate::error::{Error, Result};
 use crate::geometry::{Row, SECTOR};
+use crate::lay_out::Column;
 use crate::location::{Location, ROW_BAND};
 use crate::record::Record;
 use crate::scheme::Scheme;
@@ -160,9 +161,9 @@ impl Inner {
     /// Lays out and writes the blob's chunks, segment by segment (see the module doc); returns
     /// device bytes written. A device whose write fails is marked failed.
     ///
-    /// Columns come from the buffer pool with stale contents, so every byte written is set by
-    /// the layout: data then zero padding in data chunks, parity encoded in place, copies,
-    /// trailers, and zeros in the columns of a row that no stripe uses.
+    /// Side buffers come from the buffer pool with stale contents, so every byte written is set
+    /// by the layout: data then zero padding in copied chunks, parity, trailer slots, and zeros
+    /// in the columns of a row that no stripe uses.
     fn write_blob(&self, loc: &Location, data: &[u8]) -> Result<u64> {
         let n = self.n();
         let offset = self.layout.offset(loc.band, loc.start as u64);
@@ -174,10 +175,15 @@ impl Inner {
             return Ok(0);
         }
         let segment_bytes = (SEGMENT / self.layout.chunk as usize).max(1) as u64 * shape.full_row_bytes();
+        // The devices take full chunk bodies straight from `data` when its address and the body
+        // length meet every device's direct-I/O alignment (see `lay_out.rs`).
+        let align = self.devices.iter().map(|d| d.vector_align()).max().unwrap_or(1);
+        let body = self.layout.chunk as usize - crate::chunk::SLOT;
+        let zero_copy = (data.as_ptr() as usize).is_multiple_of(align) && body.is_multiple_of(align);
         let errors: Vec<Mutex<Option<std::io::Error>>> = (0..n).map(|_| Mutex::new(None)).collect();
         let written = AtomicU64::new(0);
-        let write = |d: usize, col: reo_media::AlignedBuf, len: usize, at: u64| {
-            match self.devices[d].write_at(&col[..len], at) {
+        let write = |d: usize, col: Column, len: usize, at: u64| {
+            match self.devices[d].write_vectored_at(&col.parts(data), at) {
                 Ok(()) => {
                     written.fetch_add(len as u64, Ordering::Relaxed);
                 }
@@ -185,7 +191,7 @@ impl Inner {
                     errors[d].lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
                 }
             }
-            self.bufs.give(col);
+            self.bufs.give(col.side);
         };
         self.pool.scope(|s| {
             let mut from = 0;
@@ -196,7 +202,7 @@ impl Inner {
                     if loc.len - from < segment_bytes + segment_bytes / 2 { loc.len } else { from + segment_bytes };
                 let rows: Vec<Row> = shape.rows_between(loc.start as u64, from, to).collect();
                 let at = offset + (rows[0].start - loc.start as u64) * SECTOR;
-                let (cols, len) = self.lay_out_rows(loc, data, &rows);
+                let (cols, len) = self.lay_out_rows(loc, data, &rows, zero_copy);
                 let mut cols: Vec<_> = cols.into_iter().enumerate().collect();
                 // The last segment's first write runs here: a one-segment blob on one device
                 // (small isolated puts) is written without a hop to the pool.
@@ -208,7 +214,7 @@ impl Inner {
                 let mine = mine.map(|i| cols.swap_remove(i));
                 for (d, col) in cols {
                     if col.is_empty() || self.is_failed(d) {
-                        self.bufs.give(col);
+                        self.bufs.give(col.side);
                         continue;
                     }
                     let write = &write;

@@ -6,9 +6,11 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use futures::StreamExt;
 use s3s::dto::{ETag, ETagCondition, Metadata, StreamingBlob, Timestamp};
+use s3s::stream::ByteStream;
 use s3s::{s3_error, S3Error, S3ErrorCode, S3Result};
 
 use crate::backend::ObjectInfo;
+use reo_media::AlignedBuf;
 
 pub fn timestamp(ns: u64) -> Timestamp {
     Timestamp::from(UNIX_EPOCH + Duration::from_nanos(ns))
@@ -30,17 +32,29 @@ pub fn user_meta(m: Option<Metadata>) -> BTreeMap<String, String> {
     m.unwrap_or_default().into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect()
 }
 
-/// Reads a request body of at most `limit` bytes.
-pub async fn collect(body: Option<StreamingBlob>, limit: u64) -> S3Result<Vec<u8>> {
-    let Some(mut b) = body else { return Ok(Vec::new()) };
-    let mut out = Vec::new();
+/// Reads a request body of at most `limit` bytes into a sector-aligned buffer: the flash store
+/// then writes the object's full chunks from it as they are, with no copy (`reo_store`'s
+/// `lay_out.rs`). The buffer is sized once when the body's length is known (Content-Length),
+/// else it doubles as bytes arrive.
+pub async fn collect(body: Option<StreamingBlob>, limit: u64) -> S3Result<AlignedBuf> {
+    let Some(mut b) = body else { return Ok(AlignedBuf::zeroed(0)) };
+    let hint = b.remaining_length().exact().filter(|&n| n as u64 <= limit).unwrap_or(0);
+    let mut out = AlignedBuf::zeroed(hint);
+    let mut len = 0;
     while let Some(chunk) = b.next().await {
         let chunk = chunk.map_err(|e| s3_error!(IncompleteBody, "reading the request body: {e}"))?;
-        if out.len() as u64 + chunk.len() as u64 > limit {
+        if len as u64 + chunk.len() as u64 > limit {
             return Err(s3_error!(EntityTooLarge, "the body exceeds this gateway's limit of {limit} bytes"));
         }
-        out.extend_from_slice(&chunk);
+        if len + chunk.len() > out.len() {
+            let mut bigger = AlignedBuf::zeroed((len + chunk.len()).max(2 * out.len()));
+            bigger[..len].copy_from_slice(&out[..len]);
+            out = bigger;
+        }
+        out[len..len + chunk.len()].copy_from_slice(&chunk);
+        len += chunk.len();
     }
+    out.resize(len);
     Ok(out)
 }
 

@@ -62,4 +62,4 @@ pub fn schemes(n: usize) -> Vec<Scheme> {
 }
 
 /// Sizes that exercise empty, sub-chunk, exact-row and multi-row blobs.
-pub const SIZES: &[usize] = &[0, 1, 100, 4080, 4081, 16_368, 40_000, 100_000, 200_000];
+pub const SIZES: &[usize] = &[0, 1, 100, 3584, 3585, 4080, 4081, 15_872, 16_368, 40_000, 100_000, 200_000];

@@ -12,11 +12,9 @@
 use super::raw::fill;
 use super::{progress, Plan};
 use reo_store::rs::{decode, decode_packed, encode, pack, padded, unpack};
-use reo_store::Scheme;
+use reo_store::{Scheme, CHUNK_SLOT};
 use std::time::Instant;
 
-/// Bytes of the chunk trailer: shards are chunk bodies.
-const TRAILER: usize = 16;
 /// Seconds each of encode and decode runs for.
 const SECONDS: f64 = 0.5;
 const GIB: f64 = (1u64 << 30) as f64;
@@ -41,7 +39,7 @@ fn rate(mut f: impl FnMut()) -> f64 {
 pub fn run(plan: &Plan) -> Result<(f64, f64), String> {
     let Scheme::Rs { k, p } = plan.rs else { return Err("bench store: codec: not an rs scheme".into()) };
     let (k, p) = (k as usize, p as usize);
-    let len = plan.chunk as usize - TRAILER;
+    let len = plan.chunk as usize - CHUNK_SLOT; // shards are chunk bodies
     let data: Vec<Vec<u8>> = (0..k)
         .map(|i| {
             let mut v = vec![0u8; len];

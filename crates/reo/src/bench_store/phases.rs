@@ -10,34 +10,37 @@
 //!
 //! Rounds repeat until every figure has `plan.min_secs` measured. Blob `i` holds a window of one
 //! pre-generated pseudo-random buffer at a distinct offset, so data costs nothing to make; every
-//! sampled read is compared with what was written and a mismatch fails the benchmark.
+//! sampled read is compared with what was written and a mismatch fails the benchmark. Windows
+//! start on 4 KiB boundaries, as a caller that reads objects into aligned buffers (the gateway)
+//! hands them: the store then writes full chunk bodies from the caller's memory (`lay_out.rs`).
 
 use super::raw::{self, fill, Op};
 use super::{progress, Acc, Plan, Span, Stopwatch, GC_RESERVE, MAX_ROUNDS, PUT_MARGIN};
-use reo_media::{AlignedBuf, FileMedia, Media};
+use reo_media::{AlignedBuf, FileMedia, Media, ALIGN};
 use reo_store::{Durability, Location, Placement, PutOptions, Scheme, Store, StoreConfig, StoreStats};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 
-/// Offsets of blob windows: this many bytes past the longest blob, in steps of 8 bytes.
+/// Offsets of blob windows: this many bytes past the longest blob, in steps of [`ALIGN`].
 const WINDOW: usize = 1 << 20;
 /// Every this many reads (and the last) are compared byte for byte with what was written.
 const VERIFY_EVERY: usize = 8;
 
 /// The blob contents of the benchmark.
-pub struct Pattern(Vec<u8>);
+pub struct Pattern(AlignedBuf);
 
 impl Pattern {
     /// A pattern for blobs of at most `max_len` bytes.
     pub fn new(max_len: usize) -> Pattern {
-        let mut v = vec![0u8; max_len + WINDOW];
+        let mut v = AlignedBuf::zeroed(max_len + WINDOW);
         fill(&mut v, 7);
         Pattern(v)
     }
 
-    /// The bytes of blob `i` (distinct windows for the first 131072 indexes).
+    /// The bytes of blob `i` (distinct windows for the first 256 indexes; the store's chunk
+    /// trailers, not the contents, tell one blob's chunks from another's).
     pub fn blob(&self, i: u64, len: usize) -> &[u8] {
-        let off = (i.wrapping_mul(7919) % (WINDOW as u64 / 8)) as usize * 8;
+        let off = (i.wrapping_mul(7919) % (WINDOW / ALIGN) as u64) as usize * ALIGN;
         &self.0[off..off + len]
     }
 
