@@ -42,29 +42,30 @@ impl AlignedBuf {
     /// split into two requests; from a huge page it is one. The store's I/O buffers are pooled
     /// and reused, so the larger footprint and the zeroing are paid once.
     pub fn zeroed(len: usize) -> Self {
-        let mut cap = len.div_ceil(ALIGN).max(1) * ALIGN;
-        if cap >= HUGE_FROM {
-            cap = cap.div_ceil(HUGE_PAGE) * HUGE_PAGE;
-        }
-        let layout = layout_for(cap);
-        let raw = if cap >= HUGE_FROM {
-            // SAFETY: layout has non-zero size.
-            let raw = unsafe { alloc(layout) };
-            if !raw.is_null() {
-                // SAFETY: [raw, raw + cap) is the allocation just made. Advice only: a kernel
-                // without transparent huge pages refuses it, and the buffer works as it is.
-                unsafe {
-                    let _ = libc::madvise(raw.cast(), cap, libc::MADV_HUGEPAGE);
-                    std::ptr::write_bytes(raw, 0, cap);
-                }
-            }
-            raw
-        } else {
-            // SAFETY: layout has non-zero size.
-            unsafe { alloc_zeroed(layout) }
-        };
-        let ptr = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        let (ptr, cap) = allocate(len, true);
         AlignedBuf { ptr, len, cap }
+    }
+
+    /// An empty buffer with room for at least `cap` bytes, not zeroed (bytes past the length are
+    /// never exposed), to be filled by [`AlignedBuf::extend_from_slice`], which writes each byte
+    /// once: a zeroed buffer would cost a pass over memory first.
+    pub fn with_capacity(cap: usize) -> Self {
+        let (ptr, cap) = allocate(cap, false);
+        AlignedBuf { ptr, len: 0, cap }
+    }
+
+    /// Appends `src`, moving to a larger allocation (at least twice the capacity) when full.
+    pub fn extend_from_slice(&mut self, src: &[u8]) {
+        let len = self.len + src.len();
+        if len > self.cap {
+            let mut bigger = AlignedBuf::with_capacity(len.max(2 * self.cap));
+            bigger.extend_from_slice(self);
+            *self = bigger;
+        }
+        // SAFETY: [self.len, len) is within the allocation, which `src` (borrowed separately)
+        // cannot overlap.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.as_ptr().add(self.len), src.len()) };
+        self.len = len;
     }
 
     /// Length in bytes.
@@ -82,7 +83,8 @@ impl AlignedBuf {
         self.len == 0
     }
 
-    /// Changes the length within the capacity, zeroing bytes that become visible.
+    /// Changes the length, zeroing bytes that become visible (moving to a larger allocation when
+    /// the capacity is exceeded).
     pub fn resize(&mut self, len: usize) {
         if len > self.cap {
             let mut bigger = AlignedBuf::zeroed(len);
@@ -96,6 +98,38 @@ impl AlignedBuf {
         }
         self.len = len;
     }
+}
+
+/// Allocates a buffer of at least `len` bytes (see [`AlignedBuf::zeroed`] for the rounding and
+/// huge pages), zeroed if asked; returns it and its capacity.
+fn allocate(len: usize, zero: bool) -> (NonNull<u8>, usize) {
+    let mut cap = len.div_ceil(ALIGN).max(1) * ALIGN;
+    if cap >= HUGE_FROM {
+        cap = cap.div_ceil(HUGE_PAGE) * HUGE_PAGE;
+    }
+    let layout = layout_for(cap);
+    let raw = if cap >= HUGE_FROM {
+        // SAFETY: layout has non-zero size.
+        let raw = unsafe { alloc(layout) };
+        if !raw.is_null() {
+            // SAFETY: [raw, raw + cap) is the allocation just made. Advice only: a kernel
+            // without transparent huge pages refuses it, and the buffer works as it is.
+            unsafe {
+                let _ = libc::madvise(raw.cast(), cap, libc::MADV_HUGEPAGE);
+                if zero {
+                    std::ptr::write_bytes(raw, 0, cap);
+                }
+            }
+        }
+        raw
+    } else if zero {
+        // SAFETY: layout has non-zero size.
+        unsafe { alloc_zeroed(layout) }
+    } else {
+        // SAFETY: layout has non-zero size.
+        unsafe { alloc(layout) }
+    };
+    (NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout)), cap)
 }
 
 impl Deref for AlignedBuf {
@@ -166,5 +200,25 @@ mod tests {
         assert!(b[..5].iter().all(|&x| x == 7));
         assert!(b[5..].iter().all(|&x| x == 0));
         assert_eq!(b.as_ptr() as usize % ALIGN, 0);
+    }
+
+    #[test]
+    fn extend_from_slice_appends_across_growth() {
+        let mut b = AlignedBuf::with_capacity(100);
+        assert!(b.is_empty() && b.capacity() >= 100);
+        let src: Vec<u8> = (0..4 << 20).map(|i| (i * 13) as u8).collect();
+        let mut at = 0;
+        for n in [1, 99, 4000, 5000, 1 << 20, 2 << 20] {
+            b.extend_from_slice(&src[at..at + n]);
+            at += n;
+            assert_eq!(b.len(), at);
+            assert_eq!(&b[..], &src[..at], "after {at} bytes");
+            assert_eq!(b.as_ptr() as usize % ALIGN, 0);
+        }
+        // Growth past a truncation zeroes what becomes visible, as resize always did.
+        b.resize(10);
+        b.resize(20);
+        assert_eq!(&b[..10], &src[..10]);
+        assert!(b[10..].iter().all(|&x| x == 0));
     }
 }

@@ -100,7 +100,8 @@ impl FileMedia {
         // Creation and sizing used a plain handle: open the I/O handle now, so that a filesystem
         // refusing O_DIRECT never leaves a half-made file behind.
         let file = Self::open_rw(path, opts.direct)?;
-        let vector_align = if opts.direct { dio_align(&file).unwrap_or(ALIGN) } else { 1 };
+        let block = meta.as_ref().is_some_and(|m| m.file_type().is_block_device());
+        let vector_align = if opts.direct { dio_align(&file, block).unwrap_or(ALIGN) } else { 1 };
         Ok(FileMedia {
             file,
             path: path.to_path_buf(),
@@ -303,15 +304,25 @@ fn pwritev_all(f: &File, parts: &[&[u8]], mut offset: u64) -> io::Result<()> {
 }
 
 /// The O_DIRECT alignment of memory and of lengths the kernel reports for `f` (statx
-/// `STATX_DIOALIGN`, Linux 6.1+ for files, 6.11+ for block devices): the larger of the two.
-fn dio_align(f: &File) -> Option<usize> {
+/// `STATX_DIOALIGN`, Linux 6.1+ for files, 6.11+ for block devices): the larger of the two. A
+/// block device on an older kernel: its logical block size (at least 512), which is the rule
+/// there for addresses and lengths alike (6.0–6.10 relax addresses to the queue's DMA alignment,
+/// 512 unless a driver asks for more). A file on an older kernel: `None` (4 KiB, always safe).
+fn dio_align(f: &File, block: bool) -> Option<usize> {
     // SAFETY: statx fills the zeroed struct; the empty path with AT_EMPTY_PATH names the fd.
     let mut st: libc::statx = unsafe { std::mem::zeroed() };
     let rc = unsafe { libc::statx(f.as_raw_fd(), c"".as_ptr(), libc::AT_EMPTY_PATH, libc::STATX_DIOALIGN, &mut st) };
     if rc != 0 || st.stx_mask & libc::STATX_DIOALIGN == 0 || st.stx_dio_mem_align == 0 {
-        return None;
+        return block.then(|| logical_block_size(f)).flatten().map(|n| n.max(512));
     }
     Some(st.stx_dio_mem_align.max(st.stx_dio_offset_align) as usize)
+}
+
+fn logical_block_size(f: &File) -> Option<usize> {
+    let mut size: libc::c_int = 0;
+    // SAFETY: BLKSSZGET writes one int through the pointer, which is valid for the call.
+    let rc = unsafe { libc::ioctl(f.as_raw_fd(), libc::BLKSSZGET, &mut size as *mut libc::c_int) };
+    (rc == 0 && size > 0).then_some(size as usize)
 }
 
 fn block_device_size(f: &File) -> io::Result<u64> {

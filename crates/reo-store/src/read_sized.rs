@@ -193,7 +193,7 @@ mod tests {
             let devs: Vec<Arc<dyn Media>> = sims.iter().map(|m| m.clone() as Arc<dyn Media>).collect();
             let (store, _) = Store::open(devs, &cfg()).unwrap();
             let zeros = vec![0u8; 3 << 20];
-            let lens = [100usize, 16_000, 40_000, (1 << 20) + 12_345, 3 << 20];
+            let lens = [100usize, 15_872, 16_000, 40_000, (1 << 20) + 12_345, 3 << 20];
             let locs: Vec<_> = lens
                 .iter()
                 .enumerate()
@@ -238,7 +238,7 @@ mod tests {
                 (0..n).map(|_| Arc::new(MemMedia::new(96 << 20)) as Arc<dyn Media>).collect();
             let (sim, _) = Store::open(sims, &cfg()).unwrap();
             let (mem, _) = Store::open(mems, &cfg()).unwrap();
-            for (i, len) in [1usize, 100, 16_368, 40_000, (1 << 20) + 12_345].into_iter().enumerate() {
+            for (i, len) in [1usize, 100, 15_872, 16_368, 40_000, (1 << 20) + 12_345].into_iter().enumerate() {
                 let data = vec![7u8; len];
                 let opts = PutOptions::new(scheme).placement(i as u64);
                 let a = sim.put(b"h", &data, &opts).unwrap();

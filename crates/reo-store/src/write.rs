@@ -176,7 +176,11 @@ impl Inner {
         }
         let segment_bytes = (SEGMENT / self.layout.chunk as usize).max(1) as u64 * shape.full_row_bytes();
         // The devices take full chunk bodies straight from `data` when its address and the body
-        // length meet every device's direct-I/O alignment (see `lay_out.rs`).
+        // length meet every device's direct-I/O alignment (see `lay_out.rs`). Every other piece
+        // then meets it too: blob offsets are multiples of the body, and side pieces are
+        // multiples of 512 bytes in a 4 KiB-aligned buffer — with chunk sizes multiples of 4 KiB,
+        // a body divisible by the alignment means an alignment dividing 512. (A part that missed
+        // it would still be written correctly, through `FileMedia`'s bounce buffer.)
         let align = self.devices.iter().map(|d| d.vector_align()).max().unwrap_or(1);
         let body = self.layout.chunk as usize - crate::chunk::SLOT;
         let zero_copy = (data.as_ptr() as usize).is_multiple_of(align) && body.is_multiple_of(align);

@@ -32,29 +32,25 @@ pub fn user_meta(m: Option<Metadata>) -> BTreeMap<String, String> {
     m.unwrap_or_default().into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect()
 }
 
+/// Most bytes reserved for a body before they arrive: a request declaring a huge length and then
+/// stalling holds no more than this.
+const RESERVE_AHEAD: usize = 64 << 20;
+
 /// Reads a request body of at most `limit` bytes into a sector-aligned buffer: the flash store
 /// then writes the object's full chunks from it as they are, with no copy (`reo_store`'s
-/// `lay_out.rs`). The buffer is sized once when the body's length is known (Content-Length),
-/// else it doubles as bytes arrive.
+/// `lay_out.rs`). Room for the declared length (Content-Length, up to [`RESERVE_AHEAD`]) is
+/// reserved at once; the buffer doubles as more arrives. Each byte is written once.
 pub async fn collect(body: Option<StreamingBlob>, limit: u64) -> S3Result<AlignedBuf> {
-    let Some(mut b) = body else { return Ok(AlignedBuf::zeroed(0)) };
-    let hint = b.remaining_length().exact().filter(|&n| n as u64 <= limit).unwrap_or(0);
-    let mut out = AlignedBuf::zeroed(hint);
-    let mut len = 0;
+    let Some(mut b) = body else { return Ok(AlignedBuf::with_capacity(0)) };
+    let hint = b.remaining_length().exact().unwrap_or(0);
+    let mut out = AlignedBuf::with_capacity((hint as u64).min(limit).min(RESERVE_AHEAD as u64) as usize);
     while let Some(chunk) = b.next().await {
         let chunk = chunk.map_err(|e| s3_error!(IncompleteBody, "reading the request body: {e}"))?;
-        if len as u64 + chunk.len() as u64 > limit {
+        if out.len() as u64 + chunk.len() as u64 > limit {
             return Err(s3_error!(EntityTooLarge, "the body exceeds this gateway's limit of {limit} bytes"));
         }
-        if len + chunk.len() > out.len() {
-            let mut bigger = AlignedBuf::zeroed((len + chunk.len()).max(2 * out.len()));
-            bigger[..len].copy_from_slice(&out[..len]);
-            out = bigger;
-        }
-        out[len..len + chunk.len()].copy_from_slice(&chunk);
-        len += chunk.len();
+        out.extend_from_slice(&chunk);
     }
-    out.resize(len);
     Ok(out)
 }
 

@@ -1,5 +1,5 @@
 //! The Reed-Solomon codec alone, on one stripe of the benchmark's rs scheme, shards the size of a
-//! chunk body (chunk − 16-byte trailer), each operation repeated for about half a second. Rates
+//! chunk body (chunk − 512-byte trailer slot), each operation repeated for about half a second. Rates
 //! are data bytes (k shards) per second.
 //!
 //! - encode: `reo_store::rs::encode`, as a put does per stripe;
