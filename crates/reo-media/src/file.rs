@@ -235,11 +235,9 @@ impl Media for FileMedia {
             if let [one] = parts {
                 return self.write_at(one, offset);
             }
-            let mut b = AlignedBuf::zeroed(len);
-            let mut at = 0;
+            let mut b = AlignedBuf::with_capacity(len);
             for p in parts {
-                b[at..at + p.len()].copy_from_slice(p);
-                at += p.len();
+                b.extend_from_slice(p);
             }
             return self.write_at(&b, offset);
         }
