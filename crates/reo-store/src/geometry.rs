@@ -9,9 +9,13 @@
 //! Which device holds column 0 of a row rotates, which spreads parity (and the unused columns
 //! when `width` does not divide N) evenly over the devices: a blob's first row starts at a hash
 //! of the blob's position, and every [`ROTATE_BYTES`] of chunk height (a *run* of rows) the
-//! columns shift by one device. Within a run each device keeps its column, so a device holds a
-//! blob's data in long contiguous stretches (k runs of data, then p of parity, for `rs(k, p)`)
-//! and a read fetches them with a few large I/Os rather than one per row.
+//! columns shift by the number of data columns of a stripe. Within a run each device keeps its
+//! column, so a device holds a blob's data in long contiguous stretches and a read fetches them
+//! with a few large I/Os rather than one per row. Shifting by the data width (format 5; format 4
+//! shifted by one device) puts consecutive runs' data on the *next* devices, round robin: a
+//! blob's data is spread evenly, so a read keeps every device equally busy — an `rs(2,2)` blob
+//! of 4 MiB over 4 devices is one 1 MiB run per device, where a shift of one put 2 MiB on one
+//! device and none on another, and that device's second read held up the whole blob.
 //! Isolated blobs are one column tall stack of chunks on one device.
 
 use crate::chunk::SLOT;
@@ -120,8 +124,16 @@ impl Shape {
         }
         // Every row before the last is full height, so the blob starts `index` chunks above.
         let blob_start = row.start - row.index as u64 * (self.chunk as u64 / SECTOR);
-        let run = row.index as usize / (ROTATE_BYTES / self.chunk).max(1);
-        (rotation(band, blob_start, self.devices) + run + stripe * self.geom.width + col) % self.devices
+        let rows_per_run = (ROTATE_BYTES / self.chunk).max(1);
+        let mut run = row.index as usize / rows_per_run;
+        if row.height < self.chunk && run > 0 && (row.index as usize).is_multiple_of(rows_per_run) {
+            // A short last row that would open a run of its own stays with the run before it,
+            // right after it on the same devices, so a read fetches it with that run's I/O
+            // instead of a small I/O of its own on other devices.
+            run -= 1;
+        }
+        let shift = run * self.geom.data;
+        (rotation(band, blob_start, self.devices) + shift + stripe * self.geom.width + col) % self.devices
     }
 
     /// Chunk number bound into the trailer of (row, stripe, column).
@@ -189,14 +201,57 @@ mod tests {
 
     #[test]
     fn parity_rotates_over_devices() {
-        let s = shape(Scheme::Rs { k: 2, p: 2 }, 64 << 20);
-        let mut counts = [0usize; 4];
-        for row in s.rows_between(0, 0, s.len) {
-            counts[s.device_of(0, &row, 0, 3, 0)] += 1;
+        for (k, p) in [(2u8, 2u8), (3, 1), (1, 3)] {
+            let s = shape(Scheme::Rs { k, p }, 64 << 20);
+            let mut counts = [0usize; 4];
+            for row in s.rows_between(0, 0, s.len) {
+                for c in k as usize..4 {
+                    counts[s.device_of(0, &row, 0, c, 0)] += 1;
+                }
+            }
+            let even = s.row_count() as usize * p as usize / 4;
+            for c in counts {
+                assert!(c.abs_diff(even) <= 16, "rs({k},{p}): parity unevenly spread: {counts:?}");
+            }
         }
-        let rows = s.row_count() as usize;
-        for c in counts {
-            assert!(c > rows / 8, "parity column unevenly spread: {counts:?}");
+    }
+
+    /// Chunks of data rows each device holds for the blob of `s`.
+    fn data_per_device(s: &Shape) -> Vec<usize> {
+        let mut counts = vec![0; s.devices];
+        for row in s.rows_between(0, 0, s.len) {
+            for st in 0..s.geom.stripes_per_row {
+                for c in 0..s.geom.data {
+                    counts[s.device_of(0, &row, st, c, 0)] += 1;
+                }
+            }
+        }
+        counts
+    }
+
+    #[test]
+    fn a_blobs_data_is_spread_evenly_in_whole_runs() {
+        let run = ROTATE_BYTES / (64 << 10);
+        // 4 MiB of rs(2,2) over 4 devices: 32 full rows and a short last one; each device holds
+        // one whole 16-row run of data, and the short row stays with the second run.
+        let s = shape(Scheme::Rs { k: 2, p: 2 }, 4 << 20);
+        assert_eq!(s.row_count(), 2 * run as u64 + 1);
+        let mut counts = data_per_device(&s);
+        counts.sort();
+        assert_eq!(counts, [run, run, run + 1, run + 1]);
+        let rows: Vec<Row> = s.rows_between(0, 0, s.len).collect();
+        let (last, before) = (rows[2 * run], rows[2 * run - 1]);
+        assert!(last.height < s.chunk);
+        for c in 0..4 {
+            assert_eq!(s.device_of(0, &last, 0, c, 0), s.device_of(0, &before, 0, c, 0), "column {c}");
+        }
+        for (scheme, runs) in
+            [(Scheme::Rs { k: 2, p: 2 }, 8), (Scheme::Rs { k: 3, p: 1 }, 12), (Scheme::Replicate(2), 4)]
+        {
+            let s = shape(scheme, runs as u64 * run as u64 * s.full_row_bytes());
+            let counts = data_per_device(&s);
+            let total: usize = counts.iter().sum();
+            assert!(counts.iter().all(|&c| c == total / 4), "{scheme}: {counts:?}");
         }
     }
 }

@@ -39,6 +39,18 @@ pub(crate) type Fetched = Vec<Option<(usize, usize)>>;
 /// chunk body).
 pub(crate) type Dest<'a> = (&'a mut [std::mem::MaybeUninit<u8>], usize);
 
+/// What a read fetches: its rows, the data chunks it wants with the part of each it wants
+/// (blob bytes [x, y) of the chunk starting at blob byte a), the columns prefetched to rebuild
+/// wanted chunks on failed devices, and all their chunks (wanted first, in order).
+pub(crate) struct ReadPlan {
+    pub shape: Shape,
+    pub rows: Vec<Row>,
+    pub want: Vec<Want>,
+    pub spans: Vec<(u64, u64, u64)>,
+    pub extra: Vec<(usize, usize, usize)>,
+    pub chunks: Vec<ChunkAt>,
+}
+
 /// A data chunk a read wants: the chunk, its row (index into the read's rows) and its data
 /// position in the row (stripe × data + column).
 pub(crate) type Want = (ChunkAt, usize, usize);
@@ -46,6 +58,18 @@ pub(crate) type Want = (ChunkAt, usize, usize);
 impl Inner {
     /// Reads blob bytes `[from, to)`.
     pub(crate) fn read(&self, loc: &Location, from: u64, to: u64) -> Result<Vec<u8>> {
+        self.read_checked(loc, from, to, || self.read_verified(loc, from, to))
+    }
+
+    /// The checks and counts around every kind of read: the range, the blob live before, and a
+    /// failure of a blob freed meanwhile reported as `NotFound`.
+    pub(crate) fn read_checked<T>(
+        &self,
+        loc: &Location,
+        from: u64,
+        to: u64,
+        read: impl FnOnce() -> Result<T>,
+    ) -> Result<T> {
         if from > to || to > loc.len {
             return Err(Error::BadRange { start: from, end: to, len: loc.len });
         }
@@ -54,7 +78,7 @@ impl Inner {
         }
         Counters::add(&self.stats.reads, 1);
         Counters::add(&self.stats.read_bytes, to - from);
-        let r = self.read_verified(loc, from, to);
+        let r = read();
         if r.is_err() && !self.is_live(loc) {
             // Freed or relocated while we read: the location is stale, not the data corrupt.
             return Err(Error::NotFound { seq: loc.seq });
@@ -62,7 +86,8 @@ impl Inner {
         r
     }
 
-    pub(crate) fn read_verified(&self, loc: &Location, from: u64, to: u64) -> Result<Vec<u8>> {
+    /// What a read of blob bytes `[from, to)` fetches.
+    pub(crate) fn plan_read(&self, loc: &Location, from: u64, to: u64) -> ReadPlan {
         let shape = self.shape(loc);
         let rows: Vec<Row> = shape.rows_between(loc.start as u64, from, to).collect();
         let (mut want, mut spans) = (Vec::new(), Vec::new());
@@ -72,6 +97,11 @@ impl Inner {
         let extra = self.prefetch_columns(loc, &shape, &rows, &want);
         let mut chunks: Vec<ChunkAt> = want.iter().map(|w| w.0).collect();
         chunks.extend(extra.iter().map(|&(ri, s, c)| self.chunk_at(loc, &shape, &rows[ri], s, c)));
+        ReadPlan { shape, rows, want, spans, extra, chunks }
+    }
+
+    pub(crate) fn read_verified(&self, loc: &Location, from: u64, to: u64) -> Result<Vec<u8>> {
+        let ReadPlan { shape, rows, want, spans, extra, chunks } = self.plan_read(loc, from, to);
         // The output is filled by the I/O jobs, each copying the chunks it read and verified
         // (while they are in cache) into their own disjoint pieces of it.
         let len = (to - from) as usize;
@@ -226,7 +256,7 @@ impl Inner {
                 continue;
             }
             match runs.last_mut() {
-                Some(r) if r.0 == c.device && r.1 + r.2 as u64 == c.offset && r.2 + c.height <= MAX_RUN => {
+                Some(r) if r.0 == c.device && r.1 + r.2 as u64 == c.offset && self.joins_run(r.2, &c) => {
                     r.3.push((i, r.2));
                     r.2 += c.height;
                 }
@@ -274,6 +304,13 @@ impl Inner {
             }
         }
         (read.into_iter().map(|(b, _)| b).collect(), got)
+    }
+
+    /// Whether chunk `c`, adjacent on its device to a run of `len` bytes, is read with it: up to
+    /// [`MAX_RUN`], and a blob's short last row always (it follows its run on the same devices,
+    /// `geometry.rs`; a few more KiB in one I/O cost less than a small I/O of their own).
+    pub(crate) fn joins_run(&self, len: usize, c: &ChunkAt) -> bool {
+        len + c.height <= MAX_RUN || c.height < self.layout.chunk as usize
     }
 
     /// Health of a blob from the failed-device set alone: lost when a chunk holding data is on

@@ -8,7 +8,7 @@
 use crate::error::{Error, Result};
 use crate::geometry::Row;
 use crate::location::Location;
-use crate::read::{ChunkAt, Want, MAX_RUN};
+use crate::read::{ChunkAt, Want};
 use crate::scheme::Scheme;
 use crate::stats::Counters;
 use crate::store::Inner;
@@ -121,13 +121,13 @@ impl Inner {
     }
 
     /// Issues the runs a real fetch of `chunks` issues: adjacent chunks of a device merged up
-    /// to [`MAX_RUN`].
+    /// as [`Inner::joins_run`] says.
     fn discard_runs(&self, chunks: &mut [ChunkAt]) -> Result<()> {
         chunks.sort_by_key(|c| (c.device, c.offset));
         let mut run: Option<(usize, u64, usize)> = None;
         for c in chunks.iter().map(Some).chain([None]) {
             match (run.as_mut(), c) {
-                (Some(r), Some(c)) if r.0 == c.device && r.1 + r.2 as u64 == c.offset && r.2 + c.height <= MAX_RUN => {
+                (Some(r), Some(c)) if r.0 == c.device && r.1 + r.2 as u64 == c.offset && self.joins_run(r.2, c) => {
                     r.2 += c.height;
                 }
                 (r, c) => {

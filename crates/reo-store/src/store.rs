@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 use crate::geometry::Shape;
 use crate::journal::Journal;
 use crate::location::Location;
+use crate::read_bytes::ReadBytes;
 use crate::scheme::Scheme;
 use crate::stats::{Counters, StoreStats};
 use crate::superblock::Layout;
@@ -235,6 +236,14 @@ impl Store {
     pub fn read(&self, loc: &Location, start: u64, end: u64) -> Result<Vec<u8>> {
         self.inner.on_demand(loc);
         self.inner.read(loc, start, end)
+    }
+
+    /// [`Store::read`] without copying the bytes into one buffer: the verified chunk bodies as
+    /// slices of the buffers the devices read them into (see [`ReadBytes`] for why). For callers
+    /// that stream or compare the bytes; the buffers return to the store's pool on drop.
+    pub fn read_bytes(&self, loc: &Location, start: u64, end: u64) -> Result<ReadBytes> {
+        self.inner.on_demand(loc);
+        self.inner.read_bytes(loc, start, end)
     }
 
     /// Reads bytes `[start, end)` of the blob at `loc` for their device I/O only and returns how

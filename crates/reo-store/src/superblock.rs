@@ -8,9 +8,10 @@
 //!             ckpt_off u64 | ckpt_len u64 | data_off u64 | codec u32 | flags u32 | crc32c u32 (of all before)
 //! ```
 //!
-//! `flags` (format 3): bit 0 = *rebuilding*: this device replaced a failed one and its chunks of
-//! blobs written before the replacement are not all rebuilt yet (see `resync.rs`). Format 2
-//! superblocks (no `flags` field) are still read, as flags 0; format 3 is written.
+//! `flags` (since format 3): bit 0 = *rebuilding*: this device replaced a failed one and its
+//! chunks of blobs written before the replacement are not all rebuilt yet (see `resync.rs`).
+//! Format [`FORMAT_VERSION`] is written and read; older formats are refused with the reason (their
+//! chunk trailers or column placement differ, see `decode`).
 
 use crate::bytes::{Reader, Writer};
 use crate::config::StoreConfig;
@@ -19,7 +20,7 @@ use crate::error::{Error, Result};
 /// Magic of the superblock.
 pub const MAGIC: &[u8; 8] = b"REOSTOR1";
 /// On-device format version; bumped on any incompatible change.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 /// Superblock flag: the device is being rebuilt.
 pub const FLAG_REBUILDING: u32 = 1;
 /// Bytes reserved for the two superblock copies.
@@ -148,13 +149,16 @@ impl Layout {
             return Err("not a Reo device (bad magic)".into());
         }
         let version = r.u32().ok_or("truncated superblock")?;
-        if version == 2 || version == 3 {
-            // Format 4 moved each chunk's trailer into a 512-byte slot (`chunk.rs`): the chunks of
-            // an older store would all fail verification, so it is refused as a whole.
+        if (2..FORMAT_VERSION).contains(&version) {
+            // Format 4 moved each chunk's trailer into a 512-byte slot (`chunk.rs`); format 5
+            // shifts a blob's columns by its data width from run to run (`geometry.rs`). The
+            // chunks of an older store would fail verification or be looked for on the wrong
+            // devices, so it is refused as a whole.
+            let what = if version < 4 { "16-byte chunk trailers" } else { "columns rotated by one device" };
             return Err(format!(
-                "format version {version} was written by an older reo (16-byte chunk trailers); this build \
-                 reads format {FORMAT_VERSION} only: reformat the devices (their contents are lost) or \
-                 use the reo that wrote them"
+                "format version {version} was written by an older reo ({what}); this build reads format \
+                 {FORMAT_VERSION} only: reformat the devices (their contents are lost) or use the reo \
+                 that wrote them"
             ));
         }
         if version != FORMAT_VERSION {
@@ -231,9 +235,11 @@ mod tests {
     fn an_older_format_is_refused_with_a_reason() {
         let l = Layout::plan(&StoreConfig::default(), 4, 1 << 30, 77).unwrap();
         let mut b = l.encode(0);
-        b[8..12].copy_from_slice(&3u32.to_le_bytes()); // the version is checked first
-        let e = Layout::decode(&b).unwrap_err();
-        assert!(e.contains("format version 3") && e.contains("reformat"), "{e}");
+        for old in [3u32, 4] {
+            b[8..12].copy_from_slice(&old.to_le_bytes()); // the version is checked first
+            let e = Layout::decode(&b).unwrap_err();
+            assert!(e.contains(&format!("format version {old}")) && e.contains("reformat"), "{e}");
+        }
     }
 
     #[test]

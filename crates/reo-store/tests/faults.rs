@@ -172,6 +172,12 @@ fn bit_flips_are_detected_and_repaired() {
             Err(Error::Corrupt { .. }) => assert_eq!(loc.scheme.tolerance(), 0, "{} should have repaired", loc.scheme),
             Err(e) => panic!("{e}"),
         }
+        // The zero-copy read verifies and repairs alike.
+        match store.read_bytes(loc, 0, loc.len) {
+            Ok(b) => assert!(b == data[..], "{}: read_bytes", loc.scheme),
+            Err(Error::Corrupt { .. }) => assert_eq!(loc.scheme.tolerance(), 0, "{}: read_bytes", loc.scheme),
+            Err(e) => panic!("{e}"),
+        }
     }
     assert!(store.stats().checksum_errors >= 1);
     // Random flips anywhere in the data area never produce wrong bytes.
@@ -186,6 +192,9 @@ fn bit_flips_are_detected_and_repaired() {
     for (loc, data) in &blobs {
         if let Ok(b) = store.read_all(loc) {
             assert_eq!(&b, data, "{}: wrong bytes after random flips", loc.scheme);
+        }
+        if let Ok(b) = store.read_bytes(loc, 0, loc.len) {
+            assert!(b == data[..], "{}: read_bytes: wrong bytes after random flips", loc.scheme);
         }
     }
     let _ = devs[0].len();

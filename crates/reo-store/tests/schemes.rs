@@ -50,11 +50,20 @@ fn check_all_failure_sets(n: usize) {
                     }
                     Err(e) => panic!("{scheme} {failed:?}: unexpected error {e}"),
                 }
+                // The zero-copy read answers alike: the same bytes, or loss.
+                match store.read_bytes(loc, 0, loc.len) {
+                    Ok(bytes) => assert!(bytes == data[..], "{scheme} failed={failed:?} len={}", data.len()),
+                    Err(Error::Corrupt { .. }) => assert_eq!(health, BlobHealth::Lost, "{scheme} {failed:?}"),
+                    Err(e) => panic!("{scheme} {failed:?}: unexpected error from read_bytes: {e}"),
+                }
                 if within {
                     // Ranges too, degraded or not.
                     let len = data.len() as u64;
                     for (a, b) in [(0, len / 3), (len / 3, len), (len / 2, len / 2 + 1.min(len / 2))] {
                         assert_eq!(store.read(loc, a, b).unwrap(), data[a as usize..b as usize], "{scheme}");
+                        let bytes = store.read_bytes(loc, a, b).unwrap();
+                        assert_eq!(bytes.len() as u64, b - a);
+                        assert_eq!(bytes.into_vec(), data[a as usize..b as usize], "{scheme} [{a}, {b})");
                     }
                 }
             }

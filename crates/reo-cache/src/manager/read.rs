@@ -1,7 +1,7 @@
 //! The read path: [`Cache::get`] of a byte range — hits from flash, misses reported per fragment
 //! for the caller to fetch from the backend (and offer back with `fill`).
 
-use reo_store::{Error as StoreError, Location};
+use reo_store::{Error as StoreError, Location, ReadBytes};
 
 use super::dedup::ContentRef;
 use std::cell::Cell;
@@ -74,18 +74,29 @@ impl Cache {
         )
     }
 
-    /// The rest of a request [`Cache::get`] began (a reader that fetches a long range window by
-    /// window): the same lookup, reads and byte counts, but not another request — no request or
-    /// hit count, no touch of the object's read counter, no admission `on_hit`.
-    pub fn get_more(&self, key: &[u8], start: u64, end: u64, now_ns: u64) -> Result<GetResult, WriteError> {
+    /// [`Cache::get`] with zero-copy pieces: the verified chunk bodies where the devices read them
+    /// ([`reo_store::Store::read_bytes`]), for a caller that streams them on (the gateway's GET)
+    /// instead of needing one buffer.
+    ///
+    /// Not `first`: the rest of a request begun by an earlier call (a reader that fetches a long
+    /// range window by window): the same lookup, reads and byte counts, but not another request —
+    /// no request or hit count, no touch of the object's read counter, no admission `on_hit`.
+    pub fn get_shared(
+        &self,
+        key: &[u8],
+        start: u64,
+        end: u64,
+        now_ns: u64,
+        first: bool,
+    ) -> Result<GetResult<ReadBytes>, WriteError> {
         self.get_with(
             key,
             start,
             end,
             now_ns,
-            (true, false),
-            |loc, a, b| self.store.read(loc, a, b),
-            |c, len, a, b| self.read_content(c, len, a, b),
+            (true, first),
+            |loc, a, b| self.store.read_bytes(loc, a, b),
+            |c, len, a, b| self.read_content(c, len, a, b).map(ReadBytes::from),
         )
     }
 
@@ -108,7 +119,7 @@ impl Cache {
     /// deduplicated content (`content(c, fragment length, a, b)`) supplied by the caller. With
     /// `parallel`, the blobs of a multi-fragment range are read at once, one thread each (their
     /// devices work in parallel: a fragment's blob may sit on a single device). Without `counted`
-    /// the call continues a request already counted (see [`Cache::get_more`]).
+    /// the call continues a request already counted (the later windows of [`Cache::get_shared`]).
     #[allow(clippy::too_many_arguments)]
     fn get_with<T: Send>(
         &self,

@@ -21,6 +21,7 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use futures::Stream;
+use reo_store::ReadBytes;
 use s3s::{s3_error, S3Result};
 
 use super::fetch::{self, Job};
@@ -196,7 +197,7 @@ impl Gateway {
         let now = super::now_ns();
         let flash = |e| s3_error!(InternalError, "reading {key:?} from flash: {e}");
         if !whole || first_end == end {
-            let r = self.cache.get(ck.as_bytes(), start, end, now).map_err(flash)?;
+            let r = self.cache.get_shared(ck.as_bytes(), start, end, now, true).map_err(flash)?;
             plan.segments = self.segments(bucket, key, info, r.token, r.pieces)?;
             return Ok(plan);
         }
@@ -217,7 +218,7 @@ impl Gateway {
             later.push_back(Segment::Later(l));
             a = b;
         }
-        let r = self.cache.get(ck.as_bytes(), start, first_end, now).map_err(flash)?;
+        let r = self.cache.get_shared(ck.as_bytes(), start, first_end, now, true).map_err(flash)?;
         plan.segments = self.segments(bucket, key, info, r.token, r.pieces)?;
         plan.segments.extend(later);
         Ok(plan)
@@ -237,7 +238,7 @@ impl Gateway {
         let ck = cache_key(bucket, key);
         let r = self
             .cache
-            .get_more(ck.as_bytes(), a, b, super::now_ns())
+            .get_shared(ck.as_bytes(), a, b, super::now_ns(), false)
             .map_err(|e| s3_error!(InternalError, "reading {key:?} from flash: {e}"))?;
         if self.cache.changed_since(ck.as_bytes(), token) {
             return Err(s3_error!(ServiceUnavailable, "{key:?} was written while it was read; retry"));
@@ -245,15 +246,15 @@ impl Gateway {
         self.segments(bucket, key, info, token, r.pieces)
     }
 
-    /// The segments of a cache lookup's pieces: bytes as they are, each run of missing fragments
-    /// one (single-flight) fetch.
+    /// The segments of a cache lookup's pieces: bytes as they are (each slice of a zero-copy read
+    /// a segment sharing its run buffer), each run of missing fragments one (single-flight) fetch.
     fn segments(
         &self,
         bucket: &str,
         key: &str,
         info: &ObjectInfo,
         token: u64,
-        pieces: reo_cache::Pieces,
+        pieces: reo_cache::Pieces<ReadBytes>,
     ) -> S3Result<VecDeque<Segment>> {
         let ck = cache_key(bucket, key);
         let fs = self.cache.config().fragment_size;
@@ -262,7 +263,11 @@ impl Gateway {
         let mut pieces = pieces.into_iter().peekable();
         while let Some(p) = pieces.next() {
             match p.data {
-                Some(d) => out.push_back(Segment::Ready(Bytes::from(d))),
+                Some(d) => {
+                    let (bufs, slices) = d.into_parts();
+                    let bufs: Vec<Bytes> = bufs.into_iter().map(Bytes::from_owner).collect();
+                    out.extend(slices.into_iter().map(|(b, r)| Segment::Ready(bufs[b].slice(r))));
+                }
                 None => {
                     let m = miss.get_or_insert((p.start, p.end));
                     m.1 = p.end;

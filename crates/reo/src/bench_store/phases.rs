@@ -17,7 +17,7 @@
 use super::raw::{self, fill, Op};
 use super::{progress, Acc, Plan, Span, Stopwatch, GC_RESERVE, MAX_ROUNDS, PUT_MARGIN};
 use reo_media::{AlignedBuf, FileMedia, Media, ALIGN};
-use reo_store::{Durability, Location, Placement, PutOptions, Scheme, Store, StoreConfig, StoreStats};
+use reo_store::{Durability, Location, Placement, PutOptions, ReadBytes, Scheme, Store, StoreConfig, StoreStats};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 
@@ -52,6 +52,16 @@ impl Pattern {
             return Err(format!("bench store: {what}: blob {i} read back WRONG BYTES (first difference at byte {at})"));
         }
         Ok(())
+    }
+
+    /// [`Pattern::check`] for the slices of a zero-copy read.
+    pub fn check_read(&self, got: &ReadBytes, i: u64, what: &str) -> Result<(), String> {
+        if *got == *self.blob(i, got.len()) {
+            return Ok(());
+        }
+        let mut flat = Vec::with_capacity(got.len());
+        got.slices().for_each(|s| flat.extend_from_slice(s));
+        self.check(&flat, i, what)
     }
 }
 
@@ -200,6 +210,7 @@ fn put_round(
 }
 
 /// Reads every blob of `locs` from `threads` threads, checking a sample; returns (bytes, time).
+/// Reads are zero-copy ([`Store::read_bytes`]), as the gateway's GET streams them.
 fn get_once(store: &Store, locs: &Blobs, threads: usize, pattern: &Pattern, what: &str) -> Result<(u64, Span), String> {
     let next = AtomicUsize::new(0);
     let job = |_t: usize, stop: &AtomicBool| {
@@ -207,12 +218,13 @@ fn get_once(store: &Store, locs: &Blobs, threads: usize, pattern: &Pattern, what
         while !stop.load(Ordering::Relaxed) {
             let j = next.fetch_add(1, Ordering::Relaxed);
             let Some((i, loc)) = locs.get(j) else { break };
-            let got = store.read_all(loc).map_err(|e| format!("bench store: {what}: read of blob {i}: {e}"))?;
+            let got =
+                store.read_bytes(loc, 0, loc.len).map_err(|e| format!("bench store: {what}: read of blob {i}: {e}"))?;
             if got.len() as u64 != loc.len {
                 return Err(format!("bench store: {what}: blob {i} read {} bytes of {}", got.len(), loc.len));
             }
             if j.is_multiple_of(VERIFY_EVERY) || j + 1 == locs.len() {
-                pattern.check(&got, *i, what)?;
+                pattern.check_read(&got, *i, what)?;
             }
             bytes += got.len() as u64;
         }

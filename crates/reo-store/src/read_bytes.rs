@@ -1,0 +1,214 @@
+//! Zero-copy reads: [`ReadBytes`], the verified chunk bodies of a read left in the buffers the
+//! devices read them into and handed to the caller as an ordered list of slices.
+//!
+//! Why: a read fetches each device's chunks in runs of up to 1 MiB, and every chunk ends in its
+//! 512-byte trailer slot, so the bodies of a run are not contiguous and one device read cannot
+//! land them in one output buffer. A vectored read (one vector per body and one per slot) was
+//! measured slower than the copy it saves on the benchmark disk, and copying the bodies out is a
+//! pass over every byte that cost about 9% of get bandwidth there (BENCHMARKS.md). A caller that
+//! streams the bytes (the gateway's GET) or only compares them needs no contiguous copy: it takes
+//! the slices. The run buffers go back to the store's pool when the [`ReadBytes`], or the last of
+//! its shared parts ([`ReadBytes::into_parts`]), is dropped.
+
+use crate::bufpool::BufPool;
+use crate::error::Result;
+use crate::location::Location;
+use crate::stats::Counters;
+use crate::store::Inner;
+use reo_media::AlignedBuf;
+use std::ops::Range;
+
+/// One buffer of a [`ReadBytes`]: a run buffer of the store's pool (given back when dropped) or
+/// bytes a degraded read rebuilt. `AsRef<[u8]> + Send + 'static`, so it can own a shared byte
+/// buffer (`bytes::Bytes::from_owner`).
+pub struct Held(Kind);
+
+enum Kind {
+    Pooled(Option<AlignedBuf>, &'static BufPool),
+    Owned(Vec<u8>),
+}
+
+impl Held {
+    fn pooled(buf: AlignedBuf, pool: &'static BufPool) -> Held {
+        Held(Kind::Pooled(Some(buf), pool))
+    }
+}
+
+impl AsRef<[u8]> for Held {
+    fn as_ref(&self) -> &[u8] {
+        match &self.0 {
+            Kind::Pooled(b, _) => b.as_deref().unwrap_or_default(),
+            Kind::Owned(v) => v,
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Kind::Pooled(b, pool) = &mut self.0 {
+            if let Some(b) = b.take() {
+                pool.give(b);
+            }
+        }
+    }
+}
+
+/// Verified bytes of a read: slices of a few buffers, in order.
+pub struct ReadBytes {
+    bufs: Vec<Held>,
+    /// (buffer, byte range in it), in the order of the bytes.
+    segs: Vec<(usize, Range<usize>)>,
+    len: usize,
+}
+
+impl ReadBytes {
+    /// Total length.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The bytes, as consecutive slices.
+    pub fn slices(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.segs.iter().map(|(b, r)| &self.bufs[*b].as_ref()[r.clone()])
+    }
+
+    /// The bytes copied into one vector (no copy when they are one owned vector already).
+    pub fn into_vec(mut self) -> Vec<u8> {
+        if let ([Held(Kind::Owned(v))], [(0, r)]) = (&mut self.bufs[..], &self.segs[..]) {
+            if r.start == 0 && r.end == v.len() {
+                return std::mem::take(v);
+            }
+        }
+        let mut out = Vec::with_capacity(self.len);
+        for s in self.slices() {
+            out.extend_from_slice(s);
+        }
+        out
+    }
+
+    /// The buffers and the (buffer index, range) of each slice in order, for callers that share
+    /// the buffers on (each buffer goes back to the pool when its holder is dropped).
+    pub fn into_parts(self) -> (Vec<Held>, Vec<(usize, Range<usize>)>) {
+        (self.bufs, self.segs)
+    }
+}
+
+impl From<Vec<u8>> for ReadBytes {
+    fn from(v: Vec<u8>) -> ReadBytes {
+        let len = v.len();
+        ReadBytes { bufs: vec![Held(Kind::Owned(v))], segs: vec![(0, 0..len)], len }
+    }
+}
+
+impl PartialEq<[u8]> for ReadBytes {
+    fn eq(&self, other: &[u8]) -> bool {
+        if self.len != other.len() {
+            return false;
+        }
+        let mut rest = other;
+        self.slices().all(|s| {
+            let (head, tail) = rest.split_at(s.len());
+            rest = tail;
+            head == s
+        })
+    }
+}
+
+impl std::fmt::Debug for ReadBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ReadBytes({} bytes in {} slices of {} buffers)", self.len, self.segs.len(), self.bufs.len())
+    }
+}
+
+impl Inner {
+    /// [`Inner::read`] without the copy into one output buffer: the same chunks fetched and
+    /// verified in the same runs (or rebuilt), returned where they lie.
+    pub(crate) fn read_bytes(&self, loc: &Location, from: u64, to: u64) -> Result<ReadBytes> {
+        self.read_checked(loc, from, to, || self.read_verified_bytes(loc, from, to))
+    }
+
+    fn read_verified_bytes(&self, loc: &Location, from: u64, to: u64) -> Result<ReadBytes> {
+        let plan = self.plan_read(loc, from, to);
+        let (runs, got) = self.fetch(loc, &plan.chunks);
+        let missing: Vec<usize> = (0..plan.want.len()).filter(|&i| got[i].is_none()).collect();
+        let rebuilt = if missing.is_empty() {
+            Ok(Vec::new())
+        } else {
+            self.rebuild(loc, &plan.shape, &plan.rows, &plan.want, &plan.extra, (&runs, &got), &missing)
+        };
+        // Held from here on: an error below gives every run buffer back to the pool.
+        let mut bufs: Vec<Held> = runs.into_iter().map(|b| Held::pooled(b, self.bufs)).collect();
+        let mut rebuilt = rebuilt?.into_iter();
+        let mut used = vec![false; bufs.len()];
+        let mut segs: Vec<(usize, Range<usize>)> = Vec::with_capacity(plan.spans.len());
+        for (i, &(x, y, a)) in plan.spans.iter().enumerate() {
+            let (lo, hi) = ((x - a) as usize, (y - a) as usize);
+            let (b, range) = match got[i] {
+                Some((r, off)) => {
+                    used[r] = true;
+                    (r, off + lo..off + hi)
+                }
+                None => {
+                    let body = rebuilt.next().expect("one rebuilt body per missing chunk");
+                    bufs.push(Held(Kind::Owned(body)));
+                    (bufs.len() - 1, lo..hi)
+                }
+            };
+            match segs.last_mut() {
+                Some((lb, lr)) if *lb == b && lr.end == range.start => lr.end = range.end,
+                _ => segs.push((b, range)),
+            }
+        }
+        // Runs that only held the columns of a reconstruction go back to the pool now.
+        for (held, _) in bufs.iter_mut().zip(&used).filter(|(_, u)| !**u) {
+            *held = Held(Kind::Owned(Vec::new()));
+        }
+        if !missing.is_empty() {
+            Counters::add(&self.stats.degraded_reads, 1);
+        }
+        Ok(ReadBytes { bufs, segs, len: (to - from) as usize })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pooled(bytes: &[u8], pool: &'static BufPool) -> Held {
+        let mut b = AlignedBuf::with_capacity(bytes.len());
+        b.extend_from_slice(bytes);
+        Held::pooled(b, pool)
+    }
+
+    #[test]
+    fn slices_compare_and_flatten_in_order() {
+        let pool: &'static BufPool = Box::leak(Box::new(BufPool::new(1 << 20)));
+        let bufs = vec![pooled(b"0123456789", pool), Held(Kind::Owned(b"abcdef".to_vec()))];
+        let r = ReadBytes { bufs, segs: vec![(0, 2..5), (1, 1..4), (0, 8..10)], len: 8 };
+        assert_eq!(r.slices().collect::<Vec<_>>(), [&b"234"[..], b"bcd", b"89"]);
+        assert!(r == b"234bcd89"[..]);
+        assert!(r != b"234bcd88"[..], "a differing byte");
+        assert!(r != b"234bcd8"[..], "a shorter slice");
+        assert_eq!(format!("{r:?}"), "ReadBytes(8 bytes in 3 slices of 2 buffers)");
+        assert_eq!(r.into_vec(), b"234bcd89");
+        let from: ReadBytes = b"xyz".to_vec().into();
+        assert_eq!((from.len(), from.into_vec()), (3, b"xyz".to_vec()));
+    }
+
+    #[test]
+    fn pooled_buffers_go_back_to_the_pool_when_the_last_holder_drops() {
+        let pool: &'static BufPool = Box::leak(Box::new(BufPool::new(1 << 20)));
+        let r = ReadBytes { bufs: vec![pooled(&[7; 4096], pool)], segs: vec![(0, 0..4096)], len: 4096 };
+        let (mut bufs, segs) = r.into_parts();
+        assert_eq!(segs, vec![(0, 0..4096)]);
+        assert_eq!(pool.idle_bytes(), 0, "still held");
+        let held = bufs.pop().unwrap();
+        assert_eq!(held.as_ref(), &[7; 4096][..]);
+        drop(held);
+        assert!(pool.idle_bytes() >= 4096, "given back");
+    }
+}
