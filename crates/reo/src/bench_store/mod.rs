@@ -8,8 +8,9 @@
 //!    size a put issues per device for one blob, fdatasync at the end) followed by puts of
 //!    `none(isolated)`, `replicate(2)` and `rs(k,p)` blobs on freshly formatted stores from N
 //!    threads with durability `none`, the final `flush` included in the time (`phases.rs`);
-//! 3. read rounds, each a raw sequential read pass followed by a get of every rs blob from N
-//!    threads, then the same with device 0 failed (`phases.rs`);
+//! 3. read rounds, each a raw sequential read pass followed by a get of every rs blob (from as
+//!    many threads as keep one I/O in flight per device, like the raw test, and again from N),
+//!    then the same with device 0 failed (`phases.rs`);
 //! 4. the Reed-Solomon codec alone (`codec.rs`);
 //! 5. crash restart: many small blobs, the store dropped without a clean close, the reopen timed
 //!    (`recover.rs`).
@@ -224,6 +225,13 @@ pub(crate) struct Plan {
     pub none_per_thread: usize,
     pub rs_per_thread: usize,
     pub rep_per_thread: usize,
+    /// Reader threads of the get figures: as many as keep one I/O in flight per device, the raw
+    /// test's depth (an rs blob spans all N devices, so one). Why not N: each get already issues
+    /// one read per device at once, so N readers put N in flight on every device, and this
+    /// virtual disk serves deeper queues slower (1 MiB reads: 3,200 MiB/s at one per file, 2,694
+    /// at four, BENCHMARKS.md); the raw test would then be measured at depth 1 and the store at
+    /// depth N. The N-reader figure is measured too (`get_parallel_mibps`), without a target.
+    pub get_readers: usize,
     pub recover_blobs: usize,
     /// Measurement rounds repeat until every figure of the loop has this many seconds measured.
     pub min_secs: f64,
@@ -283,6 +291,8 @@ impl Plan {
             }
         };
         let rs_per_thread = per_thread(rs)?;
+        let g = rs.geometry(n);
+        let get_readers = (n / (g.width * g.stripes_per_row)).max(1);
         let rep_per_thread = per_thread(Scheme::Replicate(2))?;
         // Crash restart: small blobs of at most 2 sectors each, within the checkpoint and space.
         let want = if quick { 100_000 } else { 400_000 };
@@ -306,6 +316,7 @@ impl Plan {
             none_per_thread,
             rs_per_thread,
             rep_per_thread,
+            get_readers,
             recover_blobs,
             // Full runs measure longer: the disk's rounds range over a factor of two or more
             // (raw reads 1.1–3.0 GB/s in one run), and with the ~7 rounds of 3 s the medians,

@@ -5,8 +5,9 @@
 //!   scheme, each on a freshly formatted store, from N threads with durability `none`, the closing
 //!   `flush` (an fdatasync of every device) inside the time; the order rotates every round;
 //! - read rounds, on one more rs store: a raw read pass (first in even rounds, last in odd ones),
-//!   a get of every rs blob from N threads, the same with device 0 failed, then a clean reopen
-//!   (which brings device 0 back).
+//!   a get of every rs blob from [`Plan::get_readers`] threads (the figure with the target), again
+//!   from N threads, the first with device 0 failed, then a clean reopen (which brings device 0
+//!   back).
 //!
 //! Rounds repeat until every figure has `plan.min_secs` measured. Blob `i` holds a window of one
 //! pre-generated pseudo-random buffer at a distinct offset, so data costs nothing to make; every
@@ -242,7 +243,10 @@ pub struct Measured {
     pub put_none: Acc,
     pub put_rs: Acc,
     pub put_replicate: Acc,
+    /// Gets from [`Plan::get_readers`] threads: as many device I/Os in flight as the raw test.
     pub get: Acc,
+    /// Gets from N threads (up to N I/Os in flight per device).
+    pub get_parallel: Acc,
     pub degraded_get: Acc,
     /// Reads that needed a reconstruction while device 0 was failed.
     pub degraded_reads: u64,
@@ -299,6 +303,7 @@ pub fn run(
     // gets in even rounds, after them in odd ones.
     let (mut store, locs, _) = put_round(devs, cfg, plan, plan.rs, plan.rs_per_thread, &pattern)?;
     let (mut raw_read, mut get, mut degraded_get) = (Acc::default(), Acc::default(), Acc::default());
+    let mut get_parallel = Acc::default();
     let (mut degraded_reads, mut reconstructed_chunks) = (0, 0);
     let get_what = format!("get {}", plan.rs);
     let degraded_what = format!("degraded get {} (device 0 failed)", plan.rs);
@@ -307,10 +312,11 @@ pub fn run(
         if round % 2 == 0 {
             raw_read.add(raw::pass(files, plan, Op::Read)?);
         }
-        get.add(get_once(&store, &locs, plan.n, &pattern, &get_what)?);
+        get.add(get_once(&store, &locs, plan.get_readers, &pattern, &get_what)?);
+        get_parallel.add(get_once(&store, &locs, plan.n, &pattern, &get_what)?);
         let before = store.stats();
         store.fail_device(0).map_err(|e| format!("bench store: fail device 0: {e}"))?;
-        degraded_get.add(get_once(&store, &locs, plan.n, &pattern, &degraded_what)?);
+        degraded_get.add(get_once(&store, &locs, plan.get_readers, &pattern, &degraded_what)?);
         let after = store.stats();
         if after.degraded_reads == before.degraded_reads {
             return Err("bench store: degraded get reconstructed nothing: device 0 was not failed".into());
@@ -327,13 +333,19 @@ pub fn run(
             return Err(format!("bench store: reopen after the degraded get was not clean: {report:?}"));
         }
         store = s;
-        if [&raw_read, &get, &degraded_get].iter().all(|a| a.secs >= plan.min_secs) {
+        if [&raw_read, &get, &get_parallel, &degraded_get].iter().all(|a| a.secs >= plan.min_secs) {
             break;
         }
     }
     close(store)?;
     progress(format_args!("raw read: {} ({} KiB I/Os, one thread per file)", raw_read.describe(), plan.io >> 10));
-    progress(format_args!("{get_what}: {} blobs per round, {}", locs.len(), get.describe()));
+    progress(format_args!(
+        "{get_what}: {} blobs per round, {} reader(s), {}",
+        locs.len(),
+        plan.get_readers,
+        get.describe()
+    ));
+    progress(format_args!("{get_what} from {} readers: {}", plan.n, get_parallel.describe()));
     progress(format_args!("{degraded_what}: {}", degraded_get.describe()));
     Ok(Measured {
         raw_write,
@@ -342,6 +354,7 @@ pub fn run(
         put_rs,
         put_replicate,
         get,
+        get_parallel,
         degraded_get,
         degraded_reads,
         reconstructed_chunks,

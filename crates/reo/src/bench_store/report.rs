@@ -43,6 +43,7 @@ fn per_figure(m: &Measured, f: impl Fn(&Acc) -> f64) -> serde_json::Value {
         "put_rs": f(&m.put_rs),
         "put_replicate": f(&m.put_replicate),
         "get": f(&m.get),
+        "get_parallel": f(&m.get_parallel),
         "degraded_get": f(&m.degraded_get),
     })
 }
@@ -137,6 +138,8 @@ impl Results<'_> {
         let target = format!(">= {DEGRADED} x get");
         let ratio = Some((r.degraded_get, checks[3]));
         row("degraded get (device 0 failed)", mibps(&m.degraded_get), &target, ratio, Some(&m.degraded_get));
+        let name = format!("get from {} readers", plan.n);
+        row(&name, mibps(&m.get_parallel), "(no target)", None, Some(&m.get_parallel));
         row(&format!("encode {}", plan.rs), gibps(self.encode_gibps), "(no target)", None, None);
         row("decode (1 data shard lost)", gibps(self.decode_gibps), "(no target)", None, None);
         let rec = &self.recovery;
@@ -190,6 +193,8 @@ impl Results<'_> {
                 "replicate": round(m.put_replicate.mibps(), 1),
             },
             "get_mibps": round(m.get.mibps(), 1),
+            "get_readers": plan.get_readers,
+            "get_parallel_mibps": round(m.get_parallel.mibps(), 1),
             "degraded_get_mibps": round(m.degraded_get.mibps(), 1),
             "encode_gibps": round(self.encode_gibps, 2),
             "decode_gibps": round(self.decode_gibps, 2),
