@@ -26,7 +26,7 @@ use crate::scheme::Geometry;
 pub const SECTOR: u64 = 4096;
 
 /// Chunk height of the rows of one rotation run (at least one row): the columns of a blob's rows
-/// shift by one device every this many bytes of height.
+/// shift by the stripe's data width every this many bytes of height.
 pub const ROTATE_BYTES: usize = 1 << 20;
 
 /// One row of a blob.

@@ -1,5 +1,5 @@
 //! The read path: fetch the chunks a byte range needs (adjacent chunks of a device merged into
-//! reads of up to 1 MiB, all in parallel), verify every trailer and copy the wanted bytes into the
+//! reads of up to 1 MiB, plus a blob's short last row, all in parallel), verify every trailer and copy the wanted bytes into the
 //! caller's buffer inside the I/O jobs, and rebuild what is missing or bad from copies or parity
 //! (`rebuild.rs`). A chunk that cannot be verified or rebuilt makes the read fail with `Corrupt`:
 //! wrong bytes are never returned.
@@ -25,7 +25,8 @@ pub(crate) struct ChunkAt {
     pub place: u64,
 }
 
-/// Largest merged read: a longer stretch of one device is read as several reads in parallel,
+/// Largest merged read of full chunks (a blob's short last row may join past it: see
+/// [`Inner::joins_run`]): a longer stretch of one device is read as several reads in parallel,
 /// so that checking and copying the first part overlaps reading the rest.
 pub(crate) const MAX_RUN: usize = 1 << 20;
 

@@ -1,27 +1,29 @@
 //! Zero-copy reads: [`ReadBytes`], the verified chunk bodies of a read left in the buffers the
 //! devices read them into and handed to the caller as an ordered list of slices.
 //!
-//! Why: a read fetches each device's chunks in runs of up to 1 MiB, and every chunk ends in its
+//! Why: a read fetches each device's chunks in runs of about 1 MiB, and every chunk ends in its
 //! 512-byte trailer slot, so the bodies of a run are not contiguous and one device read cannot
 //! land them in one output buffer. A vectored read (one vector per body and one per slot) was
 //! measured slower than the copy it saves on the benchmark disk, and copying the bodies out is a
 //! pass over every byte that cost about 9% of get bandwidth there (BENCHMARKS.md). A caller that
 //! streams the bytes (the gateway's GET) or only compares them needs no contiguous copy: it takes
-//! the slices. The run buffers go back to the store's pool when the [`ReadBytes`], or the last of
-//! its shared parts ([`ReadBytes::into_parts`]), is dropped.
+//! the slices. The run buffers go back to the store's pool when the [`ReadBytes`], or the last
+//! [`Bytes`] sharing one ([`ReadBytes::into_bytes`]), is dropped. The buffers themselves are
+//! never handed out: besides the verified bodies they hold trailer slots, chunks that failed
+//! verification, parity and stale bytes of earlier operations.
 
 use crate::bufpool::BufPool;
 use crate::error::Result;
 use crate::location::Location;
 use crate::stats::Counters;
 use crate::store::Inner;
+use bytes::Bytes;
 use reo_media::AlignedBuf;
 use std::ops::Range;
 
 /// One buffer of a [`ReadBytes`]: a run buffer of the store's pool (given back when dropped) or
-/// bytes a degraded read rebuilt. `AsRef<[u8]> + Send + 'static`, so it can own a shared byte
-/// buffer (`bytes::Bytes::from_owner`).
-pub struct Held(Kind);
+/// bytes a degraded read rebuilt. Private: only verified ranges of it leave the store.
+struct Held(Kind);
 
 enum Kind {
     Pooled(Option<AlignedBuf>, &'static BufPool),
@@ -90,10 +92,11 @@ impl ReadBytes {
         out
     }
 
-    /// The buffers and the (buffer index, range) of each slice in order, for callers that share
-    /// the buffers on (each buffer goes back to the pool when its holder is dropped).
-    pub fn into_parts(self) -> (Vec<Held>, Vec<(usize, Range<usize>)>) {
-        (self.bufs, self.segs)
+    /// The slices as shared [`Bytes`], in order, for callers that pass them on (a response
+    /// body): no copy; each buffer goes back to the pool when the last `Bytes` of it is dropped.
+    pub fn into_bytes(self) -> impl Iterator<Item = Bytes> {
+        let shared: Vec<Bytes> = self.bufs.into_iter().map(Bytes::from_owner).collect();
+        self.segs.into_iter().map(move |(b, r)| shared[b].slice(r))
     }
 }
 
@@ -200,15 +203,18 @@ mod tests {
     }
 
     #[test]
-    fn pooled_buffers_go_back_to_the_pool_when_the_last_holder_drops() {
+    fn pooled_buffers_go_back_to_the_pool_when_the_last_slice_drops() {
         let pool: &'static BufPool = Box::leak(Box::new(BufPool::new(1 << 20)));
-        let r = ReadBytes { bufs: vec![pooled(&[7; 4096], pool)], segs: vec![(0, 0..4096)], len: 4096 };
-        let (mut bufs, segs) = r.into_parts();
-        assert_eq!(segs, vec![(0, 0..4096)]);
-        assert_eq!(pool.idle_bytes(), 0, "still held");
-        let held = bufs.pop().unwrap();
-        assert_eq!(held.as_ref(), &[7; 4096][..]);
-        drop(held);
-        assert!(pool.idle_bytes() >= 4096, "given back");
+        let bufs = vec![pooled(&[7; 4096], pool), Held(Kind::Owned(vec![9; 10]))];
+        let r = ReadBytes { bufs, segs: vec![(0, 0..100), (1, 2..5), (0, 200..4096)], len: 3999 };
+        let mut parts: Vec<Bytes> = r.into_bytes().collect();
+        assert_eq!(parts.iter().map(|b| b.len()).collect::<Vec<_>>(), [100, 3, 3896]);
+        assert_eq!((&parts[0][..], &parts[1][..]), (&[7; 100][..], &[9; 3][..]));
+        let last = parts.pop().unwrap();
+        drop(parts);
+        assert_eq!(pool.idle_bytes(), 0, "the last slice still holds the pooled buffer");
+        assert_eq!(&last[..], &[7; 3896][..]);
+        drop(last);
+        assert!(pool.idle_bytes() >= 4096, "given back with its last slice");
     }
 }

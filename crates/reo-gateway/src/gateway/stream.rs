@@ -263,11 +263,7 @@ impl Gateway {
         let mut pieces = pieces.into_iter().peekable();
         while let Some(p) = pieces.next() {
             match p.data {
-                Some(d) => {
-                    let (bufs, slices) = d.into_parts();
-                    let bufs: Vec<Bytes> = bufs.into_iter().map(Bytes::from_owner).collect();
-                    out.extend(slices.into_iter().map(|(b, r)| Segment::Ready(bufs[b].slice(r))));
-                }
+                Some(d) => out.extend(d.into_bytes().map(Segment::Ready)),
                 None => {
                     let m = miss.get_or_insert((p.start, p.end));
                     m.1 = p.end;

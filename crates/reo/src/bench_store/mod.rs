@@ -226,7 +226,7 @@ pub(crate) struct Plan {
     pub rs_per_thread: usize,
     pub rep_per_thread: usize,
     /// Reader threads of the get figures: as many as keep one I/O in flight per device, the raw
-    /// test's depth (an rs blob spans all N devices, so one). Why not N: each get already issues
+    /// test's depth — one, as every rs blob of the benchmark spans all N devices. Why not N: each get already issues
     /// one read per device at once, so N readers put N in flight on every device, and this
     /// virtual disk serves deeper queues slower (1 MiB reads: 3,200 MiB/s at one per file, 2,694
     /// at four, BENCHMARKS.md); the raw test would then be measured at depth 1 and the store at
@@ -291,8 +291,6 @@ impl Plan {
             }
         };
         let rs_per_thread = per_thread(rs)?;
-        let g = rs.geometry(n);
-        let get_readers = (n / (g.width * g.stripes_per_row)).max(1);
         let rep_per_thread = per_thread(Scheme::Replicate(2))?;
         // Crash restart: small blobs of at most 2 sectors each, within the checkpoint and space.
         let want = if quick { 100_000 } else { 400_000 };
@@ -316,7 +314,8 @@ impl Plan {
             none_per_thread,
             rs_per_thread,
             rep_per_thread,
-            get_readers,
+            // The benchmark's rs blobs span all N devices (`rs_scheme`: k + p = N).
+            get_readers: 1,
             recover_blobs,
             // Full runs measure longer: the disk's rounds range over a factor of two or more
             // (raw reads 1.1–3.0 GB/s in one run), and with the ~7 rounds of 3 s the medians,
