@@ -1,6 +1,7 @@
 //! The read path: fetch the chunks a byte range needs (adjacent chunks of a device merged into
-//! reads of up to 1 MiB, plus a blob's short last row, all in parallel), verify every trailer and copy the wanted bytes into the
-//! caller's buffer inside the I/O jobs, and rebuild what is missing or bad from copies or parity
+//! reads of up to 1 MiB, plus a blob's short last row, all in parallel), verify every trailer
+//! and copy the wanted bytes into the caller's buffer inside the I/O jobs (or leave them where
+//! they were read: `read_bytes.rs`), and rebuild what is missing or bad from copies or parity
 //! (`rebuild.rs`). A chunk that cannot be verified or rebuilt makes the read fail with `Corrupt`:
 //! wrong bytes are never returned.
 
