@@ -11,12 +11,13 @@
 //! - [`FaultyMedia`]: wraps any media and injects faults: fail-stop, I/O error at the Nth
 //!   operation, power cut (drop / tear / reorder unsynced writes), silent bit flips, slowness.
 //!
-//! [`IoPool`] runs per-device I/O in parallel; [`AlignedBuf`] is the aligned buffer type O_DIRECT
+//! [`IoPool`] runs per-device I/O in parallel, [`ReadLanes`] queues reads per device; [`AlignedBuf`] is the aligned buffer type O_DIRECT
 //! needs.
 
 mod aligned;
 mod faulty;
 mod file;
+mod lanes;
 mod mem;
 mod pool;
 mod sim;
@@ -25,6 +26,7 @@ mod stream;
 pub use aligned::{AlignedBuf, ALIGN};
 pub use faulty::{FaultyMedia, OpKind, PowerCut};
 pub use file::{FileMedia, FileOptions};
+pub use lanes::{Completion, ReadBatch, ReadLanes};
 pub use mem::MemMedia;
 pub use pool::IoPool;
 pub use sim::{MediaStats, SimMedia};

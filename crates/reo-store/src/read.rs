@@ -1,7 +1,7 @@
 //! The read path: fetch the chunks a byte range needs (adjacent chunks of a device merged into
-//! reads of up to 1 MiB, plus a blob's short last row, all in parallel), verify every trailer
-//! and copy the wanted bytes into the caller's buffer inside the I/O jobs (or leave them where
-//! they were read: `read_bytes.rs`), and rebuild what is missing or bad from copies or parity
+//! reads of up to 1 MiB, plus a blob's short last row, all queued at once on the devices' read
+//! lanes, `reo_media::ReadLanes`), verify every trailer and copy the wanted bytes into the
+//! caller's buffer as each read completes (or leave them where they were read: `read_bytes.rs`), and rebuild what is missing or bad from copies or parity
 //! (`rebuild.rs`). A chunk that cannot be verified or rebuilt makes the read fail with `Corrupt`:
 //! wrong bytes are never returned.
 
@@ -13,7 +13,6 @@ use crate::scheme::Scheme;
 use crate::stats::Counters;
 use crate::store::{BlobHealth, Inner};
 use reo_media::AlignedBuf;
-use std::sync::Mutex;
 
 /// One chunk to fetch and verify.
 #[derive(Debug, Clone, Copy)]
@@ -265,47 +264,48 @@ impl Inner {
                 _ => runs.push((c.device, c.offset, c.height, vec![(i, 0)])),
             }
         }
-        // Each run's destinations, handed to the job that reads it.
-        let run_dests: Vec<Mutex<Vec<Option<Dest<'_>>>>> =
-            runs.iter().map(|r| Mutex::new(r.3.iter().map(|&(i, _)| dests[i].take()).collect())).collect();
-        // Each job reads its run, verifies its chunks and copies them out while they are in cache.
-        let read: Vec<(AlignedBuf, Vec<bool>)> = self.pool.map(runs.len(), |r| {
-            let (d, off, len, members) = &runs[r];
-            let mut b = self.bufs.take(*len);
-            if let Err(e) = self.devices[*d].read_at(&mut b[..*len], *off) {
-                Counters::add(&self.stats.read_errors, 1);
-                self.note_read_error(*d, &format!("read error: {e}"));
-                return (b, Vec::new());
-            }
-            let mut dests = run_dests[r].lock().unwrap_or_else(|e| e.into_inner());
-            let good = members
-                .iter()
-                .zip(dests.iter_mut())
-                .map(|(&(i, off), dest)| {
-                    let c = chunks[i];
-                    let bytes = &b[off..off + c.height];
-                    let ok = !self.stores_bytes || chunk::verify(bytes, seq, c.index, c.place);
-                    if !ok {
-                        if self.is_live(loc) {
-                            Counters::add(&self.stats.checksum_errors, 1);
-                            self.note_read_error(*d, "checksum mismatch");
-                        }
-                    } else if let Some((piece, at)) = dest {
-                        let n = piece.len();
-                        piece.write_copy_of_slice(&bytes[*at..*at + n]);
-                    }
-                    ok
-                })
-                .collect();
-            (b, good)
-        });
-        let mut got: Fetched = vec![None; chunks.len()];
-        for (r, (_, _, _, members)) in runs.iter().enumerate() {
-            for (&(i, off), _) in members.iter().zip(&read[r].1).filter(|(_, &ok)| ok) {
-                got[i] = Some((r, off));
-            }
+        // Each run's destinations, by run.
+        let mut run_dests: Vec<Vec<Option<Dest<'_>>>> =
+            runs.iter().map(|r| r.3.iter().map(|&(i, _)| dests[i].take()).collect()).collect();
+        // Every run goes to its device's lane at once; each is checked, and its wanted bytes
+        // copied out while they are in cache, as it completes, while the devices read the rest.
+        let mut batch = self.reads.batch();
+        for (r, &(d, off, len, _)) in runs.iter().enumerate() {
+            batch.submit(d, off, len, self.bufs.take(len), r);
         }
-        (read.into_iter().map(|(b, _)| b).collect(), got)
+        let mut bufs: Vec<Option<AlignedBuf>> = (0..runs.len()).map(|_| None).collect();
+        let mut got: Fetched = vec![None; chunks.len()];
+        while let Some(done) = batch.wait_next() {
+            let r = done.tag;
+            let (d, _, _, members) = &runs[r];
+            match done.result {
+                Err(e) => {
+                    Counters::add(&self.stats.read_errors, 1);
+                    self.note_read_error(*d, &format!("read error: {e}"));
+                }
+                Ok(()) => {
+                    for (&(i, off), dest) in members.iter().zip(run_dests[r].iter_mut()) {
+                        let c = chunks[i];
+                        let bytes = &done.buf[off..off + c.height];
+                        if self.stores_bytes && !chunk::verify(bytes, seq, c.index, c.place) {
+                            if self.is_live(loc) {
+                                Counters::add(&self.stats.checksum_errors, 1);
+                                self.note_read_error(*d, "checksum mismatch");
+                            }
+                            continue;
+                        }
+                        if let Some((piece, at)) = dest {
+                            let n = piece.len();
+                            piece.write_copy_of_slice(&bytes[*at..*at + n]);
+                        }
+                        got[i] = Some((r, off));
+                    }
+                }
+            }
+            bufs[r] = Some(done.buf);
+        }
+        // Lane threads answer every request, even one whose read panicked.
+        (bufs.into_iter().map(|b| b.expect("every run came back")).collect(), got)
     }
 
     /// Whether chunk `c`, adjacent on its device to a run of `len` bytes, is read with it: up to

@@ -18,7 +18,7 @@ use crate::slot::Slot;
 use crate::stats::Counters;
 use crate::store::{Alloc, Inner, JournalPos, Store};
 use crate::superblock::{Layout, FLAG_REBUILDING, SUPERBLOCK_AREA};
-use reo_media::{AlignedBuf, IoPool, Media};
+use reo_media::{AlignedBuf, IoPool, Media, ReadLanes};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, RwLock};
@@ -184,7 +184,11 @@ fn new_inner(layout: Layout, devices: Vec<Arc<dyn Media>>, pool: IoPool, failed:
     let stores_bytes = devices.iter().all(|d| d.stores_bytes());
     let slots: Vec<Arc<Slot>> = devices.into_iter().map(|d| Arc::new(Slot::new(d))).collect();
     let devices: Vec<Arc<dyn Media>> = slots.iter().map(|s| s.clone() as Arc<dyn Media>).collect();
+    // Byte-less media finish every call at once: read on the caller, as the pool does for them.
+    let reads =
+        if stores_bytes { ReadLanes::new(devices.clone(), cfg.read_depth) } else { ReadLanes::inline(devices.clone()) };
     Inner {
+        reads,
         budgets: (0..devices.len()).map(|_| ErrorBudget::default()).collect(),
         error_limit: (cfg.io_error_limit, cfg.io_error_halflife),
         put_fence: RwLock::new(()),

@@ -29,7 +29,7 @@ use crate::read_bytes::ReadBytes;
 use crate::scheme::Scheme;
 use crate::stats::{Counters, StoreStats};
 use crate::superblock::Layout;
-use reo_media::{IoPool, Media};
+use reo_media::{IoPool, Media, ReadLanes};
 use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -145,6 +145,8 @@ pub(crate) struct Inner {
     pub devices: Vec<Arc<dyn Media>>,
     pub failed: Vec<AtomicBool>,
     pub pool: IoPool,
+    /// Every device read goes through its device's lane (`read.rs`).
+    pub reads: ReadLanes,
     pub bands: Vec<RwLock<Band>>,
     pub alloc: Mutex<Alloc>,
     pub next_seq: AtomicU64,

@@ -8,9 +8,9 @@
 //!    size a put issues per device for one blob, fdatasync at the end) followed by puts of
 //!    `none(isolated)`, `replicate(2)` and `rs(k,p)` blobs on freshly formatted stores from N
 //!    threads with durability `none`, the final `flush` included in the time (`phases.rs`);
-//! 3. read rounds, each a raw sequential read pass followed by a get of every rs blob (from as
-//!    many threads as keep one I/O in flight per device, like the raw test, and again from N),
-//!    then the same with device 0 failed (`phases.rs`);
+//! 3. read rounds, each a raw sequential read pass followed by a get of every rs blob from two
+//!    threads (the device lanes keeping one I/O in flight per device, like the raw test) and
+//!    again from N, then the same with device 0 failed (`phases.rs`);
 //! 4. the Reed-Solomon codec alone (`codec.rs`);
 //! 5. crash restart: many small blobs, the store dropped without a clean close, the reopen timed
 //!    (`recover.rs`).
@@ -225,12 +225,14 @@ pub(crate) struct Plan {
     pub none_per_thread: usize,
     pub rs_per_thread: usize,
     pub rep_per_thread: usize,
-    /// Reader threads of the get figures: as many as keep one I/O in flight per device, the raw
-    /// test's depth — one, as every rs blob of the benchmark spans all N devices. Why not N: each get already issues
-    /// one read per device at once, so N readers put N in flight on every device, and this
-    /// virtual disk serves deeper queues slower (1 MiB reads: 3,200 MiB/s at one per file, 2,694
-    /// at four, BENCHMARKS.md); the raw test would then be measured at depth 1 and the store at
-    /// depth N. The N-reader figure is measured too (`get_parallel_mibps`), without a target.
+    /// Reader threads of the get figures: two. The device queue depth does not depend on it:
+    /// every read goes through its device's lane (`reo_media::ReadLanes`), which keeps
+    /// `read_depth` = 1 read in flight per device, the raw test's depth. The readers only keep
+    /// the lanes fed. One reader cannot: it checks the trailers of a blob once its reads are in,
+    /// and meanwhile every device idles (same run: 0.705 of raw with one reader, 0.869 with the
+    /// check skipped, 0.923 with two readers, BENCHMARKS.md). More than two cost on this virtual
+    /// disk, whose reads slow down as the set of buffers they land in grows (three readers 0.772,
+    /// four 0.745). The N-reader figure is measured too (`get_parallel_mibps`), without a target.
     pub get_readers: usize,
     pub recover_blobs: usize,
     /// Measurement rounds repeat until every figure of the loop has this many seconds measured.
@@ -314,8 +316,7 @@ impl Plan {
             none_per_thread,
             rs_per_thread,
             rep_per_thread,
-            // The benchmark's rs blobs span all N devices (`rs_scheme`: k + p = N).
-            get_readers: 1,
+            get_readers: 2,
             recover_blobs,
             // Full runs measure longer: the disk's rounds range over a factor of two or more
             // (raw reads 1.1–3.0 GB/s in one run), and with the ~7 rounds of 3 s the medians,
