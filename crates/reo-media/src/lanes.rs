@@ -7,13 +7,13 @@
 //! happens to have threads free. A lane per device instead holds a device's reads in order and
 //! keeps exactly `depth` of them in flight: with readers enough to keep the lanes fed, every
 //! device sees a steady stream at a fixed queue depth — the pattern of a sequential `fio` run,
-//! which is what the device does best (measured on this project's virtual disks: 1 MiB reads at
-//! queue depth 1 per file 3,200 MiB/s, at 2 3,004, at 4 2,694; the lanes lifted the store's get
-//! from 2,288 to 2,525 MiB/s with 4 readers, `docs/BENCHMARKS.md`).
+//! which is what the devices here do best (`reo bench store`, same run: the store's get from two
+//! readers at 0.923 of the raw read with lanes, 0.755 on the pool, 0.750 with lanes of depth 2;
+//! `docs/BENCHMARKS.md`).
 //!
 //! A lane thread only reads: checking and copying the bytes is left to the reader, which gets
-//! each run back as it completes ([`ReadBatch::wait_next`]) and works on it while the device reads the
-//! next one. A slow or stalled device holds up only its own lane.
+//! each run back as it completes ([`ReadBatch::wait_next`]) and works on it while the device reads
+//! the next one. A slow or stalled device holds up only its own lane.
 //!
 //! Requests own their buffers ([`AlignedBuf`]) and come back with them, so nothing borrowed
 //! crosses threads. Byte-less media complete at once: [`ReadLanes::inline`] reads on the caller.

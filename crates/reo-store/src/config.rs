@@ -31,9 +31,10 @@ pub struct StoreConfig {
     pub io_threads: Option<usize>,
     /// Reads in flight per device: each device has its own queue of reads served by this many
     /// threads (`reo_media::ReadLanes`). Default 1, the queue depth of a sequential `fio` read
-    /// and the best measured for 1 MiB reads on this project's virtual disks (QD 1: 3,200 MiB/s
-    /// per 4 files, QD 2: 3,004, QD 4: 2,694). Raise it for devices that need deeper queues for
-    /// their bandwidth (many NVMe drives want 4 or more for small reads).
+    /// and the best measured on this project's virtual disks (`reo bench store`, same run: get
+    /// at 0.92 of raw read with depth 1, 0.75 with depth 2; BENCHMARKS.md). Raise it for devices
+    /// that need deeper queues for their bandwidth (many NVMe drives want 4 or more for small
+    /// reads).
     pub read_depth: usize,
     /// Format blank devices into a new store. Off, opening blank devices is an error.
     pub create: bool,

@@ -235,8 +235,10 @@ pub(crate) struct Plan {
     /// four 0.745). The N-reader figure is measured too (`get_parallel_mibps`), without a target.
     pub get_readers: usize,
     pub recover_blobs: usize,
-    /// Measurement rounds repeat until every figure of the loop has this many seconds measured.
+    /// Read rounds repeat until every figure of the loop has this many seconds measured.
     pub min_secs: f64,
+    /// The same for write rounds, which are fewer and noisier per second measured.
+    pub write_min_secs: f64,
 }
 
 impl Plan {
@@ -322,6 +324,11 @@ impl Plan {
             // (raw reads 1.1–3.0 GB/s in one run), and with the ~7 rounds of 3 s the medians,
             // hence the ratios, moved by ±15% from run to run.
             min_secs: if quick { 2.0 } else { 10.0 },
+            // Writes longer still: a write round is ~1.5 s of each figure against ~0.3 s for a
+            // read round, and this disk's write rounds spread over 0.7–1.5 GB/s; with the 8–10
+            // rounds of 10 s, the put none ratio of one binary moved from 0.76 to 1.04 between full
+            // runs (BENCHMARKS.md).
+            write_min_secs: if quick { 2.0 } else { 30.0 },
         })
     }
 }

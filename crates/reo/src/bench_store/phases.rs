@@ -9,9 +9,9 @@
 //!   from N threads, the first with device 0 failed, then a clean reopen (which brings device 0
 //!   back).
 //!
-//! Rounds repeat until every figure has `plan.min_secs` measured. Blob `i` holds a window of one
-//! pre-generated pseudo-random buffer at a distinct offset, so data costs nothing to make; every
-//! sampled read is compared with what was written and a mismatch fails the benchmark. Windows
+//! Rounds repeat until every figure has `plan.write_min_secs` (writes) or `plan.min_secs` (reads)
+//! measured. Blob `i` holds a window of one pre-generated pseudo-random buffer at a distinct
+//! offset, so data costs nothing to make; every sampled read is compared with what was written and a mismatch fails the benchmark. Windows
 //! start on 4 KiB boundaries, as a caller that reads objects into aligned buffers (the gateway)
 //! hands them: the store then writes full chunk bodies from the caller's memory (`lay_out.rs`).
 
@@ -271,7 +271,7 @@ pub fn run(
     let mut accs: [Acc; 4] = Default::default(); // raw write, then the schemes of `puts`
     let mut short = [0usize; 3]; // rounds of each scheme that stopped early
     let mut round = 0;
-    while round < MAX_ROUNDS && (accs.iter().any(|a| a.secs < plan.min_secs) || round % 4 != 0) {
+    while round < MAX_ROUNDS && (accs.iter().any(|a| a.secs < plan.write_min_secs) || round % 4 != 0) {
         for i in 0..4 {
             match (round + i) % 4 {
                 0 => accs[0].add(raw::pass(files, plan, Op::Write)?),
