@@ -5,7 +5,7 @@
 //! device's queue empties while the slowest run of a blob finishes and the next read is planned,
 //! and when several readers are at it the pool puts as many reads on one device at once as it
 //! happens to have threads free. A lane per device instead holds a device's reads in order and
-//! keeps exactly `depth` of them in flight: with readers enough to keep the lanes fed, every
+//! keeps at most `depth` of them in flight: with readers enough to keep the lanes fed, every
 //! device sees a steady stream at a fixed queue depth — the pattern of a sequential `fio` run,
 //! which is what the devices here do best (`reo bench store`, same run: the store's get from two
 //! readers at 0.923 of the raw read with lanes, 0.755 on the pool, 0.750 with lanes of depth 2;
@@ -19,8 +19,9 @@
 //! crosses threads. Byte-less media complete at once: [`ReadLanes::inline`] reads on the caller.
 
 use crate::{AlignedBuf, Media};
+use std::any::Any;
 use std::io;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 
@@ -39,9 +40,13 @@ pub struct Completion {
     pub tag: usize,
     pub buf: AlignedBuf,
     pub result: io::Result<()>,
+    /// A panic of the device's `read_at`, re-raised on the reader by [`ReadBatch::wait_next`]:
+    /// a bug is not a device error (it must not count against the device's error budget).
+    panic: Option<Box<dyn Any + Send>>,
 }
 
-/// Per-device read queues (see the module doc). The threads stop when it is dropped.
+/// Per-device read queues (see the module doc). Dropping it closes the queues: each thread
+/// finishes the reads already queued, then exits (threads are not joined).
 pub struct ReadLanes {
     devices: Vec<Arc<dyn Media>>,
     /// One sender per device; `None`: read on the caller.
@@ -51,12 +56,12 @@ pub struct ReadLanes {
 
 fn serve(device: &dyn Media, req: Request) {
     let Request { offset, len, mut buf, tag, reply } = req;
-    let result = match catch_unwind(AssertUnwindSafe(|| device.read_at(&mut buf[..len], offset))) {
-        Ok(r) => r,
-        Err(_) => Err(io::Error::other(format!("read at offset {offset} length {len} panicked"))),
+    let (result, panic) = match catch_unwind(AssertUnwindSafe(|| device.read_at(&mut buf[..len], offset))) {
+        Ok(r) => (r, None),
+        Err(p) => (Err(io::Error::other(format!("read at offset {offset} length {len} panicked"))), Some(p)),
     };
     // The reader may have gone (it panicked); the buffer is then simply dropped.
-    let _ = reply.send(Completion { tag, buf, result });
+    let _ = reply.send(Completion { tag, buf, result, panic });
 }
 
 impl ReadLanes {
@@ -143,6 +148,7 @@ impl ReadBatch<'_> {
     }
 
     /// The next completed read, in completion order; `None` once every submitted read came back.
+    /// A panic of a device's read is re-raised here.
     pub fn wait_next(&mut self) -> Option<Completion> {
         if self.pending == 0 {
             return None;
@@ -150,8 +156,11 @@ impl ReadBatch<'_> {
         self.tx = None;
         // Every request holds a reply sender until it has replied, and lane threads reply even
         // when the read panics, so this ends only when all have come back.
-        let c = self.rx.recv().ok()?;
+        let mut c = self.rx.recv().ok()?;
         self.pending -= 1;
+        if let Some(p) = c.panic.take() {
+            resume_unwind(p);
+        }
         Some(c)
     }
 
@@ -221,6 +230,46 @@ mod tests {
             std::iter::from_fn(|| b.wait_next()).map(|c| (c.tag, c.result.is_ok())).collect();
         results.sort();
         assert_eq!(results, vec![(0, true), (1, false)]);
+    }
+
+    /// A panic in a device's read reaches the reader (a bug, not a device error), and the lane
+    /// goes on serving.
+    #[test]
+    fn a_panicking_read_panics_the_reader_and_the_lane_goes_on() {
+        struct Panicky(Arc<dyn Media>, std::sync::atomic::AtomicBool);
+        impl Media for Panicky {
+            fn len(&self) -> u64 {
+                self.0.len()
+            }
+            fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+                assert!(!self.1.swap(false, std::sync::atomic::Ordering::SeqCst), "read bug");
+                self.0.read_at(buf, offset)
+            }
+            fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+                self.0.write_at(buf, offset)
+            }
+            fn sync(&self) -> io::Result<()> {
+                Ok(())
+            }
+            fn describe(&self) -> String {
+                "panicky".into()
+            }
+        }
+        let mut devices = mem(1);
+        devices[0] = Arc::new(Panicky(devices[0].clone(), std::sync::atomic::AtomicBool::new(true)));
+        let lanes = ReadLanes::new(devices, 1);
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            let mut b = lanes.batch();
+            b.submit(0, 4096, 4096, AlignedBuf::zeroed(4096), 0);
+            b.wait_next().map(|c| c.tag)
+        }));
+        let msg = r.expect_err("the read's panic reaches the reader");
+        assert_eq!(msg.downcast_ref::<&str>().copied(), Some("read bug"));
+        let mut b = lanes.batch();
+        b.submit(0, 4096, 4096, AlignedBuf::zeroed(4096), 7);
+        let c = b.wait_next().unwrap();
+        assert_eq!((c.tag, c.result.is_ok()), (7, true));
+        assert_eq!(&c.buf[..4096], &expect(0, 0, 4096)[..]);
     }
 
     /// A device's reads are served by its own threads: with one device's lane stalled, reads of

@@ -16,7 +16,8 @@
 //! Work is submitted in a *scope* ([`IoPool::scope`], like `std::thread::scope`): jobs spawned
 //! in it may borrow from the caller, and the scope returns only when all of them have finished.
 //! [`IoPool::map`] is a scope whose first job runs on the caller. A scope opened on a pool thread
-//! (recovery verifies blobs in pool jobs, and each verifying read maps its device reads) runs
+//! (a job may call code that maps on the pool: the store's recovery verifies blobs in pool jobs)
+//! runs
 //! every job of its own that no thread has taken yet before it waits, so nested scopes complete
 //! even when every pool thread is waiting in one: a taken job is always being run by a live
 //! thread.
@@ -276,8 +277,8 @@ mod tests {
         assert_eq!(inline.map(4, |i| (i, std::thread::current().id())), (0..4).map(|i| (i, me)).collect::<Vec<_>>());
     }
 
-    /// Jobs that map on the same pool and wait for the inner jobs (the store's recovery verifies
-    /// blobs in pool jobs, and each verifying read maps its device reads on the pool) complete
+    /// Jobs that map on the same pool and wait for the inner jobs (a job may call code that maps
+    /// on the pool: the store's recovery verifies blobs in pool jobs) complete
     /// even when every pool thread is such a job: a waiting pool thread runs its batch's
     /// unclaimed jobs itself instead of blocking, so the pool cannot run out of threads.
     /// Deterministic: with one thread, a blocking wait would hang here on every run.

@@ -26,8 +26,9 @@ pub struct StoreConfig {
     /// Bytes of each of the two checkpoint slots on each device. `None`: 1/32 of the device,
     /// within 1 MiB–1 GiB.
     pub checkpoint_size: Option<u64>,
-    /// I/O threads. `None`: four per device (so that concurrent puts and reads each keep every
-    /// device busy), at least 4 and at most 32.
+    /// I/O threads for writes, syncs and metadata scans (chunk reads have their own threads:
+    /// `read_depth`). `None`: four per device (so that concurrent puts each keep every device
+    /// busy), at least 4 and at most 32.
     pub io_threads: Option<usize>,
     /// Reads in flight per device: each device has its own queue of reads served by this many
     /// threads (`reo_media::ReadLanes`). Default 1, the queue depth of a sequential `fio` read

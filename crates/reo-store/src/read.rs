@@ -26,8 +26,8 @@ pub(crate) struct ChunkAt {
 }
 
 /// Largest merged read of full chunks (a blob's short last row may join past it: see
-/// [`Inner::joins_run`]): a longer stretch of one device is read as several reads in parallel,
-/// so that checking and copying the first part overlaps reading the rest.
+/// [`Inner::joins_run`]): a longer stretch of one device is read as several reads, queued on
+/// its lane together, so that checking and copying the first part overlaps reading the rest.
 pub(crate) const MAX_RUN: usize = 1 << 20;
 
 /// A merged read: device, offset, length, and its member chunks (chunk number, offset in the run).
@@ -103,8 +103,8 @@ impl Inner {
 
     pub(crate) fn read_verified(&self, loc: &Location, from: u64, to: u64) -> Result<Vec<u8>> {
         let ReadPlan { shape, rows, want, spans, extra, chunks } = self.plan_read(loc, from, to);
-        // The output is filled by the I/O jobs, each copying the chunks it read and verified
-        // (while they are in cache) into their own disjoint pieces of it.
+        // The output is filled as the reads complete, each run's verified chunks copied (while
+        // they are in cache) into their own disjoint pieces of it.
         let len = (to - from) as usize;
         let mut out: Vec<u8> = Vec::with_capacity(len);
         let (runs, got) = {
@@ -137,7 +137,7 @@ impl Inner {
         }
         result?;
         // SAFETY: the pieces of `spans` cover [0, len) of the spare capacity exactly, and each
-        // was written: by the I/O job that read and verified its chunk (`got[i]` is `Some` only
+        // was written: by `fetch_into` once its chunk was read and verified (`got[i]` is `Some` only
         // then), or above from the rebuilt chunk (every other one is in `missing`).
         unsafe { out.set_len(len) };
         if !missing.is_empty() {

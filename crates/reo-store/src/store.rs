@@ -145,7 +145,8 @@ pub(crate) struct Inner {
     pub devices: Vec<Arc<dyn Media>>,
     pub failed: Vec<AtomicBool>,
     pub pool: IoPool,
-    /// Every device read goes through its device's lane (`read.rs`).
+    /// The devices' read lanes: the chunk reads of blob reads, rebuilds, the cleaner and scrub
+    /// go through them (`read.rs`); metadata scans and scrub's column checks read directly.
     pub reads: ReadLanes,
     pub bands: Vec<RwLock<Band>>,
     pub alloc: Mutex<Alloc>,
