@@ -1,9 +1,9 @@
 //! The read path: fetch the chunks a byte range needs (adjacent chunks of a device merged into
 //! reads of up to 1 MiB, plus a blob's short last row, all queued at once on the devices' read
 //! lanes, `reo_media::ReadLanes`), verify every trailer and copy the wanted bytes into the
-//! caller's buffer as each read completes (or leave them where they were read: `read_bytes.rs`), and rebuild what is missing or bad from copies or parity
-//! (`rebuild.rs`). A chunk that cannot be verified or rebuilt makes the read fail with `Corrupt`:
-//! wrong bytes are never returned.
+//! caller's buffer as each read completes (or leave them where they were read: `read_bytes.rs`),
+//! and rebuild what is missing or bad from copies or parity (`rebuild.rs`). A chunk that cannot
+//! be verified or rebuilt makes the read fail with `Corrupt`: wrong bytes are never returned.
 
 use crate::chunk;
 use crate::error::{Error, Result};
@@ -137,8 +137,8 @@ impl Inner {
         }
         result?;
         // SAFETY: the pieces of `spans` cover [0, len) of the spare capacity exactly, and each
-        // was written: by `fetch_into` once its chunk was read and verified (`got[i]` is `Some` only
-        // then), or above from the rebuilt chunk (every other one is in `missing`).
+        // was written: by `fetch_into` once its chunk was read and verified (`got[i]` is `Some`
+        // only then), or above from the rebuilt chunk (every other one is in `missing`).
         unsafe { out.set_len(len) };
         if !missing.is_empty() {
             Counters::add(&self.stats.degraded_reads, 1);
