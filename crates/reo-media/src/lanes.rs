@@ -51,7 +51,6 @@ pub struct ReadLanes {
     devices: Vec<Arc<dyn Media>>,
     /// One sender per device; `None`: read on the caller.
     lanes: Option<Vec<Mutex<Sender<Request>>>>,
-    depth: usize,
 }
 
 fn serve(device: &dyn Media, req: Request) {
@@ -84,17 +83,12 @@ impl ReadLanes {
                 Mutex::new(tx)
             })
             .collect();
-        ReadLanes { devices, lanes: Some(lanes), depth }
+        ReadLanes { devices, lanes: Some(lanes) }
     }
 
     /// Lanes without threads: every read runs on the caller as it is submitted.
     pub fn inline(devices: Vec<Arc<dyn Media>>) -> ReadLanes {
-        ReadLanes { devices, lanes: None, depth: 1 }
-    }
-
-    /// Reads in flight per device (1 for inline lanes).
-    pub fn depth(&self) -> usize {
-        self.depth
+        ReadLanes { devices, lanes: None }
     }
 
     /// A set of reads whose completions come back to one caller.

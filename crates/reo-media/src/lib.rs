@@ -11,8 +11,8 @@
 //! - [`FaultyMedia`]: wraps any media and injects faults: fail-stop, I/O error at the Nth
 //!   operation, power cut (drop / tear / reorder unsynced writes), silent bit flips, slowness.
 //!
-//! [`IoPool`] runs per-device I/O in parallel, [`ReadLanes`] queues reads per device; [`AlignedBuf`] is the aligned buffer type O_DIRECT
-//! needs.
+//! [`IoPool`] runs per-device I/O in parallel, [`ReadLanes`] queues reads per device;
+//! [`AlignedBuf`] is the aligned buffer type O_DIRECT needs.
 
 mod aligned;
 mod faulty;
