@@ -8,10 +8,13 @@ use crate::band::{Band, BandState};
 use crate::bytes::Writer;
 use crate::error::{Error, Result};
 use crate::journal::{ack_all, Ack, Batch, WriterGuard};
-use crate::record::{Frame, Record, BATCH_MAGIC, CKPT_MAGIC};
+use crate::record::{Frame, Record, BATCH_MAGIC, CKPT_MAGIC, PUT_RECORD_FIXED};
 use crate::stats::Counters;
 use crate::store::Inner;
 use std::sync::Arc;
+
+/// Groups of bands a checkpoint snapshot encodes in parallel (on the I/O pool's threads).
+const SNAPSHOT_GROUPS: usize = 8;
 
 /// Writes `buf` at `offset` on every healthy device and fdatasyncs them, in parallel. Devices
 /// that fail are marked failed; succeeds if at least one device holds the bytes.
@@ -101,12 +104,15 @@ pub(crate) fn write_batch(inner: &Inner, batch: Batch) {
 pub(crate) fn checkpoint(inner: &Inner, clean: bool) -> Result<()> {
     let mut jp = inner.jpos.lock().unwrap_or_else(|e| e.into_inner());
     let gate = inner.gate.write().unwrap_or_else(|e| e.into_inner());
-    let payload = snapshot(inner, clean);
+    let (head, bands, live) = snapshot(inner, clean);
     let (_, waiters, drain) = inner.journal.drain();
     drop(gate);
     let number = jp.ckpt_number + 1;
     let gen = jp.gen + 1;
-    let frame = Frame::wrap(CKPT_MAGIC, inner.layout.store_id, gen, number, &payload);
+    let parts: Vec<&[u8]> =
+        std::iter::once(&head[..]).chain(bands.iter().map(|b| &b[..])).chain(live.iter().map(|l| &l[..])).collect();
+    let frame = Frame::wrap_parts(CKPT_MAGIC, inner.layout.store_id, gen, number, &parts);
+    drop((bands, live));
     let result = if frame.len() as u64 > inner.layout.ckpt_len {
         Err(Error::MetadataFull(format!(
             "checkpoint of {} bytes exceeds its slot of {} bytes ({} live blobs): format with a larger checkpoint_size",
@@ -127,20 +133,29 @@ pub(crate) fn checkpoint(inner: &Inner, clean: bool) -> Result<()> {
     result
 }
 
-fn snapshot(inner: &Inner, clean: bool) -> Vec<u8> {
-    let mut w = Writer::default();
-    w.u64(inner.next_seq.load(std::sync::atomic::Ordering::Acquire)).u8(clean as u8);
-    w.u32(inner.bands.len() as u32);
-    let mut live = Writer::default();
-    for b in &inner.bands {
-        let b = b.read().unwrap_or_else(|e| e.into_inner());
-        encode_band(&mut w, &b);
-        for e in b.live.values() {
-            Record::encode_put(&mut live, &e.loc, &e.header);
+/// The checkpoint payload in parts, to be concatenated: the head, then the band descriptors and
+/// the live records of consecutive groups of bands. The groups are encoded in parallel: the
+/// snapshot holds the gate (puts wait), and a single thread took ~60 ms per 300,000 blobs here.
+fn snapshot(inner: &Inner, clean: bool) -> (Vec<u8>, Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let mut head = Writer::default();
+    head.u64(inner.next_seq.load(std::sync::atomic::Ordering::Acquire)).u8(clean as u8);
+    head.u32(inner.bands.len() as u32);
+    let groups = SNAPSHOT_GROUPS.min(inner.bands.len()).max(1);
+    let per_group = inner.bands.len().div_ceil(groups);
+    let encoded = inner.pool.map(groups, |g| {
+        let (mut bands, mut live) = (Writer::default(), Writer::default());
+        for b in inner.bands.iter().skip(g * per_group).take(per_group) {
+            let b = b.read().unwrap_or_else(|e| e.into_inner());
+            encode_band(&mut bands, &b);
+            live.0.reserve(b.live.len() * (PUT_RECORD_FIXED + 16));
+            for e in b.live.values() {
+                Record::encode_put(&mut live, &e.loc, &e.header);
+            }
         }
-    }
-    w.bytes(&live.0);
-    w.0
+        (bands.0, live.0)
+    });
+    let (bands, live) = encoded.into_iter().unzip();
+    (head.0, bands, live)
 }
 
 fn encode_band(w: &mut Writer, b: &Band) {
