@@ -239,7 +239,10 @@ impl Inner {
     /// A chunk that fails verification is charged to its device only if the blob is still live
     /// once it was read: the read checked liveness before its I/O, without a lock, so the cleaner
     /// may have freed the blob, reset its band and written another blob over it meanwhile; those
-    /// bytes are another blob's, not a device fault (the read then answers `NotFound`).
+    /// bytes are another blob's, not a device fault (the read then answers `NotFound`). Nor if
+    /// the device is down for the blob by then: a read queued on a lane before the device was
+    /// replaced runs on the replacement, which does not hold the blob's chunk until the rebuild
+    /// restores it (the chunk is rebuilt from the others, as for any failed device).
     pub(crate) fn fetch_into(
         &self,
         loc: &Location,
@@ -288,7 +291,9 @@ impl Inner {
                         let c = chunks[i];
                         let bytes = &done.buf[off..off + c.height];
                         if self.stores_bytes && !chunk::verify(bytes, seq, c.index, c.place) {
-                            if self.is_live(loc) {
+                            // Not the device's fault when it went down for this blob meanwhile:
+                            // a read queued before a replacement runs on the new, blank device.
+                            if self.is_live(loc) && !self.down(*d, seq) {
                                 Counters::add(&self.stats.checksum_errors, 1);
                                 self.note_read_error(*d, "checksum mismatch");
                             }

@@ -13,69 +13,6 @@ use reo_store::{
 use std::io;
 use std::sync::{Arc, Condvar, Mutex};
 
-/// A device whose next read, once armed, waits until the test opens the gate.
-struct Gated {
-    inner: Arc<dyn Media>,
-    st: Mutex<(bool, bool, bool)>, // (armed, a read is waiting, open)
-    cv: Condvar,
-}
-
-impl Gated {
-    fn new(inner: Arc<dyn Media>) -> Gated {
-        Gated { inner, st: Mutex::new((false, false, false)), cv: Condvar::new() }
-    }
-
-    fn arm(&self) {
-        *self.st.lock().unwrap() = (true, false, false);
-    }
-
-    /// Blocks until the armed read is held at the gate.
-    fn wait_held(&self) {
-        let mut st = self.st.lock().unwrap();
-        while !st.1 {
-            st = self.cv.wait(st).unwrap();
-        }
-    }
-
-    fn open(&self) {
-        self.st.lock().unwrap().2 = true;
-        self.cv.notify_all();
-    }
-}
-
-impl Media for Gated {
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        {
-            let mut st = self.st.lock().unwrap();
-            if st.0 {
-                st.0 = false;
-                st.1 = true;
-                self.cv.notify_all();
-                while !st.2 {
-                    st = self.cv.wait(st).unwrap();
-                }
-            }
-        }
-        self.inner.read_at(buf, offset)
-    }
-
-    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        self.inner.write_at(buf, offset)
-    }
-
-    fn sync(&self) -> io::Result<()> {
-        self.inner.sync()
-    }
-
-    fn describe(&self) -> String {
-        format!("gated {}", self.inner.describe())
-    }
-}
-
 /// A read whose blob is freed, cleaned away and overwritten by another blob at the same place
 /// while its I/O waits answers `NotFound`, and the bytes it met (another blob's, whose checksums
 /// do not bind this sequence number) are not charged to the device as checksum errors: a stale

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{as_media, content, devices, open, schemes, small_config};
+use common::{as_media, content, devices, open, schemes, small_config, Gated};
 use reo_media::{FaultyMedia, Media, MemMedia, OpKind, PowerCut};
 use reo_store::{
     Durability, Error, Location, Placement, PutOptions, RebuildOptions, RebuildState, Scheme, ScrubOptions, Store,
@@ -422,4 +422,61 @@ fn replace_refuses_bad_requests_with_clear_errors() {
     assert!(e.contains("being rebuilt"), "{e}");
     h.resume();
     assert_eq!(h.wait().state, RebuildState::Done);
+}
+
+/// A read queued on device 0's lane behind a hung read, and run only after device 0 was failed
+/// and replaced, reads the blank replacement: its chunk fails verification, but that is not the
+/// new device's fault (charging it could eject the device being rebuilt). The read is served
+/// from the other devices, and no checksum error is counted.
+#[test]
+fn a_read_queued_before_a_replacement_is_not_charged_to_the_new_device() {
+    let gates: Vec<Arc<Gated>> = (0..4).map(|_| Arc::new(Gated::new(Arc::new(MemMedia::new(DEV))))).collect();
+    let store = Store::open(gates.iter().map(|g| g.clone() as Arc<dyn Media>).collect(), &small_config()).unwrap().0;
+    // Reads each device began during `f`.
+    let reads = |f: &dyn Fn()| {
+        let before: Vec<usize> = gates.iter().map(|g| g.reads()).collect();
+        f();
+        gates.iter().zip(before).map(|(g, b)| g.reads() - b).collect::<Vec<_>>()
+    };
+    // One-row rs(2,2) blobs: two data chunks, on two devices. A: one whose first or second
+    // chunk is on device 0 (`at` = a byte in it); B: one with device 0 and device `x` as its
+    // data devices.
+    let body = 16_384 - 512;
+    let opts = PutOptions::new(Scheme::Rs { k: 2, p: 2 }).durability(Durability::Sync);
+    let (mut a, mut b) = (None, None);
+    for i in 0..64u64 {
+        let data = content(i, 2 * body);
+        let loc = store.put(b"t", &data, &opts).unwrap();
+        for at in [0, body as u64] {
+            if a.is_none() && reads(&|| drop(store.read(&loc, at, at + 1).unwrap()))[0] == 1 {
+                a = Some((loc, at));
+            }
+        }
+        let got = reads(&|| drop(store.read_all(&loc).unwrap()));
+        if a.is_some_and(|(l, _)| l != loc) && got[0] == 1 {
+            b = Some((loc, data, (1..4).find(|&d| got[d] == 1).unwrap()));
+            break;
+        }
+    }
+    let ((a, at), (b, b_data, x)) = (a.unwrap(), b.unwrap());
+    std::thread::scope(|s| {
+        // The hung read: A's byte on device 0.
+        gates[0].arm();
+        let hung = s.spawn(|| store.read(&a, at, at + 1).unwrap());
+        gates[0].wait_held();
+        // B's read queues its device 0 chunk first (runs go out in device order), then its chunk
+        // on device x, whose read tells that the first is queued.
+        let before = gates[x].reads();
+        let queued = s.spawn(|| store.read_all(&b).unwrap());
+        gates[x].wait_reads_above(before);
+        store.fail_device(0).unwrap();
+        let blank = Arc::new(MemMedia::new(DEV));
+        let _rebuild =
+            store.replace_device(0, blank, RebuildOptions { start_paused: true, ..Default::default() }).unwrap();
+        gates[0].open();
+        hung.join().unwrap();
+        assert_eq!(queued.join().unwrap(), b_data, "served from the other devices");
+    });
+    assert_eq!(store.stats().checksum_errors, 0, "the blank replacement's chunk is not a device error");
+    assert!(store.failed_devices().is_empty(), "the replacement is not ejected");
 }

@@ -3,7 +3,8 @@
 
 use reo_media::{FaultyMedia, Media, MemMedia};
 use reo_store::{Placement, Scheme, Store, StoreConfig};
-use std::sync::Arc;
+use std::io;
+use std::sync::{Arc, Condvar, Mutex};
 
 /// A small-geometry config: 16 KiB chunks, 256 KiB zones, small metadata regions.
 pub fn small_config() -> StoreConfig {
@@ -63,3 +64,85 @@ pub fn schemes(n: usize) -> Vec<Scheme> {
 
 /// Sizes that exercise empty, sub-chunk, exact-row and multi-row blobs.
 pub const SIZES: &[usize] = &[0, 1, 100, 3584, 3585, 4080, 4081, 15_872, 16_368, 40_000, 100_000, 200_000];
+
+/// A device that counts its reads and whose next read, once armed, waits until the test opens
+/// the gate: check-then-act races made deterministic.
+pub struct Gated {
+    inner: Arc<dyn Media>,
+    st: Mutex<GateState>,
+    cv: Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    armed: bool,
+    /// The armed read is waiting at the gate.
+    held: bool,
+    open: bool,
+    /// Reads begun.
+    reads: usize,
+}
+
+impl Gated {
+    pub fn new(inner: Arc<dyn Media>) -> Gated {
+        Gated { inner, st: Mutex::new(GateState::default()), cv: Condvar::new() }
+    }
+
+    pub fn arm(&self) {
+        let mut st = self.st.lock().unwrap();
+        (st.armed, st.held, st.open) = (true, false, false);
+    }
+
+    /// Blocks until the armed read is held at the gate.
+    pub fn wait_held(&self) {
+        drop(self.cv.wait_while(self.st.lock().unwrap(), |st| !st.held).unwrap());
+    }
+
+    pub fn open(&self) {
+        self.st.lock().unwrap().open = true;
+        self.cv.notify_all();
+    }
+
+    /// Reads begun so far.
+    pub fn reads(&self) -> usize {
+        self.st.lock().unwrap().reads
+    }
+
+    /// Blocks until more than `n` reads have begun.
+    pub fn wait_reads_above(&self, n: usize) {
+        drop(self.cv.wait_while(self.st.lock().unwrap(), |st| st.reads <= n).unwrap());
+    }
+}
+
+impl Media for Gated {
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        {
+            let mut st = self.st.lock().unwrap();
+            st.reads += 1;
+            if st.armed {
+                (st.armed, st.held) = (false, true);
+                self.cv.notify_all();
+                st = self.cv.wait_while(st, |st| !st.open).unwrap();
+            }
+            drop(st);
+            self.cv.notify_all();
+        }
+        self.inner.read_at(buf, offset)
+    }
+
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.inner.write_at(buf, offset)
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        self.inner.sync()
+    }
+
+    fn describe(&self) -> String {
+        format!("gated {}", self.inner.describe())
+    }
+}
