@@ -297,8 +297,8 @@ fn apply(inner: &Inner, rec: Record, last_seq: &mut u64) {
 
 /// Applies `records` (in their order within each band) and returns the highest sequence number
 /// put. A record only ever touches its own band, so the records are split by band and the bands
-/// applied in parallel, each band's live map sized once and locked once: replaying 300,000
-/// journal records one by one took ~50 ms here, half of a crash restart before its checkpoint.
+/// applied in parallel, each band's live map sized once: replaying 300,000 journal records one
+/// by one took ~50 ms here, half of a crash restart before its checkpoint.
 fn apply_by_band(inner: &Inner, records: impl IntoIterator<Item = Record>) -> u64 {
     let mut per_band: Vec<Vec<Record>> = (0..inner.bands.len()).map(|_| Vec::new()).collect();
     for rec in records {
