@@ -52,7 +52,7 @@ pub use error::{Error, Result};
 pub use gc::{GcDecision, GcHandler, GcReport, KeepAll, VictimPolicy};
 pub use location::{Location, ROW_BAND};
 pub use progress::{ClassProgress, LostFn, PriorityFn, RebuildOptions, RebuildProgress, RebuildState, Restored};
-pub use read::device_read_bytes;
+pub use read::{device_read_bytes, MAX_RUN as MAX_READ_RUN};
 pub use read_bytes::ReadBytes;
 pub use recover::OpenReport;
 pub use replace::RebuildHandle;

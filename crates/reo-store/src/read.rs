@@ -28,7 +28,7 @@ pub(crate) struct ChunkAt {
 /// Largest merged read of full chunks (a blob's short last row may join past it: see
 /// [`Inner::joins_run`]): a longer stretch of one device is read as several reads, queued on
 /// its lane together, so that checking and copying the first part overlaps reading the rest.
-pub(crate) const MAX_RUN: usize = 1 << 20;
+pub const MAX_RUN: usize = 1 << 20;
 
 /// A merged read: device, offset, length, and its member chunks (chunk number, offset in the run).
 type Run = (usize, u64, usize, Vec<(usize, usize)>);

@@ -275,6 +275,8 @@ fn get_timed(
 pub struct Measured {
     pub raw_write: Acc,
     pub raw_read: Acc,
+    /// The raw read in I/Os of the store's largest read ([`reo_store::MAX_READ_RUN`]).
+    pub raw_read_run: Acc,
     pub put_none: Acc,
     pub put_rs: Acc,
     pub put_replicate: Acc,
@@ -341,6 +343,7 @@ pub fn run(
     let (mut store, locs, _) = put_round(devs, cfg, plan, plan.rs, plan.rs_per_thread, &pattern)?;
     let (mut raw_read, mut get, mut degraded_get) = (Acc::default(), Acc::default(), Acc::default());
     let mut get_parallel = Acc::default();
+    let mut raw_read_run = Acc::default();
     let (mut degraded_reads, mut reconstructed_chunks) = (0, 0);
     let get_what = format!("get {}", plan.rs);
     let degraded_what = format!("degraded get {} (device 0 failed)", plan.rs);
@@ -348,6 +351,7 @@ pub fn run(
     for round in 0..MAX_ROUNDS {
         if round % 2 == 0 {
             raw_read.add(raw::pass(files, plan, Op::Read)?);
+            raw_read_run.add(raw::pass_with(files, plan, Op::Read, reo_store::MAX_READ_RUN)?);
         }
         get.add(get_once(&store, &locs, plan.get_readers, &pattern, &get_what)?);
         get_parallel.add(get_once(&store, &locs, plan.n, &pattern, &get_what)?);
@@ -361,6 +365,7 @@ pub fn run(
         degraded_reads += after.degraded_reads - before.degraded_reads;
         reconstructed_chunks += after.reconstructed_chunks - before.reconstructed_chunks;
         if round % 2 == 1 {
+            raw_read_run.add(raw::pass_with(files, plan, Op::Read, reo_store::MAX_READ_RUN)?);
             raw_read.add(raw::pass(files, plan, Op::Read)?);
         }
         close(store)?;
@@ -377,6 +382,11 @@ pub fn run(
     close(store)?;
     progress(format_args!("raw read: {} ({} KiB I/Os, one thread per file)", raw_read.describe(), plan.io >> 10));
     progress(format_args!(
+        "raw read in the store's read size: {} ({} KiB I/Os, one thread per file)",
+        raw_read_run.describe(),
+        reo_store::MAX_READ_RUN >> 10
+    ));
+    progress(format_args!(
         "{get_what}: {} blobs per round, {} reader(s), {}",
         locs.len(),
         plan.get_readers,
@@ -387,6 +397,7 @@ pub fn run(
     Ok(Measured {
         raw_write,
         raw_read,
+        raw_read_run,
         put_none,
         put_rs,
         put_replicate,

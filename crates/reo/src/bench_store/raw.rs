@@ -120,7 +120,12 @@ pub fn precondition(files: &[Arc<FileMedia>]) -> Result<f64, String> {
 /// of every file from the first zone, in `plan.io`-byte I/Os, one thread per file, writes ended
 /// by an fdatasync. Returns the bytes moved and the time.
 pub fn pass(files: &[Arc<FileMedia>], plan: &Plan, op: Op) -> Result<(u64, Span), String> {
-    let (start, io) = (plan.layout.data_off, plan.io as usize);
+    pass_with(files, plan, op, plan.io as usize)
+}
+
+/// [`pass`] in `io`-byte I/Os.
+pub fn pass_with(files: &[Arc<FileMedia>], plan: &Plan, op: Op, io: usize) -> Result<(u64, Span), String> {
+    let start = plan.layout.data_off;
     let end = start + plan.raw_per_device;
     let span = per_device(files, |d, f, barrier| {
         let mut buf = AlignedBuf::zeroed(io);

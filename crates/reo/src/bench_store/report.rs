@@ -39,6 +39,7 @@ fn per_figure(m: &Measured, f: impl Fn(&Acc) -> f64) -> serde_json::Value {
     json!({
         "raw_write": f(&m.raw_write),
         "raw_read": f(&m.raw_read),
+        "raw_read_run": f(&m.raw_read_run),
         "put_none": f(&m.put_none),
         "put_rs": f(&m.put_rs),
         "put_replicate": f(&m.put_replicate),
@@ -187,6 +188,7 @@ impl Results<'_> {
             "raw_bytes_per_pass": plan.raw_per_device * plan.n as u64,
             "raw_write_mibps": round(m.raw_write.mibps(), 1),
             "raw_read_mibps": round(m.raw_read.mibps(), 1),
+            "raw_read_run_mibps": round(m.raw_read_run.mibps(), 1),
             "put_mibps": {
                 "none": round(m.put_none.mibps(), 1),
                 "rs": round(m.put_rs.mibps(), 1),
