@@ -53,7 +53,7 @@ pub use gc::{GcDecision, GcHandler, GcReport, KeepAll, VictimPolicy};
 pub use location::{Location, ROW_BAND};
 pub use progress::{ClassProgress, LostFn, PriorityFn, RebuildOptions, RebuildProgress, RebuildState, Restored};
 pub use read::{device_read_bytes, MAX_RUN as MAX_READ_RUN};
-pub use read_bytes::ReadBytes;
+pub use read_bytes::{PendingRead, ReadBytes};
 pub use recover::OpenReport;
 pub use replace::RebuildHandle;
 pub use scheme::{Geometry, Placement, Scheme};

@@ -12,7 +12,7 @@ use crate::location::Location;
 use crate::scheme::Scheme;
 use crate::stats::Counters;
 use crate::store::{BlobHealth, Inner};
-use reo_media::AlignedBuf;
+use reo_media::{AlignedBuf, ReadBatch};
 
 /// One chunk to fetch and verify.
 #[derive(Debug, Clone, Copy)]
@@ -32,6 +32,12 @@ pub const MAX_RUN: usize = 1 << 20;
 
 /// A merged read: device, offset, length, and its member chunks (chunk number, offset in the run).
 type Run = (usize, u64, usize, Vec<(usize, usize)>);
+
+/// Runs of a fetch queued on the device lanes, not yet waited for.
+pub(crate) struct Queued<'a> {
+    runs: Vec<Run>,
+    batch: ReadBatch<'a>,
+}
 
 /// Fetched chunk bytes: (run buffer, offset in it), or `None` when unreadable or unverified.
 pub(crate) type Fetched = Vec<Option<(usize, usize)>>;
@@ -71,6 +77,12 @@ impl Inner {
         to: u64,
         read: impl FnOnce() -> Result<T>,
     ) -> Result<T> {
+        self.check_read(loc, from, to)?;
+        self.stale_or(loc, read())
+    }
+
+    /// What every read checks and counts before its I/O: the range, and the blob live.
+    pub(crate) fn check_read(&self, loc: &Location, from: u64, to: u64) -> Result<()> {
         if from > to || to > loc.len {
             return Err(Error::BadRange { start: from, end: to, len: loc.len });
         }
@@ -79,7 +91,11 @@ impl Inner {
         }
         Counters::add(&self.stats.reads, 1);
         Counters::add(&self.stats.read_bytes, to - from);
-        let r = read();
+        Ok(())
+    }
+
+    /// The outcome of a read, a failure reported as `NotFound` if the blob was freed meanwhile.
+    pub(crate) fn stale_or<T>(&self, loc: &Location, r: Result<T>) -> Result<T> {
         if r.is_err() && !self.is_live(loc) {
             // Freed or relocated while we read: the location is stale, not the data corrupt.
             return Err(Error::NotFound { seq: loc.seq });
@@ -247,8 +263,16 @@ impl Inner {
         &self,
         loc: &Location,
         chunks: &[ChunkAt],
-        mut dests: Vec<Option<Dest<'_>>>,
+        dests: Vec<Option<Dest<'_>>>,
     ) -> (Vec<AlignedBuf>, Fetched) {
+        let queued = self.submit_fetch(loc, chunks);
+        self.complete_fetch(loc, chunks, queued, dests)
+    }
+
+    /// The first half of [`Inner::fetch_into`]: groups `chunks` into runs (adjacent chunks of a
+    /// device merged) and queues every run on its device's lane at once, so that a caller can
+    /// start the reads of several blobs before waiting for the first ([`crate::PendingRead`]).
+    pub(crate) fn submit_fetch(&self, loc: &Location, chunks: &[ChunkAt]) -> Queued<'_> {
         let seq = loc.seq;
         // Group into runs: (device, offset, len, [(chunk i, offset in run)]).
         let mut order: Vec<usize> = (0..chunks.len()).collect();
@@ -267,15 +291,29 @@ impl Inner {
                 _ => runs.push((c.device, c.offset, c.height, vec![(i, 0)])),
             }
         }
-        // Each run's destinations, by run.
-        let mut run_dests: Vec<Vec<Option<Dest<'_>>>> =
-            runs.iter().map(|r| r.3.iter().map(|&(i, _)| dests[i].take()).collect()).collect();
-        // Every run goes to its device's lane at once; each is checked, and its wanted bytes
-        // copied out while they are in cache, as it completes, while the devices read the rest.
         let mut batch = self.reads.batch();
         for (r, &(d, off, len, _)) in runs.iter().enumerate() {
             batch.submit(d, off, len, self.bufs.take(len), r);
         }
+        Queued { runs, batch }
+    }
+
+    /// The second half of [`Inner::fetch_into`]: waits for the runs `queued` for `chunks`,
+    /// verifying each (and copying its chunks' wanted bytes to `dests`) as it completes.
+    pub(crate) fn complete_fetch(
+        &self,
+        loc: &Location,
+        chunks: &[ChunkAt],
+        queued: Queued<'_>,
+        mut dests: Vec<Option<Dest<'_>>>,
+    ) -> (Vec<AlignedBuf>, Fetched) {
+        let seq = loc.seq;
+        let Queued { runs, mut batch } = queued;
+        // Each run's destinations, by run.
+        let mut run_dests: Vec<Vec<Option<Dest<'_>>>> =
+            runs.iter().map(|r| r.3.iter().map(|&(i, _)| dests[i].take()).collect()).collect();
+        // Each run is checked, and its wanted bytes copied out while they are in cache, as it
+        // completes, while the devices read the rest.
         let mut bufs: Vec<Option<AlignedBuf>> = (0..runs.len()).map(|_| None).collect();
         let mut got: Fetched = vec![None; chunks.len()];
         while let Some(done) = batch.wait_next() {

@@ -15,6 +15,7 @@
 use crate::bufpool::BufPool;
 use crate::error::Result;
 use crate::location::Location;
+use crate::read::{Queued, ReadPlan};
 use crate::stats::Counters;
 use crate::store::Inner;
 use bytes::Bytes;
@@ -127,16 +128,55 @@ impl std::fmt::Debug for ReadBytes {
     }
 }
 
+/// A zero-copy read whose device reads are queued on the lanes but not yet waited for
+/// ([`crate::Store::begin_read_bytes`]). A caller reading many blobs starts the next ones before
+/// finishing the first, so that each device's lane always holds a read and a device that is
+/// ahead of the others runs on into the next blob instead of waiting for the slowest device of
+/// this one. Dropping it unfinished is safe: the reads complete and their buffers are freed.
+pub struct PendingRead<'a> {
+    inner: &'a Inner,
+    loc: Location,
+    from: u64,
+    to: u64,
+    plan: ReadPlan,
+    queued: Queued<'a>,
+}
+
+impl PendingRead<'_> {
+    /// Waits for the reads, verifies every chunk, rebuilds what is missing or bad; as
+    /// [`crate::Store::read_bytes`].
+    pub fn finish(self) -> Result<ReadBytes> {
+        let PendingRead { inner, loc, from, to, plan, queued } = self;
+        let r = inner.finish_read_bytes(&loc, from, to, &plan, queued);
+        inner.stale_or(&loc, r)
+    }
+}
+
 impl Inner {
     /// [`Inner::read`] without the copy into one output buffer: the same chunks fetched and
     /// verified in the same runs (or rebuilt), returned where they lie.
     pub(crate) fn read_bytes(&self, loc: &Location, from: u64, to: u64) -> Result<ReadBytes> {
-        self.read_checked(loc, from, to, || self.read_verified_bytes(loc, from, to))
+        self.begin_read_bytes(loc, from, to)?.finish()
     }
 
-    fn read_verified_bytes(&self, loc: &Location, from: u64, to: u64) -> Result<ReadBytes> {
+    /// Checks the read and queues its device reads (see [`PendingRead`]).
+    pub(crate) fn begin_read_bytes(&self, loc: &Location, from: u64, to: u64) -> Result<PendingRead<'_>> {
+        self.check_read(loc, from, to)?;
         let plan = self.plan_read(loc, from, to);
-        let (runs, got) = self.fetch(loc, &plan.chunks);
+        let queued = self.submit_fetch(loc, &plan.chunks);
+        Ok(PendingRead { inner: self, loc: *loc, from, to, plan, queued })
+    }
+
+    fn finish_read_bytes(
+        &self,
+        loc: &Location,
+        from: u64,
+        to: u64,
+        plan: &ReadPlan,
+        queued: Queued<'_>,
+    ) -> Result<ReadBytes> {
+        let dests = (0..plan.chunks.len()).map(|_| None).collect();
+        let (runs, got) = self.complete_fetch(loc, &plan.chunks, queued, dests);
         let missing: Vec<usize> = (0..plan.want.len()).filter(|&i| got[i].is_none()).collect();
         let rebuilt = if missing.is_empty() {
             Ok(Vec::new())

@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::geometry::Shape;
 use crate::journal::Journal;
 use crate::location::Location;
-use crate::read_bytes::ReadBytes;
+use crate::read_bytes::{PendingRead, ReadBytes};
 use crate::scheme::Scheme;
 use crate::stats::{Counters, StoreStats};
 use crate::superblock::Layout;
@@ -247,6 +247,15 @@ impl Store {
     pub fn read_bytes(&self, loc: &Location, start: u64, end: u64) -> Result<ReadBytes> {
         self.inner.on_demand(loc);
         self.inner.read_bytes(loc, start, end)
+    }
+
+    /// [`Store::read_bytes`] in two steps: this checks the read and queues its device reads;
+    /// [`PendingRead::finish`] waits for them and verifies. A caller reading many blobs begins
+    /// the next ones before finishing the first, so that every device always has a read queued
+    /// (see [`PendingRead`]).
+    pub fn begin_read_bytes(&self, loc: &Location, start: u64, end: u64) -> Result<PendingRead<'_>> {
+        self.inner.on_demand(loc);
+        self.inner.begin_read_bytes(loc, start, end)
     }
 
     /// Reads bytes `[start, end)` of the blob at `loc` for their device I/O only and returns how

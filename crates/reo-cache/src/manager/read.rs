@@ -6,6 +6,9 @@ use reo_store::{Error as StoreError, Location, ReadBytes};
 use super::dedup::ContentRef;
 use std::cell::Cell;
 
+/// Turns the bytes of a concurrent blob read into the get's piece type.
+type Convert<T> = fn(ReadBytes) -> T;
+
 /// Per fragment of a get: (start, end, fragment, its own blob, or its dedup content).
 type Step = (u64, u64, u32, Option<Location>, Option<ContentRef>);
 
@@ -68,7 +71,7 @@ impl Cache {
             start,
             end,
             now_ns,
-            (true, true),
+            (Some(ReadBytes::into_vec), true),
             |loc, a, b| self.store.read(loc, a, b),
             |c, len, a, b| self.read_content(c, len, a, b),
         )
@@ -94,7 +97,7 @@ impl Cache {
             start,
             end,
             now_ns,
-            (true, first),
+            (Some(std::convert::identity), first),
             |loc, a, b| self.store.read_bytes(loc, a, b),
             |c, len, a, b| self.read_content(c, len, a, b).map(ReadBytes::from),
         )
@@ -109,7 +112,7 @@ impl Cache {
             start,
             end,
             now_ns,
-            (false, true),
+            (None, true),
             |loc, a, b| self.store.read_sized(loc, a, b),
             |c, len, a, b| self.read_content_sized(c, len, a, b),
         )
@@ -117,18 +120,20 @@ impl Cache {
 
     /// The get path, with the reads of a cached fragment blob (`read(loc, a, b)`) and of a
     /// deduplicated content (`content(c, fragment length, a, b)`) supplied by the caller. With
-    /// `parallel`, the blobs of a multi-fragment range are read at once, one thread each (their
-    /// devices work in parallel: a fragment's blob may sit on a single device). Without `counted`
-    /// the call continues a request already counted (the later windows of [`Cache::get_shared`]).
+    /// `concurrent` (`Some(bytes to T)`), the blob reads of a multi-fragment range are all begun
+    /// before the first is finished ([`reo_store::Store::begin_read_bytes`]): every device they
+    /// touch works on them at once (a fragment's blob may sit on a single device), with no thread
+    /// per fragment. Without `counted` the call continues a request already counted (the later
+    /// windows of [`Cache::get_shared`]).
     #[allow(clippy::too_many_arguments)]
-    fn get_with<T: Send>(
+    fn get_with<T>(
         &self,
         key: &[u8],
         start: u64,
         end: u64,
         now_ns: u64,
-        (parallel, counted): (bool, bool),
-        read: impl Fn(&Location, u64, u64) -> reo_store::Result<T> + Sync,
+        (concurrent, counted): (Option<Convert<T>>, bool),
+        read: impl Fn(&Location, u64, u64) -> reo_store::Result<T>,
         read_content: impl Fn(&ContentRef, u64, u64, u64) -> reo_store::Result<T>,
     ) -> Result<GetResult<T>, WriteError> {
         let fs = self.cfg.fragment_size;
@@ -199,20 +204,18 @@ impl Cache {
         let mut dedup_hits = 0;
         let read_one =
             |&(a, b, f, loc, _): &Step| loc.map(|loc| read(&loc, a - u64::from(f) * fs, b - u64::from(f) * fs));
-        // In parallel, the reads are done first, one thread each; otherwise each is done in the
-        // loop below (no list of results to allocate: the simulator makes millions of gets).
-        let mut reads: Vec<Option<reo_store::Result<T>>> =
-            if parallel && plan.iter().filter(|p| p.3.is_some()).count() > 1 {
-                std::thread::scope(|sc| {
-                    let (first, rest) = plan.split_first().expect("more than one");
-                    let spawned: Vec<_> = rest.iter().map(|p| sc.spawn(|| read_one(p))).collect();
-                    let mut out = vec![read_one(first)];
-                    out.extend(spawned.into_iter().map(|h| h.join().expect("a fragment read panicked")));
-                    out
+        // Concurrent: every blob read is begun here and finished in the loop below; otherwise each
+        // is done in the loop (no list to allocate: the simulator makes millions of gets).
+        let mut begun: Vec<Option<reo_store::Result<reo_store::PendingRead<'_>>>> = match concurrent {
+            Some(_) if plan.iter().filter(|p| p.3.is_some()).count() > 1 => plan
+                .iter()
+                .map(|&(a, b, f, loc, _)| {
+                    let base = u64::from(f) * fs;
+                    loc.map(|loc| self.store.begin_read_bytes(&loc, a - base, b - base))
                 })
-            } else {
-                Vec::new()
-            };
+                .collect(),
+            _ => Vec::new(),
+        };
         for (i, step) in plan.iter().enumerate() {
             let &(a, b, f, loc, content) = step;
             let fbase = u64::from(f) * fs;
@@ -225,9 +228,9 @@ impl Cache {
                     d
                 }),
                 Some(loc) => {
-                    let read = match reads.get_mut(i) {
-                        Some(r) => r.take(),
-                        None => read_one(step),
+                    let read = match (begun.get_mut(i), concurrent) {
+                        (Some(r), Some(conv)) => r.take().map(|r| r.and_then(|p| p.finish()).map(conv)),
+                        _ => read_one(step),
                     };
                     match read.expect("a cached fragment has a read") {
                         Ok(d) => Some(d),

@@ -1,0 +1,105 @@
+//! Reads begun before they are finished (`Store::begin_read_bytes`): many queued on the device
+//! lanes at once, finished in any order, around a device that fails in between, or dropped.
+
+mod common;
+
+use common::*;
+use reo_media::{Media, MemMedia};
+use reo_store::{Durability, PutOptions, Scheme, Store};
+use std::sync::Arc;
+
+const DEV: u64 = 16 << 20;
+
+/// Reads of blobs of every scheme and size, all begun before the first is finished, finish in
+/// reverse order with their own bytes (whole blobs and inner ranges).
+#[test]
+fn reads_begun_together_finish_in_any_order_with_their_bytes() {
+    let devs = devices(4, DEV);
+    let store = open(&devs, &small_config());
+    let mut blobs = Vec::new();
+    for (i, scheme) in schemes(4).into_iter().enumerate() {
+        for (j, &len) in SIZES.iter().enumerate() {
+            let data = content((i * 100 + j) as u64, len);
+            let loc = store.put(b"h", &data, &PutOptions::new(scheme)).unwrap();
+            blobs.push((loc, data));
+        }
+    }
+    let ranges: Vec<(usize, u64, u64)> = blobs
+        .iter()
+        .enumerate()
+        .flat_map(|(b, (loc, _))| [(b, 0, loc.len), (b, loc.len / 3, loc.len - loc.len / 4)])
+        .collect();
+    let pending: Vec<_> = ranges.iter().map(|&(b, x, y)| store.begin_read_bytes(&blobs[b].0, x, y).unwrap()).collect();
+    for (p, &(b, x, y)) in pending.into_iter().zip(&ranges).rev() {
+        let got = p.finish().unwrap();
+        assert!(got == blobs[b].1[x as usize..y as usize], "blob {b} bytes {x}..{y}");
+    }
+    assert_eq!(store.stats().checksum_errors + store.stats().read_errors, 0);
+}
+
+/// A device that fails after a read was begun, with the read's I/O to it still queued: the
+/// finish reads around it (rebuilds the chunks from the other devices) and returns the right
+/// bytes; blobs that had nothing on it read as before.
+#[test]
+fn a_device_failing_between_begin_and_finish_is_read_around() {
+    let faulty = devices(4, DEV);
+    let gates: Vec<Arc<Gated>> = faulty.iter().map(|f| Arc::new(Gated::new(f.clone() as Arc<dyn Media>))).collect();
+    let store = Store::open(gates.iter().map(|g| g.clone() as Arc<dyn Media>).collect(), &small_config()).unwrap().0;
+    let opts = PutOptions::new(Scheme::Rs { k: 2, p: 2 }).durability(Durability::Sync);
+    // Blobs with data on device 0 (its reads counted during a read of the blob) and without.
+    let (mut on0, mut off0) = (Vec::new(), Vec::new());
+    for i in 0..200u64 {
+        let data = content(i, 40_000);
+        let loc = store.put(b"t", &data, &opts).unwrap();
+        let before = gates[0].reads();
+        store.read_all(&loc).unwrap();
+        let side = if gates[0].reads() > before { &mut on0 } else { &mut off0 };
+        if side.len() < 3 {
+            side.push((loc, data));
+        }
+        if on0.len() == 3 && off0.len() == 3 {
+            break;
+        }
+    }
+    assert!(on0.len() == 3 && off0.len() == 3, "blobs on and off device 0");
+    let stats = store.stats();
+    // The first read to reach device 0 holds there, the others queue behind it on its lane.
+    gates[0].arm();
+    let blobs: Vec<_> = on0.iter().chain(&off0).collect();
+    let pending: Vec<_> = blobs.iter().map(|(loc, _)| store.begin_read_bytes(loc, 0, loc.len).unwrap()).collect();
+    gates[0].wait_held();
+    faulty[0].fail_stop();
+    gates[0].open();
+    for (p, (loc, data)) in pending.into_iter().zip(&blobs) {
+        assert!(p.finish().unwrap() == data[..], "blob {}", loc.seq);
+    }
+    let after = store.stats();
+    assert_eq!(after.degraded_reads - stats.degraded_reads, 3, "each blob with data on device 0 was rebuilt");
+    assert!(after.read_errors > stats.read_errors, "the failed device's reads were errors");
+    assert_eq!(after.checksum_errors, stats.checksum_errors);
+}
+
+/// Reads begun and dropped unfinished leave nothing behind: their I/O completes on its own, and
+/// the blobs read again and the store closes.
+#[test]
+fn dropped_unfinished_reads_leave_the_store_usable() {
+    let devs: Vec<Arc<dyn Media>> = (0..4).map(|_| Arc::new(MemMedia::new(DEV)) as Arc<dyn Media>).collect();
+    let store = Store::open(devs.clone(), &small_config()).unwrap().0;
+    let blobs: Vec<_> = (0..16u64)
+        .map(|i| {
+            let data = content(i, 150_000);
+            (store.put(b"d", &data, &PutOptions::new(Scheme::Rs { k: 3, p: 1 })).unwrap(), data)
+        })
+        .collect();
+    for round in 0..3 {
+        let pending: Vec<_> = blobs.iter().map(|(loc, _)| store.begin_read_bytes(loc, 0, loc.len).unwrap()).collect();
+        drop(pending);
+        for (loc, data) in &blobs {
+            assert!(store.read_bytes(loc, 0, loc.len).unwrap() == data[..], "round {round}");
+        }
+    }
+    store.close().unwrap();
+    let (store, report) = Store::open(devs, &small_config()).unwrap();
+    assert!(report.clean && report.live_blobs == blobs.len(), "{report:?}");
+    assert!(store.read_all(&blobs[5].0).unwrap() == blobs[5].1);
+}
