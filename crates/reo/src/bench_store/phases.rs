@@ -4,7 +4,9 @@
 //! - write rounds: a raw write pass and puts of `none(isolated)`, `replicate(2)` and the rs
 //!   scheme, each on a freshly formatted store, from N threads with durability `none`, the closing
 //!   `flush` (an fdatasync of every device) inside the time; the order rotates every round;
-//! - read rounds, on one more rs store: a raw read pass (first in even rounds, last in odd ones),
+//! - read rounds, on one more rs store: a raw read pass (first in even rounds, last in odd ones)
+//!   and one in I/Os of the store's largest read ([`reo_store::MAX_READ_RUN`], reported without a
+//!   target: the get's runs are that size, the raw pass's the put's column),
 //!   a get of every rs blob from [`Plan::get_readers`] threads (the figure with the target), again
 //!   from N threads, the first with device 0 failed, then a clean reopen (which brings device 0
 //!   back).

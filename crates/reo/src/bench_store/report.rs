@@ -129,6 +129,8 @@ impl Results<'_> {
         let gibps = |x: f64| format!("{x:.2} GiB/s");
         row("raw sequential write", mibps(&m.raw_write), "(physical limit)", None, Some(&m.raw_write));
         row("raw sequential read", mibps(&m.raw_read), "(physical limit)", None, Some(&m.raw_read));
+        let name = format!("raw read, {} KiB I/Os", reo_store::MAX_READ_RUN >> 10);
+        row(&name, mibps(&m.raw_read_run), "(the get's read size)", None, Some(&m.raw_read_run));
         let target = format!(">= {PUT_NONE} x raw write");
         row("put none(isolated)", mibps(&m.put_none), &target, Some((r.put_none, checks[0])), Some(&m.put_none));
         let target = format!(">= {PUT_RS} x raw write x {:.2}", plan.data_fraction);
