@@ -34,6 +34,18 @@ pub(crate) struct BufPool {
     max_bytes: usize,
 }
 
+/// Pooled buffers up to this size serve any smaller request.
+const SMALL: usize = 64 << 10;
+
+/// Whether pooled buffer `b` may serve a request of `len` bytes: long enough, and holding at most
+/// four times `len` (or [`SMALL`]). Why the bound: a read's buffers stay with the caller for as
+/// long as it holds the slices ([`crate::ReadBytes`]), and a small read handed a 2 MiB buffer
+/// would keep all of it from the pool for a few KiB; a new buffer of the right size costs a
+/// page fault per page once, then is pooled like the others.
+fn fits(b: &AlignedBuf, len: usize) -> bool {
+    b.len() >= len && b.capacity() <= len.saturating_mul(4).max(SMALL)
+}
+
 impl BufPool {
     /// The process-wide pool (at most 128 MiB idle; buffers over 32 MiB are never kept).
     pub fn shared() -> &'static BufPool {
@@ -47,21 +59,15 @@ impl BufPool {
     }
 
     /// A buffer of at least `len` bytes with arbitrary contents: the smallest pooled one that
-    /// fits, the most recently returned of those (its pages are the likeliest to be in the TLB
-    /// and the cache), else a new zeroed one.
+    /// fits and is not oversized (see [`fits`]), the most recently returned of those (its pages
+    /// are the likeliest to be in the TLB and the cache), else a new zeroed one.
     pub fn take(&self, len: usize) -> AlignedBuf {
         if len == 0 {
             return AlignedBuf::zeroed(0);
         }
         let mut f = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        let best = f
-            .bufs
-            .iter()
-            .enumerate()
-            .rev()
-            .filter(|(_, b)| b.len() >= len)
-            .min_by_key(|(_, b)| b.len())
-            .map(|(i, _)| i);
+        let best =
+            f.bufs.iter().enumerate().rev().filter(|(_, b)| fits(b, len)).min_by_key(|(_, b)| b.len()).map(|(i, _)| i);
         if let Some(i) = best {
             // `remove`, not `swap_remove`: the order of `bufs` is the order of return, which
             // both this choice and the eviction of the oldest in `give` rely on.
@@ -113,6 +119,11 @@ mod tests {
         let c = p.take(150_000);
         assert_eq!(c.len(), 200_000);
         assert_eq!(p.idle_bytes(), 0);
+        // An oversized pooled buffer is not handed to a small request.
+        p.give(AlignedBuf::zeroed(200_000));
+        let d = p.take(20_000);
+        assert_eq!((d.len(), p.idle_bytes() >= 200_000), (20_000, true), "a new buffer, the big one kept");
+        assert_eq!(p.take(60_000).len(), 200_000, "within four times the request");
         p.give(AlignedBuf::zeroed(300_000)); // more than a quarter of the budget: dropped
         assert_eq!(p.idle_bytes(), 0);
         for _ in 0..8 {

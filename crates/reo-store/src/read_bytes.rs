@@ -35,6 +35,41 @@ impl Held {
     fn pooled(buf: AlignedBuf, pool: &'static BufPool) -> Held {
         Held(Kind::Pooled(Some(buf), pool))
     }
+
+    /// Bytes of a pooled buffer this holds back from the pool (0 for owned bytes).
+    fn pinned(&self) -> usize {
+        match &self.0 {
+            Kind::Pooled(Some(b), _) => b.capacity(),
+            _ => 0,
+        }
+    }
+}
+
+/// A pooled buffer of which a read uses at most 1/`COMPACT_RATIO` is copied out and given back.
+const COMPACT_RATIO: usize = 4;
+
+/// Copies the slices of every pooled buffer that they use little of (at most a
+/// [`COMPACT_RATIO`]th) into a vector of their own and gives the buffer back to the pool at once.
+/// Why: a run buffer is 1 MiB or more (2 MiB steps), and a slice keeps it out of the pool for as
+/// long as the caller holds it — for a small range read streamed to a slow client, megabytes
+/// pinned for a few KiB. Reads that use most of their runs (whole blobs, large ranges) copy
+/// nothing.
+fn compact(bufs: &mut [Held], segs: &mut [(usize, Range<usize>)]) {
+    for (b, held) in bufs.iter_mut().enumerate() {
+        let pinned = held.pinned();
+        let used: usize = segs.iter().filter(|(sb, _)| *sb == b).map(|(_, r)| r.len()).sum();
+        if pinned == 0 || used.saturating_mul(COMPACT_RATIO) > pinned {
+            continue;
+        }
+        let mut own = Vec::with_capacity(used);
+        for (_, r) in segs.iter_mut().filter(|(sb, _)| *sb == b) {
+            let at = own.len();
+            own.extend_from_slice(&held.as_ref()[r.clone()]);
+            *r = at..own.len();
+        }
+        // The pooled buffer goes back as the old `Held` drops.
+        *held = Held(Kind::Owned(own));
+    }
 }
 
 impl AsRef<[u8]> for Held {
@@ -72,6 +107,12 @@ impl ReadBytes {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Bytes of the store's pooled I/O buffers this keeps from the pool until it is dropped
+    /// (whole buffers: a slice pins the run buffer it lies in).
+    pub fn pinned_bytes(&self) -> usize {
+        self.bufs.iter().map(Held::pinned).sum()
     }
 
     /// The bytes, as consecutive slices.
@@ -210,6 +251,7 @@ impl Inner {
         for (held, _) in bufs.iter_mut().zip(&used).filter(|(_, u)| !**u) {
             *held = Held(Kind::Owned(Vec::new()));
         }
+        compact(&mut bufs, &mut segs);
         if !missing.is_empty() {
             Counters::add(&self.stats.degraded_reads, 1);
         }
@@ -240,6 +282,23 @@ mod tests {
         assert_eq!(r.into_vec(), b"234bcd89");
         let from: ReadBytes = b"xyz".to_vec().into();
         assert_eq!((from.len(), from.into_vec()), (3, b"xyz".to_vec()));
+    }
+
+    /// A buffer a read uses a quarter of or less is copied out and given back at once; one it
+    /// uses more of stays shared; the bytes are the same either way.
+    #[test]
+    fn little_used_buffers_are_copied_out_and_given_back() {
+        let pool: &'static BufPool = Box::leak(Box::new(BufPool::new(1 << 20)));
+        let big: Vec<u8> = (0..8192u32).map(|i| (i * 7) as u8).collect();
+        let mut bufs = vec![pooled(&big, pool), pooled(&big[..4096], pool), Held(Kind::Owned(vec![5; 10]))];
+        // Buffer 0: 100 + 1,000 bytes of 8 KiB (little); buffer 1: 3,000 of 4 KiB (most).
+        let mut segs = vec![(0, 10..110), (2, 0..10), (1, 0..3000), (0, 5000..6000)];
+        let want: Vec<u8> = segs.iter().flat_map(|(b, r)| bufs[*b].as_ref()[r.clone()].to_vec()).collect();
+        compact(&mut bufs, &mut segs);
+        assert!(pool.idle_bytes() >= 8192, "buffer 0 went back to the pool");
+        assert_eq!((bufs[0].pinned(), bufs[1].pinned() >= 4096), (0, true), "buffer 1 stays shared");
+        let r = ReadBytes { bufs, segs, len: want.len() };
+        assert!(r == want[..]);
     }
 
     #[test]
