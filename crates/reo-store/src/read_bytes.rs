@@ -50,10 +50,12 @@ const COMPACT_RATIO: usize = 4;
 
 /// Copies the slices of every pooled buffer that they use little of (at most a
 /// [`COMPACT_RATIO`]th) into a vector of their own and gives the buffer back to the pool at once.
-/// Why: a run buffer is 1 MiB or more (2 MiB steps), and a slice keeps it out of the pool for as
-/// long as the caller holds it — for a small range read streamed to a slow client, megabytes
-/// pinned for a few KiB. Reads that use most of their runs (whole blobs, large ranges) copy
-/// nothing.
+/// Why: a slice keeps its whole run buffer (a chunk to 1 MiB of chunks, at most twice that
+/// with the pool's size bound and the 2 MiB steps of buffers from 1 MiB up) out of the pool for
+/// as long as the caller holds it — for a small range read streamed to a slow client, a whole
+/// run pinned for a few KiB. A read that uses its whole run never qualifies: the pool hands a
+/// run at most twice its length ([`crate::bufpool`]), and the bodies are all of a run but its
+/// trailer slots. Whole blobs and large ranges copy nothing.
 fn compact(bufs: &mut [Held], segs: &mut [(usize, Range<usize>)]) {
     for (b, held) in bufs.iter_mut().enumerate() {
         let pinned = held.pinned();
@@ -122,9 +124,12 @@ impl ReadBytes {
 
     /// The bytes copied into one vector (no copy when they are one owned vector already).
     pub fn into_vec(mut self) -> Vec<u8> {
-        if let ([Held(Kind::Owned(v))], [(0, r)]) = (&mut self.bufs[..], &self.segs[..]) {
-            if r.start == 0 && r.end == v.len() {
-                return std::mem::take(v);
+        // One slice that is a whole owned vector (a small range copied out, a rebuilt chunk): it.
+        if let [(b, r)] = &self.segs[..] {
+            if let Held(Kind::Owned(v)) = &mut self.bufs[*b] {
+                if r.start == 0 && r.end == v.len() {
+                    return std::mem::take(v);
+                }
             }
         }
         let mut out = Vec::with_capacity(self.len);
@@ -173,23 +178,40 @@ impl std::fmt::Debug for ReadBytes {
 /// ([`crate::Store::begin_read_bytes`]). A caller reading many blobs starts the next ones before
 /// finishing the first, so that each device's lane always holds a read and a device that is
 /// ahead of the others runs on into the next blob instead of waiting for the slowest device of
-/// this one. Dropping it unfinished is safe: the reads complete and their buffers are freed.
+/// this one. Dropping it unfinished waits for its reads (their errors are counted) and gives
+/// their buffers back.
 pub struct PendingRead<'a> {
     inner: &'a Inner,
     loc: Location,
     from: u64,
     to: u64,
     plan: ReadPlan,
-    queued: Queued<'a>,
+    /// `None` once finished.
+    queued: Option<Queued<'a>>,
 }
 
 impl PendingRead<'_> {
     /// Waits for the reads, verifies every chunk, rebuilds what is missing or bad; as
     /// [`crate::Store::read_bytes`].
-    pub fn finish(self) -> Result<ReadBytes> {
-        let PendingRead { inner, loc, from, to, plan, queued } = self;
-        let r = inner.finish_read_bytes(&loc, from, to, &plan, queued);
-        inner.stale_or(&loc, r)
+    pub fn finish(mut self) -> Result<ReadBytes> {
+        let queued = self.queued.take().expect("a pending read is finished once");
+        let r = self.inner.finish_read_bytes(&self.loc, self.from, self.to, &self.plan, queued);
+        self.inner.stale_or(&self.loc, r)
+    }
+}
+
+impl Drop for PendingRead<'_> {
+    /// Unfinished (its caller gave up, e.g. on another fragment's error): waits for its reads so
+    /// that their device errors and checksum failures are still counted against the devices, and
+    /// gives their buffers back to the pool. Nothing is rebuilt.
+    fn drop(&mut self) {
+        if let Some(queued) = self.queued.take() {
+            let dests = (0..self.plan.chunks.len()).map(|_| None).collect();
+            let (runs, _) = self.inner.complete_fetch(&self.loc, &self.plan.chunks, queued, dests);
+            for b in runs {
+                self.inner.bufs.give(b);
+            }
+        }
     }
 }
 
@@ -205,7 +227,7 @@ impl Inner {
         self.check_read(loc, from, to)?;
         let plan = self.plan_read(loc, from, to);
         let queued = self.submit_fetch(loc, &plan.chunks);
-        Ok(PendingRead { inner: self, loc: *loc, from, to, plan, queued })
+        Ok(PendingRead { inner: self, loc: *loc, from, to, plan, queued: Some(queued) })
     }
 
     fn finish_read_bytes(

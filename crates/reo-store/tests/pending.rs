@@ -103,3 +103,30 @@ fn dropped_unfinished_reads_leave_the_store_usable() {
     assert!(report.clean && report.live_blobs == blobs.len(), "{report:?}");
     assert!(store.read_all(&blobs[5].0).unwrap() == blobs[5].1);
 }
+
+/// A read dropped unfinished still charges its device's errors: the failure of a device that
+/// fails while the read is queued is counted (towards ejecting the device), not lost with it.
+#[test]
+fn a_dropped_read_still_charges_its_device_errors() {
+    let faulty = devices(4, DEV);
+    let gates: Vec<Arc<Gated>> = faulty.iter().map(|f| Arc::new(Gated::new(f.clone() as Arc<dyn Media>))).collect();
+    let store = Store::open(gates.iter().map(|g| g.clone() as Arc<dyn Media>).collect(), &small_config()).unwrap().0;
+    // An rs blob with data on device 0 (its reads counted during a read of it).
+    let opts = PutOptions::new(Scheme::Rs { k: 2, p: 2 });
+    let loc = (0..200u64)
+        .map(|i| store.put(b"r", &content(i, 40_000), &opts).unwrap())
+        .find(|loc| {
+            let before = gates[0].reads();
+            store.read_all(loc).unwrap();
+            gates[0].reads() > before
+        })
+        .expect("a blob with data on device 0");
+    let before = store.stats().read_errors;
+    gates[0].arm();
+    let pending: Vec<_> = (0..4).map(|_| store.begin_read_bytes(&loc, 0, loc.len).unwrap()).collect();
+    gates[0].wait_held();
+    faulty[0].fail_stop();
+    gates[0].open();
+    drop(pending);
+    assert!(store.stats().read_errors > before, "the failed reads were counted when dropped");
+}
