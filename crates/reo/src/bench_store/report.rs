@@ -35,17 +35,17 @@ struct Ratios {
 }
 
 /// `f` of every throughput figure, as a JSON object keyed by figure.
-fn per_figure(m: &Measured, f: impl Fn(&Acc) -> f64) -> serde_json::Value {
+fn per_figure<V: Into<serde_json::Value>>(m: &Measured, f: impl Fn(&Acc) -> V) -> serde_json::Value {
     json!({
-        "raw_write": f(&m.raw_write),
-        "raw_read": f(&m.raw_read),
-        "raw_read_run": f(&m.raw_read_run),
-        "put_none": f(&m.put_none),
-        "put_rs": f(&m.put_rs),
-        "put_replicate": f(&m.put_replicate),
-        "get": f(&m.get),
-        "get_parallel": f(&m.get_parallel),
-        "degraded_get": f(&m.degraded_get),
+        "raw_write": f(&m.raw_write).into(),
+        "raw_read": f(&m.raw_read).into(),
+        "raw_read_run": f(&m.raw_read_run).into(),
+        "put_none": f(&m.put_none).into(),
+        "put_rs": f(&m.put_rs).into(),
+        "put_replicate": f(&m.put_replicate).into(),
+        "get": f(&m.get).into(),
+        "get_parallel": f(&m.get_parallel).into(),
+        "degraded_get": f(&m.degraded_get).into(),
     })
 }
 
@@ -217,6 +217,8 @@ impl Results<'_> {
             },
             "targets_met": self.checks().iter().all(|&c| c),
             "rounds": { "write": m.raw_write.rounds.len(), "read": m.raw_read.rounds.len() },
+            // Every round's MiB/s, in order, for the drift within a run (BENCHMARKS.md).
+            "round_mibps": per_figure(m, |a| a.rounds.iter().map(|&x| round(x, 1)).collect::<Vec<f64>>()),
             "cores_busy": per_figure(m, |a| round(a.cores(), 2)),
             "machine": { "cpu": cpu, "cores": cores },
             "elapsed_s": round(self.elapsed_s, 1),
