@@ -36,6 +36,8 @@ type Run = (usize, u64, usize, Vec<(usize, usize)>);
 /// Runs of a fetch queued on the device lanes, not yet waited for.
 pub(crate) struct Queued<'a> {
     runs: Vec<Run>,
+    /// The generation of each run's device slot when the run was queued (`slot.rs`).
+    generations: Vec<u64>,
     batch: ReadBatch<'a>,
 }
 
@@ -258,7 +260,9 @@ impl Inner {
     /// bytes are another blob's, not a device fault (the read then answers `NotFound`). Nor if
     /// the device is down for the blob by then: a read queued on a lane before the device was
     /// replaced runs on the replacement, which does not hold the blob's chunk until the rebuild
-    /// restores it (the chunk is rebuilt from the others, as for any failed device).
+    /// restores it (the chunk is rebuilt from the others, as for any failed device). Nor, like a
+    /// read error, if the device was replaced between queueing and finishing the read, even when
+    /// the rebuild has restored the blob by then: the read may have run on the old media.
     pub(crate) fn fetch_into(
         &self,
         loc: &Location,
@@ -291,11 +295,13 @@ impl Inner {
                 _ => runs.push((c.device, c.offset, c.height, vec![(i, 0)])),
             }
         }
+        // Taken before the reads are queued: a replacement from here on makes them straddle it.
+        let generations = runs.iter().map(|r| self.slots[r.0].generation()).collect();
         let mut batch = self.reads.batch();
         for (r, &(d, off, len, _)) in runs.iter().enumerate() {
             batch.submit(d, off, len, self.bufs.take(len), r);
         }
-        Queued { runs, batch }
+        Queued { runs, generations, batch }
     }
 
     /// The second half of [`Inner::fetch_into`]: waits for the runs `queued` for `chunks`,
@@ -308,7 +314,7 @@ impl Inner {
         mut dests: Vec<Option<Dest<'_>>>,
     ) -> (Vec<AlignedBuf>, Fetched) {
         let seq = loc.seq;
-        let Queued { runs, mut batch } = queued;
+        let Queued { runs, generations, mut batch } = queued;
         // Each run's destinations, by run.
         let mut run_dests: Vec<Vec<Option<Dest<'_>>>> =
             runs.iter().map(|r| r.3.iter().map(|&(i, _)| dests[i].take()).collect()).collect();
@@ -319,10 +325,15 @@ impl Inner {
         while let Some(done) = batch.wait_next() {
             let r = done.tag;
             let (d, _, _, members) = &runs[r];
+            // A failure of a read that straddled a replacement of its device is not charged to
+            // the new device: it may have run on the old one (`slot.rs`).
+            let same_media = self.slots[*d].generation() == generations[r];
             match done.result {
                 Err(e) => {
                     Counters::add(&self.stats.read_errors, 1);
-                    self.note_read_error(*d, &format!("read error: {e}"));
+                    if same_media {
+                        self.note_read_error(*d, &format!("read error: {e}"));
+                    }
                 }
                 Ok(()) => {
                     for (&(i, off), dest) in members.iter().zip(run_dests[r].iter_mut()) {
@@ -331,7 +342,7 @@ impl Inner {
                         if self.stores_bytes && !chunk::verify(bytes, seq, c.index, c.place) {
                             // Not the device's fault when it went down for this blob meanwhile:
                             // a read queued before a replacement runs on the new, blank device.
-                            if self.is_live(loc) && !self.down(*d, seq) {
+                            if same_media && self.is_live(loc) && !self.down(*d, seq) {
                                 Counters::add(&self.stats.checksum_errors, 1);
                                 self.note_read_error(*d, "checksum mismatch");
                             }

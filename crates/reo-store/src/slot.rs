@@ -3,19 +3,27 @@
 //! Every I/O of the store goes through a slot, which forwards it to the media currently installed.
 //! The forwarding costs one uncontended read lock per I/O; a replacement takes the write lock for
 //! the instant of the swap.
+//!
+//! Each swap bumps the slot's *generation*. A read records it when it is queued and charges an
+//! error or checksum failure to the device only if the generation is unchanged when the read is
+//! finished: a read that straddled a replacement may have run on the old media (a hung device's
+//! read failing long after the admin replaced it), and its failure is not the new device's.
 
 use reo_media::Media;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 /// One device position.
 pub(crate) struct Slot {
     media: RwLock<Arc<dyn Media>>,
+    /// Media swapped in so far.
+    generation: AtomicU64,
 }
 
 impl Slot {
     pub fn new(media: Arc<dyn Media>) -> Slot {
-        Slot { media: RwLock::new(media) }
+        Slot { media: RwLock::new(media), generation: AtomicU64::new(0) }
     }
 
     /// The media currently installed.
@@ -25,7 +33,14 @@ impl Slot {
 
     /// Installs `media` in place of the current one.
     pub fn swap(&self, media: Arc<dyn Media>) {
-        *self.media.write().unwrap_or_else(|e| e.into_inner()) = media;
+        let mut m = self.media.write().unwrap_or_else(|e| e.into_inner());
+        *m = media;
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// How many times media was swapped in (see the module doc).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
     }
 }
 

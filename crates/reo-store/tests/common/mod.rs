@@ -75,9 +75,10 @@ pub struct Gated {
 
 #[derive(Default)]
 struct GateState {
-    armed: bool,
-    /// The armed read is waiting at the gate.
-    held: bool,
+    /// Reads still to hold at the gate.
+    armed: usize,
+    /// Reads waiting at the gate.
+    held: usize,
     open: bool,
     /// Reads begun.
     reads: usize,
@@ -89,13 +90,23 @@ impl Gated {
     }
 
     pub fn arm(&self) {
+        self.arm_for(1);
+    }
+
+    /// Holds the next `n` reads at the gate.
+    pub fn arm_for(&self, n: usize) {
         let mut st = self.st.lock().unwrap();
-        (st.armed, st.held, st.open) = (true, false, false);
+        (st.armed, st.held, st.open) = (n, 0, false);
     }
 
     /// Blocks until the armed read is held at the gate.
     pub fn wait_held(&self) {
-        drop(self.cv.wait_while(self.st.lock().unwrap(), |st| !st.held).unwrap());
+        self.wait_held_for(1);
+    }
+
+    /// Blocks until `n` reads are held at the gate.
+    pub fn wait_held_for(&self, n: usize) {
+        drop(self.cv.wait_while(self.st.lock().unwrap(), |st| st.held < n).unwrap());
     }
 
     pub fn open(&self) {
@@ -123,8 +134,9 @@ impl Media for Gated {
         {
             let mut st = self.st.lock().unwrap();
             st.reads += 1;
-            if st.armed {
-                (st.armed, st.held) = (false, true);
+            if st.armed > 0 {
+                st.armed -= 1;
+                st.held += 1;
                 self.cv.notify_all();
                 st = self.cv.wait_while(st, |st| !st.open).unwrap();
             }
