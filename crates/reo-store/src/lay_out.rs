@@ -123,9 +123,8 @@ impl Inner {
         let col_len = ((last.start - first) * SECTOR) as usize + last.height;
         let n = self.n();
         let isolated = loc.scheme.is_isolated();
-        let mut cols: Vec<Column> = (0..n)
-            .map(|d| Column::new(self.bufs.take(if isolated && d != loc.device as usize { 0 } else { col_len })))
-            .collect();
+        let need = self.side_bytes(loc, rows, zero_copy);
+        let mut cols: Vec<Column> = need.iter().map(|&len| Column::new(self.bufs.take(len))).collect();
         let g = shape.geom;
         let mut crcs: Vec<u32> = Vec::with_capacity(g.width);
         for &row in rows {
@@ -204,7 +203,48 @@ impl Inner {
                 }
             }
         }
+        debug_assert!(cols.iter().zip(&need).all(|(c, &n)| c.used == n), "side bytes as counted");
         (cols, col_len)
+    }
+
+    /// Side-buffer bytes each device's column of `rows` takes in [`Inner::lay_out_rows`]: per
+    /// chunk its trailer slot, plus the whole body for parity, for a data chunk (or copy) not
+    /// taken from the blob (a short tail, or no zero copy), and whole rows of unused columns.
+    /// Why count: a side buffer as long as the column held a megabyte per device and segment
+    /// for the 8 KiB of trailer slots a zero-copy data column needs, times every put in flight.
+    fn side_bytes(&self, loc: &Location, rows: &[Row], zero_copy: bool) -> Vec<usize> {
+        let shape = self.shape(loc);
+        let g = shape.geom;
+        let mut need = vec![0usize; self.n()];
+        for row in rows {
+            let body = row.body();
+            let mut used = vec![false; need.len()];
+            for s in 0..g.stripes_per_row {
+                for c in 0..g.width {
+                    let d = shape.device_of(loc.band, row, s, c, loc.device);
+                    used[d] = true;
+                    // The data chunk this column holds (a copy holds the stripe's first), if any.
+                    let data_chunk = match loc.scheme {
+                        Scheme::Rs { k, .. } if c >= k as usize => None,
+                        Scheme::Replicate(_) => Some(0),
+                        _ => Some(c),
+                    };
+                    let from_blob = data_chunk.is_some_and(|c| {
+                        let j = (s * g.data + c) as u64;
+                        let from = (row.data_off + j * body as u64).min(loc.len);
+                        let to = (row.data_off + (j + 1) * body as u64).min(row.data_off + row.data_len);
+                        zero_copy && to.saturating_sub(from) == body as u64
+                    });
+                    need[d] += if from_blob { chunk::SLOT } else { row.height };
+                }
+            }
+            if !loc.scheme.is_isolated() {
+                for (n, _) in need.iter_mut().zip(&used).filter(|(_, &u)| !u) {
+                    *n += row.height;
+                }
+            }
+        }
+        need
     }
 }
 
@@ -382,6 +422,42 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// A zero-copy put takes side buffers for what is not the blob's own bytes: a column of
+    /// full data chunks only its trailer slots (8 KiB for 16 rows), not a column's length.
+    #[test]
+    fn zero_copy_side_buffers_hold_trailers_and_parity_only() {
+        let cfg = StoreConfig {
+            chunk_size: 64 << 10,
+            zone_size: Some(16 << 20),
+            journal_size: Some(1 << 20),
+            checkpoint_size: Some(1 << 20),
+            create: true,
+            ..Default::default()
+        };
+        let devs: Vec<Arc<dyn Media>> = (0..4).map(|_| Arc::new(MemMedia::new(96 << 20)) as Arc<dyn Media>).collect();
+        let (store, _) = Store::open(devs, &cfg).unwrap();
+        let inner = &store.inner;
+        let body = (64 << 10) - crate::chunk::SLOT;
+        let rows = 16; // one rotation: two devices hold data, two parity
+        let data = content(3, 2 * body * rows);
+        let scheme = Scheme::Rs { k: 2, p: 2 };
+        let loc = Location { seq: 5, band: 1, start: 0, device: 0, scheme, len: data.len() as u64 };
+        let all: Vec<Row> = inner.shape(&loc).rows_between(0, 0, loc.len).collect();
+        let (cols, col_len) = inner.lay_out_rows(&loc, &data, &all, true);
+        assert_eq!(col_len, rows << 16);
+        let mut sides: Vec<usize> = cols.iter().map(|c| c.side.len()).collect();
+        sides.sort_unstable();
+        // Data columns: 16 trailer slots (the pool may round a small request up to 64 KiB);
+        // parity columns: the whole column.
+        assert!(sides[..2].iter().all(|&l| l <= 64 << 10), "{sides:?}");
+        assert!(sides[2..].iter().all(|&l| l >= col_len), "{sides:?}");
+        let used: Vec<usize> = cols.iter().map(|c| c.used).collect();
+        assert_eq!(used.iter().filter(|&&u| u == rows * crate::chunk::SLOT).count(), 2, "{used:?}");
+        for c in cols {
+            inner.bufs.give(c.side);
         }
     }
 
