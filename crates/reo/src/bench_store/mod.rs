@@ -8,7 +8,8 @@
 //!    size a put issues per device for one blob, fdatasync at the end) followed by puts of
 //!    `none(isolated)`, `replicate(2)` and `rs(k,p)` blobs on freshly formatted stores from N
 //!    threads with durability `none`, the final `flush` included in the time (`phases.rs`);
-//! 3. read rounds, each a raw sequential read pass followed by a get of every rs blob from two
+//! 3. read rounds, each a raw sequential read pass (also in the get's read size, and with every
+//!    byte checked by a second thread per file: no targets) followed by a get of every rs blob from two
 //!    threads (the device lanes keeping one I/O in flight per device, like the raw test) and
 //!    again from N, then the same with device 0 failed (`phases.rs`);
 //! 4. the Reed-Solomon codec alone (`codec.rs`);

@@ -4,9 +4,10 @@
 //! - write rounds: a raw write pass and puts of `none(isolated)`, `replicate(2)` and the rs
 //!   scheme, each on a freshly formatted store, from N threads with durability `none`, the closing
 //!   `flush` (an fdatasync of every device) inside the time; the order rotates every round;
-//! - read rounds, on one more rs store: a raw read pass (first in even rounds, last in odd ones)
-//!   and one in I/Os of the store's largest read ([`reo_store::MAX_READ_RUN`], reported without a
-//!   target: the get's runs are that size, the raw pass's the put's column),
+//! - read rounds, on one more rs store: a raw read pass (first in even rounds, last in odd ones),
+//!   one in I/Os of the store's largest read ([`reo_store::MAX_READ_RUN`], reported without a
+//!   target: the get's runs are that size, the raw pass's the put's column) and one that checks
+//!   every byte it reads ([`raw::pass_checked`], no target),
 //!   a get of every rs blob from [`Plan::get_readers`] threads (the figure with the target), again
 //!   from N threads, the first with device 0 failed, then a clean reopen (which brings device 0
 //!   back).
@@ -279,6 +280,8 @@ pub struct Measured {
     pub raw_read: Acc,
     /// The raw read in I/Os of the store's largest read ([`reo_store::MAX_READ_RUN`]).
     pub raw_read_run: Acc,
+    /// The raw read with every byte CRC-checked by a second thread per file ([`raw::pass_checked`]).
+    pub raw_read_checked: Acc,
     pub put_none: Acc,
     pub put_rs: Acc,
     pub put_replicate: Acc,
@@ -345,7 +348,7 @@ pub fn run(
     let (mut store, locs, _) = put_round(devs, cfg, plan, plan.rs, plan.rs_per_thread, &pattern)?;
     let (mut raw_read, mut get, mut degraded_get) = (Acc::default(), Acc::default(), Acc::default());
     let mut get_parallel = Acc::default();
-    let mut raw_read_run = Acc::default();
+    let (mut raw_read_run, mut raw_read_checked) = (Acc::default(), Acc::default());
     let (mut degraded_reads, mut reconstructed_chunks) = (0, 0);
     let get_what = format!("get {}", plan.rs);
     let degraded_what = format!("degraded get {} (device 0 failed)", plan.rs);
@@ -354,6 +357,7 @@ pub fn run(
         if round % 2 == 0 {
             raw_read.add(raw::pass(files, plan, Op::Read)?);
             raw_read_run.add(raw::pass_with(files, plan, Op::Read, reo_store::MAX_READ_RUN)?);
+            raw_read_checked.add(raw::pass_checked(files, plan)?);
         }
         get.add(get_once(&store, &locs, plan.get_readers, &pattern, &get_what)?);
         get_parallel.add(get_once(&store, &locs, plan.n, &pattern, &get_what)?);
@@ -367,6 +371,7 @@ pub fn run(
         degraded_reads += after.degraded_reads - before.degraded_reads;
         reconstructed_chunks += after.reconstructed_chunks - before.reconstructed_chunks;
         if round % 2 == 1 {
+            raw_read_checked.add(raw::pass_checked(files, plan)?);
             raw_read_run.add(raw::pass_with(files, plan, Op::Read, reo_store::MAX_READ_RUN)?);
             raw_read.add(raw::pass(files, plan, Op::Read)?);
         }
@@ -389,6 +394,11 @@ pub fn run(
         reo_store::MAX_READ_RUN >> 10
     ));
     progress(format_args!(
+        "raw read, every byte checked: {} ({} KiB I/Os, a reading and a checking thread per file)",
+        raw_read_checked.describe(),
+        plan.io >> 10
+    ));
+    progress(format_args!(
         "{get_what}: {} blobs per round, {} reader(s), {}",
         locs.len(),
         plan.get_readers,
@@ -400,6 +410,7 @@ pub fn run(
         raw_write,
         raw_read,
         raw_read_run,
+        raw_read_checked,
         put_none,
         put_rs,
         put_replicate,

@@ -10,6 +10,7 @@ use super::{progress, Plan, Span, Stopwatch, MIB};
 use reo_media::{AlignedBuf, FileMedia, FileOptions, Media};
 use std::io::ErrorKind;
 use std::path::Path;
+use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Barrier};
 
 /// Whether to open the files with O_DIRECT.
@@ -138,6 +139,54 @@ pub fn pass_with(files: &[Arc<FileMedia>], plan: &Plan, op: Op, io: usize) -> Re
             }
             Op::Read => read_range(f, &mut buf, start, end),
         }
+    })?;
+    Ok((plan.raw_per_device * files.len() as u64, span))
+}
+
+/// One pass of the raw read with every byte checked, as any reader that verifies what it reads
+/// must: per file a reading thread and a checking thread passing two buffers, so that the CRC32C
+/// of one I/O (in pieces of the store's chunk size, as the store checks chunks) overlaps the
+/// read of the next, like `fio --verify=crc32c --verify_async=1`. No target: it shows how much
+/// of the distance between the get and the raw read is the cost of looking at the bytes at all
+/// (the raw read never touches them).
+pub fn pass_checked(files: &[Arc<FileMedia>], plan: &Plan) -> Result<(u64, Span), String> {
+    let (start, end) = (plan.layout.data_off, plan.layout.data_off + plan.raw_per_device);
+    let (io, piece) = (plan.io as usize, plan.chunk as usize);
+    let span = per_device(files, |_, f, barrier| {
+        let (to_check, checking) = sync_channel::<(AlignedBuf, usize)>(2);
+        let (to_read, free) = sync_channel::<AlignedBuf>(2);
+        for _ in 0..2 {
+            to_read.send(AlignedBuf::zeroed(io)).map_err(|_| "bench store: checked raw read: channel closed")?;
+        }
+        std::thread::scope(|s| {
+            let checker = s.spawn(move || {
+                let mut acc = 0u32;
+                for (buf, len) in checking {
+                    acc = buf[..len].chunks(piece).fold(acc, |a, c| a ^ crc32c::crc32c(c));
+                    if to_read.send(buf).is_err() {
+                        break;
+                    }
+                }
+                acc
+            });
+            barrier.wait();
+            let read = || -> Result<(), String> {
+                let mut off = start;
+                while off < end {
+                    let mut buf = free.recv().map_err(|_| "bench store: checked raw read: the checker stopped")?;
+                    let len = (end - off).min(io as u64) as usize;
+                    f.read_at(&mut buf[..len], off).map_err(|e| format!("raw read of the device files: {e}"))?;
+                    to_check.send((buf, len)).map_err(|_| "bench store: checked raw read: the checker stopped")?;
+                    off += len as u64;
+                }
+                Ok(())
+            };
+            let r = read();
+            drop(to_check);
+            let acc = checker.join().map_err(|_| "bench store: the checking thread panicked".to_string())?;
+            std::hint::black_box(acc);
+            r
+        })
     })?;
     Ok((plan.raw_per_device * files.len() as u64, span))
 }

@@ -40,6 +40,7 @@ fn per_figure<V: Into<serde_json::Value>>(m: &Measured, f: impl Fn(&Acc) -> V) -
         "raw_write": f(&m.raw_write).into(),
         "raw_read": f(&m.raw_read).into(),
         "raw_read_run": f(&m.raw_read_run).into(),
+        "raw_read_checked": f(&m.raw_read_checked).into(),
         "put_none": f(&m.put_none).into(),
         "put_rs": f(&m.put_rs).into(),
         "put_replicate": f(&m.put_replicate).into(),
@@ -131,6 +132,8 @@ impl Results<'_> {
         row("raw sequential read", mibps(&m.raw_read), "(physical limit)", None, Some(&m.raw_read));
         let name = format!("raw read, {} KiB I/Os", reo_store::MAX_READ_RUN >> 10);
         row(&name, mibps(&m.raw_read_run), "(the get's read size)", None, Some(&m.raw_read_run));
+        let checked = &m.raw_read_checked;
+        row("raw read, every byte checked", mibps(checked), "(CRC32C by a 2nd thread)", None, Some(checked));
         let target = format!(">= {PUT_NONE} x raw write");
         row("put none(isolated)", mibps(&m.put_none), &target, Some((r.put_none, checks[0])), Some(&m.put_none));
         let target = format!(">= {PUT_RS} x raw write x {:.2}", plan.data_fraction);
@@ -191,6 +194,7 @@ impl Results<'_> {
             "raw_write_mibps": round(m.raw_write.mibps(), 1),
             "raw_read_mibps": round(m.raw_read.mibps(), 1),
             "raw_read_run_mibps": round(m.raw_read_run.mibps(), 1),
+            "raw_read_checked_mibps": round(m.raw_read_checked.mibps(), 1),
             "put_mibps": {
                 "none": round(m.put_none.mibps(), 1),
                 "rs": round(m.put_rs.mibps(), 1),
