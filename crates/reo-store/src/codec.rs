@@ -112,18 +112,27 @@ pub fn unpack(dst: &mut [u8], src: &[u8]) {
 
 /// The coefficients restoring every data shard not in `from` (k distinct shard indexes,
 /// parity shards numbered from k) as combinations of the shards of `from`.
+///
+/// Shard `j` of the source set is the unit vector e_j, so each restored shard holds its
+/// coefficients. In the crate's layout ([`pack`]) a 64-byte block holds 32 field elements (low
+/// bytes, then high bytes), so element `j` sits in block `j / 32`: the unit shards are as many
+/// blocks long as k needs (a single 64-byte block served k ≤ 32 only, and indexed out of range
+/// above).
 fn coefficients(k: usize, p: usize, from: &[usize]) -> Option<Coefficients> {
     let one = tables::get_exp_log().exp[0]; // the field's multiplicative identity
-    let mut units = vec![[0u8; 64]; k];
+    let at = |j: usize| (j / 32 * 64 + j % 32, j / 32 * 64 + 32 + j % 32); // (low, high) byte of element j
+    let len = 64 * k.div_ceil(32);
+    let mut units = vec![vec![0u8; len]; k];
     for (j, u) in units.iter_mut().enumerate() {
-        u[j] = one as u8;
-        u[32 + j] = (one >> 8) as u8;
+        let (lo, hi) = at(j);
+        u[lo] = one as u8;
+        u[hi] = (one >> 8) as u8;
     }
     let shard = |i: usize| from.iter().position(|&f| f == i).map(|j| units[j].as_slice());
     let data: Vec<Option<&[u8]>> = (0..k).map(shard).collect();
     let parity: Vec<Option<&[u8]>> = (k..k + p).map(shard).collect();
     let targets: Vec<usize> = (0..k).filter(|i| !from.contains(i)).collect();
-    let mut outs = vec![[0u8; 64]; targets.len()];
+    let mut outs = vec![vec![0u8; len]; targets.len()];
     {
         let mut restored: Vec<(usize, &mut [u8])> =
             targets.iter().zip(outs.iter_mut()).map(|(&i, o)| (i, o.as_mut_slice())).collect();
@@ -137,7 +146,10 @@ fn coefficients(k: usize, p: usize, from: &[usize]) -> Option<Coefficients> {
             .into_iter()
             .zip(outs)
             .map(|(i, o)| {
-                let kappa = (0..k).map(|j| o[j] as GfElement | (o[32 + j] as GfElement) << 8);
+                let kappa = (0..k).map(|j| {
+                    let (lo, hi) = at(j);
+                    o[lo] as GfElement | (o[hi] as GfElement) << 8
+                });
                 (i, kappa.map(|c| (c != 0).then(|| log[c as usize])).collect())
             })
             .collect(),
@@ -330,6 +342,34 @@ mod tests {
 
     /// The coefficient path restores exactly what the decoder restores, for every choice of k
     /// source shards, on random-looking data.
+    /// Wide stripes (k > 32, up to the 64 devices a store may have): the coefficient path
+    /// restores any lost data shards (it panicked past 32 before).
+    #[test]
+    fn decode_packed_restores_wide_stripes() {
+        for (k, p) in [(33, 1), (40, 2), (62, 2)] {
+            let len = 64 * 3;
+            let data = shards(k, len, 9);
+            let mut parity = vec![vec![0u8; len]; p];
+            {
+                let d: Vec<&[u8]> = data.iter().map(|v| v.as_slice()).collect();
+                let mut pr: Vec<&mut [u8]> = parity.iter_mut().map(|v| v.as_mut_slice()).collect();
+                encode(&d, &mut pr);
+            }
+            let all: Vec<&[u8]> = data.iter().chain(&parity).map(|v| v.as_slice()).collect();
+            // Lose the first, a middle and the last data shards (as many as p allows).
+            let lost: Vec<usize> = [0, 32, k - 1].into_iter().take(p).collect();
+            let from: Vec<usize> = (0..k + p).filter(|i| !lost.contains(i)).take(k).collect();
+            let src: Vec<&[u8]> = from.iter().map(|&i| all[i]).collect();
+            let mut outs: Vec<Vec<u8>> = lost.iter().map(|_| vec![0xAB; len]).collect();
+            let mut r: Vec<(usize, &mut [u8])> =
+                lost.iter().zip(outs.iter_mut()).map(|(&i, o)| (i, o.as_mut_slice())).collect();
+            assert!(decode_packed(k, p, &from, &src, &mut r), "k={k} p={p}");
+            for (&i, o) in lost.iter().zip(&outs) {
+                assert_eq!(o, &data[i], "k={k} p={p} shard {i}");
+            }
+        }
+    }
+
     #[test]
     fn decode_packed_equals_the_decoder() {
         for (k, p) in [(1, 1), (2, 2), (2, 1), (4, 2), (3, 3), (6, 2)] {
