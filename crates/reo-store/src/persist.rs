@@ -34,17 +34,22 @@ pub(crate) fn write_everywhere(inner: &Inner, offset: u64, buf: &[u8], what: &st
         if inner.is_failed(d) {
             return None;
         }
+        // A write that straddles a replacement of the device (hung on the old media, failing
+        // after the new one was installed) does not fail the new device (`slot.rs`).
+        let generation = inner.slots[d].generation();
         let dev = &inner.devices[d];
-        Some(dev.write_at(buf, offset).and_then(|_| dev.sync()))
+        Some((generation, dev.write_at(buf, offset).and_then(|_| dev.sync())))
     });
     let mut ok = 0;
     let mut last = String::from("no healthy device");
     for (d, r) in results.into_iter().enumerate() {
         match r {
-            Some(Ok(())) => ok += 1,
-            Some(Err(e)) => {
+            Some((_, Ok(()))) => ok += 1,
+            Some((generation, Err(e))) => {
                 Counters::add(&inner.stats.write_errors, 1);
-                inner.mark_failed(d, &format!("{what} write/sync error: {e}"));
+                if inner.slots[d].generation() == generation {
+                    inner.mark_failed(d, &format!("{what} write/sync error: {e}"));
+                }
                 last = format!("device {d}: {e}");
             }
             None => {}

@@ -235,3 +235,49 @@ fn concurrent_resumes_start_one_rebuild() {
         assert_eq!(&store.read_all(loc).unwrap(), data);
     }
 }
+
+/// A journal write hung on a device's old media that fails only after the device was replaced
+/// does not fail the new device: the journal writer marks a device failed only if its slot
+/// still holds the media the write went to. Before the slot generations it marked the fresh
+/// device failed, the replacement's checkpoint skipped it and the rebuild aborted.
+#[test]
+fn a_journal_write_straddling_a_replacement_does_not_fail_the_new_device() {
+    let faulty = devices(4, 16 << 20);
+    let gates: Vec<Arc<Gated>> = faulty.iter().map(|f| Arc::new(Gated::new(f.clone() as Arc<dyn Media>))).collect();
+    let store =
+        Arc::new(Store::open(gates.iter().map(|g| g.clone() as Arc<dyn Media>).collect(), &small_config()).unwrap().0);
+    // A placement key whose isolated blobs live on device 1, so that the next write device 0
+    // sees is the journal's.
+    let key = (0..64u64)
+        .find(|&k| {
+            let opts = PutOptions::new(Scheme::None(Placement::Isolated)).placement(k);
+            store.put(b"k", &content(k, 1000), &opts).unwrap().device == 1
+        })
+        .expect("a key placing on device 1");
+    store.flush().unwrap();
+    gates[0].arm_write();
+    let opts = PutOptions::new(Scheme::None(Placement::Isolated)).placement(key);
+    let loc = store.put(b"p", &content(99, 5000), &opts).unwrap();
+    gates[0].wait_held(); // the journal writer's batch write, on device 0's old media
+    faulty[0].fail_stop();
+    store.fail_device(0).unwrap();
+    let replacing = {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            store.replace_device(0, Arc::new(MemMedia::new(16 << 20)), RebuildOptions::default())
+        })
+    };
+    // The replacement installs the new media and brings the slot back before it waits for the
+    // journal writer (its checkpoint), which still holds the hung write.
+    while store.failed_devices().contains(&0) {
+        std::thread::yield_now();
+    }
+    let errors = store.stats().write_errors;
+    gates[0].open();
+    let rebuilt = replacing.join().unwrap().expect("replacement").wait();
+    assert_eq!(rebuilt.state, RebuildState::Done, "{rebuilt:?}");
+    assert!(store.stats().write_errors > errors, "the old device's failed write is counted");
+    assert!(store.failed_devices().is_empty(), "the new device was failed for the old one's write");
+    store.flush().unwrap();
+    assert_eq!(store.read_all(&loc).unwrap(), content(99, 5000));
+}

@@ -77,6 +77,8 @@ pub struct Gated {
 struct GateState {
     /// Reads still to hold at the gate.
     armed: usize,
+    /// Writes still to hold at the gate.
+    armed_writes: usize,
     /// Reads waiting at the gate.
     held: usize,
     open: bool,
@@ -97,6 +99,23 @@ impl Gated {
     pub fn arm_for(&self, n: usize) {
         let mut st = self.st.lock().unwrap();
         (st.armed, st.held, st.open) = (n, 0, false);
+    }
+
+    /// Holds the next write at the gate (counted as held like a read).
+    pub fn arm_write(&self) {
+        let mut st = self.st.lock().unwrap();
+        (st.armed_writes, st.held, st.open) = (1, 0, false);
+    }
+
+    /// Waits at the gate if a write is armed.
+    fn hold_write(&self) {
+        let mut st = self.st.lock().unwrap();
+        if st.armed_writes > 0 {
+            st.armed_writes -= 1;
+            st.held += 1;
+            self.cv.notify_all();
+            drop(self.cv.wait_while(st, |st| !st.open).unwrap());
+        }
     }
 
     /// Blocks until the armed read is held at the gate.
@@ -147,6 +166,7 @@ impl Media for Gated {
     }
 
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.hold_write();
         self.inner.write_at(buf, offset)
     }
 
