@@ -86,6 +86,14 @@ impl Inner {
         };
         drop(fence);
         pending.wait()?;
+        // The batch's fdatasync may have failed on the devices holding the blob (each such
+        // device is marked failed, and the batch counts as durable if one device took it): the
+        // blob's bytes are then not on stable storage where its scheme needs them, so the put is
+        // not acknowledged, and its record is undone rather than left as a blob that reads lost.
+        if self.health(&loc) == BlobHealth::Lost {
+            self.free(&loc, opts.durability)?;
+            return Err(Error::InsufficientDevices { scheme: scheme.to_string(), healthy: self.healthy() });
+        }
         Ok(loc)
     }
 

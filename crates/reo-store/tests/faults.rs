@@ -199,3 +199,30 @@ fn bit_flips_are_detected_and_repaired() {
     }
     let _ = devs[0].len();
 }
+
+/// A `Sync` put whose fdatasync fails on more devices than its scheme tolerates is not
+/// acknowledged: the batch reached one device (so the journal carried on), but the blob's bytes
+/// are not on stable storage where its scheme needs them. Its record is undone, and the store
+/// goes on with what is left (a `none` put on the surviving device). Before, the put returned
+/// `Ok` for a blob that already read as lost.
+#[test]
+fn a_sync_put_whose_devices_fail_the_sync_is_not_acknowledged() {
+    let devs = devices(3, 16 << 20);
+    let store = open(&devs, &small_config());
+    let opts = PutOptions::new(Scheme::Rs { k: 2, p: 1 }).durability(Durability::Sync);
+    let before = store.put(b"a", &content(1, 50_000), &opts).unwrap();
+    let live = store.blob_count();
+    for d in &devs[..2] {
+        d.fail_at(1, OpKind::Sync, false);
+    }
+    let err = store.put(b"b", &content(2, 50_000), &opts).unwrap_err();
+    assert!(matches!(err, Error::InsufficientDevices { .. }), "{err}");
+    assert_eq!(store.failed_devices(), vec![0, 1], "the devices whose sync failed");
+    assert_eq!(store.blob_count(), live, "no blob left behind for the refused put");
+    // Nothing acknowledged before is touched: the earlier blob is lost with two of three
+    // devices gone (rs(2,1)), and reported so rather than read wrong.
+    assert!(matches!(store.read_all(&before), Err(Error::Corrupt { .. })));
+    let kept = PutOptions::new(Scheme::None(Placement::Isolated)).durability(Durability::Sync).placement(2);
+    let loc = store.put(b"c", &content(3, 10_000), &kept).unwrap();
+    assert_eq!(store.read_all(&loc).unwrap(), content(3, 10_000));
+}
