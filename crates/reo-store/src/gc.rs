@@ -10,7 +10,7 @@ use crate::location::Location;
 use crate::record::Record;
 use crate::scheme::Scheme;
 use crate::stats::Counters;
-use crate::store::{Durability, Inner, PutOptions, Store};
+use crate::store::{BlobHealth, Durability, Inner, PutOptions, Store};
 
 /// How the cleaner chooses its victim band.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +117,8 @@ impl Inner {
             v.sort_by_key(|e| e.loc.seq);
             (v, b.used_phys(n))
         };
+        // Live blobs copied, committed (moved) only once every copy is durable (below).
+        let mut copies = Vec::new();
         for e in entries {
             let decision = handler.decide(&e.loc, &e.header);
             let target = match decision {
@@ -150,7 +152,32 @@ impl Inner {
             };
             let opts =
                 PutOptions::new(target).placement(if e.loc.scheme.is_isolated() { e.loc.device as u64 } else { 0 });
-            let new = self.put(&e.header, &data, &opts, true)?;
+            match self.put(&e.header, &data, &opts, true) {
+                Ok(new) => copies.push((e, new)),
+                Err(err) => {
+                    self.discard_copies(copies);
+                    return Err(err);
+                }
+            }
+        }
+        // The copies reach stable storage before the records that free their originals are
+        // queued. Why: `Put(copy) + Free(original)` go into one journal batch, and a power cut
+        // during that batch's fdatasync can keep the batch and lose the copy's unsynced data;
+        // the replay then drops the copy (it fails verification) and frees the original — an
+        // acknowledged blob gone. One fdatasync of every device per cleaned band.
+        if self.stores_bytes && !copies.is_empty() {
+            if let Err(err) = self.sync_everywhere("cleaner") {
+                self.discard_copies(copies);
+                return Err(Error::Journal(err));
+            }
+        }
+        for (e, new) in copies {
+            // A device that failed the sync may have taken the copy past its redundancy: keep
+            // the original (the band then cannot be reclaimed this time).
+            if self.health(&new) == BlobHealth::Lost {
+                self.land(new.band, None, &e.header);
+                continue;
+            }
             if self.commit_move(&e.loc, &new, &e.header)? {
                 report.relocated += 1;
                 report.relocated_bytes += e.loc.len;
@@ -174,6 +201,13 @@ impl Inner {
         self.alloc.lock().unwrap_or_else(|e| e.into_inner()).free.push_back(band);
         report.reclaimed_device_bytes = used;
         Ok(report)
+    }
+
+    /// Gives up copies not committed: their space stays dead until cleaned.
+    fn discard_copies(&self, copies: Vec<(crate::band::Entry, Location)>) {
+        for (e, new) in copies {
+            self.land(new.band, None, &e.header);
+        }
     }
 
     /// Swaps `old` for its relocated copy `new` in one journal batch. If `old` was freed while

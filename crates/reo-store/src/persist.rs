@@ -63,6 +63,36 @@ pub(crate) fn write_everywhere(inner: &Inner, offset: u64, buf: &[u8], what: &st
     }
 }
 
+impl Inner {
+    /// fdatasyncs every healthy device, in parallel. Devices that fail are marked failed (as in
+    /// [`write_everywhere`]); succeeds if at least one device synced.
+    pub(crate) fn sync_everywhere(&self, what: &str) -> std::result::Result<(), String> {
+        let results = self
+            .pool
+            .map(self.n(), |d| (!self.is_failed(d)).then(|| (self.slots[d].generation(), self.devices[d].sync())));
+        let mut ok = 0;
+        let mut last = String::from("no healthy device");
+        for (d, r) in results.into_iter().enumerate() {
+            match r {
+                Some((_, Ok(()))) => ok += 1,
+                Some((generation, Err(e))) => {
+                    Counters::add(&self.stats.write_errors, 1);
+                    if self.slots[d].generation() == generation {
+                        self.mark_failed(d, &format!("{what} sync error: {e}"));
+                    }
+                    last = format!("device {d}: {e}");
+                }
+                None => {}
+            }
+        }
+        if ok == 0 {
+            Err(format!("{what}: no device synced ({last})"))
+        } else {
+            Ok(())
+        }
+    }
+}
+
 /// The journal writer thread: batches, writes, syncs, acknowledges; checkpoints when full.
 pub(crate) fn writer_loop(inner: Arc<Inner>) {
     let _closes_on_panic = WriterGuard(&inner.journal);

@@ -6,6 +6,7 @@ use common::*;
 use reo_media::{Media, OpKind, PowerCut};
 use reo_store::{Durability, Error, Location, Placement, PutOptions, Scheme};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 fn cut_modes() -> Vec<PowerCut> {
     vec![
@@ -225,4 +226,56 @@ fn a_sync_put_whose_devices_fail_the_sync_is_not_acknowledged() {
     let kept = PutOptions::new(Scheme::None(Placement::Isolated)).durability(Durability::Sync).placement(2);
     let loc = store.put(b"c", &content(3, 10_000), &kept).unwrap();
     assert_eq!(store.read_all(&loc).unwrap(), content(3, 10_000));
+}
+
+/// Records where the cleaner moved each blob.
+#[derive(Default)]
+struct Moves(Vec<(Location, Location)>);
+
+impl reo_store::GcHandler for Moves {
+    fn decide(&mut self, _: &Location, _: &[u8]) -> reo_store::GcDecision {
+        reo_store::GcDecision::Relocate
+    }
+    fn relocated(&mut self, old: &Location, new: &Location) {
+        self.0.push((*old, *new));
+    }
+}
+
+/// The cleaner's copies are on stable storage before the journal records that move them: the
+/// first journal write after the copies (held at a gate on device 0, which holds a chunk of the
+/// copy) finds no unsynced write on the device. Before, `Put(copy) + Free(original)` could be
+/// written while the copy's data was not synced, and a power cut during that batch's fdatasync
+/// could keep the batch and lose the copy: the replay dropped the copy (it fails verification)
+/// and freed the original — an acknowledged `Sync` put gone.
+#[test]
+fn the_cleaners_copies_are_durable_before_their_moves_are_journaled() {
+    let faulty = devices(4, 16 << 20);
+    let gates: Vec<Arc<Gated>> = faulty.iter().map(|f| Arc::new(Gated::new(f.clone() as Arc<dyn Media>))).collect();
+    let media: Vec<Arc<dyn Media>> = gates.iter().map(|g| g.clone() as Arc<dyn Media>).collect();
+    let store = Arc::new(reo_store::Store::open(media, &small_config()).unwrap().0);
+    let opts = PutOptions::new(Scheme::Rs { k: 2, p: 2 }).durability(Durability::Sync);
+    let keep = store.put(b"keep", &content(1, 30_000), &opts).unwrap();
+    for i in 2..6 {
+        let gone = store.put(b"gone", &content(i, 30_000), &opts).unwrap();
+        store.free(&gone, Durability::Sync).unwrap();
+    }
+    store.seal_open_bands();
+    store.flush().unwrap();
+    let layout = store.layout();
+    gates[0].arm_write_in(layout.journal_off..layout.journal_off + layout.journal_len);
+    let cleaner = {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            let mut moves = Moves::default();
+            store.gc(reo_store::VictimPolicy::Greedy, &mut moves).map(|r| (r, moves.0))
+        })
+    };
+    gates[0].wait_held();
+    assert_eq!(faulty[0].unsynced_writes(), 0, "the copy's chunk on device 0 was synced before its move record");
+    gates[0].open();
+    let (report, moves) = cleaner.join().unwrap().unwrap();
+    assert_eq!(report.map(|r| r.relocated), Some(1), "the live blob was moved");
+    assert_eq!(moves.len(), 1);
+    assert_eq!(moves[0].0, keep);
+    assert_eq!(store.read_all(&moves[0].1).unwrap(), content(1, 30_000));
 }

@@ -77,8 +77,9 @@ pub struct Gated {
 struct GateState {
     /// Reads still to hold at the gate.
     armed: usize,
-    /// Writes still to hold at the gate.
+    /// Writes still to hold at the gate, if they start in `write_range`.
     armed_writes: usize,
+    write_range: std::ops::Range<u64>,
     /// Reads waiting at the gate.
     held: usize,
     open: bool,
@@ -103,14 +104,19 @@ impl Gated {
 
     /// Holds the next write at the gate (counted as held like a read).
     pub fn arm_write(&self) {
-        let mut st = self.st.lock().unwrap();
-        (st.armed_writes, st.held, st.open) = (1, 0, false);
+        self.arm_write_in(0..u64::MAX);
     }
 
-    /// Waits at the gate if a write is armed.
-    fn hold_write(&self) {
+    /// Holds the next write starting at an offset in `range` (a region of the layout).
+    pub fn arm_write_in(&self, range: std::ops::Range<u64>) {
         let mut st = self.st.lock().unwrap();
-        if st.armed_writes > 0 {
+        (st.armed_writes, st.write_range, st.held, st.open) = (1, range, 0, false);
+    }
+
+    /// Waits at the gate if a write at `offset` is armed.
+    fn hold_write(&self, offset: u64) {
+        let mut st = self.st.lock().unwrap();
+        if st.armed_writes > 0 && st.write_range.contains(&offset) {
             st.armed_writes -= 1;
             st.held += 1;
             self.cv.notify_all();
@@ -166,7 +172,7 @@ impl Media for Gated {
     }
 
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        self.hold_write();
+        self.hold_write(offset);
         self.inner.write_at(buf, offset)
     }
 
