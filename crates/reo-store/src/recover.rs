@@ -16,7 +16,7 @@ use crate::scan::{load_checkpoint, read_journal};
 use crate::scheme::Scheme;
 use crate::slot::Slot;
 use crate::stats::Counters;
-use crate::store::{Alloc, Inner, JournalPos, Store};
+use crate::store::{Alloc, BlobHealth, Inner, JournalPos, Store};
 use crate::superblock::{Layout, FLAG_REBUILDING, SUPERBLOCK_AREA};
 use reo_media::{AlignedBuf, IoPool, Media, ReadLanes};
 use std::collections::HashMap;
@@ -360,9 +360,14 @@ fn recover(inner: Inner, failed: Vec<usize>) -> Result<(Store, OpenReport)> {
     *inner.jpos.lock().unwrap_or_else(|e| e.into_inner()) =
         JournalPos { gen: frame.gen, pos: 0, batch: 0, ckpt_number: frame.number };
     // Verified in parallel: each is a read of its own (an I/O latency each, one after another).
+    // A blob beyond its redundancy because its devices are missing cannot be verified: it is
+    // kept (its put may have been acknowledged, and its bytes may be intact on a device that
+    // comes back), not dropped as torn. Reads never return its bytes unverified either way.
     let corrupt = inner.pool.map(last_puts.len(), |i| {
         let loc = &last_puts[i];
-        inner.is_live(loc) && matches!(inner.read(loc, 0, loc.len), Err(Error::Corrupt { .. }))
+        inner.is_live(loc)
+            && inner.health(loc) != BlobHealth::Lost
+            && matches!(inner.read(loc, 0, loc.len), Err(Error::Corrupt { .. }))
     });
     for (loc, _) in last_puts.iter().zip(corrupt).filter(|(_, c)| *c) {
         let mut b = inner.bands[loc.band as usize].write().unwrap_or_else(|e| e.into_inner());

@@ -279,3 +279,27 @@ fn the_cleaners_copies_are_durable_before_their_moves_are_journaled() {
     assert_eq!(moves[0].0, keep);
     assert_eq!(store.read_all(&moves[0].1).unwrap(), content(1, 30_000));
 }
+
+/// A crash, then a reopen without the device holding a blob of the last journal batch: the blob
+/// cannot be verified, and it is kept (its put may have been acknowledged), not dropped as a
+/// torn write; once the device is back it reads exact. Before, recovery dropped it, and the
+/// checkpoint after the replay made the loss permanent.
+#[test]
+fn a_blob_of_the_last_batch_on_a_missing_device_is_kept() {
+    let devs = devices(3, 16 << 20);
+    let cfg = small_config();
+    let store = open(&devs, &cfg);
+    let opts = PutOptions::new(Scheme::None(Placement::Isolated)).durability(Durability::Sync).placement(1);
+    let data = content(7, 20_000);
+    let loc = store.put(b"x", &data, &opts).unwrap();
+    store.kill();
+    devs[loc.device as usize].fail_stop();
+    let (store, report) = reo_store::Store::open(as_media(&devs), &cfg).unwrap();
+    assert_eq!((report.dropped_unverified, report.failed_devices.len()), (0, 1), "{report:?}");
+    assert!(store.contains(&loc), "kept while its device is missing");
+    assert!(matches!(store.read_all(&loc), Err(Error::Corrupt { .. })), "unreadable, never wrong");
+    store.close().unwrap();
+    devs[loc.device as usize].revive();
+    let store = open(&devs, &cfg);
+    assert_eq!(store.read_all(&loc).unwrap(), data);
+}
