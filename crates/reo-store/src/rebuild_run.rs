@@ -429,6 +429,8 @@ fn finish(inner: &Inner, r: &Resync, t0: Instant) {
             c.progress.state = RebuildState::Aborted(format!("device {d} failed at the end of the rebuild: {e}"));
         }
     }
+    // The blobs it could not restore: the device never holds their chunks (`resync.rs`).
+    inner.unrestored[d].extend(c.progress.lost.iter().map(|l| l.seq));
     drop(c);
     inner.resync.clear();
     r.wake.notify_all();

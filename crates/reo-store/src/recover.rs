@@ -193,6 +193,7 @@ fn new_inner(layout: Layout, devices: Vec<Arc<dyn Media>>, pool: IoPool, failed:
         error_limit: (cfg.io_error_limit, cfg.io_error_halflife),
         put_fence: RwLock::new(()),
         resync: ResyncCell::default(),
+        unrestored: (0..devices.len()).map(|_| Default::default()).collect(),
         slots,
         failed: (0..devices.len()).map(|d| AtomicBool::new(failed.contains(&d))).collect(),
         bands: (0..layout.zones).map(|_| RwLock::new(Band::new())).collect(),

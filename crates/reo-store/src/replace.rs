@@ -110,6 +110,7 @@ impl Store {
         prepare(inner, d, &media).map_err(|e| Error::Io { device: d, op: "replace", source: e })?;
         inner.slots[d].swap(media);
         inner.budgets[d].reset();
+        inner.unrestored[d].clear();
         let r = Arc::new(Resync::new(d, u64::MAX, false));
         inner.resync.install(r.clone());
         {

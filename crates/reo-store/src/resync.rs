@@ -17,6 +17,35 @@ use std::thread::JoinHandle;
 
 const NONE: usize = usize::MAX;
 
+/// Blobs a finished rebuild of one device could not restore onto it (beyond their redundancy):
+/// the device never held their chunks, so reads treat it as down for them ([`Inner::down`])
+/// rather than reading blank space and charging the healthy new device a checksum failure for
+/// each (which could eject it). Kept in memory until the device is replaced again.
+#[derive(Default)]
+pub(crate) struct Unrestored {
+    /// Fast path of [`Inner::down`]: false while the set is empty.
+    any: AtomicBool,
+    seqs: Mutex<HashSet<u64>>,
+}
+
+impl Unrestored {
+    pub fn contains(&self, seq: u64) -> bool {
+        self.any.load(Ordering::Acquire) && self.seqs.lock().unwrap_or_else(|e| e.into_inner()).contains(&seq)
+    }
+
+    pub fn extend(&self, seqs: impl IntoIterator<Item = u64>) {
+        let mut s = self.seqs.lock().unwrap_or_else(|e| e.into_inner());
+        s.extend(seqs);
+        self.any.store(!s.is_empty(), Ordering::Release);
+    }
+
+    pub fn clear(&self) {
+        let mut s = self.seqs.lock().unwrap_or_else(|e| e.into_inner());
+        s.clear();
+        self.any.store(false, Ordering::Release);
+    }
+}
+
 /// The rebuild in progress, if any.
 pub(crate) struct ResyncCell {
     dev: AtomicUsize,
@@ -140,10 +169,10 @@ impl Inner {
         self.resync.device().is_none() && (0..self.n()).all(|d| !self.is_failed(d))
     }
 
-    /// Is device `d` unusable for blob `seq`: failed, or being rebuilt and this blob's chunk on
-    /// it not restored yet.
+    /// Is device `d` unusable for blob `seq`: failed, being rebuilt and this blob's chunk on it
+    /// not restored yet, or rebuilt without it ([`Unrestored`]).
     pub(crate) fn down(&self, d: usize, seq: u64) -> bool {
-        if self.is_failed(d) {
+        if self.is_failed(d) || self.unrestored[d].contains(seq) {
             return true;
         }
         if self.resync.device() != Some(d) {

@@ -171,6 +171,8 @@ pub(crate) struct Inner {
     pub put_fence: RwLock<()>,
     /// The device being rebuilt, if any (see `resync.rs`).
     pub resync: crate::resync::ResyncCell,
+    /// Per device: blobs its last rebuild could not restore onto it (`resync.rs`).
+    pub unrestored: Vec<crate::resync::Unrestored>,
 }
 
 impl Inner {

@@ -123,6 +123,40 @@ fn isolated_blobs_of_the_dead_device_are_reported_lost_and_the_rest_kept() {
     }
 }
 
+/// Blobs a rebuild could not restore are never read from the new device, which does not hold
+/// them: reading them again and again answers `Corrupt` without a checksum error charged to the
+/// healthy replacement. Before, each read of such a blob read the replacement's blank space,
+/// counted a checksum mismatch against it, and a few of them ejected it.
+#[test]
+fn reads_of_blobs_the_rebuild_lost_do_not_charge_the_new_device() {
+    let cfg = StoreConfig { io_error_limit: 2, ..small_config() };
+    let devs = devices(4, DEV);
+    let store = open(&devs, &cfg);
+    let blobs = fill(&store, Scheme::None(Placement::Isolated), 12, 3);
+    store.fail_device(1).unwrap();
+    let p = store.replace_device(1, fresh(), by_class()).unwrap().wait();
+    assert_eq!(p.state, RebuildState::Done);
+    assert!(!p.lost.is_empty(), "the isolated blobs of device 1 are lost");
+    let before = store.stats();
+    for _ in 0..5 {
+        for loc in &p.lost {
+            assert!(matches!(store.read_all(loc), Err(Error::Corrupt { .. })));
+        }
+    }
+    let after = store.stats();
+    assert_eq!(after.checksum_errors, before.checksum_errors, "no mismatch charged for chunks never restored");
+    assert!(store.failed_devices().is_empty(), "the healthy replacement was ejected");
+    for (loc, data) in blobs.iter().filter(|(l, _)| l.device != 1) {
+        assert_eq!(&store.read_all(loc).unwrap(), data);
+    }
+    // New blobs on the replacement read as usual.
+    let opts = PutOptions::new(Scheme::None(Placement::Isolated)).placement(1);
+    let on1 =
+        (0..64).map(|i| store.put(b"n", &content(500 + i, 9000), &opts.placement(i)).unwrap()).find(|l| l.device == 1);
+    let on1 = on1.expect("a new blob on device 1");
+    assert!(store.read_all(&on1).is_ok());
+}
+
 #[test]
 fn rebuild_follows_priority_order_and_reports_per_class_progress() {
     let cfg = small_config();
