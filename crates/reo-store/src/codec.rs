@@ -340,8 +340,6 @@ mod tests {
         }
     }
 
-    /// The coefficient path restores exactly what the decoder restores, for every choice of k
-    /// source shards, on random-looking data.
     /// Wide stripes (k > 32, up to the 64 devices a store may have): the coefficient path
     /// restores any lost data shards (it panicked past 32 before).
     #[test]
@@ -370,6 +368,8 @@ mod tests {
         }
     }
 
+    /// The coefficient path restores exactly what the decoder restores, for every choice of k
+    /// source shards, on random-looking data.
     #[test]
     fn decode_packed_equals_the_decoder() {
         for (k, p) in [(1, 1), (2, 2), (2, 1), (4, 2), (3, 3), (6, 2)] {

@@ -34,12 +34,26 @@ pub(crate) fn write_everywhere(inner: &Inner, offset: u64, buf: &[u8], what: &st
         if inner.is_failed(d) {
             return None;
         }
-        // A write that straddles a replacement of the device (hung on the old media, failing
-        // after the new one was installed) does not fail the new device (`slot.rs`).
-        let generation = inner.slots[d].generation();
         let dev = &inner.devices[d];
-        Some((generation, dev.write_at(buf, offset).and_then(|_| dev.sync())))
+        Some((inner.slots[d].generation(), dev.write_at(buf, offset).and_then(|_| dev.sync())))
     });
+    let ok = tally(inner, what, "write/sync", results)?;
+    Counters::add(&inner.stats.journal_device_bytes, buf.len() as u64 * ok);
+    Ok(())
+}
+
+/// Counts the outcome of one operation run on every healthy device (`None`: a device failed
+/// already; else the slot generation taken before the operation and its result). A device the
+/// operation failed on is marked failed — unless its slot was swapped meanwhile: an operation
+/// that straddled a replacement (hung on the old media, failing after the new one was
+/// installed) must not fail the new device (`slot.rs`). Returns how many devices succeeded, or
+/// an error if none did.
+fn tally(
+    inner: &Inner,
+    what: &str,
+    op: &str,
+    results: Vec<Option<(u64, std::io::Result<()>)>>,
+) -> std::result::Result<u64, String> {
     let mut ok = 0;
     let mut last = String::from("no healthy device");
     for (d, r) in results.into_iter().enumerate() {
@@ -48,18 +62,17 @@ pub(crate) fn write_everywhere(inner: &Inner, offset: u64, buf: &[u8], what: &st
             Some((generation, Err(e))) => {
                 Counters::add(&inner.stats.write_errors, 1);
                 if inner.slots[d].generation() == generation {
-                    inner.mark_failed(d, &format!("{what} write/sync error: {e}"));
+                    inner.mark_failed(d, &format!("{what} {op} error: {e}"));
                 }
                 last = format!("device {d}: {e}");
             }
             None => {}
         }
     }
-    Counters::add(&inner.stats.journal_device_bytes, buf.len() as u64 * ok);
     if ok == 0 {
         Err(format!("{what} reached no device ({last})"))
     } else {
-        Ok(())
+        Ok(ok)
     }
 }
 
@@ -70,26 +83,7 @@ impl Inner {
         let results = self
             .pool
             .map(self.n(), |d| (!self.is_failed(d)).then(|| (self.slots[d].generation(), self.devices[d].sync())));
-        let mut ok = 0;
-        let mut last = String::from("no healthy device");
-        for (d, r) in results.into_iter().enumerate() {
-            match r {
-                Some((_, Ok(()))) => ok += 1,
-                Some((generation, Err(e))) => {
-                    Counters::add(&self.stats.write_errors, 1);
-                    if self.slots[d].generation() == generation {
-                        self.mark_failed(d, &format!("{what} sync error: {e}"));
-                    }
-                    last = format!("device {d}: {e}");
-                }
-                None => {}
-            }
-        }
-        if ok == 0 {
-            Err(format!("{what}: no device synced ({last})"))
-        } else {
-            Ok(())
-        }
+        tally(self, what, "sync", results).map(|_| ())
     }
 }
 

@@ -29,6 +29,11 @@ pub(crate) struct Unrestored {
 }
 
 impl Unrestored {
+    /// True when some blob is in the set.
+    pub fn any(&self) -> bool {
+        self.any.load(Ordering::Acquire)
+    }
+
     pub fn contains(&self, seq: u64) -> bool {
         self.any.load(Ordering::Acquire) && self.seqs.lock().unwrap_or_else(|e| e.into_inner()).contains(&seq)
     }
@@ -164,9 +169,10 @@ impl Default for ResyncCell {
 }
 
 impl Inner {
-    /// No device failed or being rebuilt: [`Inner::down`] is false for every device and blob.
+    /// No device failed, being rebuilt or missing blobs its rebuild lost: [`Inner::down`] is
+    /// false for every device and blob.
     pub(crate) fn all_up(&self) -> bool {
-        self.resync.device().is_none() && (0..self.n()).all(|d| !self.is_failed(d))
+        self.resync.device().is_none() && (0..self.n()).all(|d| !self.is_failed(d) && !self.unrestored[d].any())
     }
 
     /// Is device `d` unusable for blob `seq`: failed, being rebuilt and this blob's chunk on it

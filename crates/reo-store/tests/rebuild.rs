@@ -141,6 +141,7 @@ fn reads_of_blobs_the_rebuild_lost_do_not_charge_the_new_device() {
     for _ in 0..5 {
         for loc in &p.lost {
             assert!(matches!(store.read_all(loc), Err(Error::Corrupt { .. })));
+            assert_eq!(store.health(loc), reo_store::BlobHealth::Lost, "health agrees with the read");
         }
     }
     let after = store.stats();
