@@ -65,8 +65,8 @@ pub fn schemes(n: usize) -> Vec<Scheme> {
 /// Sizes that exercise empty, sub-chunk, exact-row and multi-row blobs.
 pub const SIZES: &[usize] = &[0, 1, 100, 3584, 3585, 4080, 4081, 15_872, 16_368, 40_000, 100_000, 200_000];
 
-/// A device that counts its reads and whose next read, once armed, waits until the test opens
-/// the gate: check-then-act races made deterministic.
+/// A device that counts its reads and whose next reads (or next write in a range), once armed,
+/// wait until the test opens the gate: check-then-act races made deterministic.
 pub struct Gated {
     inner: Arc<dyn Media>,
     st: Mutex<GateState>,
@@ -80,7 +80,7 @@ struct GateState {
     /// Writes still to hold at the gate, if they start in `write_range`.
     armed_writes: usize,
     write_range: std::ops::Range<u64>,
-    /// Reads waiting at the gate.
+    /// Reads and writes held at the gate so far.
     held: usize,
     open: bool,
     /// Reads begun.
@@ -129,7 +129,7 @@ impl Gated {
         self.wait_held_for(1);
     }
 
-    /// Blocks until `n` reads are held at the gate.
+    /// Blocks until `n` reads (or writes) are held at the gate.
     pub fn wait_held_for(&self, n: usize) {
         drop(self.cv.wait_while(self.st.lock().unwrap(), |st| st.held < n).unwrap());
     }
