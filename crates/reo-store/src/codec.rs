@@ -340,20 +340,27 @@ mod tests {
         }
     }
 
+    /// A whole encoded stripe: k data shards of `len` pseudo-random bytes, then p parity shards.
+    fn stripe(k: usize, p: usize, len: usize, seed: u8) -> Vec<Vec<u8>> {
+        let mut all = shards(k, len, seed);
+        let mut parity = vec![vec![0u8; len]; p];
+        {
+            let d: Vec<&[u8]> = all.iter().map(|v| v.as_slice()).collect();
+            let mut pr: Vec<&mut [u8]> = parity.iter_mut().map(|v| v.as_mut_slice()).collect();
+            encode(&d, &mut pr);
+        }
+        all.extend(parity);
+        all
+    }
+
     /// Wide stripes (k > 32, up to the 64 devices a store may have): the coefficient path
     /// restores any lost data shards (it panicked past 32 before).
     #[test]
     fn decode_packed_restores_wide_stripes() {
         for (k, p) in [(33, 1), (40, 2), (62, 2)] {
             let len = 64 * 3;
-            let data = shards(k, len, 9);
-            let mut parity = vec![vec![0u8; len]; p];
-            {
-                let d: Vec<&[u8]> = data.iter().map(|v| v.as_slice()).collect();
-                let mut pr: Vec<&mut [u8]> = parity.iter_mut().map(|v| v.as_mut_slice()).collect();
-                encode(&d, &mut pr);
-            }
-            let all: Vec<&[u8]> = data.iter().chain(&parity).map(|v| v.as_slice()).collect();
+            let stripe = stripe(k, p, len, 9);
+            let (data, all) = (&stripe[..k], stripe.iter().map(|v| v.as_slice()).collect::<Vec<&[u8]>>());
             // Lose the first, a middle and the last data shards (as many as p allows).
             let lost: Vec<usize> = [0, 32, k - 1].into_iter().take(p).collect();
             let from: Vec<usize> = (0..k + p).filter(|i| !lost.contains(i)).take(k).collect();
@@ -374,14 +381,8 @@ mod tests {
     fn decode_packed_equals_the_decoder() {
         for (k, p) in [(1, 1), (2, 2), (2, 1), (4, 2), (3, 3), (6, 2)] {
             let len = 64 * 37;
-            let data = shards(k, len, 5);
-            let mut parity = vec![vec![0u8; len]; p];
-            {
-                let d: Vec<&[u8]> = data.iter().map(|v| v.as_slice()).collect();
-                let mut pr: Vec<&mut [u8]> = parity.iter_mut().map(|v| v.as_mut_slice()).collect();
-                encode(&d, &mut pr);
-            }
-            let all: Vec<&[u8]> = data.iter().chain(&parity).map(|v| v.as_slice()).collect();
+            let stripe = stripe(k, p, len, 5);
+            let (data, all) = (&stripe[..k], stripe.iter().map(|v| v.as_slice()).collect::<Vec<&[u8]>>());
             for mask in 0u32..(1 << (k + p)) {
                 if mask.count_ones() as usize != k {
                     continue;
