@@ -150,6 +150,24 @@ impl Journal {
         (std::mem::take(&mut q.records.0), std::mem::take(&mut q.waiters), q.drains)
     }
 
+    /// Gives back what a checkpoint drained but could not write: the records go before anything
+    /// queued since (they are older, and a crash may lose `None` records only newest first), and
+    /// their waiters wait for the batch that writes them instead of failing with the checkpoint.
+    pub fn undrain(&self, records: Vec<u8>, waiters: Vec<mpsc::Sender<Ack>>) {
+        if records.is_empty() && waiters.is_empty() {
+            return;
+        }
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let mut all = records;
+        all.extend_from_slice(&q.records.0);
+        q.records.0 = all;
+        let mut w = waiters;
+        w.append(&mut q.waiters);
+        q.waiters = w;
+        drop(q);
+        self.wake.notify_one();
+    }
+
     /// The checkpoint of drain `n` is written.
     pub fn covered(&self, n: u64) {
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());

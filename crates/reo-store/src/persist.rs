@@ -134,7 +134,7 @@ pub(crate) fn checkpoint(inner: &Inner, clean: bool) -> Result<()> {
     let mut jp = inner.jpos.lock().unwrap_or_else(|e| e.into_inner());
     let gate = inner.gate.write().unwrap_or_else(|e| e.into_inner());
     let (head, bands, live) = snapshot(inner, clean);
-    let (_, waiters, drain) = inner.journal.drain();
+    let (drained, waiters, drain) = inner.journal.drain();
     drop(gate);
     let number = jp.ckpt_number + 1;
     let gen = jp.gen + 1;
@@ -156,9 +156,13 @@ pub(crate) fn checkpoint(inner: &Inner, clean: bool) -> Result<()> {
         *jp = crate::store::JournalPos { gen, pos: 0, batch: 0, ckpt_number: number };
         Counters::add(&inner.stats.checkpoints, 1);
         inner.journal.covered(drain);
+        ack_all(waiters, &Ok(()));
+    } else {
+        // The journal goes on in its generation: the drained records are written by its next
+        // batch. Dropped, they would be missing from the journal while newer records are not,
+        // and a crash could lose an older `None` put or free than a newer acknowledged one.
+        inner.journal.undrain(drained, waiters);
     }
-    let ack: Ack = result.as_ref().map(|_| ()).map_err(|e| e.to_string());
-    ack_all(waiters, &ack);
     result
 }
 

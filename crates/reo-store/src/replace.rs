@@ -122,7 +122,13 @@ impl Store {
         }
         eprintln!("reo-store: device {d} replaced by {}; rebuilding", inner.devices[d].describe());
         // The new device gets the whole metadata (a checkpoint), not only later journal batches.
+        // Without it the device must not stay up: it holds none of the blobs older than `start`
+        // and no rebuild will write them, so its reads would fail their checksums (charging a
+        // sound device) and a restart would not find the metadata on it. A checkpoint *write*
+        // that failed on it failed it already; one that failed before writing (a snapshot larger
+        // than the slot) or everywhere is failed here. The caller may replace it again later.
         if let Err(e) = crate::persist::checkpoint(inner, false) {
+            inner.mark_failed(d, &format!("its first checkpoint failed, the replacement is abandoned: {e}"));
             inner.resync.clear();
             return Err(e);
         }

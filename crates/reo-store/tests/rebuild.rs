@@ -515,3 +515,85 @@ fn a_read_queued_before_a_replacement_is_not_charged_to_the_new_device() {
     assert_eq!(store.stats().checksum_errors, 0, "the blank replacement's chunk is not a device error");
     assert!(store.failed_devices().is_empty(), "the replacement is not ejected");
 }
+
+/// A replacement whose first checkpoint cannot be taken (the state outgrew its slot) is
+/// abandoned with the device failed again: left up, it would hold none of the older blobs with no
+/// rebuild to write them, and every read of their chunks on it would fail its checksum. Once the
+/// state fits, the same device is replaced and rebuilt.
+#[test]
+fn a_replacement_whose_checkpoint_fails_leaves_the_device_failed() {
+    let cfg = StoreConfig { checkpoint_size: Some(64 << 10), ..small_config() };
+    let devs = devices(4, DEV);
+    let store = open(&devs, &cfg);
+    let opts = PutOptions::new(Scheme::Rs { k: 2, p: 2 }).durability(Durability::Sync);
+    // Five blobs with the longest headers: their records alone exceed the 64 KiB slot.
+    let header = vec![3u8; reo_store::MAX_HEADER_LEN];
+    let blobs: Vec<(Location, Vec<u8>)> = (0..5)
+        .map(|i| {
+            let data = content(i, 40_000);
+            (store.put(&header, &data, &opts).unwrap(), data)
+        })
+        .collect();
+    store.fail_device(1).unwrap();
+    let e = store.replace_device(1, fresh(), RebuildOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("exceeds its slot"), "{e}");
+    assert_eq!(store.failed_devices(), vec![1], "the abandoned replacement is failed again");
+    assert!(store.rebuild_progress().is_none(), "no rebuild is left installed");
+    for (loc, data) in &blobs {
+        assert_eq!(&store.read_all(loc).unwrap(), data);
+    }
+    assert_eq!(store.stats().checksum_errors, 0, "no read went to the blank replacement");
+    // Three blobs freed: the state fits its slot again, and the replacement goes through.
+    for (loc, _) in &blobs[..3] {
+        store.free(loc, Durability::Sync).unwrap();
+    }
+    let h = store.replace_device(1, fresh(), RebuildOptions::default()).unwrap();
+    assert_eq!(h.wait().state, RebuildState::Done);
+    assert!(store.failed_devices().is_empty());
+    // Devices 0 and 2 failed: what is left is device 1, rebuilt, and device 3.
+    store.fail_device(0).unwrap();
+    store.fail_device(2).unwrap();
+    for (loc, data) in &blobs[3..] {
+        assert_eq!(&store.read_all(loc).unwrap(), data, "read with device 1's rebuilt chunks");
+    }
+}
+
+/// The records queued when a replacement's checkpoint fails are not dropped with it: a `None`
+/// put queued then (its batch held back by a long group-commit delay) is journaled with the next
+/// batch, so after a crash it is found with the `Sync` put that came after it — a crash may lose
+/// `None` operations only newest first.
+#[test]
+fn records_drained_by_a_failed_checkpoint_are_journaled_by_the_next_batch() {
+    let cfg = StoreConfig {
+        checkpoint_size: Some(64 << 10),
+        journal_delay: std::time::Duration::from_secs(600),
+        ..small_config()
+    };
+    let devs = devices(4, DEV);
+    let store = open(&devs, &cfg);
+    let rs = PutOptions::new(Scheme::Rs { k: 2, p: 2 });
+    let header = vec![3u8; reo_store::MAX_HEADER_LEN];
+    let big: Vec<Location> = (0..5)
+        .map(|i| store.put(&header, &content(i, 1000), &rs.durability(Durability::Sync)).unwrap())
+        .collect();
+    let early = content(10, 30_000);
+    store.put(b"early", &early, &rs.durability(Durability::None)).unwrap();
+    store.fail_device(1).unwrap();
+    assert!(store.replace_device(1, fresh(), RebuildOptions::default()).is_err());
+    let late = content(11, 30_000);
+    store.put(b"late", &late, &rs.durability(Durability::Sync)).unwrap();
+    // Room for the checkpoint the reopen writes.
+    for loc in &big[..3] {
+        store.free(loc, Durability::Sync).unwrap();
+    }
+    store.kill();
+    let store = open(&devs, &cfg);
+    let blobs = store.blobs();
+    for (name, data) in [(&b"early"[..], &early), (&b"late"[..], &late)] {
+        let (loc, _) = blobs
+            .iter()
+            .find(|(_, h)| &h[..] == name)
+            .unwrap_or_else(|| panic!("{} lost after the crash", String::from_utf8_lossy(name)));
+        assert_eq!(&store.read_all(loc).unwrap(), data);
+    }
+}
