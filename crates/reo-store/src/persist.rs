@@ -11,6 +11,7 @@ use crate::journal::{ack_all, Ack, Batch, WriterGuard};
 use crate::record::{Frame, Record, BATCH_MAGIC, CKPT_MAGIC, PUT_RECORD_FIXED};
 use crate::stats::Counters;
 use crate::store::Inner;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// Groups of bands a checkpoint snapshot encodes in parallel (on the I/O pool's threads).
@@ -175,14 +176,20 @@ fn snapshot(inner: &Inner, clean: bool) -> (Vec<u8>, Vec<Vec<u8>>, Vec<Vec<u8>>)
     head.u32(inner.bands.len() as u32);
     let groups = SNAPSHOT_GROUPS.min(inner.bands.len()).max(1);
     let per_group = inner.bands.len().div_ceil(groups);
+    // Devices a rebuild left without some blobs' chunks, with those blobs (usually none).
+    let unrestored: Vec<(u16, HashSet<u64>)> =
+        inner.unrestored.iter().enumerate().filter(|(_, u)| u.any()).map(|(d, u)| (d as u16, u.seqs())).collect();
     let encoded = inner.pool.map(groups, |g| {
         let (mut bands, mut live) = (Writer::default(), Writer::default());
-        for b in inner.bands.iter().skip(g * per_group).take(per_group) {
+        for (i, b) in inner.bands.iter().enumerate().skip(g * per_group).take(per_group) {
             let b = b.read().unwrap_or_else(|e| e.into_inner());
             encode_band(&mut bands, &b);
             live.0.reserve(b.live.len() * (PUT_RECORD_FIXED + 16));
             for e in b.live.values() {
                 Record::encode_put(&mut live, &e.loc, &e.header);
+                for (device, _) in unrestored.iter().filter(|(_, s)| s.contains(&e.loc.seq)) {
+                    Record::Unrestored { device: *device, seq: e.loc.seq, band: i as u32 }.encode(&mut live);
+                }
             }
         }
         (bands.0, live.0)

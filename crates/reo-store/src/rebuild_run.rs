@@ -20,6 +20,7 @@
 
 use crate::location::Location;
 use crate::progress::{RebuildState, Restored};
+use crate::record::Record;
 use crate::resync::Resync;
 use crate::stats::Counters;
 use crate::store::Inner;
@@ -408,7 +409,13 @@ fn account(
 fn finish(inner: &Inner, r: &Resync, t0: Instant) {
     let d = r.device;
     let media = inner.slots[d].get();
-    let res = media.sync().and_then(|_| crate::replace::write_superblock(inner, media.as_ref(), d, 0));
+    // The lost blobs are recorded durably before the superblock stops saying *rebuilding*: a
+    // crash in between resumes the rebuild, which finds them lost again.
+    let lost = r.ctl().progress.lost.clone();
+    let res = media
+        .sync()
+        .and_then(|_| keep_unrestored(inner, d, &lost))
+        .and_then(|_| crate::replace::write_superblock(inner, media.as_ref(), d, 0));
     let mut c = r.ctl();
     c.progress.elapsed = t0.elapsed();
     match res {
@@ -429,9 +436,27 @@ fn finish(inner: &Inner, r: &Resync, t0: Instant) {
             c.progress.state = RebuildState::Aborted(format!("device {d} failed at the end of the rebuild: {e}"));
         }
     }
-    // The blobs it could not restore: the device never holds their chunks (`resync.rs`).
-    inner.unrestored[d].extend(c.progress.lost.iter().map(|l| l.seq));
     drop(c);
     inner.resync.clear();
     r.wake.notify_all();
+}
+
+/// The blobs the rebuild of `d` could not restore: the device never holds their chunks
+/// (`resync.rs`). Set and journaled under the gate, so that a checkpoint holds either both or
+/// neither, and waited for: durable when this returns. Set before the rebuild retires, since
+/// until then `Inner::down` treats them as pending.
+fn keep_unrestored(inner: &Inner, d: usize, lost: &[Location]) -> std::io::Result<()> {
+    if lost.is_empty() {
+        return Ok(());
+    }
+    let pending = {
+        let _gate = inner.gate.read().unwrap_or_else(|e| e.into_inner());
+        inner.unrestored[d].extend(lost.iter().map(|l| l.seq));
+        inner.journal.enqueue(inner.stores_bytes, |w| {
+            for l in lost {
+                Record::Unrestored { device: d as u16, seq: l.seq, band: l.band }.encode(w);
+            }
+        })
+    };
+    pending.and_then(|p| p.wait()).map_err(|e| std::io::Error::other(format!("the lost blobs were not journaled: {e}")))
 }

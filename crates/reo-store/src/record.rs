@@ -5,7 +5,10 @@
 //! Put       = 1 | seq u64 | band u32 | start u32 | device u16 | scheme [u8;3] | len u64 | hlen u32 | header
 //! Free      = 2 | seq u64 | band u32
 //! BandReset = 3 | band u32
+//! Unrestored = 4 | device u16 | seq u64 | band u32   (format 6)
 //! ```
+//! `Unrestored`: a finished rebuild of `device` could not restore blob `seq` (of `band`) onto it;
+//! reads treat the device as down for that blob (`resync.rs`).
 //! A journal batch is `header (48 B) | records | zero padding to 4 KiB`:
 //! ```text
 //! magic "RJB1" | version u16 | 0 u16 | store_id u64 | gen u64 | batch u64 | payload_len u32 |
@@ -14,7 +17,8 @@
 //! `gen` changes at every checkpoint and `batch` counts from 0 within a generation, so stale batches
 //! of an older generation (or of an older store formatted on the same device) are never replayed. A checkpoint slot holds one frame of the same shape
 //! (magic "RCK1", plus the next sequence number and a clean-shutdown flag) around a band table and
-//! one Put record per live blob.
+//! one Put record per live blob, each followed by an `Unrestored` record per device that never
+//! got the blob's chunks.
 
 use crate::bytes::{Reader, Writer};
 use crate::config::MAX_HEADER_LEN;
@@ -28,6 +32,7 @@ pub enum Record {
     Put { loc: Location, header: Vec<u8> },
     Free { seq: u64, band: u32 },
     BandReset { band: u32 },
+    Unrestored { device: u16, seq: u64, band: u32 },
 }
 
 impl Record {
@@ -54,6 +59,9 @@ impl Record {
             Record::BandReset { band } => {
                 w.u8(3).u32(*band);
             }
+            Record::Unrestored { device, seq, band } => {
+                w.u8(4).u16(*device).u64(*seq).u32(*band);
+            }
         }
     }
 
@@ -77,6 +85,7 @@ impl Record {
             }
             2 => Some(Record::Free { seq: r.u64()?, band: r.u32()? }),
             3 => Some(Record::BandReset { band: r.u32()? }),
+            4 => Some(Record::Unrestored { device: r.u16()?, seq: r.u64()?, band: r.u32()? }),
             _ => None,
         }
     }
@@ -199,6 +208,7 @@ mod tests {
             },
             Record::Free { seq: 4, band: 1 },
             Record::BandReset { band: 7 },
+            Record::Unrestored { device: 3, seq: 99, band: 2 },
         ]
     }
 

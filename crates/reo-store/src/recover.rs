@@ -17,7 +17,7 @@ use crate::scheme::Scheme;
 use crate::slot::Slot;
 use crate::stats::Counters;
 use crate::store::{Alloc, BlobHealth, Inner, JournalPos, Store};
-use crate::superblock::{Layout, FLAG_REBUILDING, SUPERBLOCK_AREA};
+use crate::superblock::{Layout, FLAG_REBUILDING, FORMAT_VERSION, SUPERBLOCK_AREA};
 use reo_media::{AlignedBuf, IoPool, Media, ReadLanes};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -33,7 +33,8 @@ const SIM_JOURNAL_WAKE_BYTES: usize = 256 << 10;
 /// What a device's superblock said.
 enum Found {
     Blank,
-    Member(Layout, u16, u32),
+    /// Layout, index, flags, format version.
+    Member(Layout, u16, u32, u32),
     Unreadable(String),
 }
 
@@ -72,7 +73,15 @@ impl Store {
             .iter()
             .enumerate()
             .filter_map(|(d, f)| match f {
-                Found::Member(l, i, flags) => Some((d, *l, *i, *flags)),
+                Found::Member(l, i, flags, _) => Some((d, *l, *i, *flags)),
+                _ => None,
+            })
+            .collect();
+        // Members of an older format, by index, with their flags: upgraded once the store is open.
+        let older: Vec<(usize, u32)> = found
+            .iter()
+            .filter_map(|f| match f {
+                Found::Member(_, i, flags, v) if *v < FORMAT_VERSION => Some((*i as usize, *flags)),
                 _ => None,
             })
             .collect();
@@ -149,6 +158,7 @@ impl Store {
             inner.resync.install(Arc::new(Resync::new(d, u64::MAX, true)));
         }
         let (store, mut report) = recover(inner, failed)?;
+        upgrade(&store.inner, &older);
         if let Some(r) = store.inner.resync.get() {
             r.start_seq.store(
                 store.inner.next_seq.load(std::sync::atomic::Ordering::Acquire),
@@ -158,6 +168,22 @@ impl Store {
             eprintln!("reo-store: device {} was being rebuilt; call resume_rebuild to finish", r.device);
         }
         Ok((store, report))
+    }
+}
+
+/// Rewrites the superblocks of `older` members (index, flags) in the current format, synced,
+/// before the store takes any write: from here on it may journal records the older format does
+/// not have, which an older reo must then refuse rather than misread. A device that fails the
+/// rewrite is failed, as after any write error.
+fn upgrade(inner: &Inner, older: &[(usize, u32)]) {
+    for &(d, flags) in older {
+        if inner.is_failed(d) {
+            continue;
+        }
+        match crate::replace::write_superblock(inner, inner.devices[d].as_ref(), d, flags) {
+            Ok(()) => eprintln!("reo-store: device {d} upgraded to format {FORMAT_VERSION}"),
+            Err(e) => inner.mark_failed(d, &format!("superblock upgrade to format {FORMAT_VERSION} failed: {e}")),
+        }
     }
 }
 
@@ -174,7 +200,7 @@ fn read_superblock(dev: &dyn Media) -> Found {
     }
     let (a, b) = (Layout::decode_flags(&buf[..4096]), Layout::decode_flags(&buf[4096..]));
     match (a, b) {
-        (Ok(Some((l, i, f))), _) | (_, Ok(Some((l, i, f)))) => Found::Member(l, i, f),
+        (Ok(Some((l, i, f, v))), _) | (_, Ok(Some((l, i, f, v)))) => Found::Member(l, i, f, v),
         (Ok(None), Ok(None)) => Found::Blank,
         (Err(e), _) | (_, Err(e)) => Found::Unreadable(e),
     }
@@ -293,6 +319,13 @@ fn apply(inner: &Inner, rec: Record, last_seq: &mut u64) {
                 *b.write().unwrap_or_else(|e| e.into_inner()) = Band::new();
             }
         }
+        // Kept even if the blob is freed later in the replay: harmless (sequence numbers are
+        // never reused), and the next checkpoint keeps only those of live blobs.
+        Record::Unrestored { device, seq, .. } => {
+            if let Some(u) = inner.unrestored.get(device as usize) {
+                u.extend([seq]);
+            }
+        }
     }
 }
 
@@ -305,7 +338,7 @@ fn apply_by_band(inner: &Inner, records: impl IntoIterator<Item = Record>) -> u6
     for rec in records {
         let band = match &rec {
             Record::Put { loc, .. } => loc.band,
-            Record::Free { band, .. } | Record::BandReset { band } => *band,
+            Record::Free { band, .. } | Record::BandReset { band } | Record::Unrestored { band, .. } => *band,
         };
         if let Some(v) = per_band.get_mut(band as usize) {
             v.push(rec);

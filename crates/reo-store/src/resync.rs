@@ -20,7 +20,9 @@ const NONE: usize = usize::MAX;
 /// Blobs a finished rebuild of one device could not restore onto it (beyond their redundancy):
 /// the device never held their chunks, so reads treat it as down for them ([`Inner::down`])
 /// rather than reading blank space and charging the healthy new device a checksum failure for
-/// each (which could eject it). Kept in memory until the device is replaced again.
+/// each (which could eject it). Kept until the device is replaced again or the blob is freed:
+/// journaled (`Unrestored` records) when the rebuild finishes, and in every checkpoint for the
+/// blobs still live, so a restart does not forget it.
 #[derive(Default)]
 pub(crate) struct Unrestored {
     /// Fast path of [`Inner::down`]: false while the set is empty.
@@ -48,6 +50,11 @@ impl Unrestored {
         let mut s = self.seqs.lock().unwrap_or_else(|e| e.into_inner());
         s.clear();
         self.any.store(false, Ordering::Release);
+    }
+
+    /// A copy of the set (for a checkpoint).
+    pub fn seqs(&self) -> HashSet<u64> {
+        self.seqs.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
 

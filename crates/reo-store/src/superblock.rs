@@ -10,8 +10,10 @@
 //!
 //! `flags` (since format 3): bit 0 = *rebuilding*: this device replaced a failed one and its
 //! chunks of blobs written before the replacement are not all rebuilt yet (see `resync.rs`).
-//! Format [`FORMAT_VERSION`] is written and read; older formats are refused with the reason (their
-//! chunk trailers or column placement differ, see `decode`).
+//! Format [`FORMAT_VERSION`] is written and read. Format 5 differs only in having no
+//! `Unrestored` records (`record.rs`): it is read, and its superblocks are rewritten as format 6
+//! at the open (an older reo must not meet records it cannot decode). Older formats are refused
+//! with the reason (their chunk trailers or column placement differ, see `decode`).
 
 use crate::bytes::{Reader, Writer};
 use crate::config::StoreConfig;
@@ -20,9 +22,13 @@ use crate::error::{Error, Result};
 /// Magic of the superblock.
 pub const MAGIC: &[u8; 8] = b"REOSTOR1";
 /// On-device format version; bumped on any incompatible change.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
+/// The oldest format read (and upgraded in place at the open): format 6 only added a record.
+pub const OLDEST_READ_FORMAT: u32 = 5;
 /// Superblock flag: the device is being rebuilt.
 pub const FLAG_REBUILDING: u32 = 1;
+/// Bytes of a superblock before its checksum (which covers them).
+pub const SUPERBLOCK_BODY: usize = 8 + 4 + 8 + 2 + 2 + 8 + 4 + 8 + 4 + 8 * 5 + 4 + 4;
 /// Bytes reserved for the two superblock copies.
 pub const SUPERBLOCK_AREA: u64 = 8192;
 
@@ -126,6 +132,7 @@ impl Layout {
             .u64(self.data_off)
             .u32(self.codec)
             .u32(flags);
+        debug_assert_eq!(w.0.len(), SUPERBLOCK_BODY);
         let crc = crc32c::crc32c(&w.0);
         w.u32(crc);
         w.0.resize(4096, 0);
@@ -135,11 +142,11 @@ impl Layout {
     /// Decodes a superblock: `Ok(None)` for a blank (all-zero magic) block, an error for a block
     /// that is neither blank nor a valid superblock of this format.
     pub fn decode(buf: &[u8]) -> std::result::Result<Option<(Layout, u16)>, String> {
-        Ok(Self::decode_flags(buf)?.map(|(l, i, _)| (l, i)))
+        Ok(Self::decode_flags(buf)?.map(|(l, i, _, _)| (l, i)))
     }
 
-    /// [`Layout::decode`], also returning the flags.
-    pub fn decode_flags(buf: &[u8]) -> std::result::Result<Option<(Layout, u16, u32)>, String> {
+    /// [`Layout::decode`], also returning the flags and the format version.
+    pub fn decode_flags(buf: &[u8]) -> std::result::Result<Option<(Layout, u16, u32, u32)>, String> {
         let mut r = Reader::new(buf);
         let magic = r.take(8).ok_or("truncated superblock")?;
         if magic.iter().all(|&b| b == 0) {
@@ -149,7 +156,7 @@ impl Layout {
             return Err("not a Reo device (bad magic)".into());
         }
         let version = r.u32().ok_or("truncated superblock")?;
-        if (2..FORMAT_VERSION).contains(&version) {
+        if (2..OLDEST_READ_FORMAT).contains(&version) {
             // Format 4 moved each chunk's trailer into a 512-byte slot (`chunk.rs`); format 5
             // shifts a blob's columns by its data width from run to run (`geometry.rs`). The
             // chunks of an older store would fail verification or be looked for on the wrong
@@ -157,11 +164,11 @@ impl Layout {
             let what = if version < 4 { "16-byte chunk trailers" } else { "columns rotated by one device" };
             return Err(format!(
                 "format version {version} was written by an older reo ({what}); this build reads format \
-                 {FORMAT_VERSION} only: reformat the devices (their contents are lost) or use the reo \
+                 {OLDEST_READ_FORMAT} to {FORMAT_VERSION} only: reformat the devices (their contents are lost) or use the reo \
                  that wrote them"
             ));
         }
-        if version != FORMAT_VERSION {
+        if !(OLDEST_READ_FORMAT..=FORMAT_VERSION).contains(&version) {
             return Err(format!("format version {version} is not supported (this build reads {FORMAT_VERSION})"));
         }
         let t = "truncated superblock";
@@ -188,7 +195,7 @@ impl Layout {
             return Err("superblock checksum mismatch".into());
         }
         layout.sane().map_err(|e| format!("superblock describes an impossible layout: {e}"))?;
-        Ok(Some((layout, index, flags)))
+        Ok(Some((layout, index, flags, version)))
     }
 
     /// Internal consistency, so a decoded layout can never drive I/O out of bounds.
@@ -228,16 +235,32 @@ mod tests {
         assert!(Layout::decode(&bad).is_err());
         assert!(l.zones >= 16);
         let f = l.encode_flags(1, FLAG_REBUILDING);
-        assert_eq!(Layout::decode_flags(&f).unwrap(), Some((l, 1, FLAG_REBUILDING)));
+        assert_eq!(Layout::decode_flags(&f).unwrap(), Some((l, 1, FLAG_REBUILDING, FORMAT_VERSION)));
+    }
+
+    /// A format-5 superblock (the format before `Unrestored` records) is read, and says so.
+    #[test]
+    fn format_5_is_read() {
+        let l = Layout::plan(&StoreConfig::default(), 4, 1 << 30, 77).unwrap();
+        let b = with_version(&l.encode_flags(3, FLAG_REBUILDING), 5);
+        assert_eq!(Layout::decode_flags(&b).unwrap(), Some((l, 3, FLAG_REBUILDING, 5)));
+    }
+
+    /// `sb` with its format version replaced (and its checksum fixed).
+    fn with_version(sb: &[u8], version: u32) -> Vec<u8> {
+        let mut b = sb.to_vec();
+        b[8..12].copy_from_slice(&version.to_le_bytes());
+        let body = SUPERBLOCK_BODY;
+        let crc = crc32c::crc32c(&b[..body]);
+        b[body..body + 4].copy_from_slice(&crc.to_le_bytes());
+        b
     }
 
     #[test]
     fn an_older_format_is_refused_with_a_reason() {
         let l = Layout::plan(&StoreConfig::default(), 4, 1 << 30, 77).unwrap();
-        let mut b = l.encode(0);
         for old in [3u32, 4] {
-            b[8..12].copy_from_slice(&old.to_le_bytes()); // the version is checked first
-            let e = Layout::decode(&b).unwrap_err();
+            let e = Layout::decode(&with_version(&l.encode(0), old)).unwrap_err();
             assert!(e.contains(&format!("format version {old}")) && e.contains("reformat"), "{e}");
         }
     }

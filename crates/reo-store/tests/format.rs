@@ -1,0 +1,65 @@
+//! On-device format versions: a store written in format 5 (the format before `Unrestored`
+//! records) opens, reads back exact, and has its superblocks rewritten in the current format,
+//! so that an older reo refuses it instead of meeting records it cannot decode.
+
+mod common;
+
+use common::{content, devices, open, small_config};
+use reo_media::Media;
+use reo_store::{Durability, PutOptions, Scheme, FORMAT_VERSION};
+
+/// Bytes of a superblock before its checksum (see `superblock.rs`).
+const BODY: usize = 96;
+
+/// The format version in each of the two superblock copies of `d`.
+fn versions(d: &dyn Media) -> [u32; 2] {
+    let mut b = vec![0u8; 8192];
+    d.read_at(&mut b, 0).unwrap();
+    [0, 4096].map(|o| u32::from_le_bytes(b[o + 8..o + 12].try_into().unwrap()))
+}
+
+/// Rewrites both superblock copies of `d` as format `version` (checksums fixed).
+fn set_version(d: &dyn Media, version: u32) {
+    let mut b = vec![0u8; 8192];
+    d.read_at(&mut b, 0).unwrap();
+    for o in [0, 4096] {
+        b[o + 8..o + 12].copy_from_slice(&version.to_le_bytes());
+        let crc = crc32c::crc32c(&b[o..o + BODY]);
+        b[o + BODY..o + BODY + 4].copy_from_slice(&crc.to_le_bytes());
+    }
+    d.write_at(&b, 0).unwrap();
+    d.sync().unwrap();
+}
+
+#[test]
+fn a_format_5_store_opens_and_is_upgraded() {
+    let cfg = small_config();
+    let devs = devices(4, 16 << 20);
+    let store = open(&devs, &cfg);
+    let opts = PutOptions::new(Scheme::Rs { k: 2, p: 2 }).durability(Durability::Sync);
+    let blobs: Vec<_> = (0..8)
+        .map(|i| {
+            let data = content(i, 30_000);
+            (store.put(b"h", &data, &opts).unwrap(), data)
+        })
+        .collect();
+    store.close().unwrap();
+    for d in &devs {
+        assert_eq!(versions(d.as_ref()), [FORMAT_VERSION; 2]);
+        set_version(d.as_ref(), 5);
+    }
+    let store = open(&devs, &cfg);
+    for (loc, data) in &blobs {
+        assert_eq!(&store.read_all(loc).unwrap(), data);
+    }
+    for d in &devs {
+        assert_eq!(versions(d.as_ref()), [FORMAT_VERSION; 2], "upgraded at the open");
+    }
+    store.close().unwrap();
+    // Format 4 is refused with the reason.
+    for d in &devs {
+        set_version(d.as_ref(), 4);
+    }
+    let e = reo_store::Store::open(common::as_media(&devs), &cfg).err().expect("format 4 refused").to_string();
+    assert!(e.contains("format version 4") && e.contains("reformat"), "{e}");
+}
