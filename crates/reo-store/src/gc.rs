@@ -223,6 +223,7 @@ impl Inner {
         }
         ob.remove(old.seq, |l| self.sectors(l), n);
         drop(ob);
+        self.forget_unrestored(old.seq);
         self.land(new.band, Some(new), header);
         self.journal.enqueue(false, |w| {
             Record::encode_put(w, new, header);

@@ -113,7 +113,7 @@ pub(crate) fn write_batch(inner: &Inner, batch: Batch) {
         return;
     }
     let frame = Frame::wrap(BATCH_MAGIC, inner.layout.store_id, jp.gen, jp.batch, &payload);
-    let ack: Ack = if jp.pos + frame.len() as u64 <= inner.layout.journal_len {
+    let ack: Ack = if !jp.wedged && jp.pos + frame.len() as u64 <= inner.layout.journal_len {
         let r = write_everywhere(inner, inner.layout.journal_off + jp.pos, &frame, "journal");
         if r.is_ok() {
             jp.pos += frame.len() as u64;
@@ -123,8 +123,9 @@ pub(crate) fn write_batch(inner: &Inner, batch: Batch) {
         r
     } else {
         drop(jp);
-        // The state already holds these records: a checkpoint makes them durable.
-        checkpoint(inner, false).map_err(|e| e.to_string())
+        // The state already holds these records: a checkpoint makes them durable. Failed, it
+        // leaves the generation wedged (`JournalPos::wedged`): these records are in no journal.
+        replace_journal(inner, false, true).map_err(|e| e.to_string())
     };
     ack_all(waiters, &ack);
 }
@@ -132,6 +133,12 @@ pub(crate) fn write_batch(inner: &Inner, batch: Batch) {
 /// Encodes the state under the gate and writes it as a checkpoint of a new journal generation.
 /// Records still queued are covered by the snapshot, so their waiters are acknowledged too.
 pub(crate) fn checkpoint(inner: &Inner, clean: bool) -> Result<()> {
+    replace_journal(inner, clean, false)
+}
+
+/// [`checkpoint`]; `journal_full`: taken because a batch did not fit, whose records a failure
+/// leaves in no journal, so that the generation takes no more batches.
+fn replace_journal(inner: &Inner, clean: bool, journal_full: bool) -> Result<()> {
     let mut jp = inner.jpos.lock().unwrap_or_else(|e| e.into_inner());
     let gate = inner.gate.write().unwrap_or_else(|e| e.into_inner());
     let (head, bands, live) = snapshot(inner, clean);
@@ -154,16 +161,19 @@ pub(crate) fn checkpoint(inner: &Inner, clean: bool) -> Result<()> {
         write_everywhere(inner, inner.layout.ckpt_slot(number % 2), &frame, "checkpoint").map_err(Error::Journal)
     };
     if result.is_ok() {
-        *jp = crate::store::JournalPos { gen, pos: 0, batch: 0, ckpt_number: number };
+        *jp = crate::store::JournalPos { gen, pos: 0, batch: 0, ckpt_number: number, wedged: false };
         Counters::add(&inner.stats.checkpoints, 1);
         inner.journal.covered(drain);
         ack_all(waiters, &Ok(()));
     } else {
-        // The journal goes on in its generation: the drained records are written by its next
-        // batch. Dropped, they would be missing from the journal while newer records are not,
-        // and a crash could lose an older `None` put or free than a newer acknowledged one.
+        // The journal goes on in its generation (or, wedged, through checkpoints): the drained
+        // records go back to the front of the queue for its next batch. Dropped, they would be
+        // missing from the journal while newer records are not, and a crash could lose an
+        // older `None` put or free than a newer acknowledged one.
+        jp.wedged |= journal_full;
         inner.journal.undrain(drained, waiters);
     }
+    drop(jp);
     result
 }
 

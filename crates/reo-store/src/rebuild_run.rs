@@ -405,21 +405,38 @@ fn account(
     r.wake.notify_all();
 }
 
+/// How a rebuild ended.
+enum End {
+    Done,
+    /// The journal could not record the blobs it lost (the device is fine).
+    Unrecorded(String),
+    /// The device failed its final sync or superblock write.
+    DeviceFailed(String),
+}
+
 /// Makes the rebuilt chunks durable, clears the superblock's rebuilding flag, retires.
 fn finish(inner: &Inner, r: &Resync, t0: Instant) {
     let d = r.device;
     let media = inner.slots[d].get();
     // The lost blobs are recorded durably before the superblock stops saying *rebuilding*: a
-    // crash in between resumes the rebuild, which finds them lost again.
+    // crash in between resumes the rebuild, which finds them lost again. A journal that cannot
+    // record them is no fault of the device: it stays up, the flag stays set (a restart resumes
+    // the rebuild), and the rebuild reports why.
     let lost = r.ctl().progress.lost.clone();
-    let res = media
-        .sync()
-        .and_then(|_| keep_unrestored(inner, d, &lost))
-        .and_then(|_| crate::replace::write_superblock(inner, media.as_ref(), d, 0));
+    let end = match media.sync() {
+        Err(e) => End::DeviceFailed(format!("sync error at the end of the rebuild: {e}")),
+        Ok(()) => match keep_unrestored(inner, d, &lost) {
+            Err(e) => End::Unrecorded(e.to_string()),
+            Ok(()) => match crate::replace::write_superblock(inner, media.as_ref(), d, 0) {
+                Ok(()) => End::Done,
+                Err(e) => End::DeviceFailed(format!("superblock write error at the end of the rebuild: {e}")),
+            },
+        },
+    };
     let mut c = r.ctl();
     c.progress.elapsed = t0.elapsed();
-    match res {
-        Ok(()) => {
+    match end {
+        End::Done => {
             c.progress.state = RebuildState::Done;
             c.progress.eta = Some(Duration::ZERO);
             eprintln!(
@@ -430,10 +447,17 @@ fn finish(inner: &Inner, r: &Resync, t0: Instant) {
                 c.progress.lost.len()
             );
         }
-        Err(e) => {
+        End::Unrecorded(e) => {
+            c.progress.state = RebuildState::Aborted(format!(
+                "device {d} is rebuilt but the {} blobs it lost could not be recorded ({e}): it stays marked \
+                 rebuilding, and the rebuild resumes at the next open",
+                lost.len()
+            ));
+        }
+        End::DeviceFailed(e) => {
             Counters::add(&inner.stats.write_errors, 1);
-            inner.mark_failed(d, &format!("sync error at the end of the rebuild: {e}"));
-            c.progress.state = RebuildState::Aborted(format!("device {d} failed at the end of the rebuild: {e}"));
+            inner.mark_failed(d, &e);
+            c.progress.state = RebuildState::Aborted(format!("device {d} failed: {e}"));
         }
     }
     drop(c);
@@ -445,7 +469,7 @@ fn finish(inner: &Inner, r: &Resync, t0: Instant) {
 /// (`resync.rs`). Set and journaled under the gate, so that a checkpoint holds either both or
 /// neither, and waited for: durable when this returns. Set before the rebuild retires, since
 /// until then `Inner::down` treats them as pending.
-fn keep_unrestored(inner: &Inner, d: usize, lost: &[Location]) -> std::io::Result<()> {
+fn keep_unrestored(inner: &Inner, d: usize, lost: &[Location]) -> crate::error::Result<()> {
     if lost.is_empty() {
         return Ok(());
     }
@@ -458,5 +482,5 @@ fn keep_unrestored(inner: &Inner, d: usize, lost: &[Location]) -> std::io::Resul
             }
         })
     };
-    pending.and_then(|p| p.wait()).map_err(|e| std::io::Error::other(format!("the lost blobs were not journaled: {e}")))
+    pending?.wait()
 }

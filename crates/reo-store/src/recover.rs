@@ -392,7 +392,7 @@ fn recover(inner: Inner, failed: Vec<usize>) -> Result<(Store, OpenReport)> {
     last_seq = last_seq.max(apply_by_band(&inner, batches.into_iter().flatten()));
     inner.next_seq.store(ckpt.next_seq.max(last_seq + 1), std::sync::atomic::Ordering::Release);
     *inner.jpos.lock().unwrap_or_else(|e| e.into_inner()) =
-        JournalPos { gen: frame.gen, pos: 0, batch: 0, ckpt_number: frame.number };
+        JournalPos { gen: frame.gen, pos: 0, batch: 0, ckpt_number: frame.number, wedged: false };
     // Verified in parallel: each is a read of its own (an I/O latency each, one after another).
     // A blob beyond its redundancy because its devices are missing cannot be verified: it is
     // kept (its put may have been acknowledged, and its bytes may be intact on a device that

@@ -52,6 +52,16 @@ impl Unrestored {
         self.any.store(false, Ordering::Release);
     }
 
+    /// Drops `seq` (its blob was freed or moved).
+    pub fn remove(&self, seq: u64) {
+        if !self.any() {
+            return;
+        }
+        let mut s = self.seqs.lock().unwrap_or_else(|e| e.into_inner());
+        s.remove(&seq);
+        self.any.store(!s.is_empty(), Ordering::Release);
+    }
+
     /// A copy of the set (for a checkpoint).
     pub fn seqs(&self) -> HashSet<u64> {
         self.seqs.lock().unwrap_or_else(|e| e.into_inner()).clone()
@@ -184,6 +194,15 @@ impl Inner {
 
     /// Is device `d` unusable for blob `seq`: failed, being rebuilt and this blob's chunk on it
     /// not restored yet, or rebuilt without it ([`Unrestored`]).
+    /// Blob `seq` is gone from its place (freed, or moved by the cleaner to a new blob written
+    /// in full): no device misses its chunks any more. Called under the gate with the blob's
+    /// record, so that a checkpoint sees both or neither.
+    pub(crate) fn forget_unrestored(&self, seq: u64) {
+        for u in &self.unrestored {
+            u.remove(seq);
+        }
+    }
+
     pub(crate) fn down(&self, d: usize, seq: u64) -> bool {
         if self.is_failed(d) || self.unrestored[d].contains(seq) {
             return true;

@@ -137,6 +137,11 @@ pub(crate) struct JournalPos {
     pub pos: u64,
     pub batch: u64,
     pub ckpt_number: u64,
+    /// A batch did not fit in this generation and the checkpoint that was to replace it failed:
+    /// that batch's records are in no journal, so no later batch may be appended after them
+    /// (a crash would keep the newer records without the older ones). Every batch then goes
+    /// through a checkpoint until one succeeds, which starts a new generation.
+    pub wedged: bool,
 }
 
 /// State shared by the store handle, the journal writer and the cleaner.

@@ -169,7 +169,9 @@ impl Layout {
             ));
         }
         if !(OLDEST_READ_FORMAT..=FORMAT_VERSION).contains(&version) {
-            return Err(format!("format version {version} is not supported (this build reads {FORMAT_VERSION})"));
+            return Err(format!(
+                "format version {version} is not supported (this build reads formats {OLDEST_READ_FORMAT} to {FORMAT_VERSION})"
+            ));
         }
         let t = "truncated superblock";
         let store_id = r.u64().ok_or(t)?;

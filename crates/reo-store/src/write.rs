@@ -117,6 +117,7 @@ impl Inner {
             }
             b.remove(loc.seq, |l| self.sectors(l), self.n());
             drop(b);
+            self.forget_unrestored(loc.seq);
             self.journal
                 .enqueue(durability == Durability::Sync, |w| Record::Free { seq: loc.seq, band: loc.band }.encode(w))?
         };

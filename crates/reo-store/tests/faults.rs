@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use reo_media::{Media, OpKind, PowerCut};
-use reo_store::{Durability, Error, Location, Placement, PutOptions, Scheme};
+use reo_store::{Durability, Error, Location, Placement, PutOptions, Scheme, StoreConfig};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -302,4 +302,35 @@ fn a_blob_of_the_last_batch_on_a_missing_device_is_kept() {
     devs[loc.device as usize].revive();
     let store = open(&devs, &cfg);
     assert_eq!(store.read_all(&loc).unwrap(), data);
+}
+
+/// A batch that does not fit in the journal and whose checkpoint fails (the state outgrew its
+/// slot) is in no journal; no later batch may be appended behind it, though a small one would
+/// fit. Before, a small `Sync` put after it was journaled and acknowledged: after a crash it
+/// was back while the older, acknowledged `None` put was lost.
+#[test]
+fn no_batch_is_journaled_behind_one_that_a_failed_checkpoint_left_out() {
+    // 64 KiB journal: three 20 KiB batches of one record with a 16 KiB header, then 4 KiB free.
+    let cfg = StoreConfig { journal_size: Some(64 << 10), checkpoint_size: Some(64 << 10), ..small_config() };
+    let devs = devices(4, 16 << 20);
+    let store = open(&devs, &cfg);
+    let rs = PutOptions::new(Scheme::Rs { k: 2, p: 2 });
+    let mut header = vec![7u8; reo_store::MAX_HEADER_LEN];
+    for i in 0..3u8 {
+        header[0] = i;
+        store.put(&header, &content(i as u64, 1000), &rs.durability(Durability::Sync)).unwrap();
+    }
+    // The fourth does not fit; its checkpoint (four such records) exceeds the slot.
+    header[0] = 3;
+    let four = store.put(&header, &content(3, 1000), &rs.durability(Durability::None)).unwrap();
+    let e = store.flush().unwrap_err().to_string();
+    assert!(e.contains("exceeds its slot"), "{e}");
+    // A small record would fit in the 4 KiB left.
+    let five = store.put(b"five", &content(5, 1000), &rs.durability(Durability::Sync));
+    assert!(five.is_err(), "a batch was journaled behind the one left out");
+    store.kill();
+    let store = open(&devs, &cfg);
+    let headers: Vec<Vec<u8>> = store.blobs().into_iter().map(|(_, h)| h.to_vec()).collect();
+    assert!(!headers.iter().any(|h| h == b"five"));
+    assert_eq!(headers.len(), 3, "the three journaled blobs, not {four:?}");
 }

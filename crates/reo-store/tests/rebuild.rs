@@ -644,3 +644,42 @@ fn records_drained_by_a_failed_checkpoint_are_journaled_by_the_next_batch() {
         assert_eq!(&store.read_all(loc).unwrap(), data);
     }
 }
+
+/// A rebuild whose lost blobs the journal cannot record (its generation wedged: a batch that did
+/// not fit and a checkpoint that failed) ends with that reason, and the rebuilt device, which did
+/// nothing wrong, stays up — before, it was marked failed for a "sync error". It keeps its
+/// rebuilding mark, so a restart resumes the rebuild; meanwhile its lost blobs are down on it.
+#[test]
+fn a_rebuild_whose_lost_blobs_cannot_be_journaled_leaves_the_device_up() {
+    let cfg = StoreConfig { journal_size: Some(64 << 10), checkpoint_size: Some(64 << 10), ..small_config() };
+    let devs = devices(4, DEV);
+    let store = open(&devs, &cfg);
+    let blobs = fill(&store, Scheme::None(Placement::Isolated), 12, 3);
+    store.fail_device(1).unwrap();
+    let h = store.replace_device(1, fresh(), RebuildOptions { start_paused: true, ..by_class() }).unwrap();
+    // Wedge the journal: three batches of one 16 KiB-header record fill the new generation, the
+    // fourth does not fit and its checkpoint exceeds the slot.
+    let rs = PutOptions::new(Scheme::Rs { k: 2, p: 2 });
+    let header = vec![9u8; reo_store::MAX_HEADER_LEN];
+    for i in 0..3 {
+        store.put(&header, &content(100 + i, 1000), &rs.durability(Durability::Sync)).unwrap();
+    }
+    store.put(&header, &content(103, 1000), &rs.durability(Durability::None)).unwrap();
+    assert!(store.flush().is_err());
+    h.resume();
+    let p = h.wait();
+    match &p.state {
+        RebuildState::Aborted(why) => assert!(why.contains("could not be recorded"), "{why}"),
+        s => panic!("the rebuild ended {s:?}"),
+    }
+    assert!(!p.lost.is_empty());
+    assert!(store.failed_devices().is_empty(), "the rebuilt device was failed for the journal's error");
+    for (loc, data) in &blobs {
+        if p.lost.iter().any(|l| l == loc) {
+            assert!(matches!(store.read_all(loc), Err(Error::Corrupt { .. })));
+        } else {
+            assert_eq!(&store.read_all(loc).unwrap(), data);
+        }
+    }
+    assert_eq!(store.stats().checksum_errors, 0);
+}
