@@ -40,6 +40,7 @@ mod scan;
 mod scheme;
 mod scrub;
 mod slot;
+mod stale;
 mod stats;
 mod store;
 mod superblock;

@@ -204,7 +204,10 @@ fn snapshot(inner: &Inner, clean: bool) -> (Vec<u8>, Vec<Vec<u8>>, Vec<Vec<u8>>)
         }
         (bands.0, live.0)
     });
-    let (bands, live) = encoded.into_iter().unzip();
+    let (bands, mut live): (Vec<Vec<u8>>, Vec<Vec<u8>>) = encoded.into_iter().unzip();
+    let mut stale = Writer::default();
+    inner.stale_records(&mut stale);
+    live.push(stale.0);
     (head.0, bands, live)
 }
 

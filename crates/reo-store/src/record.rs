@@ -6,9 +6,11 @@
 //! Free      = 2 | seq u64 | band u32
 //! BandReset = 3 | band u32
 //! Unrestored = 4 | device u16 | seq u64 | band u32   (format 6)
+//! Missed     = 5 | device u16                         (format 6)
 //! ```
 //! `Unrestored`: a finished rebuild of `device` could not restore blob `seq` (of `band`) onto it;
-//! reads treat the device as down for that blob (`resync.rs`).
+//! reads treat the device as down for that blob (`resync.rs`). `Missed`: `device` is stale, it
+//! missed writes while failed and opens failed until replaced (`stale.rs`).
 //! A journal batch is `header (48 B) | records | zero padding to 4 KiB`:
 //! ```text
 //! magic "RJB1" | version u16 | 0 u16 | store_id u64 | gen u64 | batch u64 | payload_len u32 |
@@ -18,7 +20,7 @@
 //! of an older generation (or of an older store formatted on the same device) are never replayed. A checkpoint slot holds one frame of the same shape
 //! (magic "RCK1", plus the next sequence number and a clean-shutdown flag) around a band table and
 //! one Put record per live blob, each followed by an `Unrestored` record per device that never
-//! got the blob's chunks.
+//! got the blob's chunks, then a `Missed` record per stale device.
 
 use crate::bytes::{Reader, Writer};
 use crate::config::MAX_HEADER_LEN;
@@ -33,6 +35,7 @@ pub enum Record {
     Free { seq: u64, band: u32 },
     BandReset { band: u32 },
     Unrestored { device: u16, seq: u64, band: u32 },
+    Missed { device: u16 },
 }
 
 impl Record {
@@ -62,6 +65,9 @@ impl Record {
             Record::Unrestored { device, seq, band } => {
                 w.u8(4).u16(*device).u64(*seq).u32(*band);
             }
+            Record::Missed { device } => {
+                w.u8(5).u16(*device);
+            }
         }
     }
 
@@ -86,6 +92,7 @@ impl Record {
             2 => Some(Record::Free { seq: r.u64()?, band: r.u32()? }),
             3 => Some(Record::BandReset { band: r.u32()? }),
             4 => Some(Record::Unrestored { device: r.u16()?, seq: r.u64()?, band: r.u32()? }),
+            5 => Some(Record::Missed { device: r.u16()? }),
             _ => None,
         }
     }
@@ -209,6 +216,7 @@ mod tests {
             Record::Free { seq: 4, band: 1 },
             Record::BandReset { band: 7 },
             Record::Unrestored { device: 3, seq: 99, band: 2 },
+            Record::Missed { device: 1 },
         ]
     }
 

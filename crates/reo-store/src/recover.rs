@@ -52,6 +52,9 @@ pub struct OpenReport {
     /// A device whose superblock was marked rebuilding: its rebuild was interrupted. Reads treat
     /// its chunks of older blobs as missing until [`Store::resume_rebuild`] restores them.
     pub rebuilding_device: Option<usize>,
+    /// Devices that missed writes while failed (`stale.rs`): in `failed_devices` too, whether
+    /// attached or not, until replaced.
+    pub stale_devices: Vec<usize>,
 }
 
 impl Store {
@@ -220,6 +223,7 @@ fn new_inner(layout: Layout, devices: Vec<Arc<dyn Media>>, pool: IoPool, failed:
         put_fence: RwLock::new(()),
         resync: ResyncCell::default(),
         unrestored: (0..devices.len()).map(|_| Default::default()).collect(),
+        stale: (0..devices.len()).map(|_| AtomicBool::new(false)).collect(),
         slots,
         failed: (0..devices.len()).map(|d| AtomicBool::new(failed.contains(&d))).collect(),
         bands: (0..layout.zones).map(|_| RwLock::new(Band::new())).collect(),
@@ -326,6 +330,7 @@ fn apply(inner: &Inner, rec: Record, last_seq: &mut u64) {
                 u.extend([seq]);
             }
         }
+        Record::Missed { .. } => {} // applied by `apply_by_band`
     }
 }
 
@@ -337,6 +342,13 @@ fn apply_by_band(inner: &Inner, records: impl IntoIterator<Item = Record>) -> u6
     let mut per_band: Vec<Vec<Record>> = (0..inner.bands.len()).map(|_| Vec::new()).collect();
     for rec in records {
         let band = match &rec {
+            // Not a band's: applied here (a set-only fact, in any order).
+            Record::Missed { device } => {
+                if let Some(s) = inner.stale.get(*device as usize) {
+                    s.store(true, std::sync::atomic::Ordering::Release);
+                }
+                continue;
+            }
             Record::Put { loc, .. } => loc.band,
             Record::Free { band, .. } | Record::BandReset { band } | Record::Unrestored { band, .. } => *band,
         };
@@ -391,6 +403,7 @@ fn recover(inner: Inner, failed: Vec<usize>) -> Result<(Store, OpenReport)> {
     let replayed = !batches.is_empty();
     last_seq = last_seq.max(apply_by_band(&inner, batches.into_iter().flatten()));
     inner.next_seq.store(ckpt.next_seq.max(last_seq + 1), std::sync::atomic::Ordering::Release);
+    fail_stale(&inner, &mut report);
     *inner.jpos.lock().unwrap_or_else(|e| e.into_inner()) =
         JournalPos { gen: frame.gen, pos: 0, batch: 0, ckpt_number: frame.number, wedged: false };
     // Verified in parallel: each is a read of its own (an I/O latency each, one after another).
@@ -415,6 +428,27 @@ fn recover(inner: Inner, failed: Vec<usize>) -> Result<(Store, OpenReport)> {
         persist::checkpoint(&inner, false)?;
     }
     Ok((start(inner), report))
+}
+
+/// Fails the devices the metadata says are stale (`stale.rs`), attached or not, before anything
+/// reads them (the last batch's verification would otherwise read their old chunks).
+fn fail_stale(inner: &Inner, report: &mut OpenReport) {
+    for d in (0..inner.n()).filter(|&d| inner.is_stale(d)) {
+        if inner.resync.device() == Some(d) {
+            inner.resync.clear(); // failed after all: not resumed
+        }
+        if !inner.is_failed(d) {
+            inner.failed[d].store(true, std::sync::atomic::Ordering::Release);
+            report.failed_devices.push(d);
+            eprintln!(
+                "reo-store: device {d} ({}) missed writes while it was failed: it stays failed until it is \
+                 replaced (the same device may be given back to be rebuilt)",
+                inner.devices[d].describe()
+            );
+        }
+        report.stale_devices.push(d);
+    }
+    report.failed_devices.sort_unstable();
 }
 
 /// Decides band states after replay: empty bands are free; the newest band of each scheme is

@@ -117,6 +117,9 @@ impl Store {
             // No put is between taking its sequence number and recording its blob: every blob
             // below `start` is recorded (and rebuilt), every later one is written to `d` in full.
             let _fence = inner.put_fence.write().unwrap_or_else(|e| e.into_inner());
+            // Not stale any more: the rebuild gives it every blob below `start`, and no put
+            // records a blob written without it from here on (it is up).
+            inner.stale[d].store(false, Ordering::SeqCst);
             inner.failed[d].store(false, Ordering::SeqCst);
             r.start_seq.store(inner.next_seq.load(Ordering::SeqCst), Ordering::SeqCst);
         }

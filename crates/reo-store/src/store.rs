@@ -178,6 +178,8 @@ pub(crate) struct Inner {
     pub resync: crate::resync::ResyncCell,
     /// Per device: blobs its last rebuild could not restore onto it (`resync.rs`).
     pub unrestored: Vec<crate::resync::Unrestored>,
+    /// Per device: it missed writes while failed, and opens failed until replaced (`stale.rs`).
+    pub stale: Vec<AtomicBool>,
 }
 
 impl Inner {
@@ -210,6 +212,8 @@ impl Inner {
         if !self.failed[d].swap(true, Ordering::AcqRel) {
             eprintln!("reo-store: device {d} ({}) marked failed: {why}", self.devices[d].describe());
         }
+        // Its last writes are suspect: it must not come back by itself (`stale.rs`).
+        self.mark_stale(d);
     }
 
     /// Is `loc` a live blob?

@@ -4,7 +4,9 @@
 mod common;
 use common::*;
 use reo_media::{Media, OpKind, PowerCut};
-use reo_store::{Durability, Error, Location, Placement, PutOptions, Scheme, StoreConfig};
+use reo_store::{
+    Durability, Error, Location, Placement, PutOptions, RebuildOptions, RebuildState, Scheme, StoreConfig,
+};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -333,4 +335,87 @@ fn no_batch_is_journaled_behind_one_that_a_failed_checkpoint_left_out() {
     let headers: Vec<Vec<u8>> = store.blobs().into_iter().map(|(_, h)| h.to_vec()).collect();
     assert!(!headers.iter().any(|h| h == b"five"));
     assert_eq!(headers.len(), 3, "the three journaled blobs, not {four:?}");
+}
+
+/// A device failed while blobs were written without it is stale: a restart with it attached,
+/// after a clean close or a power cut, opens it failed (no read goes to it, none of its old
+/// chunks is charged), until it is replaced — the same device given back and rebuilt — after
+/// which it holds its share again. Before the mark, it came back as a member that missed those
+/// blobs. A device the store failed itself (a write error) is stale at once.
+#[test]
+fn a_device_that_missed_writes_stays_failed_until_replaced() {
+    let cfg = small_config();
+    let rs = PutOptions::new(Scheme::Rs { k: 2, p: 2 }).durability(Durability::Sync);
+    for crash in [false, true] {
+        let devs = devices(4, 16 << 20);
+        let store = open(&devs, &cfg);
+        let mut blobs: Vec<(Location, Vec<u8>)> = Vec::new();
+        let mut put = |store: &reo_store::Store, i: u64| {
+            let data = content(i, 50_000);
+            blobs.push((store.put(b"b", &data, &rs).unwrap(), data));
+        };
+        (0..4).for_each(|i| put(&store, i));
+        store.fail_device(1).unwrap();
+        (4..8).for_each(|i| put(&store, i)); // written without device 1
+        devs[3].fail_at(1, OpKind::Write, true);
+        put(&store, 8); // device 3 fails its write: failed by the store, stale at once
+        devs[3].clear_faults();
+        assert_eq!(store.failed_devices(), vec![1, 3]);
+        if crash {
+            store.kill();
+            for d in &devs {
+                d.power_cut(PowerCut::DropAll, 3).unwrap();
+            }
+        } else {
+            store.close().unwrap();
+        }
+        let (store, report) = reo_store::Store::open(as_media(&devs), &cfg).unwrap();
+        assert_eq!(report.stale_devices, vec![1, 3], "crash {crash}");
+        assert_eq!(report.failed_devices, vec![1, 3], "crash {crash}");
+        for (loc, data) in &blobs {
+            assert_eq!(&store.read_all(loc).unwrap(), data, "crash {crash}");
+        }
+        assert_eq!(store.stats().checksum_errors, 0, "crash {crash}: a stale device was read");
+        for d in [1, 3] {
+            let h = store.replace_device(d, devs[d].clone(), RebuildOptions::default()).unwrap();
+            assert_eq!(h.wait().state, RebuildState::Done);
+        }
+        store.close().unwrap();
+        let (store, report) = reo_store::Store::open(as_media(&devs), &cfg).unwrap();
+        assert!(report.failed_devices.is_empty() && report.stale_devices.is_empty(), "{report:?}");
+        // Devices 1 and 3 alone hold every blob again.
+        store.fail_device(0).unwrap();
+        store.fail_device(2).unwrap();
+        for (loc, data) in &blobs {
+            assert_eq!(&store.read_all(loc).unwrap(), data, "crash {crash}: after the replacements");
+        }
+    }
+}
+
+/// A device failed by command and given back before anything was written without it holds
+/// every blob: the next open takes it back (what `reo bench store`'s degraded reads rely on).
+#[test]
+fn a_device_failed_only_for_reads_comes_back() {
+    let cfg = small_config();
+    let devs = devices(4, 16 << 20);
+    let store = open(&devs, &cfg);
+    let rs = PutOptions::new(Scheme::Rs { k: 2, p: 2 }).durability(Durability::Sync);
+    let blobs: Vec<(Location, Vec<u8>)> = (0..6)
+        .map(|i| {
+            let data = content(i, 40_000);
+            (store.put(b"r", &data, &rs).unwrap(), data)
+        })
+        .collect();
+    store.fail_device(2).unwrap();
+    for (loc, data) in &blobs {
+        assert_eq!(&store.read_all(loc).unwrap(), data);
+    }
+    store.close().unwrap();
+    let (store, report) = reo_store::Store::open(as_media(&devs), &cfg).unwrap();
+    assert!(report.failed_devices.is_empty() && report.stale_devices.is_empty(), "{report:?}");
+    store.fail_device(0).unwrap();
+    store.fail_device(1).unwrap();
+    for (loc, data) in &blobs {
+        assert_eq!(&store.read_all(loc).unwrap(), data, "device 2 holds its share");
+    }
 }
