@@ -182,6 +182,41 @@ fn replacement_rebuilds_in_class_order_and_recovery_ends() {
     }
 }
 
+/// A rebuild a restart interrupted (the store closed with the new device still marked
+/// rebuilding) is resumed through the cache, in its priority order, as the gateway does at start:
+/// the new device gets everything back, and any two others may then fail.
+#[test]
+fn an_interrupted_rebuild_is_resumed_through_the_cache() {
+    let devs = devices(4, 64);
+    let c = reopen(&devs);
+    for i in 0..6u64 {
+        c.put(format!("b/dirty{i}").as_bytes(), &content(i, FRAG as usize), &meta(), true, 1).unwrap();
+        read_through(&c, format!("b/hot{i}").as_bytes(), &content(10 + i, FRAG as usize), 0, u64::MAX, 1);
+        assert_eq!(c.control(format!("#SETID# b hot{i} 2").as_bytes()).code, 0);
+    }
+    c.reencode_step(u64::MAX);
+    c.fail_device(1).unwrap();
+    let fresh: Arc<dyn Media> = Arc::new(reo_media::MemMedia::new(64 << 20));
+    let opts = reo_store::RebuildOptions { start_paused: true, ..Default::default() };
+    let paused = c.store().replace_device(1, fresh.clone(), opts).unwrap();
+    close(c);
+    drop(paused);
+    let devs = vec![devs[0].clone(), fresh, devs[2].clone(), devs[3].clone()];
+    let c = reopen(&devs);
+    let h = c.resume_rebuild(None).unwrap().expect("the interrupted rebuild");
+    assert_eq!(h.device(), 1);
+    let done = h.wait();
+    assert_eq!(done.state, reo_store::RebuildState::Done);
+    assert!(done.blobs_done > 0);
+    assert!(c.resume_rebuild(None).unwrap().is_none(), "nothing left to resume");
+    c.fail_device(0).unwrap();
+    c.fail_device(3).unwrap();
+    for i in 0..6u64 {
+        assert_eq!(whole(&c, &format!("b/dirty{i}")).unwrap().unwrap(), content(i, FRAG as usize));
+        assert_eq!(whole(&c, &format!("b/hot{i}")).unwrap().unwrap(), content(10 + i, FRAG as usize));
+    }
+}
+
 /// Scrub through the cache: a flipped bit in a protected blob is repaired in place; in an
 /// unprotected (cold, isolated) blob it cannot be, so the object leaves the cache and is
 /// refetched — wrong bytes are never served either way.

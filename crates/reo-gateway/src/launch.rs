@@ -153,7 +153,7 @@ fn open_store(cfg: &ServeConfig, io: &crate::device_io::DeviceIoTable) -> Result
     let opts = FileOptions { direct: cfg.direct_io, create_len: Some(device_mib << 20) };
     let mut devs: Vec<Arc<dyn Media>> = Vec::new();
     for i in 0..devices {
-        let p = dir.join(format!("dev{i}.img"));
+        let p = crate::device_files::device_path(dir, i);
         devs.push(io.wrap(i, Arc::new(FileMedia::open(&p, &opts).map_err(|e| e.to_string())?)));
     }
     let (store, report) = Store::open(devs, &StoreConfig::default()).map_err(|e| format!("opening the store: {e}"))?;
@@ -222,6 +222,16 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         last_rebuild: Default::default(),
         device_io,
     };
+    // A rebuild the last run did not finish (the store found its device still marked
+    // rebuilding) goes on, in the cache's priority order; the admin status follows it.
+    match api.gw.cache.resume_rebuild(None) {
+        Ok(Some(h)) => {
+            tracing::info!(device = h.device(), "resuming the rebuild the last run did not finish");
+            *api.last_rebuild.lock().unwrap_or_else(|p| p.into_inner()) = Some(h);
+        }
+        Ok(None) => {}
+        Err(e) => tracing::error!("cannot resume the rebuild the last run did not finish: {e}"),
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

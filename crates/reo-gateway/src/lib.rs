@@ -14,6 +14,7 @@
 
 pub mod api;
 pub mod backend;
+pub mod device_files;
 pub mod device_io;
 pub mod gateway;
 pub mod hints;

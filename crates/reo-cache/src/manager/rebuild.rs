@@ -32,6 +32,13 @@ impl Cache {
         self.store.replace_device(d, media, opts).map_err(|e| e.to_string())
     }
 
+    /// Resumes the rebuild a restart interrupted (the store found a device still marked
+    /// rebuilding), in the same priority order; `None` when there is none.
+    pub fn resume_rebuild(&self, rate_limit: Option<u64>) -> Result<Option<RebuildHandle>, String> {
+        let opts = RebuildOptions { priority: self.rebuild_priorities(), rate_limit, ..Default::default() };
+        self.store.resume_rebuild(opts).map_err(|e| e.to_string())
+    }
+
     /// The priority function for a rebuild starting now.
     pub fn rebuild_priorities(&self) -> reo_store::PriorityFn {
         let fs = self.cfg.fragment_size;

@@ -12,6 +12,7 @@ use reo_store::RebuildState;
 use serde_json::json;
 
 use super::{param, Api, Reply};
+use crate::device_files::{device_path, is_reserved, Repoint};
 
 pub fn dispatch(api: &Api, method: &Method, what: &str, params: &[(String, String)]) -> Reply {
     match (method.as_str(), what) {
@@ -146,6 +147,12 @@ fn replace(api: &Api, params: &[(String, String)]) -> Reply {
         return Reply::error(StatusCode::BAD_REQUEST, "path: the replacement device file is missing");
     };
     let path = api.data_dir.join(path); // an absolute path stays as it is
+    if is_reserved(&api.data_dir, &path) {
+        return Reply::error(
+            StatusCode::BAD_REQUEST,
+            format!("path: {} is a name the data directory's device files use; choose another", path.display()),
+        );
+    }
     if path.exists() {
         return Reply::error(StatusCode::CONFLICT, format!("path: {} exists already", path.display()));
     }
@@ -154,13 +161,32 @@ fn replace(api: &Api, params: &[(String, String)]) -> Reply {
         Ok(m) => api.device_io.wrap(d, Arc::new(m)),
         Err(e) => return Reply::error(StatusCode::BAD_REQUEST, format!("path: {}: {e}", path.display())),
     };
+    // The name the next start opens leads to the replacement before the store writes to it
+    // (`device_files.rs`).
+    let repoint = match Repoint::start(&api.data_dir, d, &path) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = std::fs::remove_file(&path);
+            let dev = device_path(&api.data_dir, d);
+            return Reply::error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("cannot point {} at {}: {e}", dev.display(), path.display()),
+            );
+        }
+    };
     match api.gw.cache.replace_device(d, media, None) {
         Ok(handle) => {
             *api.last_rebuild.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
+            if let Err(e) = repoint.commit() {
+                tracing::warn!(device = d, "the failed device's file was not removed: {e}");
+            }
             tracing::info!(device = d, path = %path.display(), "device replaced; rebuild started");
             Reply::ok(json!({"device": d, "path": path.display().to_string(), "rebuild": "started"}))
         }
         Err(e) => {
+            if let Err(u) = repoint.undo() {
+                tracing::error!(device = d, "the device file could not be pointed back at the failed device: {u}");
+            }
             let _ = std::fs::remove_file(&path);
             Reply::error(StatusCode::CONFLICT, e)
         }

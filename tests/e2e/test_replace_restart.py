@@ -1,0 +1,66 @@
+"""A replaced device survives a restart: after `reo admin device replace`, the name the next start
+opens as that device (dev1.img) leads to the replacement, so a restarted gateway serves from the
+rebuilt device — not from the failed device's file, which missed every write since."""
+
+import json
+import os
+import unittest
+
+from reoapi import admin
+from server import Server
+
+BIN = os.environ.get("REO_BIN", "target/debug/reo")
+
+
+class ReplaceRestartTest(unittest.TestCase):
+    def test_a_restart_opens_the_replacement(self):
+        # Objects stay dirty (flush an hour away): dirty data is replicated on every device, so
+        # with every other device failed a GET reads device 1 alone.
+        srv = Server(BIN, device_mib=32, extra=["--flush-delay-ms", "3600000"])
+        srv.start()
+        try:
+            s3 = srv.client()
+            s3.create_bucket(Bucket="rrb")
+            objs = {f"before{i}": os.urandom(120_000) for i in range(4)}
+            for k, v in objs.items():
+                s3.put_object(Bucket="rrb", Key=k, Body=v)
+            admin(BIN, srv, "device", "fail", "1")
+            p = admin(BIN, srv, "device", "replace", "1", "dev1-new.img")
+            self.assertIn("rebuild of dev1: done", p.stdout)
+            # Written in full to the replacement, never to the failed device's file.
+            later = {f"after{i}": os.urandom(120_000) for i in range(4)}
+            for k, v in later.items():
+                s3.put_object(Bucket="rrb", Key=k, Body=v)
+            objs.update(later)
+            dev1 = os.path.join(srv.data_dir, "dev1.img")
+            self.assertEqual(os.readlink(dev1), "dev1-new.img")
+            self.assertFalse(os.path.exists(dev1 + ".replaced"), "the failed device's file is removed")
+            self.assertEqual(srv.stop(), 0)
+
+            srv.start()
+            status = json.loads(admin(BIN, srv, "status", "--json").stdout)
+            self.assertTrue(all(d["health"] == "healthy" for d in status["devices"]), status["devices"])
+            for d in (0, 2, 3, 4):
+                admin(BIN, srv, "device", "fail", str(d))
+            for k, v in objs.items():
+                self.assertEqual(s3.get_object(Bucket="rrb", Key=k)["Body"].read(), v, k)
+        finally:
+            srv.stop()
+            srv.cleanup()
+
+    def test_a_replacement_path_may_not_be_a_device_file_name(self):
+        srv = Server(BIN, device_mib=32)
+        srv.start()
+        try:
+            admin(BIN, srv, "device", "fail", "2")
+            p = admin(BIN, srv, "device", "replace", "2", "dev2.img.replaced", check=False)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("device files use", p.stderr)
+            self.assertTrue(os.path.isfile(os.path.join(srv.data_dir, "dev2.img")))
+        finally:
+            srv.stop()
+            srv.cleanup()
+
+
+if __name__ == "__main__":
+    unittest.main()
