@@ -4,6 +4,8 @@ rebuilt device — not from the failed device's file, which missed every write s
 
 import json
 import os
+import shutil
+import tempfile
 import unittest
 
 from reoapi import admin
@@ -48,10 +50,43 @@ class ReplaceRestartTest(unittest.TestCase):
             srv.stop()
             srv.cleanup()
 
+    def test_a_replacement_whose_disk_is_gone_opens_failed(self):
+        # A replacement outside the data directory (another disk): linked by its absolute path.
+        # Gone at the next start, the gateway still starts, with that device failed.
+        srv = Server(BIN, device_mib=32)
+        spare = tempfile.mkdtemp(prefix="reo-spare-")
+        srv.start()
+        try:
+            s3 = srv.client()
+            s3.create_bucket(Bucket="gone")
+            objs = {f"k{i}": os.urandom(90_000) for i in range(3)}
+            for k, v in objs.items():
+                s3.put_object(Bucket="gone", Key=k, Body=v)
+            admin(BIN, srv, "device", "fail", "3")
+            p = admin(BIN, srv, "device", "replace", "3", os.path.join(spare, "d3.img"))
+            self.assertIn("rebuild of dev3: done", p.stdout)
+            self.assertEqual(os.readlink(os.path.join(srv.data_dir, "dev3.img")), os.path.join(spare, "d3.img"))
+            self.assertEqual(srv.stop(), 0)
+            shutil.rmtree(spare)
+            srv.start()
+            status = json.loads(admin(BIN, srv, "status", "--json").stdout)
+            self.assertEqual([d["health"] for d in status["devices"]],
+                             ["healthy", "healthy", "healthy", "failed", "healthy"])
+            for k, v in objs.items():
+                self.assertEqual(s3.get_object(Bucket="gone", Key=k)["Body"].read(), v, k)
+        finally:
+            srv.stop()
+            srv.cleanup()
+            shutil.rmtree(spare, ignore_errors=True)
+
     def test_a_replacement_path_may_not_be_a_device_file_name(self):
         srv = Server(BIN, device_mib=32)
         srv.start()
         try:
+            p = admin(BIN, srv, "device", "replace", "2", "spare2.img", check=False)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("healthy", p.stderr)
+            self.assertFalse(os.path.exists(os.path.join(srv.data_dir, "spare2.img")), "nothing created")
             admin(BIN, srv, "device", "fail", "2")
             p = admin(BIN, srv, "device", "replace", "2", "dev2.img.replaced", check=False)
             self.assertNotEqual(p.returncode, 0)

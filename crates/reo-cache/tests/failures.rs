@@ -183,7 +183,7 @@ fn replacement_rebuilds_in_class_order_and_recovery_ends() {
 }
 
 /// A rebuild a restart interrupted (the store closed with the new device still marked
-/// rebuilding) is resumed through the cache, in its priority order, as the gateway does at start:
+/// rebuilding) is resumed through the cache, with its priorities, as the gateway does at start:
 /// the new device gets everything back, and any two others may then fail.
 #[test]
 fn an_interrupted_rebuild_is_resumed_through_the_cache() {

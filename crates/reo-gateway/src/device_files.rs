@@ -30,42 +30,93 @@ pub fn is_reserved(dir: &Path, path: &Path) -> bool {
         .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// The target of `path` when it is a symbolic link whose target is missing (a replacement on a
+/// disk that is gone): the device is absent, not to be created afresh.
+pub fn missing_target(path: &Path) -> Option<PathBuf> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.file_type().is_symlink() {
+        return None;
+    }
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => std::fs::read_link(path).ok(),
+        _ => None,
+    }
+}
+
+/// Logs the `dev{i}.img.replaced` entries a crash left behind in the middle of a replacement
+/// (the store's superblocks, not the file names, say which device is current).
+pub fn warn_leftovers(dir: &Path, devices: usize) {
+    for i in 0..devices {
+        let old = aside_path(dir, i);
+        if std::fs::symlink_metadata(&old).is_ok() {
+            tracing::warn!(
+                "{} is left from a replacement a crash interrupted; remove it once device {i} is healthy",
+                old.display()
+            );
+        }
+    }
+}
+
+fn aside_path(dir: &Path, i: usize) -> PathBuf {
+    dir.join(format!("dev{i}.img.replaced"))
+}
+
 /// `dev{i}.img` pointed at a replacement, the old entry kept aside until [`Repoint::commit`].
 pub struct Repoint {
     dev: PathBuf,
-    old: PathBuf,
+    /// Where the old entry went (`None`: there was none).
+    old: Option<PathBuf>,
+    /// The file an old link led to, inside the directory (an earlier replacement's file).
+    old_target: Option<PathBuf>,
     dir: PathBuf,
 }
 
 impl Repoint {
-    /// Moves `dir/dev{i}.img` aside and links that name to `target` (relative to `dir` when it
-    /// is inside it, so the directory can move), durably (the directory is fsynced).
+    /// Moves `dir/dev{i}.img` aside and links that name to `target`, durably (the directory is
+    /// fsynced). The link is relative when `target` lies under `dir` (the directory can move),
+    /// absolute otherwise — a relative data directory included.
     pub fn start(dir: &Path, i: usize, target: &Path) -> io::Result<Repoint> {
         let dev = device_path(dir, i);
-        let old = dir.join(format!("dev{i}.img.replaced"));
         let link = match target.strip_prefix(dir) {
-            Ok(rel) if rel.components().count() == 1 => rel.to_path_buf(),
-            _ => target.to_path_buf(),
+            Ok(rel) if rel.components().all(|c| matches!(c, std::path::Component::Normal(_))) => rel.to_path_buf(),
+            _ => std::path::absolute(target)?,
         };
-        std::fs::rename(&dev, &old)?;
-        if let Err(e) = std::os::unix::fs::symlink(&link, &dev).and_then(|_| sync_dir(dir)) {
-            let _ = std::fs::remove_file(&dev);
-            let _ = std::fs::rename(&old, &dev);
+        let old_target = std::fs::read_link(&dev)
+            .ok()
+            .map(|t| dir.join(t))
+            .filter(|t| t.parent() == Some(dir) && std::fs::symlink_metadata(t).is_ok_and(|m| m.is_file()));
+        let old = aside_path(dir, i);
+        let old = match std::fs::rename(&dev, &old) {
+            Ok(()) => Some(old),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        let r = Repoint { dev, old, old_target, dir: dir.to_path_buf() };
+        if let Err(e) = std::os::unix::fs::symlink(&link, &r.dev).and_then(|_| sync_dir(dir)) {
+            let _ = r.undo();
             return Err(e);
         }
-        Ok(Repoint { dev, old, dir: dir.to_path_buf() })
+        Ok(r)
     }
 
-    /// The replacement is in place: the failed device's file goes.
+    /// The replacement is in place: the failed device's file goes (an earlier replacement's
+    /// file in the directory too, when the old entry was a link to it).
     pub fn commit(self) -> io::Result<()> {
-        std::fs::remove_file(&self.old)?;
+        if let Some(old) = &self.old {
+            std::fs::remove_file(old)?;
+        }
+        if let Some(t) = &self.old_target {
+            std::fs::remove_file(t)?;
+        }
         sync_dir(&self.dir)
     }
 
-    /// The replacement was refused: `dev{i}.img` is the failed device's file again.
+    /// The replacement was refused: `dev{i}.img` is what it was (one rename over the link).
     pub fn undo(self) -> io::Result<()> {
-        std::fs::remove_file(&self.dev)?;
-        std::fs::rename(&self.old, &self.dev)?;
+        match &self.old {
+            Some(old) => std::fs::rename(old, &self.dev)?,
+            None => std::fs::remove_file(&self.dev)?,
+        }
         sync_dir(&self.dir)
     }
 }
@@ -87,7 +138,8 @@ mod tests {
     }
 
     /// Committed: `dev1.img` reads the replacement (a relative link inside the directory), and
-    /// the old file is gone; a replacement elsewhere is linked by its absolute path.
+    /// the old file is gone; a replacement elsewhere is linked by its absolute path, and the
+    /// replacement it replaces goes too.
     #[test]
     fn a_committed_repoint_leads_to_the_replacement() {
         let dir = tmp("commit");
@@ -102,7 +154,7 @@ mod tests {
         Repoint::start(&dir, 1, &other.join("far.img")).unwrap().commit().unwrap();
         assert_eq!(std::fs::read_link(device_path(&dir, 1)).unwrap(), other.join("far.img"));
         assert_eq!(std::fs::read(device_path(&dir, 1)).unwrap(), b"far");
-        assert_eq!(std::fs::read(dir.join("new.img")).unwrap(), b"new", "the earlier target is untouched");
+        assert!(!dir.join("new.img").exists(), "the earlier replacement's file in the directory is removed");
         std::fs::remove_dir_all(&dir).unwrap();
         std::fs::remove_dir_all(&other).unwrap();
     }
@@ -117,6 +169,65 @@ mod tests {
             assert!(!is_reserved(dir, &dir.join(name)), "{name}");
         }
         assert!(!is_reserved(dir, Path::new("/elsewhere/dev0.img")));
+    }
+
+    /// A second replacement removes the first replacement's file (the failed device's now); a
+    /// replacement in a subdirectory is linked relatively, one outside by an absolute path even
+    /// from a relative directory.
+    #[test]
+    fn a_second_replacement_removes_the_first_replacements_file() {
+        let dir = tmp("second");
+        std::fs::create_dir_all(dir.join("spare")).unwrap();
+        std::fs::write(device_path(&dir, 2), b"old").unwrap();
+        std::fs::write(dir.join("first.img"), b"first").unwrap();
+        Repoint::start(&dir, 2, &dir.join("first.img")).unwrap().commit().unwrap();
+        std::fs::write(dir.join("spare/second.img"), b"second").unwrap();
+        Repoint::start(&dir, 2, &dir.join("spare/second.img")).unwrap().commit().unwrap();
+        assert!(!dir.join("first.img").exists(), "the failed first replacement's file is removed");
+        assert_eq!(std::fs::read_link(device_path(&dir, 2)).unwrap(), PathBuf::from("spare/second.img"));
+        assert_eq!(std::fs::read(device_path(&dir, 2)).unwrap(), b"second");
+        // From a relative directory, a target outside it: absolute.
+        let cwd = std::env::current_dir().unwrap();
+        let rel_dir = pathdiff(&dir, &cwd);
+        let outside = tmp("second-outside");
+        std::fs::write(outside.join("third.img"), b"third").unwrap();
+        Repoint::start(&rel_dir, 2, &rel_dir.join(pathdiff(&outside.join("third.img"), &dir)))
+            .unwrap()
+            .commit()
+            .unwrap();
+        assert!(std::fs::read_link(device_path(&dir, 2)).unwrap().is_absolute());
+        assert_eq!(std::fs::read(device_path(&dir, 2)).unwrap(), b"third");
+        assert!(dir.join("spare/second.img").exists(), "a replacement file in a subdirectory is left alone");
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(&outside).unwrap();
+    }
+
+    /// `to` relative to `from` (both absolute), with `..` steps.
+    fn pathdiff(to: &Path, from: &Path) -> PathBuf {
+        let (t, f): (Vec<_>, Vec<_>) = (to.components().collect(), from.components().collect());
+        let common = t.iter().zip(&f).take_while(|(a, b)| a == b).count();
+        let mut p = PathBuf::new();
+        for _ in common..f.len() {
+            p.push("..");
+        }
+        for c in &t[common..] {
+            p.push(c);
+        }
+        p
+    }
+
+    /// A link whose target is gone is reported, with the target; a file or a good link is not.
+    #[test]
+    fn a_link_to_a_missing_replacement_is_found() {
+        let dir = tmp("missing");
+        std::fs::write(dir.join("r.img"), b"r").unwrap();
+        std::os::unix::fs::symlink("r.img", device_path(&dir, 0)).unwrap();
+        std::fs::write(device_path(&dir, 1), b"f").unwrap();
+        assert_eq!(missing_target(&device_path(&dir, 0)), None);
+        assert_eq!(missing_target(&device_path(&dir, 1)), None);
+        std::fs::remove_file(dir.join("r.img")).unwrap();
+        assert_eq!(missing_target(&device_path(&dir, 0)), Some(PathBuf::from("r.img")));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// Undone: `dev0.img` is the old file again, nothing left over.

@@ -154,8 +154,18 @@ fn open_store(cfg: &ServeConfig, io: &crate::device_io::DeviceIoTable) -> Result
     let mut devs: Vec<Arc<dyn Media>> = Vec::new();
     for i in 0..devices {
         let p = crate::device_files::device_path(dir, i);
-        devs.push(io.wrap(i, Arc::new(FileMedia::open(&p, &opts).map_err(|e| e.to_string())?)));
+        let media: Arc<dyn Media> = match crate::device_files::missing_target(&p) {
+            // A replacement whose disk is gone: the device opens failed, the gateway still starts.
+            Some(target) => {
+                let why = format!("{} links to {}, which is missing", p.display(), target.display());
+                tracing::error!("device {i}: {why}; it opens as failed (replace it)");
+                Arc::new(reo_media::AbsentMedia::new(device_mib << 20, why))
+            }
+            None => Arc::new(FileMedia::open(&p, &opts).map_err(|e| e.to_string())?),
+        };
+        devs.push(io.wrap(i, media));
     }
+    crate::device_files::warn_leftovers(dir, devices);
     let (store, report) = Store::open(devs, &StoreConfig::default()).map_err(|e| format!("opening the store: {e}"))?;
     tracing::info!(
         "store on {devices} devices of {device_mib} MiB in {} ({})",

@@ -9,11 +9,13 @@
 //! - [`MemMedia`]: real bytes in memory (fast tests);
 //! - [`SimMedia`]: stores no bytes but accounts every read, write and sync exactly (the simulator);
 //! - [`FaultyMedia`]: wraps any media and injects faults: fail-stop, I/O error at the Nth
-//!   operation, power cut (drop / tear / reorder unsynced writes), silent bit flips, slowness.
+//!   operation, power cut (drop / tear / reorder unsynced writes), silent bit flips, slowness;
+//! - [`AbsentMedia`]: a configured device that is missing: every I/O fails (it opens as failed).
 //!
 //! [`IoPool`] runs per-device I/O in parallel, [`ReadLanes`] queues reads per device;
 //! [`AlignedBuf`] is the aligned buffer type O_DIRECT needs.
 
+mod absent;
 mod aligned;
 mod faulty;
 mod file;
@@ -23,6 +25,7 @@ mod pool;
 mod sim;
 mod stream;
 
+pub use absent::AbsentMedia;
 pub use aligned::{AlignedBuf, ALIGN};
 pub use faulty::{FaultyMedia, OpKind, PowerCut};
 pub use file::{FileMedia, FileOptions};

@@ -225,10 +225,8 @@ impl Inner {
         drop(ob);
         self.forget_unrestored(old.seq);
         self.land(new.band, Some(new), header);
-        let stale = self.newly_stale(new);
         self.journal.enqueue(false, |w| {
-            crate::stale::encode_missed(w, &stale);
-            Record::encode_put(w, new, header);
+            self.encode_put_marking_stale(w, new, header);
             Record::Free { seq: old.seq, band: old.band }.encode(w);
         })?;
         Ok(true)

@@ -141,8 +141,13 @@ pub(crate) fn checkpoint(inner: &Inner, clean: bool) -> Result<()> {
 fn replace_journal(inner: &Inner, clean: bool, journal_full: bool) -> Result<()> {
     let mut jp = inner.jpos.lock().unwrap_or_else(|e| e.into_inner());
     let gate = inner.gate.write().unwrap_or_else(|e| e.into_inner());
-    let (head, bands, live) = snapshot(inner, clean);
+    let (head, bands, mut live) = snapshot(inner, clean);
     let (drained, waiters, drain) = inner.journal.drain();
+    // The stale marks after the drain: a mark set with its record before it is seen here, a
+    // later one has its record in the next generation (`stale.rs`).
+    let mut stale = Writer::default();
+    inner.stale_records(&mut stale);
+    live.push(stale.0);
     drop(gate);
     let number = jp.ckpt_number + 1;
     let gen = jp.gen + 1;
@@ -204,10 +209,7 @@ fn snapshot(inner: &Inner, clean: bool) -> (Vec<u8>, Vec<Vec<u8>>, Vec<Vec<u8>>)
         }
         (bands.0, live.0)
     });
-    let (bands, mut live): (Vec<Vec<u8>>, Vec<Vec<u8>>) = encoded.into_iter().unzip();
-    let mut stale = Writer::default();
-    inner.stale_records(&mut stale);
-    live.push(stale.0);
+    let (bands, live) = encoded.into_iter().unzip();
     (head.0, bands, live)
 }
 

@@ -143,24 +143,14 @@ impl Store {
                 return Err(Error::Devices(format!("{} is smaller than the store's device size", d.describe())));
             }
         }
-        // A device marked rebuilding resumes its rebuild; should several be (an aborted rebuild
-        // of one, then another), only the first is trusted at all, the others open as failed.
-        let mut rebuilding = None;
-        for (_, _, i, flags) in &members {
-            if flags & FLAG_REBUILDING != 0 {
-                if rebuilding.is_none() {
-                    rebuilding = Some(*i as usize);
-                } else {
-                    failed.push(*i as usize);
-                }
-            }
-        }
+        // Devices marked rebuilding: one resumes its rebuild (chosen once the stale marks are
+        // known, in `recover`).
+        let mut rebuilding: Vec<usize> =
+            members.iter().filter(|(_, _, _, flags)| flags & FLAG_REBUILDING != 0).map(|m| m.2 as usize).collect();
+        rebuilding.sort_unstable();
         failed.sort_unstable();
         let inner = new_inner(layout, devs, pool, &failed, cfg);
-        if let Some(d) = rebuilding {
-            inner.resync.install(Arc::new(Resync::new(d, u64::MAX, true)));
-        }
-        let (store, mut report) = recover(inner, failed)?;
+        let (store, mut report) = recover(inner, failed, &rebuilding)?;
         upgrade(&store.inner, &older);
         if let Some(r) = store.inner.resync.get() {
             r.start_seq.store(
@@ -224,6 +214,7 @@ fn new_inner(layout: Layout, devices: Vec<Arc<dyn Media>>, pool: IoPool, failed:
         resync: ResyncCell::default(),
         unrestored: (0..devices.len()).map(|_| Default::default()).collect(),
         stale: (0..devices.len()).map(|_| AtomicBool::new(false)).collect(),
+        stale_marks: AtomicU64::new(0),
         slots,
         failed: (0..devices.len()).map(|d| AtomicBool::new(failed.contains(&d))).collect(),
         bands: (0..layout.zones).map(|_| RwLock::new(Band::new())).collect(),
@@ -371,7 +362,8 @@ fn apply_by_band(inner: &Inner, records: impl IntoIterator<Item = Record>) -> u6
     seqs.into_iter().max().unwrap_or(0)
 }
 
-fn recover(inner: Inner, failed: Vec<usize>) -> Result<(Store, OpenReport)> {
+/// `rebuilding`: the devices whose superblock says rebuilding.
+fn recover(inner: Inner, failed: Vec<usize>, rebuilding: &[usize]) -> Result<(Store, OpenReport)> {
     let (frame, ckpt) = load_checkpoint(&inner)?;
     let n = inner.n();
     for (i, (state, scheme, cursors)) in ckpt.bands.iter().enumerate().take(inner.bands.len()) {
@@ -404,6 +396,7 @@ fn recover(inner: Inner, failed: Vec<usize>) -> Result<(Store, OpenReport)> {
     last_seq = last_seq.max(apply_by_band(&inner, batches.into_iter().flatten()));
     inner.next_seq.store(ckpt.next_seq.max(last_seq + 1), std::sync::atomic::Ordering::Release);
     fail_stale(&inner, &mut report);
+    resume_one(&inner, rebuilding, &mut report);
     *inner.jpos.lock().unwrap_or_else(|e| e.into_inner()) =
         JournalPos { gen: frame.gen, pos: 0, batch: 0, ckpt_number: frame.number, wedged: false };
     // Verified in parallel: each is a read of its own (an I/O latency each, one after another).
@@ -434,9 +427,6 @@ fn recover(inner: Inner, failed: Vec<usize>) -> Result<(Store, OpenReport)> {
 /// reads them (the last batch's verification would otherwise read their old chunks).
 fn fail_stale(inner: &Inner, report: &mut OpenReport) {
     for d in (0..inner.n()).filter(|&d| inner.is_stale(d)) {
-        if inner.resync.device() == Some(d) {
-            inner.resync.clear(); // failed after all: not resumed
-        }
         if !inner.is_failed(d) {
             inner.failed[d].store(true, std::sync::atomic::Ordering::Release);
             report.failed_devices.push(d);
@@ -447,6 +437,24 @@ fn fail_stale(inner: &Inner, report: &mut OpenReport) {
             );
         }
         report.stale_devices.push(d);
+    }
+    report.failed_devices.sort_unstable();
+}
+
+/// The rebuild to resume: the first device marked rebuilding that is neither stale nor failed
+/// (installed before the last batch is verified, so its unrestored chunks are not read). Should
+/// several be marked (an aborted rebuild onto one, then the replacement of another), the others
+/// are failed: only one rebuild runs, and a device with an aborted rebuild behind it holds an
+/// unknown part of its blobs.
+fn resume_one(inner: &Inner, rebuilding: &[usize], report: &mut OpenReport) {
+    let mut usable = rebuilding.iter().copied().filter(|&d| !inner.is_failed(d));
+    if let Some(d) = usable.next() {
+        inner.resync.install(Arc::new(Resync::new(d, u64::MAX, true)));
+    }
+    for d in usable {
+        inner.failed[d].store(true, std::sync::atomic::Ordering::Release);
+        report.failed_devices.push(d);
+        eprintln!("reo-store: device {d} is marked rebuilding too; only one rebuild resumes: it opens failed");
     }
     report.failed_devices.sort_unstable();
 }

@@ -20,42 +20,63 @@ use crate::store::Inner;
 use std::sync::atomic::Ordering;
 
 impl Inner {
-    /// The failed devices that the record of `loc`, written without them, makes stale now: each
-    /// is marked once; the caller journals their `Missed` records ([`encode_missed`]) with the
-    /// blob's, under the gate. Isolated blobs never involve another device.
-    pub(crate) fn newly_stale(&self, loc: &Location) -> Vec<u16> {
-        if loc.scheme.is_isolated() || self.healthy() == self.n() {
-            return Vec::new();
+    /// Encodes the record of a blob written at `loc`, preceded by a `Missed` record for each
+    /// failed device it makes stale (each marked once). Called inside the journal's enqueue
+    /// closure, under the queue lock: a `Put` of another blob written without the device cannot
+    /// get into the queue between the mark and its record, so no batch holds such a `Put`
+    /// without the `Missed` before it. Isolated blobs never involve another device.
+    pub(crate) fn encode_put_marking_stale(&self, w: &mut Writer, loc: &Location, header: &[u8]) {
+        if !loc.scheme.is_isolated() && self.healthy() < self.n() {
+            for d in (0..self.n()).filter(|&d| self.is_failed(d)) {
+                self.mark_stale_in(w, d);
+            }
         }
-        (0..self.n())
-            .filter(|&d| self.is_failed(d) && !self.stale[d].swap(true, Ordering::AcqRel))
-            .map(|d| d as u16)
-            .collect()
+        Record::encode_put(w, loc, header);
     }
 
-    /// Marks `d` stale (a failure the store detected) and journals it. The mark is a set-only
-    /// fact, so no gate is needed: a checkpoint either sees the flag or gets the record after it.
+    /// Marks `d` stale (a failure the store detected) and journals it. No gate is needed: the
+    /// mark is set-only, taken under the queue lock with its record, and a checkpoint reads the
+    /// marks after draining the queue — it sees the flag or the record comes after it. A store
+    /// closing takes no more records: `Store::close` checkpoints again if a mark came too late.
     pub(crate) fn mark_stale(&self, d: usize) {
-        if !self.stale[d].swap(true, Ordering::AcqRel) {
-            // A closed journal is at a close, whose checkpoint carries the flag.
-            let _ = self.journal.enqueue(false, |w| encode_missed(w, &[d as u16]));
+        if self.is_stale(d) {
+            return;
         }
+        let queued = self.journal.enqueue(false, |w| self.mark_stale_in(w, d));
+        if queued.is_err() {
+            self.set_stale(d);
+        }
+    }
+
+    /// Sets the mark of `d` if it is new, with its record into `w`.
+    fn mark_stale_in(&self, w: &mut Writer, d: usize) {
+        if !self.is_stale(d) && self.set_stale(d) {
+            Record::Missed { device: d as u16 }.encode(w);
+        }
+    }
+
+    /// Sets the mark of `d`; true if it was not set.
+    fn set_stale(&self, d: usize) -> bool {
+        let new = !self.stale[d].swap(true, Ordering::AcqRel);
+        if new {
+            self.stale_marks.fetch_add(1, Ordering::AcqRel);
+        }
+        new
     }
 
     pub(crate) fn is_stale(&self, d: usize) -> bool {
         self.stale[d].load(Ordering::Acquire)
     }
 
+    /// Marks set so far (a close checkpoints again if this moved while it checkpointed).
+    pub(crate) fn stale_marks(&self) -> u64 {
+        self.stale_marks.load(Ordering::Acquire)
+    }
+
     /// The stale devices, as records (for a checkpoint).
     pub(crate) fn stale_records(&self, w: &mut Writer) {
-        let stale: Vec<u16> = (0..self.n()).filter(|&d| self.is_stale(d)).map(|d| d as u16).collect();
-        encode_missed(w, &stale);
-    }
-}
-
-/// Appends a `Missed` record per device.
-pub(crate) fn encode_missed(w: &mut Writer, devices: &[u16]) {
-    for &device in devices {
-        Record::Missed { device }.encode(w);
+        for d in (0..self.n()).filter(|&d| self.is_stale(d)) {
+            Record::Missed { device: d as u16 }.encode(w);
+        }
     }
 }

@@ -180,6 +180,8 @@ pub(crate) struct Inner {
     pub unrestored: Vec<crate::resync::Unrestored>,
     /// Per device: it missed writes while failed, and opens failed until replaced (`stale.rs`).
     pub stale: Vec<AtomicBool>,
+    /// Marks set so far (`stale.rs`).
+    pub stale_marks: AtomicU64,
 }
 
 impl Inner {
@@ -424,7 +426,18 @@ impl Store {
     /// Clean shutdown: writes what is queued, then a checkpoint, so the next open scans nothing.
     pub fn close(self) -> Result<()> {
         self.stop_writer(false);
-        let r = crate::persist::checkpoint(&self.inner, true);
+        // A device failing the checkpoint's own writes is marked stale after the snapshot, and
+        // the stopped journal takes no record of it: the next checkpoint carries it.
+        let mut r;
+        let mut tries = 0;
+        loop {
+            let marks = self.inner.stale_marks();
+            r = crate::persist::checkpoint(&self.inner, true);
+            tries += 1;
+            if r.is_err() || self.inner.stale_marks() == marks || tries == 3 {
+                break;
+            }
+        }
         self.closed.store(true, Ordering::Release);
         r
     }

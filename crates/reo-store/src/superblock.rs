@@ -11,7 +11,7 @@
 //! `flags` (since format 3): bit 0 = *rebuilding*: this device replaced a failed one and its
 //! chunks of blobs written before the replacement are not all rebuilt yet (see `resync.rs`).
 //! Format [`FORMAT_VERSION`] is written and read. Format 5 differs only in having no
-//! `Unrestored` records (`record.rs`): it is read, and its superblocks are rewritten as format 6
+//! `Unrestored` and `Missed` records (`record.rs`): it is read, and its superblocks are rewritten as format 6
 //! at the open (an older reo must not meet records it cannot decode). Older formats are refused
 //! with the reason (their chunk trailers or column placement differ, see `decode`).
 
@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 pub const MAGIC: &[u8; 8] = b"REOSTOR1";
 /// On-device format version; bumped on any incompatible change.
 pub const FORMAT_VERSION: u32 = 6;
-/// The oldest format read (and upgraded in place at the open): format 6 only added a record.
+/// The oldest format read (and upgraded in place at the open): format 6 only added records.
 pub const OLDEST_READ_FORMAT: u32 = 5;
 /// Superblock flag: the device is being rebuilt.
 pub const FLAG_REBUILDING: u32 = 1;

@@ -82,11 +82,8 @@ impl Inner {
         let pending = {
             let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
             self.land(band, Some(&loc), header);
-            let stale = self.newly_stale(&loc);
-            self.journal.enqueue(opts.durability == Durability::Sync, |w| {
-                crate::stale::encode_missed(w, &stale);
-                Record::encode_put(w, &loc, header)
-            })?
+            self.journal
+                .enqueue(opts.durability == Durability::Sync, |w| self.encode_put_marking_stale(w, &loc, header))?
         };
         drop(fence);
         pending.wait()?;

@@ -419,3 +419,32 @@ fn a_device_failed_only_for_reads_comes_back() {
         assert_eq!(&store.read_all(loc).unwrap(), data, "device 2 holds its share");
     }
 }
+
+/// A device the store ejects for its read errors is stale at once, though nothing was written
+/// without it: reads alone failed it, and the next open keeps it out until it is replaced.
+#[test]
+fn a_device_ejected_for_read_errors_is_stale() {
+    let cfg = StoreConfig { io_error_limit: 2, ..small_config() };
+    let devs = devices(4, 16 << 20);
+    let store = open(&devs, &cfg);
+    let rs = PutOptions::new(Scheme::Rs { k: 2, p: 2 }).durability(Durability::Sync);
+    let blobs: Vec<(Location, Vec<u8>)> = (0..8)
+        .map(|i| {
+            let data = content(i, 40_000);
+            (store.put(b"e", &data, &rs).unwrap(), data)
+        })
+        .collect();
+    devs[2].fail_at(1, OpKind::Read, true);
+    for (loc, data) in &blobs {
+        assert_eq!(&store.read_all(loc).unwrap(), data);
+    }
+    assert_eq!(store.failed_devices(), vec![2], "ejected by its error budget");
+    devs[2].clear_faults();
+    store.close().unwrap();
+    let (store, report) = reo_store::Store::open(as_media(&devs), &cfg).unwrap();
+    assert_eq!(report.stale_devices, vec![2]);
+    assert_eq!(store.failed_devices(), vec![2]);
+    for (loc, data) in &blobs {
+        assert_eq!(&store.read_all(loc).unwrap(), data);
+    }
+}

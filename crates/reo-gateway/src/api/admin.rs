@@ -147,6 +147,27 @@ fn replace(api: &Api, params: &[(String, String)]) -> Reply {
         return Reply::error(StatusCode::BAD_REQUEST, "path: the replacement device file is missing");
     };
     let path = api.data_dir.join(path); // an absolute path stays as it is
+                                        // One replacement at a time: two repointing `devN.img` at once could leave it at a file the
+                                        // other one removed.
+    static REPLACING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = REPLACING.lock().unwrap_or_else(|p| p.into_inner());
+    // The store's own refusals, checked before any file is touched.
+    let store = api.gw.cache.store();
+    if !store.failed_devices().contains(&d) {
+        return Reply::error(
+            StatusCode::CONFLICT,
+            format!("device {d} is healthy: only a failed device can be replaced (fail it first)"),
+        );
+    }
+    if let Some(r) = store.rebuild_progress().filter(|p| !p.finished()) {
+        return Reply::error(
+            StatusCode::CONFLICT,
+            format!(
+                "device {} is being rebuilt; wait for that rebuild to finish before replacing another device",
+                r.device
+            ),
+        );
+    }
     if is_reserved(&api.data_dir, &path) {
         return Reply::error(
             StatusCode::BAD_REQUEST,
