@@ -14,6 +14,21 @@ from server import Server
 BIN = os.environ.get("REO_BIN", "target/debug/reo")
 
 
+def put_objects(s3, bucket, prefix, count, size):
+    """Puts `count` random objects of `size` bytes; returns {key: bytes}."""
+    objs = {f"{prefix}{i}": os.urandom(size) for i in range(count)}
+    for k, v in objs.items():
+        s3.put_object(Bucket=bucket, Key=k, Body=v)
+    return objs
+
+
+def fail_and_replace(test, srv, device, path):
+    """Fails `device` and replaces it by `path` with `reo admin`, the rebuild followed to its end."""
+    admin(BIN, srv, "device", "fail", str(device))
+    p = admin(BIN, srv, "device", "replace", str(device), path)
+    test.assertIn(f"rebuild of dev{device}: done", p.stdout)
+
+
 class ReplaceRestartTest(unittest.TestCase):
     def test_a_restart_opens_the_replacement(self):
         # Objects stay dirty (flush an hour away): dirty data is replicated on every device, so
@@ -23,17 +38,10 @@ class ReplaceRestartTest(unittest.TestCase):
         try:
             s3 = srv.client()
             s3.create_bucket(Bucket="rrb")
-            objs = {f"before{i}": os.urandom(120_000) for i in range(4)}
-            for k, v in objs.items():
-                s3.put_object(Bucket="rrb", Key=k, Body=v)
-            admin(BIN, srv, "device", "fail", "1")
-            p = admin(BIN, srv, "device", "replace", "1", "dev1-new.img")
-            self.assertIn("rebuild of dev1: done", p.stdout)
+            objs = put_objects(s3, "rrb", "before", 4, 120_000)
+            fail_and_replace(self, srv, 1, "dev1-new.img")
             # Written in full to the replacement, never to the failed device's file.
-            later = {f"after{i}": os.urandom(120_000) for i in range(4)}
-            for k, v in later.items():
-                s3.put_object(Bucket="rrb", Key=k, Body=v)
-            objs.update(later)
+            objs.update(put_objects(s3, "rrb", "after", 4, 120_000))
             dev1 = os.path.join(srv.data_dir, "dev1.img")
             self.assertEqual(os.readlink(dev1), "dev1-new.img")
             self.assertFalse(os.path.exists(dev1 + ".replaced"), "the failed device's file is removed")
@@ -59,12 +67,8 @@ class ReplaceRestartTest(unittest.TestCase):
         try:
             s3 = srv.client()
             s3.create_bucket(Bucket="gone")
-            objs = {f"k{i}": os.urandom(90_000) for i in range(3)}
-            for k, v in objs.items():
-                s3.put_object(Bucket="gone", Key=k, Body=v)
-            admin(BIN, srv, "device", "fail", "3")
-            p = admin(BIN, srv, "device", "replace", "3", os.path.join(spare, "d3.img"))
-            self.assertIn("rebuild of dev3: done", p.stdout)
+            objs = put_objects(s3, "gone", "k", 3, 90_000)
+            fail_and_replace(self, srv, 3, os.path.join(spare, "d3.img"))
             self.assertEqual(os.readlink(os.path.join(srv.data_dir, "dev3.img")), os.path.join(spare, "d3.img"))
             self.assertEqual(srv.stop(), 0)
             shutil.rmtree(spare)
