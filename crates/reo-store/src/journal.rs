@@ -43,6 +43,8 @@ pub struct Queue {
     /// before them — a `Free` before the `Put` it frees, replayed in that order, brings the
     /// blob back.
     pub draining: bool,
+    /// Records queued by [`Journal::enqueue_urgent`]: the next batch is due at once.
+    pub urgent: bool,
 }
 
 /// Records the writer took, with their waiters and the drain count at the time.
@@ -87,6 +89,18 @@ impl Journal {
     /// Queues records written by `f`; with `wait`, the returned [`Pending`] resolves when they
     /// are durable.
     pub fn enqueue(&self, wait: bool, f: impl FnOnce(&mut Writer)) -> Result<Pending> {
+        self.enqueue_as(wait, false, f)
+    }
+
+    /// Queues records written by `f` that must not wait out the group-commit delay although
+    /// nobody waits for them: a device's stale mark, which the writer itself may set when the
+    /// device fails a journal write (it cannot wait for its own batch), and whose loss in a crash
+    /// within the delay would let the device back in at the next open.
+    pub fn enqueue_urgent(&self, f: impl FnOnce(&mut Writer)) -> Result<()> {
+        self.enqueue_as(false, true, f).map(|_| ())
+    }
+
+    fn enqueue_as(&self, wait: bool, urgent: bool, f: impl FnOnce(&mut Writer)) -> Result<Pending> {
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         if q.stop {
             return Err(Error::Closed);
@@ -96,6 +110,7 @@ impl Journal {
         // `eager_bytes`, or a waiter needs to wake it: the others ride along.
         let before = q.records.0.len();
         f(&mut q.records);
+        q.urgent |= urgent;
         let crossed = before < self.eager_bytes && q.records.0.len() >= self.eager_bytes;
         let due = crossed || (before == 0 && self.delay.is_some());
         let rx = if wait {
@@ -106,7 +121,7 @@ impl Journal {
             None
         };
         drop(q);
-        if due || wait {
+        if due || wait || urgent {
             self.wake.notify_one();
         }
         Ok(Pending(rx))
@@ -130,6 +145,7 @@ impl Journal {
             }
             if queued {
                 let due = q.stop
+                    || q.urgent
                     || !q.waiters.is_empty()
                     || q.records.0.len() >= self.eager_bytes
                     || self.delay.is_none_or(|d| *deadline.get_or_insert_with(|| Instant::now() + d) <= Instant::now());
@@ -137,6 +153,7 @@ impl Journal {
                     // The next batch starts with this one's capacity: no regrowth from empty.
                     let cap = q.records.0.capacity();
                     let records = std::mem::replace(&mut q.records.0, Vec::with_capacity(cap));
+                    q.urgent = false;
                     return Some(Batch { records, waiters: std::mem::take(&mut q.waiters), drains: q.drains });
                 }
             } else if q.stop {
@@ -342,6 +359,29 @@ mod tests {
             w.u8(4);
         });
         assert_eq!(take_soon(&j), Some(vec![4]));
+    }
+
+    /// An urgent record is taken at once, with the records queued before it, although nobody
+    /// waits for it; the urgency ends with the batch (the next lone record waits again).
+    #[test]
+    fn an_urgent_record_does_not_wait_out_the_delay() {
+        let j = journal(Some(HOUR));
+        let _ = j.enqueue(false, |w| {
+            w.u8(5);
+        });
+        j.enqueue_urgent(|w| {
+            w.u8(6);
+        })
+        .unwrap();
+        assert_eq!(take_soon(&j), Some(vec![5, 6]));
+        assert!(!j.queue.lock().unwrap().urgent);
+        // Without a delay (simulated media), an urgent record wakes the writer too.
+        let j = journal(None);
+        j.enqueue_urgent(|w| {
+            w.u8(7);
+        })
+        .unwrap();
+        assert_eq!(take_soon(&j), Some(vec![7]));
     }
 
     /// A writer that panics leaves no waiter hanging and no operation queued for nobody.

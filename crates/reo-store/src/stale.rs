@@ -38,11 +38,14 @@ impl Inner {
     /// mark is set-only, taken under the queue lock with its record, and a checkpoint reads the
     /// marks after draining the queue — it sees the flag or the record comes after it. A store
     /// closing takes no more records: `Store::close` checkpoints again if a mark came too late.
+    /// The record does not wait out the group-commit delay (`Journal::enqueue_urgent`): the
+    /// writer marks a device that failed a journal write itself, and a crash before the mark is
+    /// durable would let the device back in at the next open.
     pub(crate) fn mark_stale(&self, d: usize) {
         if self.is_stale(d) {
             return;
         }
-        let queued = self.journal.enqueue(false, |w| self.mark_stale_in(w, d));
+        let queued = self.journal.enqueue_urgent(|w| self.mark_stale_in(w, d));
         if queued.is_err() {
             self.set_stale(d);
         }

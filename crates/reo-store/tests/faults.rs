@@ -392,6 +392,47 @@ fn a_device_that_missed_writes_stays_failed_until_replaced() {
     }
 }
 
+/// A device that fails a journal write is failed by the journal's writer itself, which cannot
+/// wait for the batch that records the stale mark: that batch must go out at once, not after
+/// the group-commit delay (an hour here). Before, the mark waited in the queue, and a crash
+/// within the delay let the device — which missed that batch — back in at the next open.
+#[test]
+fn a_device_failing_a_journal_write_is_stale_without_waiting_for_the_next_batch() {
+    let cfg = StoreConfig { journal_delay: std::time::Duration::from_secs(3600), ..small_config() };
+    let devs = devices(4, 16 << 20);
+    let store = open(&devs, &cfg);
+    let rs = PutOptions::new(Scheme::Rs { k: 2, p: 2 }).durability(Durability::Sync);
+    let blobs: Vec<(Location, Vec<u8>)> = (0..4)
+        .map(|i| {
+            let data = content(i, 30_000);
+            (store.put(b"j", &data, &rs).unwrap(), data)
+        })
+        .collect();
+    let batches = store.stats().journal_batches;
+    devs[3].fail_at(1, OpKind::Write, true);
+    // A free writes nothing but its journal record: device 3's failing write is the journal's.
+    store.free(&blobs[0].0, Durability::Sync).unwrap();
+    assert_eq!(store.failed_devices(), vec![3]);
+    // The free's batch, then the one holding the mark: waited for, with a bound far below the
+    // delay, since the store offers no event for a batch nobody waits for.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while store.stats().journal_batches < batches + 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert_eq!(store.stats().journal_batches, batches + 2, "the stale mark waited for the group-commit delay");
+    devs[3].clear_faults();
+    store.kill();
+    for d in &devs {
+        d.power_cut(PowerCut::DropAll, 7).unwrap();
+    }
+    let (store, report) = reo_store::Store::open(as_media(&devs), &cfg).unwrap();
+    assert_eq!(report.stale_devices, vec![3]);
+    assert!(store.read_all(&blobs[0].0).is_err(), "the freed blob came back");
+    for (loc, data) in &blobs[1..] {
+        assert_eq!(&store.read_all(loc).unwrap(), data);
+    }
+}
+
 /// A device failed by command and given back before anything was written without it holds
 /// every blob: the next open takes it back (what `reo bench store`'s degraded reads rely on).
 #[test]
