@@ -7,6 +7,12 @@
 //! not change, so the layer above has nothing to update. A blob whose data cannot be
 //! reconstructed is reported unrecoverable (and left alone: the layer above decides). Chunks on
 //! failed devices, and chunks a running rebuild has not restored yet, are not scrubbed.
+//!
+//! Blobs a finished rebuild could not restore onto its device (`Unrestored`: their other chunks
+//! were unreadable then, e.g. a peer's transient read errors) are tried again: if they read now,
+//! their column is written onto that device like a repair and they leave its set; a checkpoint at
+//! the end of the pass makes the smaller set durable (a crash before it only leaves them to the
+//! next scrub — the set errs on the side of not reading the device).
 
 use crate::location::Location;
 use crate::read::ChunkAt;
@@ -35,6 +41,8 @@ pub struct ScrubReport {
     pub bytes_read: u64,
     /// Blobs with a bad chunk their redundancy cannot rebuild.
     pub unrecoverable: Vec<Location>,
+    /// Blobs a rebuild had left off a device, restored onto it now (see the module doc).
+    pub blobs_restored: u64,
 }
 
 impl Store {
@@ -51,6 +59,12 @@ impl Store {
                 }
             }
             inner.scrub_blob(&loc, &mut rep);
+        }
+        if rep.blobs_restored > 0 {
+            if let Err(e) = crate::persist::checkpoint(inner, false) {
+                // The blobs stay restored; the set shrinks on disk with the next checkpoint.
+                eprintln!("reo-store: scrub restored {} blobs but its checkpoint failed: {e}", rep.blobs_restored);
+            }
         }
         rep
     }
@@ -102,27 +116,38 @@ impl Inner {
         rep.chunks_verified += chunks.len() as u64;
         rep.bytes_read += chunks.iter().map(|c| c.height as u64).sum::<u64>();
         let bad: Vec<usize> = (0..chunks.len()).filter(|&i| got[i].is_none()).collect();
-        if bad.is_empty() {
+        rep.chunks_bad += bad.len() as u64;
+        // Devices up and serving, but left without this blob by their rebuild.
+        let mut unrestored: Vec<usize> =
+            skipped.iter().map(|c| c.device).filter(|&d| self.restorable_onto(d, loc.seq)).collect();
+        unrestored.sort_unstable();
+        unrestored.dedup();
+        if bad.is_empty() && unrestored.is_empty() {
             return;
         }
-        rep.chunks_bad += bad.len() as u64;
         let data = match self.read_verified(loc, 0, loc.len) {
             Ok(d) => d,
             Err(_) => {
-                rep.unrecoverable.push(*loc);
+                if !bad.is_empty() {
+                    rep.unrecoverable.push(*loc);
+                }
                 return;
             }
         };
         let Some((cols, len)) = self.lay_out(loc, &data) else { return };
         let off = self.layout.offset(loc.band, loc.start as u64);
-        let mut devs: Vec<usize> = bad.iter().map(|&i| chunks[i].device).collect();
-        devs.dedup();
+        let mut devs: Vec<usize> = bad.iter().map(|&i| chunks[i].device).chain(unrestored.iter().copied()).collect();
         devs.sort_unstable();
         devs.dedup();
         for dev in devs {
-            let n_bad = bad.iter().filter(|&&i| chunks[i].device == dev).count() as u64;
             match self.devices[dev].write_at(&cols[dev][..len], off).and_then(|_| self.devices[dev].sync()) {
-                Ok(()) => rep.chunks_repaired += n_bad,
+                Ok(()) if unrestored.contains(&dev) => {
+                    // Written and synced before it leaves the set: a checkpoint that sees the
+                    // smaller set can only follow the bytes.
+                    self.unrestored[dev].remove(loc.seq);
+                    rep.blobs_restored += 1;
+                }
+                Ok(()) => rep.chunks_repaired += bad.iter().filter(|&&i| chunks[i].device == dev).count() as u64,
                 Err(e) => {
                     crate::stats::Counters::add(&self.stats.write_errors, 1);
                     self.mark_failed(dev, &format!("write error during scrub repair: {e}"));
@@ -132,5 +157,11 @@ impl Inner {
         for c in cols {
             self.bufs.give(c);
         }
+    }
+
+    /// Is `d` a serving device that lacks blob `seq` only because its rebuild could not restore
+    /// it (not failed, not being rebuilt)?
+    fn restorable_onto(&self, d: usize, seq: u64) -> bool {
+        !self.is_failed(d) && self.resync.device() != Some(d) && self.unrestored[d].contains(seq)
     }
 }

@@ -486,6 +486,46 @@ fn scrub_repairs_bit_flips_and_reports_the_unrecoverable() {
     }
 }
 
+/// A rebuild that could not restore some blobs (two peers' reads failing while it ran) leaves
+/// them off the new device; once the peers read again, a scrub restores them onto it, and the
+/// smaller set holds across a power cut: the new device then serves them with two others failed.
+/// Before, they stayed off the device until freed, one failure short of their redundancy.
+#[test]
+fn scrub_restores_blobs_a_rebuild_left_off_once_they_read_again() {
+    // No ejection: the peers' read errors are transient.
+    let cfg = StoreConfig { io_error_limit: 0, ..small_config() };
+    let devs = devices(4, DEV);
+    let store = open(&devs, &cfg);
+    let rs = fill(&store, Scheme::Rs { k: 2, p: 2 }, 6, 70);
+    store.fail_device(1).unwrap();
+    devs[0].fail_at(1, OpKind::Read, true);
+    devs[2].fail_at(1, OpKind::Read, true);
+    let new = fresh();
+    let p = store.replace_device(1, new.clone(), by_class()).unwrap().wait();
+    assert_eq!(p.state, RebuildState::Done);
+    // With devices 0 and 2 unreadable, only blobs needing device 3 alone (a one-chunk row)
+    // could be rebuilt.
+    assert!(p.lost.len() >= rs.len() - 1, "{} of {} lost", p.lost.len(), rs.len());
+    devs[0].clear_faults();
+    devs[2].clear_faults();
+    let rep = store.scrub(&ScrubOptions::default());
+    assert_eq!(rep.blobs_restored, p.lost.len() as u64);
+    assert_eq!((rep.chunks_bad, rep.unrecoverable.len()), (0, 0));
+    assert_eq!(store.scrub(&ScrubOptions::default()).blobs_restored, 0, "restored once");
+    let devs = vec![devs[0].clone(), new, devs[2].clone(), devs[3].clone()];
+    store.kill();
+    for d in &devs {
+        d.power_cut(PowerCut::DropAll, 11).unwrap();
+    }
+    let store = open(&devs, &cfg);
+    store.fail_device(0).unwrap();
+    store.fail_device(2).unwrap();
+    for (loc, data) in &rs {
+        assert_eq!(&store.read_all(loc).unwrap(), data, "from devices 1 and 3 after the scrub and a power cut");
+    }
+    assert_eq!(store.stats().checksum_errors, 0);
+}
+
 #[test]
 fn replace_refuses_bad_requests_with_clear_errors() {
     let cfg = small_config();

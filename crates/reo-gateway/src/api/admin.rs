@@ -30,6 +30,7 @@ pub fn dispatch(api: &Api, method: &Method, what: &str, params: &[(String, Strin
                 "blobs": r.blobs, "chunks_verified": r.chunks_verified, "chunks_bad": r.chunks_bad,
                 "chunks_repaired": r.chunks_repaired, "chunks_skipped": r.chunks_skipped,
                 "bytes_read": r.bytes_read, "unrecoverable": r.unrecoverable.len(),
+                "blobs_restored": r.blobs_restored,
             }))
         }
         _ => Reply::error(StatusCode::NOT_FOUND, format!("no admin endpoint {method} {what}")),
