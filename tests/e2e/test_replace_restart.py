@@ -5,10 +5,11 @@ rebuilt device — not from the failed device's file, which missed every write s
 import json
 import os
 import shutil
+import signal
 import tempfile
 import unittest
 
-from reoapi import admin
+from reoapi import admin, call, wait_for
 from server import Server
 
 BIN = os.environ.get("REO_BIN", "target/debug/reo")
@@ -82,6 +83,58 @@ class ReplaceRestartTest(unittest.TestCase):
             srv.stop()
             srv.cleanup()
             shutil.rmtree(spare, ignore_errors=True)
+
+    def test_a_rebuild_killed_midway_resumes_at_start(self):
+        # Dirty objects (replicated on every device) and a rebuild held to 64 KiB/s: the gateway
+        # is killed while it runs, and the next start must finish it onto the replacement.
+        srv = Server(BIN, device_mib=32, extra=["--flush-delay-ms", "3600000"])
+        srv.start()
+        try:
+            s3 = srv.client()
+            s3.create_bucket(Bucket="resume")
+            objs = put_objects(s3, "resume", "k", 8, 150_000)
+            admin(BIN, srv, "device", "fail", "1")
+            p = admin(BIN, srv, "device", "replace", "1", "dev1-new.img", "--bandwidth", "64KiB", "--no-follow")
+            self.assertEqual(json.loads(p.stdout)["rate_bps"], 64 << 10)
+            status = json.loads(admin(BIN, srv, "status", "--json").stdout)
+            self.assertEqual((status["rebuild"]["device"], status["rebuild"]["state"]), (1, "running"))
+            srv.stop(signal.SIGKILL)
+
+            srv.start()  # no rebuild bandwidth: the resumed rebuild goes as fast as it can
+            status = json.loads(admin(BIN, srv, "status", "--json").stdout)
+            self.assertIsNotNone(status["rebuild"], "the interrupted rebuild was not resumed")
+            self.assertEqual(status["rebuild"]["device"], 1)
+
+            def done():
+                s = json.loads(admin(BIN, srv, "status", "--json").stdout)
+                return s if s["rebuild"]["state"] != "running" else None
+            status = wait_for(done, "the resumed rebuild to end", timeout=120)
+            self.assertEqual(status["rebuild"]["state"], "done")
+            self.assertTrue(all(d["health"] == "healthy" for d in status["devices"]), status["devices"])
+            for d in (0, 2, 3, 4):
+                admin(BIN, srv, "device", "fail", str(d))
+            for k, v in objs.items():
+                self.assertEqual(s3.get_object(Bucket="resume", Key=k)["Body"].read(), v, k)
+        finally:
+            srv.stop()
+            srv.cleanup()
+
+    def test_a_rebuild_bandwidth_must_be_a_positive_size(self):
+        srv = Server(BIN, device_mib=32)
+        srv.start()
+        try:
+            admin(BIN, srv, "device", "fail", "4")
+            p = admin(BIN, srv, "device", "replace", "4", "d4.img", "--bandwidth", "0", check=False)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("more than 0", p.stderr)
+
+            status, body = call(srv, "POST", "/_reo/admin/device/replace",
+                                {"device": "4", "path": "d4.img", "rate_bps": "fast"})
+            self.assertEqual(status, 400, body)
+            self.assertFalse(os.path.exists(os.path.join(srv.data_dir, "d4.img")), "nothing created")
+        finally:
+            srv.stop()
+            srv.cleanup()
 
     def test_a_replacement_path_may_not_be_a_device_file_name(self):
         srv = Server(BIN, device_mib=32)

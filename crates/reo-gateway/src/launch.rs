@@ -51,6 +51,9 @@ pub struct ServeConfig {
     pub max_fill: Option<u64>,
     /// Device files opened with O_DIRECT (no page cache).
     pub direct_io: bool,
+    /// Rebuild bandwidth cap in bytes per second (`None`: as fast as the devices go): for a
+    /// rebuild resumed at start and for replacements that give no rate of their own.
+    pub rebuild_bps: Option<u64>,
 }
 
 /// Which backend `reo serve` caches.
@@ -231,10 +234,11 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         metrics: Default::default(),
         last_rebuild: Default::default(),
         device_io,
+        rebuild_bps: cfg.rebuild_bps,
     };
     // A rebuild the last run did not finish (the store found its device still marked
     // rebuilding) goes on, in the cache's priority order; the admin status follows it.
-    match api.gw.cache.resume_rebuild(None) {
+    match api.gw.cache.resume_rebuild(cfg.rebuild_bps) {
         Ok(Some(h)) => {
             tracing::info!(device = h.device(), "resuming the rebuild the last run did not finish");
             *api.last_rebuild.lock().unwrap_or_else(|p| p.into_inner()) = Some(h);

@@ -45,6 +45,7 @@ pub struct CacheSection {
     pub device_size: Option<String>,
     pub revalidate_after: Option<String>,
     pub max_fill: Option<String>,
+    pub rebuild_bandwidth: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -199,6 +200,7 @@ pub struct Settings {
     pub backend_down_slowdown_after: Option<std::time::Duration>,
     pub revalidate_after: Option<std::time::Duration>,
     pub max_fill: Option<u64>,
+    pub rebuild_bps: Option<u64>,
 }
 
 fn size(name: &str, field: &str, v: &Option<String>) -> Result<Option<u64>, String> {
@@ -291,6 +293,7 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
         backend_down_slowdown_after,
         revalidate_after,
         max_fill,
+        rebuild_bps: size(name, "cache.rebuild_bandwidth", &f.cache.rebuild_bandwidth)?,
     })
 }
 
@@ -339,6 +342,7 @@ mod tests {
         assert_eq!(s.devices, Some(5));
         assert_eq!(s.device_bytes, Some(256 << 20));
         assert_eq!(s.backend_down_slowdown_after, Some(std::time::Duration::from_secs(300)));
+        assert_eq!(s.rebuild_bps, Some(0), "0: unthrottled (serve filters it out)");
     }
 
     #[test]
@@ -356,6 +360,12 @@ mod tests {
         let e = parse("reo.toml", "[cache]\nmax_fill = \"big\"\n").unwrap_err();
         assert!(e.starts_with("reo.toml: cache.max_fill: expected a size"), "{e}");
         assert_eq!(parse("reo.toml", "[cache]\nmax_fill = \"0\"\n").unwrap().max_fill, Some(0));
+        let e = parse("reo.toml", "[cache]\nrebuild_bandwidth = \"fast\"\n").unwrap_err();
+        assert!(e.starts_with("reo.toml: cache.rebuild_bandwidth: expected a size"), "{e}");
+        assert_eq!(
+            parse("reo.toml", "[cache]\nrebuild_bandwidth = \"200MiB\"\n").unwrap().rebuild_bps,
+            Some(200 << 20)
+        );
         let s = parse("reo.toml", "[cache]\nrevalidate_after = \"30s\"\n").unwrap();
         assert_eq!(s.revalidate_after, Some(std::time::Duration::from_secs(30)));
         assert_eq!(parse_duration("250ms"), Some(std::time::Duration::from_millis(250)));

@@ -59,6 +59,10 @@ pub struct ServeArgs {
     /// DRAM copy of its contents; `reo bench gateway` uses it). Default: buffered.
     #[arg(long)]
     direct_io: bool,
+    /// Bytes per second a device rebuild may write (0: as fast as the devices go): the rebuild
+    /// resumed at start and replacements that give no rate of their own. [default: 0]
+    #[arg(long)]
+    rebuild_bps: Option<u64>,
 }
 
 /// Logs to stderr, `RUST_LOG` filtering (default `info`).
@@ -103,6 +107,7 @@ pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
         revalidate_after: f.revalidate_after,
         max_fill: f.max_fill,
         direct_io: a.direct_io,
+        rebuild_bps: a.rebuild_bps.or(f.rebuild_bps).filter(|&b| b > 0),
     };
     reo_gateway::launch::run(&cfg)?;
     Ok(ExitCode::SUCCESS)

@@ -1,7 +1,7 @@
 //! `/_reo/admin/...` (signed): `GET status` (devices with health and I/O counts, array I/O, space per scheme, cache occupancy and
 //! hit ratio, dirty bytes and flush lag, the backend's state, stuck objects (their bucket missing in the backend), rebuild progress, data-loss events), `POST device/fail?device=N`,
-//! `POST device/replace?device=N&path=P` (a new device file, rebuilt in the background; poll
-//! status), `POST flush` (flushes everything written so far, the flush delay notwithstanding; poll
+//! `POST device/replace?device=N&path=P[&rate_bps=R]` (a new device file, rebuilt in the
+//! background at most R bytes per second, else at `reo serve`'s rebuild bandwidth; poll status), `POST flush` (flushes everything written so far, the flush delay notwithstanding; poll
 //! status until nothing is dirty), `POST scrub`.
 
 use std::sync::Arc;
@@ -147,6 +147,16 @@ fn replace(api: &Api, params: &[(String, String)]) -> Reply {
     let Some(path) = param(params, "path").filter(|p| !p.is_empty()) else {
         return Reply::error(StatusCode::BAD_REQUEST, "path: the replacement device file is missing");
     };
+    let rate = match param(params, "rate_bps").map(str::parse::<u64>) {
+        None => api.rebuild_bps,
+        Some(Ok(r)) if r > 0 => Some(r),
+        Some(_) => {
+            return Reply::error(
+                StatusCode::BAD_REQUEST,
+                "rate_bps: expected the rebuild's bandwidth cap as a positive number of bytes per second",
+            )
+        }
+    };
     let path = api.data_dir.join(path); // an absolute path stays as it is
                                         // One replacement at a time: two repointing `devN.img` at once could leave it at a file the
                                         // other one removed.
@@ -196,14 +206,15 @@ fn replace(api: &Api, params: &[(String, String)]) -> Reply {
             );
         }
     };
-    match api.gw.cache.replace_device(d, media, None) {
+    match api.gw.cache.replace_device(d, media, rate) {
         Ok(handle) => {
             *api.last_rebuild.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
             if let Err(e) = repoint.commit() {
                 tracing::warn!(device = d, "the failed device's file was not removed: {e}");
             }
             tracing::info!(device = d, path = %path.display(), "device replaced; rebuild started");
-            Reply::ok(json!({"device": d, "path": path.display().to_string(), "rebuild": "started"}))
+            Reply::ok(json!({"device": d, "path": path.display().to_string(), "rebuild": "started",
+                             "rate_bps": rate}))
         }
         Err(e) => {
             if let Err(u) = repoint.undo() {

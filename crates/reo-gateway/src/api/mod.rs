@@ -38,6 +38,9 @@ pub struct Api {
     pub last_rebuild: Arc<std::sync::Mutex<Option<reo_store::RebuildHandle>>>,
     /// Per-device I/O counters (replacements are wrapped too).
     pub device_io: Arc<crate::device_io::DeviceIoTable>,
+    /// Rebuild bandwidth cap in bytes per second for replacements that give none (`None`:
+    /// as fast as the devices go).
+    pub rebuild_bps: Option<u64>,
 }
 
 /// A JSON answer.
@@ -197,6 +200,7 @@ mod tests {
             metrics: Default::default(),
             last_rebuild: Default::default(),
             device_io: Default::default(),
+            rebuild_bps: None,
         };
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let text = rt.block_on(async {

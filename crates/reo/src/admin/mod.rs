@@ -71,7 +71,17 @@ enum DeviceCommand {
     Fail { device: usize },
     /// Replace failed device N with a new device file at PATH (relative to the server's data
     /// directory) and follow the rebuild until it ends.
-    Replace { device: usize, path: String },
+    Replace {
+        device: usize,
+        path: String,
+        /// Most bytes per second the rebuild may write, e.g. 200MiB (default: the server's
+        /// rebuild bandwidth, `reo serve --rebuild-bps`).
+        #[arg(long, value_parser = parse_bandwidth)]
+        bandwidth: Option<u64>,
+        /// Return once the rebuild has started (follow it with `reo admin status`).
+        #[arg(long)]
+        no_follow: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -87,6 +97,15 @@ enum HintsCommand {
 fn parse_timeout(s: &str) -> Result<Duration, String> {
     crate::config::parse_duration(s)
         .ok_or_else(|| format!("expected a duration like \"30s\", \"5m\" or \"250ms\", got {s:?}"))
+}
+
+/// A bandwidth as a size per second, e.g. `200MiB`; more than 0.
+fn parse_bandwidth(s: &str) -> Result<u64, String> {
+    match crate::config::parse_size(s) {
+        Some(0) => Err("must be more than 0 (leave it out for the server's rebuild bandwidth)".into()),
+        Some(b) => Ok(b),
+        None => Err(format!("expected bytes per second as a size like \"200MiB\" or \"64KiB\", got {s:?}")),
+    }
 }
 
 struct Admin {
@@ -305,9 +324,13 @@ pub fn run(args: &AdminArgs) -> Result<ExitCode, String> {
         AdminCommand::Device { what: DeviceCommand::Fail { device } } => {
             print_json(&a.call("POST", "/_reo/admin/device/fail", &[("device", device.to_string())], b"")?)
         }
-        AdminCommand::Device { what: DeviceCommand::Replace { device, path } } => {
-            let q = [("device", device.to_string()), ("path", path.clone())];
+        AdminCommand::Device { what: DeviceCommand::Replace { device, path, bandwidth, no_follow } } => {
+            let mut q = vec![("device", device.to_string()), ("path", path.clone())];
+            q.extend(bandwidth.map(|b| ("rate_bps", b.to_string())));
             print_json(&a.call("POST", "/_reo/admin/device/replace", &q, b"")?);
+            if *no_follow {
+                return Ok(ExitCode::SUCCESS);
+            }
             let s = follow_rebuild(&a, *device)?;
             let state = s["rebuild"]["state"].as_str().unwrap_or("none");
             println!("rebuild of dev{device}: {state}");
