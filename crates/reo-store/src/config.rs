@@ -50,11 +50,15 @@ pub struct StoreConfig {
     /// Group commit of operations with durability `None`: the longest the metadata record of
     /// such a put or free waits in memory for more records to share its journal batch (one
     /// write and one fdatasync of every device). A batch is written at once when a `Sync`
-    /// operation or a flush waits for it, or 32 KiB of records (about 800) are queued. Default 50 ms: a
-    /// batch per put cost about 10% of the write bandwidth in `reo bench store` (its fdatasyncs
-    /// interrupt the data streams of every device), while a crash may lose at most about this
-    /// window of `None` operations — which is what `None` allows. Zero: a batch per wake-up of
-    /// the journal writer.
+    /// operation or a flush waits for it, or 32 KiB of records (about 800) are queued. Default 1 s
+    /// (50 ms until the tenth 2026-11-25 session): every batch ends in an fdatasync of every
+    /// device, which on a disk with a volatile write cache is a cache flush that stalls the data
+    /// streams — a batch per put cost about 10% of the write bandwidth in `reo bench store`, a
+    /// batch every 50 ms still 7–10% of `None` puts on the later benchmark host (BENCHMARKS.md),
+    /// while a crash may lose at most about this window of `None` operations — which is what
+    /// `None` allows (the cache's clean fills: refetched; the cleaner waits for its records
+    /// before reusing a band, and `Sync` operations never wait for the delay). Zero: a batch per
+    /// wake-up of the journal writer.
     pub journal_delay: std::time::Duration,
 }
 
@@ -70,7 +74,7 @@ impl Default for StoreConfig {
             create: true,
             io_error_limit: 32,
             io_error_halflife: std::time::Duration::from_secs(60),
-            journal_delay: std::time::Duration::from_millis(50),
+            journal_delay: std::time::Duration::from_secs(1),
         }
     }
 }
