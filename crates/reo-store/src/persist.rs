@@ -91,6 +91,13 @@ impl Inner {
 /// The journal writer thread: batches, writes, syncs, acknowledges; checkpoints when full.
 pub(crate) fn writer_loop(inner: Arc<Inner>) {
     let _closes_on_panic = WriterGuard(&inner.journal);
+    // An open that replayed the journal leaves the new generation's checkpoint to this thread
+    // (`recover.rs`); taken before any batch. Should it fail, every batch retries it.
+    if inner.jpos.lock().unwrap_or_else(|e| e.into_inner()).wedged {
+        if let Err(e) = checkpoint(&inner, false) {
+            eprintln!("reo-store: the checkpoint after recovery failed ({e}); writes wait for the next one");
+        }
+    }
     while let Some(batch) = inner.journal.take() {
         write_batch(&inner, batch);
     }

@@ -150,8 +150,7 @@ impl Store {
         rebuilding.sort_unstable();
         failed.sort_unstable();
         let inner = new_inner(layout, devs, pool, &failed, cfg);
-        let (store, mut report) = recover(inner, failed, &rebuilding)?;
-        upgrade(&store.inner, &older);
+        let (store, mut report) = recover(inner, failed, &rebuilding, &older)?;
         if let Some(r) = store.inner.resync.get() {
             r.start_seq.store(
                 store.inner.next_seq.load(std::sync::atomic::Ordering::Acquire),
@@ -362,8 +361,21 @@ fn apply_by_band(inner: &Inner, records: impl IntoIterator<Item = Record>) -> u6
     seqs.into_iter().max().unwrap_or(0)
 }
 
-/// `rebuilding`: the devices whose superblock says rebuilding.
-fn recover(inner: Inner, failed: Vec<usize>, rebuilding: &[usize]) -> Result<(Store, OpenReport)> {
+/// `rebuilding`: the devices whose superblock says rebuilding; `older`: members to upgrade.
+///
+/// After a replay (or an unclean checkpoint) the state must go into a checkpoint of a new
+/// generation before any batch is journaled. That checkpoint — encoding every live blob and
+/// writing and syncing it on every device, half of a crash restart — is left to the journal
+/// writer, which takes it first thing: the store serves reads (and takes `None` puts, whose
+/// records queue) from the moment the state is in memory, and the first batch waits for it
+/// (`JournalPos::wedged`). A crash before it is written finds the same checkpoint and journal
+/// as this open did (the new checkpoint goes to the other slot).
+fn recover(
+    inner: Inner,
+    failed: Vec<usize>,
+    rebuilding: &[usize],
+    older: &[(usize, u32)],
+) -> Result<(Store, OpenReport)> {
     let (frame, ckpt) = load_checkpoint(&inner)?;
     let n = inner.n();
     for (i, (state, scheme, cursors)) in ckpt.bands.iter().enumerate().take(inner.bands.len()) {
@@ -397,8 +409,14 @@ fn recover(inner: Inner, failed: Vec<usize>, rebuilding: &[usize]) -> Result<(St
     inner.next_seq.store(ckpt.next_seq.max(last_seq + 1), std::sync::atomic::Ordering::Release);
     fail_stale(&inner, &mut report);
     resume_one(&inner, rebuilding, &mut report);
-    *inner.jpos.lock().unwrap_or_else(|e| e.into_inner()) =
-        JournalPos { gen: frame.gen, pos: 0, batch: 0, ckpt_number: frame.number, wedged: false };
+    *inner.jpos.lock().unwrap_or_else(|e| e.into_inner()) = JournalPos {
+        gen: frame.gen,
+        pos: 0,
+        batch: 0,
+        ckpt_number: frame.number,
+        // New generation due: nothing after this point can be confused with the old tail.
+        wedged: replayed || !ckpt.clean,
+    };
     // Verified in parallel: each is a read of its own (an I/O latency each, one after another).
     // A blob beyond its redundancy because its devices are missing cannot be verified: it is
     // kept (its put may have been acknowledged, and its bytes may be intact on a device that
@@ -416,10 +434,8 @@ fn recover(inner: Inner, failed: Vec<usize>, rebuilding: &[usize]) -> Result<(St
     }
     settle_bands(&inner);
     report.live_blobs = inner.bands.iter().map(|b| b.read().unwrap_or_else(|e| e.into_inner()).live.len()).sum();
-    if replayed || !ckpt.clean {
-        // New generation: nothing after this point can be confused with the old tail.
-        persist::checkpoint(&inner, false)?;
-    }
+    // Before the writer starts: its first checkpoint may hold records an older format lacks.
+    upgrade(&inner, older);
     Ok((start(inner), report))
 }
 

@@ -137,10 +137,13 @@ pub(crate) struct JournalPos {
     pub pos: u64,
     pub batch: u64,
     pub ckpt_number: u64,
-    /// A batch did not fit in this generation and the checkpoint that was to replace it failed:
-    /// that batch's records are in no journal, so no later batch may be appended after them
-    /// (a crash would keep the newer records without the older ones). Every batch then goes
-    /// through a checkpoint until one succeeds, which starts a new generation.
+    /// No batch may be appended in this generation; every batch goes through a checkpoint until
+    /// one succeeds, which starts a new generation. Two causes: a batch did not fit and the
+    /// checkpoint that was to replace it failed (that batch's records are in no journal, and a
+    /// crash would keep newer records without the older ones); or an open replayed this
+    /// generation and the journal writer has not yet written the checkpoint that ends it
+    /// (`recover.rs`: a batch at `pos` 0 would overwrite the replayed journal's first batch and
+    /// be followed by its stale successors).
     pub wedged: bool,
 }
 

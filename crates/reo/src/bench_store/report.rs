@@ -158,8 +158,8 @@ impl Results<'_> {
         );
         println!();
         println!(
-            "crash restart: {} blobs of 1-4 KiB put at {:.0}/s, reopen {:.3} s, {} journal batches / {} records replayed",
-            rec.blobs, rec.puts_per_s, rec.open_s, rec.batches_replayed, rec.records_replayed
+            "crash restart: {} blobs of 1-4 KiB put at {:.0}/s, reopen {:.3} s (its checkpoint durable after {:.3} s), {} journal batches / {} records replayed",
+            rec.blobs, rec.puts_per_s, rec.open_s, rec.writable_s, rec.batches_replayed, rec.records_replayed
         );
         println!(
             "degraded get: {} reads rebuilt {} chunks; raw and store rounds alternate; precondition {:.1} s; total {:.1} s",
@@ -209,6 +209,7 @@ impl Results<'_> {
             "recover_s_per_million_blobs": round(rec.s_per_million, 4),
             "recover_blobs": rec.blobs,
             "recover_open_s": round(rec.open_s, 4),
+            "recover_writable_s_per_million_blobs": round(rec.writable_s * 1e6 / rec.blobs as f64, 4),
             "recover_batches_replayed": rec.batches_replayed,
             "recover_records_replayed": rec.records_replayed,
             "recover_puts_per_s": round(rec.puts_per_s, 0),
