@@ -13,8 +13,9 @@
 //!    threads (the device lanes keeping one I/O in flight per device, like the raw test) and
 //!    again from N, then the same with device 0 failed (`phases.rs`);
 //! 4. the Reed-Solomon codec alone (`codec.rs`);
-//! 5. crash restart: many small blobs, the store dropped without a clean close, the reopen timed
-//!    (`recover.rs`).
+//! 5. crash restart: many small blobs, the store dropped without a clean close, the reopen timed,
+//!    and apart from it the time until the new journal generation's checkpoint, which the store
+//!    writes after the open returns, is durable (`recover.rs`).
 //!
 //! Raw and store measurements alternate round by round so that drift in the machine's speed
 //! affects both sides of every ratio alike, and every throughput figure is the *median* of its
