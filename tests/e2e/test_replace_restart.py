@@ -30,6 +30,16 @@ def fail_and_replace(test, srv, device, path):
     test.assertIn(f"rebuild of dev{device}: done", p.stdout)
 
 
+def served_by_device_1_alone(test, srv, s3, bucket, objs):
+    """Every device healthy; then, with all but device 1 failed, every object reads exact."""
+    status = json.loads(admin(BIN, srv, "status", "--json").stdout)
+    test.assertTrue(all(d["health"] == "healthy" for d in status["devices"]), status["devices"])
+    for d in (0, 2, 3, 4):
+        admin(BIN, srv, "device", "fail", str(d))
+    for k, v in objs.items():
+        test.assertEqual(s3.get_object(Bucket=bucket, Key=k)["Body"].read(), v, k)
+
+
 class ReplaceRestartTest(unittest.TestCase):
     def test_a_restart_opens_the_replacement(self):
         # Objects stay dirty (flush an hour away): dirty data is replicated on every device, so
@@ -49,12 +59,7 @@ class ReplaceRestartTest(unittest.TestCase):
             self.assertEqual(srv.stop(), 0)
 
             srv.start()
-            status = json.loads(admin(BIN, srv, "status", "--json").stdout)
-            self.assertTrue(all(d["health"] == "healthy" for d in status["devices"]), status["devices"])
-            for d in (0, 2, 3, 4):
-                admin(BIN, srv, "device", "fail", str(d))
-            for k, v in objs.items():
-                self.assertEqual(s3.get_object(Bucket="rrb", Key=k)["Body"].read(), v, k)
+            served_by_device_1_alone(self, srv, s3, "rrb", objs)
         finally:
             srv.stop()
             srv.cleanup()
@@ -110,11 +115,7 @@ class ReplaceRestartTest(unittest.TestCase):
                 return s if s["rebuild"]["state"] != "running" else None
             status = wait_for(done, "the resumed rebuild to end", timeout=120)
             self.assertEqual(status["rebuild"]["state"], "done")
-            self.assertTrue(all(d["health"] == "healthy" for d in status["devices"]), status["devices"])
-            for d in (0, 2, 3, 4):
-                admin(BIN, srv, "device", "fail", str(d))
-            for k, v in objs.items():
-                self.assertEqual(s3.get_object(Bucket="resume", Key=k)["Body"].read(), v, k)
+            served_by_device_1_alone(self, srv, s3, "resume", objs)
         finally:
             srv.stop()
             srv.cleanup()
