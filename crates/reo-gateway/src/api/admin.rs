@@ -1,8 +1,10 @@
 //! `/_reo/admin/...` (signed): `GET status` (devices with health and I/O counts, array I/O, space per scheme, cache occupancy and
 //! hit ratio, dirty bytes and flush lag, the backend's state, stuck objects (their bucket missing in the backend), rebuild progress, data-loss events), `POST device/fail?device=N`,
 //! `POST device/replace?device=N&path=P[&rate_bps=R]` (a new device file, rebuilt in the
-//! background at most R bytes per second, else at `reo serve`'s rebuild bandwidth; poll status), `POST flush` (flushes everything written so far, the flush delay notwithstanding; poll
-//! status until nothing is dirty), `POST scrub`.
+//! background at most R bytes per second, else at `reo serve`'s rebuild bandwidth; poll status),
+//! `POST flush` (flushes everything written so far, the flush delay notwithstanding; poll status
+//! until nothing is dirty), `POST scrub` (with `blobs_restored`: blobs a rebuild had left off a
+//! device, restored onto it).
 
 use std::sync::Arc;
 
