@@ -54,6 +54,11 @@ pub struct ServeConfig {
     /// Rebuild bandwidth cap in bytes per second (`None`: as fast as the devices go): for a
     /// rebuild resumed at start and for replacements that give no rate of their own.
     pub rebuild_bps: Option<u64>,
+    /// Hedged reads: stop waiting for a device whose read has been in service this long when the
+    /// others can rebuild its chunks (`None`: always wait; `reo_store::StoreConfig`).
+    pub slow_read_after: Option<std::time::Duration>,
+    /// Mark failed a device with one read in service this long (`None`: never).
+    pub stuck_read_fail_after: Option<std::time::Duration>,
 }
 
 /// Which backend `reo serve` caches.
@@ -169,7 +174,12 @@ fn open_store(cfg: &ServeConfig, io: &crate::device_io::DeviceIoTable) -> Result
         devs.push(io.wrap(i, media));
     }
     crate::device_files::warn_leftovers(dir, devices);
-    let (store, report) = Store::open(devs, &StoreConfig::default()).map_err(|e| format!("opening the store: {e}"))?;
+    let store_cfg = StoreConfig {
+        slow_read_after: cfg.slow_read_after,
+        stuck_read_fail_after: cfg.stuck_read_fail_after,
+        ..StoreConfig::default()
+    };
+    let (store, report) = Store::open(devs, &store_cfg).map_err(|e| format!("opening the store: {e}"))?;
     tracing::info!(
         "store on {devices} devices of {device_mib} MiB in {} ({})",
         dir.display(),

@@ -68,6 +68,7 @@ pub fn metrics(api: &Api) -> String {
         "puts": st.puts, "put_bytes": st.put_bytes, "put_device_bytes": st.put_device_bytes,
         "reads": st.reads, "read_bytes": st.read_bytes, "degraded_reads": st.degraded_reads,
         "checksum_errors": st.checksum_errors, "read_errors": st.read_errors, "write_errors": st.write_errors,
+        "slow_reads": st.slow_reads, "ejections": st.ejections,
         "gc_runs": st.gc_runs, "gc_device_bytes": st.gc_device_bytes, "checkpoints": st.checkpoints,
         "failed_devices": gw.cache.store().failed_devices().len(),
     });

@@ -15,6 +15,11 @@
 //! each run back as it completes ([`ReadBatch::wait_next`]) and works on it while the device reads
 //! the next one. A slow or stalled device holds up only its own lane.
 //!
+//! Each lane thread records when the read it is serving began, so that a reader waiting on a
+//! device can tell a device that is *stuck* (one read in service for long: [`ReadLanes::busy_for`])
+//! from one that merely has a queue, and stop waiting for it ([`ReadBatch::wait_next_until`]): the
+//! store then rebuilds those chunks from the other devices (hedged reads, `reo-store`).
+//!
 //! Requests own their buffers ([`AlignedBuf`]) and come back with them, so nothing borrowed
 //! crosses threads. Byte-less media complete at once: [`ReadLanes::inline`] reads on the caller.
 
@@ -22,8 +27,10 @@ use crate::{AlignedBuf, Media};
 use std::any::Any;
 use std::io;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// One read to serve.
 struct Request {
@@ -51,14 +58,36 @@ pub struct ReadLanes {
     devices: Vec<Arc<dyn Media>>,
     /// One sender per device; `None`: read on the caller.
     lanes: Option<Vec<Mutex<Sender<Request>>>>,
+    /// Per device, per lane thread: when the read it serves began, in nanoseconds after `epoch`
+    /// plus one; 0 while it waits for work.
+    began: Vec<Vec<Arc<AtomicU64>>>,
+    epoch: Instant,
+}
+
+/// Nanoseconds from `epoch` to now, plus one (so that 0 means idle).
+fn stamp(epoch: Instant) -> u64 {
+    u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX - 1) + 1
 }
 
 fn serve(device: &dyn Media, req: Request) {
+    serve_timed(device, req, None);
+}
+
+/// Serves `req`, recording in `began` (a lane thread's slot) when the read started and clearing
+/// it once the read returned, before the reply (a reader woken by the reply never sees its own
+/// finished read as in service).
+fn serve_timed(device: &dyn Media, req: Request, began: Option<(&AtomicU64, Instant)>) {
     let Request { offset, len, mut buf, tag, reply } = req;
+    if let Some((slot, epoch)) = began {
+        slot.store(stamp(epoch), Ordering::Release);
+    }
     let (result, panic) = match catch_unwind(AssertUnwindSafe(|| device.read_at(&mut buf[..len], offset))) {
         Ok(r) => (r, None),
         Err(p) => (Err(io::Error::other(format!("read at offset {offset} length {len} panicked"))), Some(p)),
     };
+    if let Some((slot, _)) = began {
+        slot.store(0, Ordering::Release);
+    }
     // The reader may have gone (it panicked); the buffer is then simply dropped.
     let _ = reply.send(Completion { tag, buf, result, panic });
 }
@@ -67,28 +96,41 @@ impl ReadLanes {
     /// Lanes for `devices`, each served by `depth` threads (at least 1).
     pub fn new(devices: Vec<Arc<dyn Media>>, depth: usize) -> ReadLanes {
         let depth = depth.max(1);
+        let epoch = Instant::now();
+        let began: Vec<Vec<Arc<AtomicU64>>> =
+            devices.iter().map(|_| (0..depth).map(|_| Arc::new(AtomicU64::new(0))).collect()).collect();
         let lanes = devices
             .iter()
             .enumerate()
             .map(|(d, device)| {
                 let (tx, rx) = channel::<Request>();
                 let rx = Arc::new(Mutex::new(rx));
-                for t in 0..depth {
-                    let (rx, device) = (rx.clone(), device.clone());
+                for (t, slot) in began[d].iter().enumerate() {
+                    let (rx, device, slot) = (rx.clone(), device.clone(), slot.clone());
                     std::thread::Builder::new()
                         .name(format!("reo-read-{d}.{t}"))
-                        .spawn(move || lane_loop(&rx, device.as_ref()))
+                        .spawn(move || lane_loop(&rx, device.as_ref(), &slot, epoch))
                         .expect("cannot start the device read threads");
                 }
                 Mutex::new(tx)
             })
             .collect();
-        ReadLanes { devices, lanes: Some(lanes) }
+        ReadLanes { devices, lanes: Some(lanes), began, epoch }
     }
 
     /// Lanes without threads: every read runs on the caller as it is submitted.
     pub fn inline(devices: Vec<Arc<dyn Media>>) -> ReadLanes {
-        ReadLanes { devices, lanes: None }
+        ReadLanes { devices, lanes: None, began: Vec::new(), epoch: Instant::now() }
+    }
+
+    /// How long the oldest read device `device` is serving has been in service (zero when its
+    /// lane is idle, or for inline lanes). Time queued behind other reads does not count: this
+    /// tells a stuck device from a busy one.
+    pub fn busy_for(&self, device: usize) -> Duration {
+        let Some(slots) = self.began.get(device) else { return Duration::ZERO };
+        let now = stamp(self.epoch);
+        let oldest = slots.iter().map(|s| s.load(Ordering::Acquire)).filter(|&b| b != 0).min();
+        oldest.map_or(Duration::ZERO, |b| Duration::from_nanos(now.saturating_sub(b)))
     }
 
     /// A set of reads whose completions come back to one caller.
@@ -99,16 +141,26 @@ impl ReadLanes {
 }
 
 /// Takes requests off one lane until the lane is dropped.
-fn lane_loop(rx: &Mutex<Receiver<Request>>, device: &dyn Media) {
+fn lane_loop(rx: &Mutex<Receiver<Request>>, device: &dyn Media, began: &AtomicU64, epoch: Instant) {
     loop {
         // Holding the lock while waiting is the point: the lane's other threads queue behind it,
         // and each request goes to exactly one of them.
         let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
         match next {
-            Ok(req) => serve(device, req),
+            Ok(req) => serve_timed(device, req, Some((began, epoch))),
             Err(_) => return,
         }
     }
+}
+
+/// What [`ReadBatch::wait_next_until`] found.
+pub enum Waited {
+    /// A read completed.
+    Done(Completion),
+    /// The deadline passed with reads still out.
+    TimedOut,
+    /// Every submitted read has come back.
+    Finished,
 }
 
 /// Reads submitted together; [`ReadBatch::wait_next`] hands back each as it completes.
@@ -158,6 +210,27 @@ impl ReadBatch<'_> {
         Some(c)
     }
 
+    /// [`ReadBatch::wait_next`] that gives up at `deadline`. Reads left out when the batch is
+    /// dropped still run; their completions (and buffers) are discarded.
+    pub fn wait_next_until(&mut self, deadline: Instant) -> Waited {
+        if self.pending == 0 {
+            return Waited::Finished;
+        }
+        self.tx = None;
+        let wait = deadline.saturating_duration_since(Instant::now());
+        match self.rx.recv_timeout(wait) {
+            Ok(mut c) => {
+                self.pending -= 1;
+                if let Some(p) = c.panic.take() {
+                    resume_unwind(p);
+                }
+                Waited::Done(c)
+            }
+            Err(RecvTimeoutError::Timeout) => Waited::TimedOut,
+            Err(RecvTimeoutError::Disconnected) => Waited::Finished,
+        }
+    }
+
     /// Reads submitted and not yet handed back.
     pub fn pending(&self) -> usize {
         self.pending
@@ -183,6 +256,59 @@ mod tests {
 
     fn expect(d: usize, from: usize, len: usize) -> Vec<u8> {
         (from..from + len).map(|i| (i as u8) ^ (d as u8 * 37)).collect()
+    }
+
+    /// A device whose reads wait until the test opens it; counts the reads that reached it.
+    struct Stall {
+        inner: Arc<dyn Media>,
+        /// (open, reads entered)
+        state: Arc<(StdMutex<(bool, usize)>, Condvar)>,
+    }
+
+    /// The handle a test keeps to a [`Stall`].
+    struct StallHandle(Arc<(StdMutex<(bool, usize)>, Condvar)>);
+
+    impl Stall {
+        /// `devices` with the first one stalled.
+        fn first_of(mut devices: Vec<Arc<dyn Media>>) -> (StallHandle, Vec<Arc<dyn Media>>) {
+            let state = Arc::new((StdMutex::new((false, 0)), Condvar::new()));
+            devices[0] = Arc::new(Stall { inner: devices[0].clone(), state: state.clone() });
+            (StallHandle(state), devices)
+        }
+    }
+
+    impl StallHandle {
+        fn open(&self) {
+            self.0 .0.lock().unwrap().0 = true;
+            self.0 .1.notify_all();
+        }
+
+        fn wait_entered(&self, n: usize) {
+            drop(self.0 .1.wait_while(self.0 .0.lock().unwrap(), |st| st.1 < n).unwrap());
+        }
+    }
+
+    impl Media for Stall {
+        fn len(&self) -> u64 {
+            self.inner.len()
+        }
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+            let (m, cv) = &*self.state;
+            let mut st = m.lock().unwrap();
+            st.1 += 1;
+            cv.notify_all();
+            drop(cv.wait_while(st, |st| !st.0).unwrap());
+            self.inner.read_at(buf, offset)
+        }
+        fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+            self.inner.write_at(buf, offset)
+        }
+        fn sync(&self) -> io::Result<()> {
+            Ok(())
+        }
+        fn describe(&self) -> String {
+            "stall".into()
+        }
     }
 
     /// Every submitted read comes back once, with its tag, its buffer and the device's bytes,
@@ -270,41 +396,49 @@ mod tests {
     /// the others still complete.
     #[test]
     fn a_stalled_lane_does_not_hold_up_the_others() {
-        struct Gated {
-            inner: Arc<dyn Media>,
-            open: Arc<(StdMutex<bool>, Condvar)>,
-        }
-        impl Media for Gated {
-            fn len(&self) -> u64 {
-                self.inner.len()
-            }
-            fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-                let (m, cv) = &*self.open;
-                drop(cv.wait_while(m.lock().unwrap(), |o| !*o).unwrap());
-                self.inner.read_at(buf, offset)
-            }
-            fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-                self.inner.write_at(buf, offset)
-            }
-            fn sync(&self) -> io::Result<()> {
-                Ok(())
-            }
-            fn describe(&self) -> String {
-                "gated".into()
-            }
-        }
-        let open = Arc::new((StdMutex::new(false), Condvar::new()));
-        let mut devices = mem(2);
-        devices[0] = Arc::new(Gated { inner: devices[0].clone(), open: open.clone() });
+        let (stall, devices) = Stall::first_of(mem(2));
         let lanes = ReadLanes::new(devices, 1);
         let mut b = lanes.batch();
         b.submit(0, 4096, 4096, AlignedBuf::zeroed(4096), 0);
         b.submit(1, 4096, 4096, AlignedBuf::zeroed(4096), 1);
         let first = b.wait_next().unwrap();
         assert_eq!(first.tag, 1, "device 1 completes while device 0 is stalled");
-        *open.0.lock().unwrap() = true;
-        open.1.notify_all();
+        stall.open();
         assert_eq!(b.wait_next().unwrap().tag, 0);
         assert!(b.wait_next().is_none());
+    }
+
+    /// A read in service shows in `busy_for` (time queued does not), a deadline wait times out
+    /// while it is held, and a read left behind by a dropped batch still completes on its lane,
+    /// which then serves the next batch.
+    #[test]
+    fn a_stalled_read_shows_in_busy_for_and_a_deadline_wait_times_out() {
+        let (stall, devices) = Stall::first_of(mem(2));
+        let lanes = ReadLanes::new(devices, 1);
+        assert_eq!(lanes.busy_for(0), Duration::ZERO, "an idle lane is not busy");
+        let mut b = lanes.batch();
+        b.submit(0, 4096, 4096, AlignedBuf::zeroed(4096), 0);
+        b.submit(0, 8192, 4096, AlignedBuf::zeroed(4096), 1); // queued behind the first
+        b.submit(1, 4096, 4096, AlignedBuf::zeroed(4096), 2);
+        stall.wait_entered(1);
+        let busy = lanes.busy_for(0);
+        assert!(busy > Duration::ZERO, "the read at the stall is in service");
+        assert!(lanes.busy_for(0) >= busy, "and stays so");
+        let Waited::Done(c) = b.wait_next_until(Instant::now() + Duration::from_secs(60)) else {
+            panic!("device 1's read completes while device 0 stalls")
+        };
+        assert_eq!(c.tag, 2);
+        assert_eq!(lanes.busy_for(1), Duration::ZERO, "a finished read is out of service");
+        assert!(matches!(b.wait_next_until(Instant::now()), Waited::TimedOut), "device 0 still stalls");
+        assert_eq!(b.pending(), 2);
+        drop(b); // leaves both reads of device 0 behind
+        stall.open();
+        let mut next = lanes.batch();
+        next.submit(0, 4096, 4096, AlignedBuf::zeroed(4096), 7);
+        let c = next.wait_next().expect("the lane serves the next batch");
+        c.result.unwrap();
+        assert_eq!((c.tag, &c.buf[..4096]), (7, &expect(0, 0, 4096)[..]));
+        assert!(next.wait_next().is_none());
+        assert_eq!(lanes.busy_for(0), Duration::ZERO);
     }
 }

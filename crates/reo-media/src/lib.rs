@@ -29,7 +29,7 @@ pub use absent::AbsentMedia;
 pub use aligned::{AlignedBuf, ALIGN};
 pub use faulty::{FaultyMedia, OpKind, PowerCut};
 pub use file::{FileMedia, FileOptions};
-pub use lanes::{Completion, ReadBatch, ReadLanes};
+pub use lanes::{Completion, ReadBatch, ReadLanes, Waited};
 pub use mem::MemMedia;
 pub use pool::IoPool;
 pub use sim::{MediaStats, SimMedia};

@@ -60,6 +60,21 @@ pub struct StoreConfig {
     /// before reusing a band, and `Sync` operations never wait for the delay). Zero: a batch per
     /// wake-up of the journal writer.
     pub journal_delay: std::time::Duration,
+    /// Hedged reads: a read of a blob with redundancy that waits on a device whose current read
+    /// has been in service this long stops waiting for it and rebuilds those chunks from the
+    /// other devices (copies or parity), as for a failed device; while a device stays that slow,
+    /// later reads plan around it from the start. Only time in service counts, not time queued
+    /// behind other reads, so a busy device is not taken for a stuck one; and when no other
+    /// device is free of such a read (the whole array stalls), reads keep waiting. A read that
+    /// cannot be rebuilt without the slow device waits for it. Scrub always waits. Default
+    /// 100 ms: an SSD serves a 1 MiB read in a few ms, so this is a stall (firmware garbage
+    /// collection, a failing drive retrying, a hung path), not load. `None`: always wait.
+    pub slow_read_after: Option<std::time::Duration>,
+    /// A device with one read in service this long is marked failed (it is stuck; like the
+    /// kernel's 30 s SCSI command timeout), found by a reader waiting on it. The stuck read's
+    /// thread stays blocked in the kernel; reads queued behind it are abandoned. Default 30 s.
+    /// `None`: never.
+    pub stuck_read_fail_after: Option<std::time::Duration>,
 }
 
 impl Default for StoreConfig {
@@ -75,6 +90,8 @@ impl Default for StoreConfig {
             io_error_limit: 32,
             io_error_halflife: std::time::Duration::from_secs(60),
             journal_delay: std::time::Duration::from_secs(1),
+            slow_read_after: Some(std::time::Duration::from_millis(100)),
+            stuck_read_fail_after: Some(std::time::Duration::from_secs(30)),
         }
     }
 }
@@ -108,6 +125,20 @@ impl StoreConfig {
         if self.read_depth == 0 || self.read_depth > 64 {
             return Err(Error::Config(format!("read_depth {} must be between 1 and 64", self.read_depth)));
         }
+        for (name, v) in
+            [("slow_read_after", self.slow_read_after), ("stuck_read_fail_after", self.stuck_read_fail_after)]
+        {
+            if v.is_some_and(|v| v.is_zero()) {
+                return Err(Error::Config(format!("{name} must be positive (None turns it off)")));
+            }
+        }
+        if let (Some(slow), Some(stuck)) = (self.slow_read_after, self.stuck_read_fail_after) {
+            if stuck < slow {
+                return Err(Error::Config(format!(
+                    "stuck_read_fail_after {stuck:?} must not be shorter than slow_read_after {slow:?}"
+                )));
+            }
+        }
         if self.io_threads == Some(0) {
             return Err(Error::Config("io_threads must be at least 1".into()));
         }
@@ -136,5 +167,12 @@ mod tests {
         assert!(cfg.validate().is_err());
         let cfg = StoreConfig { io_threads: Some(0), ..Default::default() };
         assert!(cfg.validate().is_err());
+        let cfg = StoreConfig { slow_read_after: Some(std::time::Duration::ZERO), ..Default::default() };
+        assert!(cfg.validate().unwrap_err().to_string().contains("slow_read_after"));
+        let cfg =
+            StoreConfig { stuck_read_fail_after: Some(std::time::Duration::from_millis(10)), ..Default::default() };
+        assert!(cfg.validate().unwrap_err().to_string().contains("stuck_read_fail_after"));
+        let cfg = StoreConfig { slow_read_after: None, stuck_read_fail_after: None, ..Default::default() };
+        assert!(cfg.validate().is_ok());
     }
 }

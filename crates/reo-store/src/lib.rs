@@ -22,6 +22,7 @@ mod eject;
 mod error;
 mod gc;
 mod geometry;
+mod hedge;
 mod journal;
 pub(crate) mod lay_out;
 mod location;

@@ -4,15 +4,19 @@
 //! caller's buffer as each read completes (or leave them where they were read: `read_bytes.rs`),
 //! and rebuild what is missing or bad from copies or parity (`rebuild.rs`). A chunk that cannot
 //! be verified or rebuilt makes the read fail with `Corrupt`: wrong bytes are never returned.
+//! A device stuck on a read is not waited for when the others can rebuild its chunks
+//! (`hedge.rs`).
 
 use crate::chunk;
 use crate::error::{Error, Result};
 use crate::geometry::{Row, Shape, SECTOR};
+use crate::hedge::Hedge;
 use crate::location::Location;
 use crate::scheme::Scheme;
 use crate::stats::Counters;
 use crate::store::{BlobHealth, Inner};
-use reo_media::{AlignedBuf, ReadBatch};
+use reo_media::{AlignedBuf, ReadBatch, Waited};
+use std::time::Instant;
 
 /// One chunk to fetch and verify.
 #[derive(Debug, Clone, Copy)]
@@ -106,21 +110,31 @@ impl Inner {
     }
 
     /// What a read of blob bytes `[from, to)` fetches.
-    pub(crate) fn plan_read(&self, loc: &Location, from: u64, to: u64) -> ReadPlan {
+    pub(crate) fn plan_read(&self, loc: &Location, from: u64, to: u64, hedge: &Hedge) -> ReadPlan {
         let shape = self.shape(loc);
         let rows: Vec<Row> = shape.rows_between(loc.start as u64, from, to).collect();
         let (mut want, mut spans) = (Vec::new(), Vec::new());
         self.wanted_into(loc, &shape, &rows, from, to, &mut want, Some(&mut spans));
-        // Stripes with a wanted chunk on a failed device: fetch the columns that rebuild it in
-        // the same round (`rs` only), instead of a second round after this one.
-        let extra = self.prefetch_columns(loc, &shape, &rows, &want);
+        // Stripes with a wanted chunk on a failed (or, hedging, a stuck) device: fetch the
+        // columns that rebuild it in the same round (`rs` only), instead of a second round.
+        let extra = self.prefetch_columns(loc, &shape, &rows, &want, hedge);
         let mut chunks: Vec<ChunkAt> = want.iter().map(|w| w.0).collect();
         chunks.extend(extra.iter().map(|&(ri, s, c)| self.chunk_at(loc, &shape, &rows[ri], s, c)));
         ReadPlan { shape, rows, want, spans, extra, chunks }
     }
 
+    /// Reads and verifies blob bytes `[from, to)` into one buffer, hedging where the blob allows
+    /// and, if that fails after leaving a slow device behind, again waiting for every device.
     pub(crate) fn read_verified(&self, loc: &Location, from: u64, to: u64) -> Result<Vec<u8>> {
-        let ReadPlan { shape, rows, want, spans, extra, chunks } = self.plan_read(loc, from, to);
+        let hedge = Hedge::for_blob(self, loc);
+        match self.read_verified_with(loc, from, to, &hedge) {
+            Err(_) if hedge.abandoned() => self.read_verified_with(loc, from, to, &Hedge::off()),
+            r => r,
+        }
+    }
+
+    fn read_verified_with(&self, loc: &Location, from: u64, to: u64, hedge: &Hedge) -> Result<Vec<u8>> {
+        let ReadPlan { shape, rows, want, spans, extra, chunks } = self.plan_read(loc, from, to, hedge);
         // The output is filled as the reads complete, each run's verified chunks copied (while
         // they are in cache) into their own disjoint pieces of it.
         let len = (to - from) as usize;
@@ -135,13 +149,13 @@ impl Inner {
             }
             debug_assert!(rest.is_empty(), "the pieces cover the range");
             dests.resize_with(chunks.len(), || None);
-            self.fetch_into(loc, &chunks, dests)
+            self.fetch_into(loc, &chunks, dests, hedge)
         };
         let missing: Vec<usize> = (0..want.len()).filter(|&i| got[i].is_none()).collect();
         let result = if missing.is_empty() {
             Ok(())
         } else {
-            self.rebuild(loc, &shape, &rows, &want, &extra, (&runs, &got), &missing).map(|rebuilt| {
+            self.rebuild(loc, &shape, &rows, &want, &extra, (&runs, &got), &missing, hedge).map(|rebuilt| {
                 let spare = out.spare_capacity_mut();
                 for (&i, body) in missing.iter().zip(&rebuilt) {
                     let (x, y, a) = spans[i];
@@ -202,13 +216,15 @@ impl Inner {
     }
 
     /// For `rs` blobs, the (row, stripe, column) of the chunks that rebuild the wanted chunks on
-    /// failed devices: per such stripe, healthy columns not already wanted, up to k in all.
+    /// failed devices (or devices `hedge` avoids): per such stripe, healthy columns not already
+    /// wanted, up to k in all.
     pub(crate) fn prefetch_columns(
         &self,
         loc: &Location,
         shape: &Shape,
         rows: &[Row],
         want: &[Want],
+        hedge: &Hedge,
     ) -> Vec<(usize, usize, usize)> {
         let Scheme::Rs { k, .. } = loc.scheme else { return Vec::new() };
         let (k, g) = (k as usize, shape.geom);
@@ -218,13 +234,12 @@ impl Inner {
             // The wanted chunks of one stripe are adjacent in `want`.
             let (ri, s) = (want[i].1, want[i].2 / g.data);
             let end = (i..want.len()).find(|&e| (want[e].1, want[e].2 / g.data) != (ri, s)).unwrap_or(want.len());
-            if want[i..end].iter().any(|w| self.down(w.0.device, loc.seq)) {
-                let healthy_wanted = want[i..end].iter().filter(|w| !self.down(w.0.device, loc.seq)).count();
+            let avoid = |d: usize| self.avoid(d, loc.seq, hedge);
+            if want[i..end].iter().any(|w| avoid(w.0.device)) {
+                let healthy_wanted = want[i..end].iter().filter(|w| !avoid(w.0.device)).count();
                 let wanted = |c: usize| want[i..end].iter().any(|w| w.2 % g.data == c);
                 let more = (0..g.width)
-                    .filter(|&c| {
-                        !wanted(c) && !self.down(shape.device_of(loc.band, &rows[ri], s, c, loc.device), loc.seq)
-                    })
+                    .filter(|&c| !wanted(c) && !avoid(shape.device_of(loc.band, &rows[ri], s, c, loc.device)))
                     .take(k.saturating_sub(healthy_wanted));
                 extra.extend(more.map(|c| (ri, s, c)));
             }
@@ -244,10 +259,11 @@ impl Inner {
     }
 
     /// Reads and verifies `chunks`, merging adjacent chunks of one device into one read and
-    /// reading devices in parallel. Failed devices and bad chunks come back as `None`. The run
-    /// buffers come from the pool (possibly longer than the run); callers give them back.
-    pub(crate) fn fetch(&self, loc: &Location, chunks: &[ChunkAt]) -> (Vec<AlignedBuf>, Fetched) {
-        self.fetch_into(loc, chunks, (0..chunks.len()).map(|_| None).collect())
+    /// reading devices in parallel. Failed devices, devices `hedge` leaves behind and bad chunks
+    /// come back as `None`. The run buffers come from the pool (possibly longer than the run;
+    /// empty for a run left behind); callers give them back.
+    pub(crate) fn fetch(&self, loc: &Location, chunks: &[ChunkAt], hedge: &Hedge) -> (Vec<AlignedBuf>, Fetched) {
+        self.fetch_into(loc, chunks, (0..chunks.len()).map(|_| None).collect(), hedge)
     }
 
     /// [`Inner::fetch`], also copying the body bytes of each chunk that verifies into its
@@ -268,15 +284,16 @@ impl Inner {
         loc: &Location,
         chunks: &[ChunkAt],
         dests: Vec<Option<Dest<'_>>>,
+        hedge: &Hedge,
     ) -> (Vec<AlignedBuf>, Fetched) {
-        let queued = self.submit_fetch(loc, chunks);
-        self.complete_fetch(loc, chunks, queued, dests)
+        let queued = self.submit_fetch(loc, chunks, hedge);
+        self.complete_fetch(loc, chunks, queued, dests, hedge)
     }
 
     /// The first half of [`Inner::fetch_into`]: groups `chunks` into runs (adjacent chunks of a
     /// device merged) and queues every run on its device's lane at once, so that a caller can
     /// start the reads of several blobs before waiting for the first ([`crate::PendingRead`]).
-    pub(crate) fn submit_fetch(&self, loc: &Location, chunks: &[ChunkAt]) -> Queued<'_> {
+    pub(crate) fn submit_fetch(&self, loc: &Location, chunks: &[ChunkAt], hedge: &Hedge) -> Queued<'_> {
         let seq = loc.seq;
         // Group into runs: (device, offset, len, [(chunk i, offset in run)]).
         let mut order: Vec<usize> = (0..chunks.len()).collect();
@@ -284,7 +301,10 @@ impl Inner {
         let mut runs: Vec<Run> = Vec::new();
         for i in order {
             let c = chunks[i];
-            if self.down(c.device, seq) {
+            if self.avoid(c.device, seq, hedge) {
+                if !self.down(c.device, seq) {
+                    hedge.note_abandoned();
+                }
                 continue;
             }
             match runs.last_mut() {
@@ -312,6 +332,7 @@ impl Inner {
         chunks: &[ChunkAt],
         queued: Queued<'_>,
         mut dests: Vec<Option<Dest<'_>>>,
+        hedge: &Hedge,
     ) -> (Vec<AlignedBuf>, Fetched) {
         let seq = loc.seq;
         let Queued { runs, generations, mut batch } = queued;
@@ -322,8 +343,36 @@ impl Inner {
         // completes, while the devices read the rest.
         let mut bufs: Vec<Option<AlignedBuf>> = (0..runs.len()).map(|_| None).collect();
         let mut got: Fetched = vec![None; chunks.len()];
-        while let Some(done) = batch.wait_next() {
+        // Runs not waited for any more (their device failed or stalled: `hedge.rs`).
+        let mut left = vec![false; runs.len()];
+        let poll = self.hedge_poll();
+        loop {
+            let waited = match poll {
+                None => batch.wait_next().map_or(Waited::Finished, Waited::Done),
+                Some(every) => batch.wait_next_until(Instant::now() + every),
+            };
+            let done = match waited {
+                Waited::Finished => break,
+                Waited::Done(done) => done,
+                Waited::TimedOut => {
+                    for (r, run) in runs.iter().enumerate() {
+                        if bufs[r].is_none() && !left[r] && self.give_up_on(run.0, hedge) {
+                            left[r] = true;
+                            if !self.is_failed(run.0) {
+                                Counters::add(&self.stats.slow_reads, 1);
+                                hedge.note_abandoned();
+                            }
+                        }
+                    }
+                    if (0..runs.len()).all(|r| bufs[r].is_some() || left[r]) {
+                        break;
+                    }
+                    continue;
+                }
+            };
             let r = done.tag;
+            // A run left behind that came back after all is as good as any.
+            left[r] = false;
             let (d, _, _, members) = &runs[r];
             // A failure of a read that straddled a replacement of its device is not charged to
             // the new device: it may have run on the old one (`slot.rs`).
@@ -357,9 +406,21 @@ impl Inner {
                 }
             }
             bufs[r] = Some(done.buf);
+            if left.iter().any(|&l| l) && (0..runs.len()).all(|r| bufs[r].is_some() || left[r]) {
+                break;
+            }
         }
-        // Lane threads answer every request, even one whose read panicked.
-        (bufs.into_iter().map(|b| b.expect("every run came back")).collect(), got)
+        // Lane threads answer every request, even one whose read panicked; a run left behind
+        // has no buffer here (its completion is dropped with the batch).
+        let bufs = bufs
+            .into_iter()
+            .zip(&left)
+            .map(|(b, &l)| {
+                assert!(b.is_some() || l, "every run came back or was left behind");
+                b.unwrap_or_else(|| AlignedBuf::zeroed(0))
+            })
+            .collect();
+        (bufs, got)
     }
 
     /// Whether chunk `c`, adjacent on its device to a run of `len` bytes, is read with it: up to

@@ -14,6 +14,7 @@
 
 use crate::bufpool::BufPool;
 use crate::error::Result;
+use crate::hedge::Hedge;
 use crate::location::Location;
 use crate::read::{Queued, ReadPlan};
 use crate::stats::Counters;
@@ -188,6 +189,7 @@ pub struct PendingRead<'a> {
     plan: ReadPlan,
     /// `None` once finished.
     queued: Option<Queued<'a>>,
+    hedge: Hedge,
 }
 
 impl PendingRead<'_> {
@@ -195,8 +197,18 @@ impl PendingRead<'_> {
     /// [`crate::Store::read_bytes`].
     pub fn finish(mut self) -> Result<ReadBytes> {
         let queued = self.queued.take().expect("a pending read is finished once");
-        let r = self.inner.finish_read_bytes(&self.loc, self.from, self.to, &self.plan, queued);
-        self.inner.stale_or(&self.loc, r)
+        let (inner, loc, from, to) = (self.inner, self.loc, self.from, self.to);
+        let r = match inner.finish_read_bytes(&loc, from, to, &self.plan, queued, &self.hedge) {
+            // Left a slow device behind and could not do without it: read again, waiting for it.
+            Err(_) if self.hedge.abandoned() => {
+                let off = Hedge::off();
+                let plan = inner.plan_read(&loc, from, to, &off);
+                let queued = inner.submit_fetch(&loc, &plan.chunks, &off);
+                inner.finish_read_bytes(&loc, from, to, &plan, queued, &off)
+            }
+            r => r,
+        };
+        inner.stale_or(&loc, r)
     }
 }
 
@@ -207,7 +219,7 @@ impl Drop for PendingRead<'_> {
     fn drop(&mut self) {
         if let Some(queued) = self.queued.take() {
             let dests = (0..self.plan.chunks.len()).map(|_| None).collect();
-            let (runs, _) = self.inner.complete_fetch(&self.loc, &self.plan.chunks, queued, dests);
+            let (runs, _) = self.inner.complete_fetch(&self.loc, &self.plan.chunks, queued, dests, &self.hedge);
             for b in runs {
                 self.inner.bufs.give(b);
             }
@@ -225,9 +237,10 @@ impl Inner {
     /// Checks the read and queues its device reads (see [`PendingRead`]).
     pub(crate) fn begin_read_bytes(&self, loc: &Location, from: u64, to: u64) -> Result<PendingRead<'_>> {
         self.check_read(loc, from, to)?;
-        let plan = self.plan_read(loc, from, to);
-        let queued = self.submit_fetch(loc, &plan.chunks);
-        Ok(PendingRead { inner: self, loc: *loc, from, to, plan, queued: Some(queued) })
+        let hedge = Hedge::for_blob(self, loc);
+        let plan = self.plan_read(loc, from, to, &hedge);
+        let queued = self.submit_fetch(loc, &plan.chunks, &hedge);
+        Ok(PendingRead { inner: self, loc: *loc, from, to, plan, queued: Some(queued), hedge })
     }
 
     fn finish_read_bytes(
@@ -237,14 +250,15 @@ impl Inner {
         to: u64,
         plan: &ReadPlan,
         queued: Queued<'_>,
+        hedge: &Hedge,
     ) -> Result<ReadBytes> {
         let dests = (0..plan.chunks.len()).map(|_| None).collect();
-        let (runs, got) = self.complete_fetch(loc, &plan.chunks, queued, dests);
+        let (runs, got) = self.complete_fetch(loc, &plan.chunks, queued, dests, hedge);
         let missing: Vec<usize> = (0..plan.want.len()).filter(|&i| got[i].is_none()).collect();
         let rebuilt = if missing.is_empty() {
             Ok(Vec::new())
         } else {
-            self.rebuild(loc, &plan.shape, &plan.rows, &plan.want, &plan.extra, (&runs, &got), &missing)
+            self.rebuild(loc, &plan.shape, &plan.rows, &plan.want, &plan.extra, (&runs, &got), &missing, hedge)
         };
         // Held from here on: an error below gives every run buffer back to the pool.
         let mut bufs: Vec<Held> = runs.into_iter().map(|b| Held::pooled(b, self.bufs)).collect();

@@ -82,7 +82,7 @@ impl Inner {
             }
         }
         if let Scheme::Rs { k, .. } = loc.scheme {
-            let extra = self.prefetch_columns(loc, &shape, rows, want);
+            let extra = self.prefetch_columns(loc, &shape, rows, want, &crate::hedge::Hedge::off());
             // Every stripe with a wanted chunk down needs k healthy columns in all.
             let mut i = 0;
             while i < want.len() {

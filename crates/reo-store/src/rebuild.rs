@@ -11,6 +11,7 @@
 use crate::codec;
 use crate::error::{Error, Result};
 use crate::geometry::{Row, Shape};
+use crate::hedge::Hedge;
 use crate::location::Location;
 use crate::read::{ChunkAt, Fetched, Want};
 use crate::scheme::Scheme;
@@ -27,7 +28,7 @@ impl Inner {
     /// Rebuilds the data chunks `missing` (indexes into `want`) that pass 1 (`first`: its run
     /// buffers and what they hold) could not read or verify, from copies or parity. Pass 1 also
     /// fetched the `extra` (row, stripe, column) chunks, after the wanted ones. Returns the
-    /// bodies in `missing` order.
+    /// bodies in `missing` order. Its own fetches hedge as `hedge` says (`hedge.rs`).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn rebuild(
         &self,
@@ -38,6 +39,7 @@ impl Inner {
         extra: &[(usize, usize, usize)],
         first: (&[AlignedBuf], &Fetched),
         missing: &[usize],
+        hedge: &Hedge,
     ) -> Result<Vec<Vec<u8>>> {
         let g = shape.geom;
         let lost = |i: usize, why: &str| {
@@ -60,7 +62,7 @@ impl Inner {
                             self.chunk_at(loc, shape, &rows[ri], j / g.data, copy)
                         })
                         .collect();
-                    let (bufs, found) = self.fetch(loc, &others);
+                    let (bufs, found) = self.fetch(loc, &others, hedge);
                     for (t, &m) in todo.iter().enumerate() {
                         if let Some((run, off)) = found[t] {
                             let body = rows[want[missing[m]].1].body();
@@ -80,7 +82,7 @@ impl Inner {
             Scheme::Rs { k, p } => {
                 let (k, p) = (k as usize, p as usize);
                 let mut rounds: Vec<Vec<AlignedBuf>> = Vec::new();
-                let r = self.rebuild_rs(loc, shape, rows, (want, extra), first, missing, (k, p), &mut rounds);
+                let r = self.rebuild_rs(loc, shape, rows, (want, extra), first, missing, (k, p), &mut rounds, hedge);
                 for b in rounds.into_iter().flatten() {
                     self.bufs.give(b);
                 }
@@ -102,6 +104,7 @@ impl Inner {
         missing: &[usize],
         (k, p): (usize, usize),
         rounds: &mut Vec<Vec<AlignedBuf>>,
+        hedge: &Hedge,
     ) -> std::result::Result<Vec<Vec<u8>>, (usize, String)> {
         let width = shape.geom.width;
         let data = shape.geom.data;
@@ -126,7 +129,7 @@ impl Inner {
             }
         }
         // Fetch rounds: each stripe short of k pieces asks for as many untried columns (healthy
-        // devices first) as it lacks.
+        // and prompt devices first) as it lacks.
         loop {
             let mut ask: Vec<(usize, usize)> = Vec::new(); // (stripe, column)
             for (si, ((ri, s), cols)) in stripes.iter().enumerate() {
@@ -135,7 +138,9 @@ impl Inner {
                     continue;
                 }
                 let mut untried: Vec<usize> = (0..width).filter(|&c| !cols[c].0).collect();
-                untried.sort_by_key(|&c| self.down(shape.device_of(loc.band, &rows[*ri], *s, c, loc.device), loc.seq));
+                untried.sort_by_key(|&c| {
+                    self.avoid(shape.device_of(loc.band, &rows[*ri], *s, c, loc.device), loc.seq, hedge)
+                });
                 ask.extend(untried.into_iter().take(k - have).map(|c| (si, c)));
             }
             if ask.is_empty() {
@@ -148,7 +153,7 @@ impl Inner {
                     self.chunk_at(loc, shape, &rows[ri], s, c)
                 })
                 .collect();
-            let (bufs, found) = self.fetch(loc, &chunks);
+            let (bufs, found) = self.fetch(loc, &chunks, hedge);
             rounds.push(bufs);
             for (t, &(si, c)) in ask.iter().enumerate() {
                 stripes[si].1[c] = (true, found[t].map(|(run, off)| (rounds.len(), run, off)));

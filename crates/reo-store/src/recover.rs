@@ -174,7 +174,9 @@ fn upgrade(inner: &Inner, older: &[(usize, u32)]) {
         }
         match crate::replace::write_superblock(inner, inner.devices[d].as_ref(), d, flags) {
             Ok(()) => eprintln!("reo-store: device {d} upgraded to format {FORMAT_VERSION}"),
-            Err(e) => inner.mark_failed(d, &format!("superblock upgrade to format {FORMAT_VERSION} failed: {e}")),
+            Err(e) => {
+                inner.mark_failed(d, &format!("superblock upgrade to format {FORMAT_VERSION} failed: {e}"));
+            }
         }
     }
 }
@@ -209,6 +211,7 @@ fn new_inner(layout: Layout, devices: Vec<Arc<dyn Media>>, pool: IoPool, failed:
         reads,
         budgets: (0..devices.len()).map(|_| ErrorBudget::default()).collect(),
         error_limit: (cfg.io_error_limit, cfg.io_error_halflife),
+        slow_reads: (cfg.slow_read_after, cfg.stuck_read_fail_after),
         put_fence: RwLock::new(()),
         resync: ResyncCell::default(),
         unrestored: (0..devices.len()).map(|_| Default::default()).collect(),

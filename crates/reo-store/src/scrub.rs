@@ -109,7 +109,8 @@ impl Inner {
         let (chunks, skipped): (Vec<ChunkAt>, Vec<ChunkAt>) =
             all.into_iter().partition(|c| !self.down(c.device, loc.seq));
         rep.chunks_skipped += skipped.len() as u64;
-        let (bufs, got) = self.fetch(loc, &chunks);
+        // Never hedged: scrub verifies every chunk where it lies.
+        let (bufs, got) = self.fetch(loc, &chunks, &crate::hedge::Hedge::off());
         for b in bufs {
             self.bufs.give(b);
         }

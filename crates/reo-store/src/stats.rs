@@ -16,6 +16,7 @@ pub struct Counters {
     pub reconstructed_chunks: AtomicU64,
     pub checksum_errors: AtomicU64,
     pub read_errors: AtomicU64,
+    pub slow_reads: AtomicU64,
     pub write_errors: AtomicU64,
     pub gc_runs: AtomicU64,
     pub gc_relocated_blobs: AtomicU64,
@@ -48,6 +49,9 @@ pub struct StoreStats {
     /// Chunks whose checksum (or identity) did not match.
     pub checksum_errors: u64,
     pub read_errors: u64,
+    /// Device reads a reader stopped waiting for (the device's read in service past
+    /// `slow_read_after`), their chunks rebuilt from the other devices.
+    pub slow_reads: u64,
     pub write_errors: u64,
     pub gc_runs: u64,
     pub gc_relocated_blobs: u64,
@@ -85,6 +89,7 @@ impl Counters {
             reconstructed_chunks: g(&self.reconstructed_chunks),
             checksum_errors: g(&self.checksum_errors),
             read_errors: g(&self.read_errors),
+            slow_reads: g(&self.slow_reads),
             write_errors: g(&self.write_errors),
             gc_runs: g(&self.gc_runs),
             gc_relocated_blobs: g(&self.gc_relocated_blobs),

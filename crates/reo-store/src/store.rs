@@ -174,6 +174,8 @@ pub(crate) struct Inner {
     pub budgets: Vec<crate::eject::ErrorBudget>,
     /// (io_error_limit, io_error_halflife) from the configuration.
     pub error_limit: (u32, std::time::Duration),
+    /// (slow_read_after, stuck_read_fail_after) from the configuration (`hedge.rs`).
+    pub slow_reads: (Option<std::time::Duration>, Option<std::time::Duration>),
     /// Held (read) by every put from taking its sequence number until its blob is recorded;
     /// a replacement takes it (write) to bring a device back at a clean sequence boundary.
     pub put_fence: RwLock<()>,
@@ -212,13 +214,16 @@ impl Inner {
         (0..self.n()).filter(|&d| !self.is_failed(d)).count()
     }
 
-    /// Marks device `d` failed (after a write or sync error, or by command).
-    pub fn mark_failed(&self, d: usize, why: &str) {
-        if !self.failed[d].swap(true, Ordering::AcqRel) {
+    /// Marks device `d` failed (after a write or sync error, or by command). Returns whether
+    /// this call failed it (false: it was failed already).
+    pub fn mark_failed(&self, d: usize, why: &str) -> bool {
+        let newly = !self.failed[d].swap(true, Ordering::AcqRel);
+        if newly {
             eprintln!("reo-store: device {d} ({}) marked failed: {why}", self.devices[d].describe());
         }
         // Its last writes are suspect: it must not come back by itself (`stale.rs`).
         self.mark_stale(d);
+        newly
     }
 
     /// Is `loc` a live blob?

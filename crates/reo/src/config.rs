@@ -46,6 +46,8 @@ pub struct CacheSection {
     pub revalidate_after: Option<String>,
     pub max_fill: Option<String>,
     pub rebuild_bandwidth: Option<String>,
+    pub slow_read_after: Option<String>,
+    pub stuck_read_fail_after: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -201,6 +203,24 @@ pub struct Settings {
     pub revalidate_after: Option<std::time::Duration>,
     pub max_fill: Option<u64>,
     pub rebuild_bps: Option<u64>,
+    /// `cache.slow_read_after`: `Some(None)` for "off".
+    pub slow_read_after: Option<Option<std::time::Duration>>,
+    /// `cache.stuck_read_fail_after`: `Some(None)` for "off".
+    pub stuck_read_fail_after: Option<Option<std::time::Duration>>,
+}
+
+/// A duration option that may be turned off: `"off"` is `Some(None)`, a positive duration
+/// `Some(Some(d))`, absent `None`.
+fn duration_or_off(name: &str, field: &str, v: &Option<String>) -> Result<Option<Option<std::time::Duration>>, String> {
+    v.as_ref()
+        .map(|s| match (s.as_str(), parse_duration(s)) {
+            ("off", _) => Ok(None),
+            (_, Some(d)) if !d.is_zero() => Ok(Some(d)),
+            _ => Err(format!(
+                "{name}: {field}: expected a positive duration like \"100ms\" or \"30s\", or \"off\", got {s:?}"
+            )),
+        })
+        .transpose()
 }
 
 fn size(name: &str, field: &str, v: &Option<String>) -> Result<Option<u64>, String> {
@@ -294,6 +314,8 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
         revalidate_after,
         max_fill,
         rebuild_bps: size(name, "cache.rebuild_bandwidth", &f.cache.rebuild_bandwidth)?,
+        slow_read_after: duration_or_off(name, "cache.slow_read_after", &f.cache.slow_read_after)?,
+        stuck_read_fail_after: duration_or_off(name, "cache.stuck_read_fail_after", &f.cache.stuck_read_fail_after)?,
     })
 }
 
@@ -343,6 +365,32 @@ mod tests {
         assert_eq!(s.device_bytes, Some(256 << 20));
         assert_eq!(s.backend_down_slowdown_after, Some(std::time::Duration::from_secs(300)));
         assert_eq!(s.rebuild_bps, Some(0), "0: unthrottled (serve filters it out)");
+        assert_eq!(s.slow_read_after, Some(Some(std::time::Duration::from_millis(100))));
+        assert_eq!(s.stuck_read_fail_after, Some(Some(std::time::Duration::from_secs(30))));
+    }
+
+    #[test]
+    fn slow_read_limits_take_a_duration_or_off() {
+        let s = parse(
+            "reo.toml",
+            "[cache]
+slow_read_after = \"off\"
+stuck_read_fail_after = \"2m\"
+",
+        )
+        .unwrap();
+        assert_eq!(s.slow_read_after, Some(None));
+        assert_eq!(s.stuck_read_fail_after, Some(Some(std::time::Duration::from_secs(120))));
+        assert_eq!(parse("reo.toml", "").unwrap().slow_read_after, None, "absent: the store's default");
+        for bad in ["0s", "soon"] {
+            let e = parse("reo.toml", &format!("[cache]\nslow_read_after = {bad:?}\n")).unwrap_err();
+            assert_eq!(
+                e,
+                format!(
+                    "reo.toml: cache.slow_read_after: expected a positive duration like \"100ms\" or \"30s\", or \"off\", got {bad:?}"
+                )
+            );
+        }
     }
 
     #[test]

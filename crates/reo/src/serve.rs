@@ -108,6 +108,10 @@ pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
         max_fill: f.max_fill,
         direct_io: a.direct_io,
         rebuild_bps: a.rebuild_bps.or(f.rebuild_bps).filter(|&b| b > 0),
+        slow_read_after: f.slow_read_after.unwrap_or(reo_store::StoreConfig::default().slow_read_after),
+        stuck_read_fail_after: f
+            .stuck_read_fail_after
+            .unwrap_or(reo_store::StoreConfig::default().stuck_read_fail_after),
     };
     reo_gateway::launch::run(&cfg)?;
     Ok(ExitCode::SUCCESS)

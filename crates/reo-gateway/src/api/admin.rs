@@ -92,7 +92,7 @@ pub fn status(api: &Api) -> serde_json::Value {
         "devices": devices,
         "io": {"reads": st.reads, "read_bytes": st.read_bytes, "puts": st.puts, "put_bytes": st.put_bytes,
                "degraded_reads": st.degraded_reads, "read_errors": st.read_errors, "write_errors": st.write_errors,
-               "checksum_errors": st.checksum_errors},
+               "checksum_errors": st.checksum_errors, "slow_reads": st.slow_reads, "ejections": st.ejections},
         "space": {"capacity": space.capacity, "free_bands": space.free_bands, "total_bands": space.total_bands,
                   "per_scheme": per_scheme},
         "cache": {"objects": objects, "bytes": bytes, "capacity": cache.config().capacity_bytes,

@@ -134,6 +134,13 @@ impl Gated {
         drop(self.cv.wait_while(self.st.lock().unwrap(), |st| st.held < n).unwrap());
     }
 
+    /// [`Gated::wait_held_for`] bounded by `limit`: whether `n` were held in time.
+    pub fn held_within(&self, n: usize, limit: std::time::Duration) -> bool {
+        let st = self.st.lock().unwrap();
+        let (st, _) = self.cv.wait_timeout_while(st, limit, |st| st.held < n).unwrap();
+        st.held >= n
+    }
+
     pub fn open(&self) {
         self.st.lock().unwrap().open = true;
         self.cv.notify_all();

@@ -163,9 +163,9 @@ fn show_status(s: &Value) {
     }
     let io = &s["io"];
     println!(
-        "io: {} reads ({:.1} MiB), {} puts ({:.1} MiB), {} degraded reads, {} read errors, {} write errors, {} checksum errors",
+        "io: {} reads ({:.1} MiB), {} puts ({:.1} MiB), {} degraded reads, {} read errors, {} write errors, {} checksum errors, {} slow reads left behind",
         io["reads"], mib(&io["read_bytes"]), io["puts"], mib(&io["put_bytes"]), io["degraded_reads"],
-        io["read_errors"], io["write_errors"], io["checksum_errors"]
+        io["read_errors"], io["write_errors"], io["checksum_errors"], io["slow_reads"]
     );
     println!(
         "space: {} of {} bands free, {:.1} MiB capacity",
