@@ -59,8 +59,9 @@ pub struct ReadLanes {
     /// One sender per device; `None`: read on the caller.
     lanes: Option<Vec<Mutex<Sender<Request>>>>,
     /// Per device, per lane thread: when the read it serves began, in nanoseconds after `epoch`
-    /// plus one; 0 while it waits for work.
-    began: Vec<Vec<Arc<AtomicU64>>>,
+    /// plus one; 0 while it waits for work. Swapped with the threads by [`ReadLanes::renew`].
+    began: Vec<Mutex<Vec<Arc<AtomicU64>>>>,
+    depth: usize,
     epoch: Instant,
 }
 
@@ -97,40 +98,44 @@ impl ReadLanes {
     pub fn new(devices: Vec<Arc<dyn Media>>, depth: usize) -> ReadLanes {
         let depth = depth.max(1);
         let epoch = Instant::now();
-        let began: Vec<Vec<Arc<AtomicU64>>> =
-            devices.iter().map(|_| (0..depth).map(|_| Arc::new(AtomicU64::new(0))).collect()).collect();
-        let lanes = devices
-            .iter()
-            .enumerate()
-            .map(|(d, device)| {
-                let (tx, rx) = channel::<Request>();
-                let rx = Arc::new(Mutex::new(rx));
-                for (t, slot) in began[d].iter().enumerate() {
-                    let (rx, device, slot) = (rx.clone(), device.clone(), slot.clone());
-                    std::thread::Builder::new()
-                        .name(format!("reo-read-{d}.{t}"))
-                        .spawn(move || lane_loop(&rx, device.as_ref(), &slot, epoch))
-                        .expect("cannot start the device read threads");
-                }
-                Mutex::new(tx)
-            })
-            .collect();
-        ReadLanes { devices, lanes: Some(lanes), began, epoch }
+        let (mut senders, mut began) = (Vec::new(), Vec::new());
+        for (d, device) in devices.iter().enumerate() {
+            let (tx, slots) = spawn_lane(d, device, depth, epoch);
+            senders.push(Mutex::new(tx));
+            began.push(Mutex::new(slots));
+        }
+        ReadLanes { devices, lanes: Some(senders), began, depth, epoch }
     }
 
     /// Lanes without threads: every read runs on the caller as it is submitted.
     pub fn inline(devices: Vec<Arc<dyn Media>>) -> ReadLanes {
-        ReadLanes { devices, lanes: None, began: Vec::new(), epoch: Instant::now() }
+        ReadLanes { devices, lanes: None, began: Vec::new(), depth: 1, epoch: Instant::now() }
+    }
+
+    /// New threads for device `device`'s lane (after its media was replaced): reads submitted
+    /// from now on go to them. The old threads finish the reads already queued and exit; one
+    /// stuck in the old media stays blocked without holding up the new lane, and no longer
+    /// counts in [`ReadLanes::busy_for`].
+    pub fn renew(&self, device: usize) {
+        let Some(lanes) = &self.lanes else { return };
+        let (tx, slots) = spawn_lane(device, &self.devices[device], self.depth, self.epoch);
+        *lock(&self.began[device]) = slots;
+        *lock(&lanes[device]) = tx;
     }
 
     /// How long the oldest read device `device` is serving has been in service (zero when its
     /// lane is idle, or for inline lanes). Time queued behind other reads does not count: this
     /// tells a stuck device from a busy one.
     pub fn busy_for(&self, device: usize) -> Duration {
-        let Some(slots) = self.began.get(device) else { return Duration::ZERO };
-        let now = stamp(self.epoch);
-        let oldest = slots.iter().map(|s| s.load(Ordering::Acquire)).filter(|&b| b != 0).min();
-        oldest.map_or(Duration::ZERO, |b| Duration::from_nanos(now.saturating_sub(b)))
+        self.in_service(device).map_or(Duration::ZERO, |(_, busy)| busy)
+    }
+
+    /// The oldest read device `device` is serving: an identity of it (when it began, in the
+    /// lanes' own clock) and how long it has been in service. `None` when the lane is idle.
+    pub fn in_service(&self, device: usize) -> Option<(u64, Duration)> {
+        let slots = self.began.get(device)?;
+        let oldest = lock(slots).iter().map(|s| s.load(Ordering::Acquire)).filter(|&b| b != 0).min()?;
+        Some((oldest, Duration::from_nanos(stamp(self.epoch).saturating_sub(oldest))))
     }
 
     /// A set of reads whose completions come back to one caller.
@@ -138,6 +143,31 @@ impl ReadLanes {
         let (tx, rx) = channel();
         ReadBatch { lanes: self, tx: Some(tx), rx, pending: 0 }
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Starts `depth` threads serving a new queue of reads of `device` (position `d`); returns the
+/// queue's sender and the threads' in-service slots.
+fn spawn_lane(
+    d: usize,
+    device: &Arc<dyn Media>,
+    depth: usize,
+    epoch: Instant,
+) -> (Sender<Request>, Vec<Arc<AtomicU64>>) {
+    let (tx, rx) = channel::<Request>();
+    let rx = Arc::new(Mutex::new(rx));
+    let slots: Vec<Arc<AtomicU64>> = (0..depth).map(|_| Arc::new(AtomicU64::new(0))).collect();
+    for (t, slot) in slots.iter().enumerate() {
+        let (rx, device, slot) = (rx.clone(), device.clone(), slot.clone());
+        std::thread::Builder::new()
+            .name(format!("reo-read-{d}.{t}"))
+            .spawn(move || lane_loop(&rx, device.as_ref(), &slot, epoch))
+            .expect("cannot start the device read threads");
+    }
+    (tx, slots)
 }
 
 /// Takes requests off one lane until the lane is dropped.

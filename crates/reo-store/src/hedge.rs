@@ -18,47 +18,78 @@
 //!   scheme tolerates) is read again waiting for every device: slowness never turns into a
 //!   `Corrupt` answer ([`Hedge::abandoned`]).
 //! - A read left behind is not a device error (nothing is charged to its error budget); it still
-//!   completes on its lane and its buffer is dropped.
+//!   completes on its lane and its buffer is dropped. The second try charges only the devices the
+//!   first one left behind: the others' errors were charged once already.
 //! - Scrub never hedges: it verifies every chunk where it lies.
 //!
-//! A device with one read in service past `stuck_read_fail_after` (default 30 s) is marked
-//! failed — stuck — by the reader that finds it, which then stops waiting for it whether or not
-//! it hedges; its reads queued behind the stuck one are abandoned by their readers the same way.
+//! A device with one read in service past `stuck_read_fail_after` (default 30 s) is marked failed
+//! — stuck — by a reader that finds it, which then stops waiting for it whether or not it hedges;
+//! its reads queued behind the stuck one are abandoned by their readers the same way. Not at the
+//! first sight: the same read must still be in service a grace later (a quarter of the limit, at
+//! most 1 s), so that a process or machine paused for longer than the limit — every read in
+//! service looks stuck the moment it resumes — fails nothing; and, as for hedging, only while
+//! another device is prompt (a whole array that hangs is waited for, not failed). A replacement
+//! gets new lane threads (`ReadLanes::renew`): the stuck read neither blocks nor counts against it.
 
 use crate::location::Location;
 use crate::scheme::Scheme;
 use crate::store::Inner;
 use std::cell::Cell;
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
-/// One read's hedging: whether it may stop waiting for slow devices, and whether it did.
+/// One read's hedging: whether it may stop waiting for slow devices, which devices it left
+/// behind, and which devices' errors it charges.
 pub(crate) struct Hedge {
     on: bool,
-    abandoned: Cell<bool>,
+    /// Bit d: device d's chunks were left behind (or planned around) for slowness.
+    left: Cell<u64>,
+    /// `Some(mask)`: charge read errors and checksum mismatches only to these devices.
+    charge_only: Option<u64>,
+}
+
+/// A device's bit in a mask (devices past 63 share the top bit: charged, never skipped).
+fn bit(d: usize) -> u64 {
+    1 << d.min(63)
 }
 
 impl Hedge {
-    /// A read that waits for every device (scrub, and the second try of a hedged read).
+    /// A read that waits for every device (scrub).
     pub fn off() -> Hedge {
-        Hedge { on: false, abandoned: Cell::new(false) }
+        Hedge { on: false, left: Cell::new(0), charge_only: None }
     }
 
     /// The hedging of a read of `loc`: on when configured and the blob has redundancy.
     pub fn for_blob(inner: &Inner, loc: &Location) -> Hedge {
         let redundant = !matches!(loc.scheme, Scheme::None(_));
-        Hedge { on: redundant && inner.slow_reads.0.is_some(), abandoned: Cell::new(false) }
+        Hedge { on: redundant && inner.slow_reads.0.is_some(), left: Cell::new(0), charge_only: None }
+    }
+
+    /// The second try of a read whose hedged try (`self`) failed: waits for every device, and
+    /// charges errors only to the devices the first try did not read.
+    pub fn retry(&self) -> Hedge {
+        Hedge { on: false, left: Cell::new(0), charge_only: Some(self.left.get() | bit(63)) }
     }
 
     /// Whether the read left a device's chunks behind for slowness (then a failure is retried
-    /// with [`Hedge::off`]).
+    /// with [`Hedge::retry`]).
     pub fn abandoned(&self) -> bool {
-        self.abandoned.get()
+        self.left.get() != 0
     }
 
-    pub(crate) fn note_abandoned(&self) {
-        self.abandoned.set(true);
+    pub(crate) fn note_left(&self, d: usize) {
+        self.left.set(self.left.get() | bit(d));
+    }
+
+    /// Whether a read error or checksum mismatch on device `d` counts against it.
+    pub(crate) fn charges(&self, d: usize) -> bool {
+        self.charge_only.is_none_or(|m| m & bit(d) != 0)
     }
 }
+
+/// A read seen in service past `stuck_read_fail_after`: (its identity in the lanes' clock, when
+/// first seen so).
+pub(crate) type StuckSuspect = Mutex<Option<(u64, Instant)>>;
 
 impl Inner {
     /// Whether device `d` has a read in service past `slow_read_after`.
@@ -101,11 +132,27 @@ impl Inner {
         self.is_failed(d) || (hedge.on && self.slow(d) && self.another_is_prompt(d))
     }
 
-    /// Marks device `d` failed if a read has been in service on it past `stuck_read_fail_after`.
+    /// Marks device `d` failed if the same read has been in service on it past
+    /// `stuck_read_fail_after` at two sights a grace apart, while another device is prompt.
     fn fail_if_stuck(&self, d: usize) {
         let Some(limit) = self.slow_reads.1 else { return };
-        let busy = self.reads.busy_for(d);
-        if busy >= limit
+        let Some((read, busy)) = self.reads.in_service(d) else { return };
+        if busy < limit || self.is_failed(d) {
+            return;
+        }
+        let grace = (limit / 4).min(Duration::from_secs(1));
+        {
+            let mut suspect = self.stuck_suspects[d].lock().unwrap_or_else(|e| e.into_inner());
+            match *suspect {
+                Some((r, seen)) if r == read && seen.elapsed() >= grace => {}
+                Some((r, _)) if r == read => return,
+                _ => {
+                    *suspect = Some((read, Instant::now()));
+                    return;
+                }
+            }
+        }
+        if self.another_is_prompt(d)
             && self.mark_failed(
                 d,
                 &format!(

@@ -128,9 +128,14 @@ impl Inner {
     pub(crate) fn read_verified(&self, loc: &Location, from: u64, to: u64) -> Result<Vec<u8>> {
         let hedge = Hedge::for_blob(self, loc);
         match self.read_verified_with(loc, from, to, &hedge) {
-            Err(_) if hedge.abandoned() => self.read_verified_with(loc, from, to, &Hedge::off()),
+            Err(_) if hedge.abandoned() => self.read_verified_with(loc, from, to, &hedge.retry()),
             r => r,
         }
+    }
+
+    /// [`Inner::read_verified`] waiting for every device (scrub: it verifies chunks where they lie).
+    pub(crate) fn read_verified_waiting(&self, loc: &Location, from: u64, to: u64) -> Result<Vec<u8>> {
+        self.read_verified_with(loc, from, to, &Hedge::off())
     }
 
     fn read_verified_with(&self, loc: &Location, from: u64, to: u64, hedge: &Hedge) -> Result<Vec<u8>> {
@@ -303,7 +308,7 @@ impl Inner {
             let c = chunks[i];
             if self.avoid(c.device, seq, hedge) {
                 if !self.down(c.device, seq) {
-                    hedge.note_abandoned();
+                    hedge.note_left(c.device);
                 }
                 continue;
             }
@@ -360,7 +365,7 @@ impl Inner {
                             left[r] = true;
                             if !self.is_failed(run.0) {
                                 Counters::add(&self.stats.slow_reads, 1);
-                                hedge.note_abandoned();
+                                hedge.note_left(run.0);
                             }
                         }
                     }
@@ -378,12 +383,13 @@ impl Inner {
             // the new device: it may have run on the old one (`slot.rs`).
             let same_media = self.slots[*d].generation() == generations[r];
             match done.result {
-                Err(e) => {
+                Err(e) if hedge.charges(*d) => {
                     Counters::add(&self.stats.read_errors, 1);
                     if same_media {
                         self.note_read_error(*d, &format!("read error: {e}"));
                     }
                 }
+                Err(_) => {}
                 Ok(()) => {
                     for (&(i, off), dest) in members.iter().zip(run_dests[r].iter_mut()) {
                         let c = chunks[i];
@@ -391,7 +397,7 @@ impl Inner {
                         if self.stores_bytes && !chunk::verify(bytes, seq, c.index, c.place) {
                             // Not the device's fault when it went down for this blob meanwhile:
                             // a read queued before a replacement runs on the new, blank device.
-                            if same_media && self.is_live(loc) && !self.down(*d, seq) {
+                            if same_media && self.is_live(loc) && !self.down(*d, seq) && hedge.charges(*d) {
                                 Counters::add(&self.stats.checksum_errors, 1);
                                 self.note_read_error(*d, "checksum mismatch");
                             }

@@ -201,10 +201,10 @@ impl PendingRead<'_> {
         let r = match inner.finish_read_bytes(&loc, from, to, &self.plan, queued, &self.hedge) {
             // Left a slow device behind and could not do without it: read again, waiting for it.
             Err(_) if self.hedge.abandoned() => {
-                let off = Hedge::off();
-                let plan = inner.plan_read(&loc, from, to, &off);
-                let queued = inner.submit_fetch(&loc, &plan.chunks, &off);
-                inner.finish_read_bytes(&loc, from, to, &plan, queued, &off)
+                let retry = self.hedge.retry();
+                let plan = inner.plan_read(&loc, from, to, &retry);
+                let queued = inner.submit_fetch(&loc, &plan.chunks, &retry);
+                inner.finish_read_bytes(&loc, from, to, &plan, queued, &retry)
             }
             r => r,
         };

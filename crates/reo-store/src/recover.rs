@@ -212,6 +212,7 @@ fn new_inner(layout: Layout, devices: Vec<Arc<dyn Media>>, pool: IoPool, failed:
         budgets: (0..devices.len()).map(|_| ErrorBudget::default()).collect(),
         error_limit: (cfg.io_error_limit, cfg.io_error_halflife),
         slow_reads: (cfg.slow_read_after, cfg.stuck_read_fail_after),
+        stuck_suspects: (0..devices.len()).map(|_| Default::default()).collect(),
         put_fence: RwLock::new(()),
         resync: ResyncCell::default(),
         unrestored: (0..devices.len()).map(|_| Default::default()).collect(),

@@ -109,6 +109,8 @@ impl Store {
         }
         prepare(inner, d, &media).map_err(|e| Error::Io { device: d, op: "replace", source: e })?;
         inner.slots[d].swap(media);
+        // New lane threads: a read stuck in the old media must not block or count against it.
+        inner.reads.renew(d);
         inner.budgets[d].reset();
         inner.unrestored[d].clear();
         let r = Arc::new(Resync::new(d, u64::MAX, false));

@@ -116,8 +116,13 @@ impl Inner {
         }
         rep.chunks_verified += chunks.len() as u64;
         rep.bytes_read += chunks.iter().map(|c| c.height as u64).sum::<u64>();
-        let bad: Vec<usize> = (0..chunks.len()).filter(|&i| got[i].is_none()).collect();
+        // A chunk of a device that failed while the scrub read it was not verified: skipped, not
+        // bad (and nothing is written to that device).
+        let (bad, failed_meanwhile): (Vec<usize>, Vec<usize>) =
+            (0..chunks.len()).filter(|&i| got[i].is_none()).partition(|&i| !self.down(chunks[i].device, loc.seq));
         rep.chunks_bad += bad.len() as u64;
+        rep.chunks_skipped += failed_meanwhile.len() as u64;
+        rep.chunks_verified -= failed_meanwhile.len() as u64;
         // Devices up and serving, but left without this blob by their rebuild.
         let mut unrestored: Vec<usize> =
             skipped.iter().map(|c| c.device).filter(|&d| self.restorable_onto(d, loc.seq)).collect();
@@ -126,7 +131,7 @@ impl Inner {
         if bad.is_empty() && unrestored.is_empty() {
             return;
         }
-        let data = match self.read_verified(loc, 0, loc.len) {
+        let data = match self.read_verified_waiting(loc, 0, loc.len) {
             Ok(d) => d,
             Err(_) => {
                 if !bad.is_empty() {

@@ -176,6 +176,8 @@ pub(crate) struct Inner {
     pub error_limit: (u32, std::time::Duration),
     /// (slow_read_after, stuck_read_fail_after) from the configuration (`hedge.rs`).
     pub slow_reads: (Option<std::time::Duration>, Option<std::time::Duration>),
+    /// Per device: a read seen in service past `stuck_read_fail_after` (`hedge.rs`).
+    pub stuck_suspects: Vec<crate::hedge::StuckSuspect>,
     /// Held (read) by every put from taking its sequence number until its blob is recorded;
     /// a replacement takes it (write) to bring a device back at a clean sequence boundary.
     pub put_fence: RwLock<()>,

@@ -10,13 +10,16 @@
 mod common;
 use common::*;
 use reo_media::Media;
-use reo_store::{Durability, Error, Location, Placement, PutOptions, Scheme, Store, StoreConfig};
+use reo_store::{
+    Durability, Error, Location, Placement, PutOptions, RebuildOptions, RebuildState, Scheme, Store, StoreConfig,
+};
 use std::sync::mpsc::channel;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Bound on a reply that must come without the stuck device (a failure, not a speed target).
 const REPLY: Duration = Duration::from_secs(60);
+const DEVICE_LEN: u64 = 16 << 20;
 
 /// Opens a gate when dropped (a failing assertion must not leave lane threads parked at it).
 struct OpenOnDrop(Arc<Gated>);
@@ -37,7 +40,7 @@ fn config(slow_ms: u64, stuck_ms: Option<u64>) -> StoreConfig {
 
 /// A store over 4 gated in-memory devices.
 fn gated_store(cfg: &StoreConfig) -> (Arc<Store>, Vec<Arc<Gated>>) {
-    let devs = devices(4, 16 << 20);
+    let devs = devices(4, DEVICE_LEN);
     let gates: Vec<Arc<Gated>> = devs.iter().map(|f| Arc::new(Gated::new(f.clone() as Arc<dyn Media>))).collect();
     let media: Vec<Arc<dyn Media>> = gates.iter().map(|g| g.clone() as Arc<dyn Media>).collect();
     (Arc::new(Store::open(media, cfg).expect("open").0), gates)
@@ -65,12 +68,13 @@ fn read_elsewhere(store: &Arc<Store>, loc: Location) -> std::sync::mpsc::Receive
     rx
 }
 
-/// With every read of device 1 hanging, rs(2,2), rs(2,1) and replicate(2) blobs — each with
-/// chunks on device 1 — read back exact without it, by both read paths; the reads left behind
-/// are counted as slow reads, not as errors, and the device stays up.
+/// With every read of device 1 hanging, rs(2,2), rs(2,1) and replicate(2) blobs (most with
+/// chunks on device 1) read back exact without it, by both read paths; the reads left behind
+/// are counted as slow reads, not as errors, and the device stays up. The threshold is 200 ms
+/// so that a lane of another device preempted on a loaded machine is not taken for slow too.
 #[test]
 fn a_stuck_device_does_not_stall_reads_of_redundant_blobs() {
-    let cfg = config(20, None);
+    let cfg = config(200, None);
     let (store, gates) = gated_store(&cfg);
     let mut blobs = Vec::new();
     for (i, scheme) in
@@ -99,7 +103,7 @@ fn a_stuck_device_does_not_stall_reads_of_redundant_blobs() {
 
 /// A read that cannot be rebuilt without the stuck device waits for it and returns exact bytes
 /// (never `Corrupt` for slowness): an rs(2,2) blob with devices 2 and 3 failed, and an isolated
-/// blob on the stuck device (no redundancy: never hedged).
+/// blob on the stuck device (no redundancy: it waits, and returns exact once the device answers).
 #[test]
 fn a_read_that_needs_the_stuck_device_waits_for_it() {
     // Two lane threads per device: the retry's read reaches the gate beside the first one.
@@ -143,10 +147,13 @@ fn a_read_that_needs_the_stuck_device_waits_for_it() {
 
 /// A device with a read in service past `stuck_read_fail_after` is marked failed by a reader
 /// waiting on it: the isolated blob's read, waiting at the gate, ends `Corrupt` (its only device
-/// failed) and device 1 is failed and counted as ejected; rs blobs read exact without it.
+/// failed) and device 1 is failed and counted as ejected; rs blobs read exact without it. Then
+/// it is replaced: the replacement gets lanes of its own (the stuck read, still held, neither
+/// blocks it nor makes it look stuck), the rebuild completes, and device 1 alone with device 0
+/// serves every rs blob.
 #[test]
-fn a_device_stuck_past_the_limit_is_failed() {
-    let cfg = config(20, Some(60));
+fn a_device_stuck_past_the_limit_is_failed_and_can_be_replaced() {
+    let cfg = config(20, Some(80));
     let (store, gates) = gated_store(&cfg);
     let rs = PutOptions::new(Scheme::Rs { k: 2, p: 2 }).durability(Durability::Sync);
     let blobs: Vec<(Location, Vec<u8>)> = (0..3).map(|i| put(&store, i, 40_000, &rs)).collect();
@@ -167,4 +174,16 @@ fn a_device_stuck_past_the_limit_is_failed() {
         assert_eq!(got.as_ref().ok(), Some(data));
         assert!(same);
     }
+    // The replacement: a fresh device in place of the stuck one (whose read is still held).
+    let fresh: Arc<dyn Media> = devices(1, DEVICE_LEN)[0].clone();
+    let rebuild = store.replace_device(1, fresh, RebuildOptions::default()).unwrap();
+    assert_eq!(rebuild.wait().state, RebuildState::Done);
+    store.fail_device(2).unwrap();
+    store.fail_device(3).unwrap();
+    for (loc, data) in &blobs {
+        let (got, _) = read_elsewhere(&store, *loc).recv_timeout(REPLY).expect("the new device 1 answers");
+        assert_eq!(got.as_ref().ok(), Some(data), "{:?}", got.as_ref().err());
+    }
+    assert_eq!(store.failed_devices(), vec![2, 3], "the replacement is not taken for the stuck device");
+    assert_eq!(store.stats().ejections, 1);
 }

@@ -6,7 +6,9 @@ use reo_store::{Placement, Scheme, Store, StoreConfig};
 use std::io;
 use std::sync::{Arc, Condvar, Mutex};
 
-/// A small-geometry config: 16 KiB chunks, 256 KiB zones, small metadata regions.
+/// A small-geometry config: 16 KiB chunks, 256 KiB zones, small metadata regions. Hedged reads
+/// and the stuck-device limit are off: tests that hold reads at gates or count degraded reads
+/// must not depend on how long a loaded machine takes (`slow.rs` turns them on).
 pub fn small_config() -> StoreConfig {
     StoreConfig {
         chunk_size: 16 << 10,
@@ -15,6 +17,8 @@ pub fn small_config() -> StoreConfig {
         checkpoint_size: Some(512 << 10),
         io_threads: Some(4),
         create: true,
+        slow_read_after: None,
+        stuck_read_fail_after: None,
         ..Default::default()
     }
 }
