@@ -1,6 +1,7 @@
 //! Thrash (reliability catalogue B5): seeded random device failures (by command and fail-stop),
-//! replacements with rebuilds, slow devices, and kill -9 with a power cut and reopen, between
-//! rounds of concurrent puts, reads and frees, checked against an oracle of acknowledged blobs.
+//! replacements with rebuilds (some killed midway and resumed after the reopen), slow devices,
+//! cleaner passes, and kill -9 with a power cut and reopen, between rounds of concurrent puts,
+//! reads and frees, checked against an oracle of acknowledged blobs.
 //! At the end every device is healthy again, a scrub finds nothing unrecoverable, and every
 //! acknowledged blob reads exact — also with any two devices failed.
 //!
@@ -14,7 +15,8 @@ mod common;
 use common::*;
 use reo_media::PowerCut;
 use reo_store::{
-    Durability, Location, PutOptions, RebuildOptions, RebuildState, Scheme, ScrubOptions, Store, StoreConfig,
+    Durability, Error, GcDecision, GcHandler, Location, PutOptions, RebuildOptions, RebuildState, Scheme, ScrubOptions,
+    Store, StoreConfig, VictimPolicy,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -42,6 +44,24 @@ impl Rng {
 
 /// Acknowledged live blobs: id → (location, length).
 type Oracle = Mutex<BTreeMap<u64, (Location, usize)>>;
+
+/// The cleaner's handler: relocates every blob and follows it in the oracle; a blob it reports
+/// lost is an acknowledged blob lost (the test fails).
+struct Follow<'a>(&'a Oracle);
+
+impl GcHandler for Follow<'_> {
+    fn decide(&mut self, _: &Location, _: &[u8]) -> GcDecision {
+        GcDecision::Relocate
+    }
+    fn relocated(&mut self, old: &Location, new: &Location) {
+        for v in self.0.lock().unwrap().values_mut().filter(|v| v.0 == *old) {
+            v.0 = *new;
+        }
+    }
+    fn lost(&mut self, loc: &Location, err: &Error) {
+        panic!("the cleaner lost an acknowledged blob {loc:?}: {err}");
+    }
+}
 
 struct Run {
     devs: Vec<Arc<reo_media::FaultyMedia>>,
@@ -104,12 +124,40 @@ impl Run {
         }
     }
 
-    fn replace(&mut self, d: usize) {
+    /// Gives device `d` back revived: failed first if the store has not noticed it is gone (as
+    /// an operator would), so that it can be replaced.
+    fn revive(&mut self, d: usize) {
+        if !self.store.failed_devices().contains(&d) {
+            self.store.fail_device(d).unwrap();
+        }
         self.devs[d].revive();
         self.devs[d].clear_faults();
         self.gone.remove(&d);
+    }
+
+    fn replace(&mut self, d: usize) {
+        self.revive(d);
         let h = self.store.replace_device(d, self.devs[d].clone(), RebuildOptions::default()).unwrap();
         assert_eq!(h.wait().state, RebuildState::Done, "{:?}", self.log);
+    }
+
+    /// kill -9, a power cut on every attached device, and a reopen.
+    fn crash(&mut self) {
+        let store = std::mem::replace(&mut self.store, open_blank());
+        store.kill();
+        for (d, dev) in self.devs.iter().enumerate() {
+            if !self.gone.contains(&d) {
+                dev.power_cut(PowerCut::DropAll, self.rng.below(1000)).unwrap();
+            }
+        }
+        let (store, report) = Store::open(as_media(&self.devs), &self.cfg).unwrap();
+        self.store = store;
+        if let Some(d) = report.rebuilding_device {
+            // Served meanwhile (a round), then resumed to the end.
+            self.round();
+            let h = self.store.resume_rebuild(RebuildOptions::default()).unwrap().expect("a rebuild to resume");
+            assert_eq!(h.wait().state, RebuildState::Done, "device {d}: {:?}", self.log);
+        }
     }
 
     /// One random event.
@@ -117,7 +165,7 @@ impl Run {
         let down = self.down();
         let up: Vec<usize> = (0..DEVICES).filter(|d| !down.contains(d)).collect();
         let pick_up = |r: &mut Rng| up[r.below(up.len() as u64) as usize];
-        match self.rng.below(6) {
+        match self.rng.below(8) {
             0 if down.len() < MAX_DOWN => {
                 let d = pick_up(&mut self.rng);
                 self.log.push(format!("fail {d}"));
@@ -141,18 +189,23 @@ impl Run {
                 self.round();
                 self.devs[d].set_delay(Duration::ZERO);
             }
+            5 if !down.is_empty() => {
+                let d = *down.iter().nth(self.rng.below(down.len() as u64) as usize).unwrap();
+                let after = 1 + self.rng.below(20);
+                self.log.push(format!("replace {d}, kill -9 after {after} blobs rebuilt, reopen, resume"));
+                self.revive(d);
+                let opts = RebuildOptions { pause_after_blobs: Some(after), ..Default::default() };
+                let h = self.store.replace_device(d, self.devs[d].clone(), opts).unwrap();
+                h.wait_until(|p| p.state == RebuildState::Paused);
+                self.crash();
+            }
+            6 => {
+                self.log.push("clean".into());
+                self.store.gc(VictimPolicy::CostBenefit, &mut Follow(&self.oracle)).unwrap();
+            }
             _ => {
                 self.log.push("kill -9, power cut, reopen".into());
-                let store = std::mem::replace(&mut self.store, open_blank());
-                store.kill();
-                for (d, dev) in self.devs.iter().enumerate() {
-                    if !self.gone.contains(&d) {
-                        dev.power_cut(PowerCut::DropAll, self.rng.below(1000)).unwrap();
-                    }
-                }
-                let (store, report) = Store::open(as_media(&self.devs), &self.cfg).unwrap();
-                assert_eq!(report.rebuilding_device, None, "rebuilds end before the next event");
-                self.store = store;
+                self.crash();
             }
         }
     }
