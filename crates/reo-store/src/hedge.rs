@@ -165,3 +165,58 @@ impl Inner {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::StoreConfig;
+    use crate::scheme::Placement;
+    use crate::store::{PutOptions, Store};
+    use reo_media::{Media, MemMedia};
+    use std::sync::Arc;
+
+    fn store(cfg: StoreConfig) -> Store {
+        let cfg = StoreConfig {
+            chunk_size: 16 << 10,
+            zone_size: Some(1 << 20),
+            journal_size: Some(256 << 10),
+            checkpoint_size: Some(256 << 10),
+            ..cfg
+        };
+        let devs: Vec<Arc<dyn Media>> = (0..4).map(|_| Arc::new(MemMedia::new(16 << 20)) as Arc<dyn Media>).collect();
+        Store::open(devs, &cfg).unwrap().0
+    }
+
+    /// Only blobs with redundancy hedge, and only when `slow_read_after` is set.
+    #[test]
+    fn only_redundant_blobs_hedge() {
+        let on = store(StoreConfig::default());
+        let off = store(StoreConfig { slow_read_after: None, ..StoreConfig::default() });
+        for s in [&on, &off] {
+            for (scheme, redundant) in [
+                (Scheme::None(Placement::Isolated), false),
+                (Scheme::None(Placement::Striped), false),
+                (Scheme::Replicate(2), true),
+                (Scheme::Rs { k: 2, p: 2 }, true),
+            ] {
+                let loc = s.put(b"h", &[7u8; 40_000], &PutOptions::new(scheme)).unwrap();
+                let configured = s.inner.slow_reads.0.is_some();
+                assert_eq!(Hedge::for_blob(&s.inner, &loc).on, redundant && configured, "{scheme:?}");
+            }
+        }
+        assert!(!Hedge::off().on);
+    }
+
+    /// The second try charges only the devices the first one left behind.
+    #[test]
+    fn a_retry_charges_only_the_devices_left_behind() {
+        let first = Hedge { on: true, left: Cell::new(0), charge_only: None };
+        assert!((0..8).all(|d| first.charges(d)) && !first.abandoned());
+        first.note_left(2);
+        first.note_left(70); // past 63: the shared top bit
+        let retry = first.retry();
+        assert!(first.abandoned() && !retry.on);
+        assert_eq!((0..5).map(|d| retry.charges(d)).collect::<Vec<_>>(), [false, false, true, false, false]);
+        assert!(retry.charges(63) && retry.charges(100), "devices past 63 are always charged");
+    }
+}
