@@ -46,6 +46,9 @@ pub(crate) struct Hedge {
     left: Cell<u64>,
     /// `Some(mask)`: charge read errors and checksum mismatches only to these devices.
     charge_only: Option<u64>,
+    /// The devices this read plans around for slowness, found once at its first question
+    /// ([`Inner::avoid`]): one look at each lane per read, not one per chunk.
+    planned: Cell<Option<u64>>,
 }
 
 /// A device's bit in a mask (devices past 63 share the top bit: charged, never skipped).
@@ -56,19 +59,21 @@ fn bit(d: usize) -> u64 {
 impl Hedge {
     /// A read that waits for every device (scrub).
     pub fn off() -> Hedge {
-        Hedge { on: false, left: Cell::new(0), charge_only: None }
+        Hedge { on: false, left: Cell::new(0), charge_only: None, planned: Cell::new(None) }
     }
 
     /// The hedging of a read of `loc`: on when configured and the blob has redundancy.
     pub fn for_blob(inner: &Inner, loc: &Location) -> Hedge {
         let redundant = !matches!(loc.scheme, Scheme::None(_));
-        Hedge { on: redundant && inner.slow_reads.0.is_some(), left: Cell::new(0), charge_only: None }
+        let on = redundant && inner.slow_reads.0.is_some();
+        Hedge { on, left: Cell::new(0), charge_only: None, planned: Cell::new(None) }
     }
 
     /// The second try of a read whose hedged try (`self`) failed: waits for every device, and
     /// charges errors only to the devices the first try did not read.
     pub fn retry(&self) -> Hedge {
-        Hedge { on: false, left: Cell::new(0), charge_only: Some(self.left.get() | bit(63)) }
+        let charge_only = Some(self.left.get() | bit(63));
+        Hedge { on: false, left: Cell::new(0), charge_only, planned: Cell::new(None) }
     }
 
     /// Whether the read left a device's chunks behind for slowness (then a failure is retried
@@ -97,14 +102,33 @@ impl Inner {
         self.slow_reads.0.is_some_and(|t| self.reads.busy_for(d) >= t)
     }
 
-    /// Whether a read with `hedge` plans around device `d` for blob `seq`: it is down for the blob
-    /// (or found stuck now, and marked failed), or slow while another device is not.
+    /// Whether a read with `hedge` plans around device `d` for blob `seq`: it is down for the blob,
+    /// or was slow while another device was not when the read first asked.
     pub(crate) fn avoid(&self, d: usize, seq: u64, hedge: &Hedge) -> bool {
-        if hedge.on && self.slow(d) {
-            // Reads that plan around a slow device never wait on it: look for a stuck one here.
-            self.fail_if_stuck(d);
+        self.down(d, seq) || (d < 63 && self.planned_around(hedge) & bit(d) != 0)
+    }
+
+    /// The devices (below 63) a read with `hedge` plans around: those slow while another is
+    /// prompt, looked at once per read. Reads that plan around a slow device never wait on it,
+    /// so this is also where a stuck one is found (and marked failed).
+    fn planned_around(&self, hedge: &Hedge) -> u64 {
+        if !hedge.on {
+            return 0;
         }
-        self.down(d, seq) || (hedge.on && self.slow(d) && self.another_is_prompt(d))
+        if let Some(m) = hedge.planned.get() {
+            return m;
+        }
+        let n = self.n().min(63);
+        let slow = (0..n).filter(|&d| self.slow(d)).fold(0u64, |m, d| m | bit(d));
+        let mut planned = 0;
+        for d in (0..n).filter(|&d| slow & bit(d) != 0) {
+            self.fail_if_stuck(d);
+            if (0..self.n()).any(|e| e != d && !self.is_failed(e) && (e >= 63 || slow & bit(e) == 0)) {
+                planned |= bit(d);
+            }
+        }
+        hedge.planned.set(Some(planned));
+        planned
     }
 
     /// Whether some device other than `d` is up and has no read in service past
@@ -210,7 +234,7 @@ mod tests {
     /// The second try charges only the devices the first one left behind.
     #[test]
     fn a_retry_charges_only_the_devices_left_behind() {
-        let first = Hedge { on: true, left: Cell::new(0), charge_only: None };
+        let first = Hedge { on: true, left: Cell::new(0), charge_only: None, planned: Cell::new(None) };
         assert!((0..8).all(|d| first.charges(d)) && !first.abandoned());
         first.note_left(2);
         first.note_left(70); // past 63: the shared top bit

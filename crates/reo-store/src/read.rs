@@ -350,6 +350,9 @@ impl Inner {
         let mut got: Fetched = vec![None; chunks.len()];
         // Runs not waited for any more (their device failed or stalled: `hedge.rs`).
         let mut left = vec![false; runs.len()];
+        // Every run came back or was left behind.
+        let settled =
+            |bufs: &[Option<AlignedBuf>], left: &[bool]| bufs.iter().zip(left).all(|(b, &l)| b.is_some() || l);
         let poll = self.hedge_poll();
         loop {
             let waited = match poll {
@@ -369,7 +372,7 @@ impl Inner {
                             }
                         }
                     }
-                    if (0..runs.len()).all(|r| bufs[r].is_some() || left[r]) {
+                    if settled(&bufs, &left) {
                         break;
                     }
                     continue;
@@ -412,7 +415,7 @@ impl Inner {
                 }
             }
             bufs[r] = Some(done.buf);
-            if left.iter().any(|&l| l) && (0..runs.len()).all(|r| bufs[r].is_some() || left[r]) {
+            if left.contains(&true) && settled(&bufs, &left) {
                 break;
             }
         }
