@@ -43,8 +43,8 @@ pub use config::{CacheConfig, ClassSchemes, EvictionMode};
 pub use dedup::{new_dedup, Chunk, DedupKind, DedupOutcome, DedupPolicy, Fingerprint};
 pub use failure_plan::{FailureAction, FailurePlan, FailurePoint};
 pub use manager::{
-    Access, AccessHistory, Cache, ControlReply, FillOutcome, GetResult, ObjectInfo, ObjectMeta, ObjectStatus, Piece,
-    Pieces, PutReceipt, SenseCode, SweepReport, WriteError, MAX_CONTROL_MESSAGE, MAX_KEY_LEN,
+    object_version, Access, AccessHistory, Cache, ControlReply, FillOutcome, GetResult, ObjectInfo, ObjectMeta,
+    ObjectStatus, Piece, Pieces, PutReceipt, SenseCode, SweepReport, WriteError, MAX_CONTROL_MESSAGE, MAX_KEY_LEN,
 };
 pub use object::Class;
 pub use policy::{new_policy, InsertError, Key, Policy, PolicyKind};

@@ -47,7 +47,7 @@ pub use control::{ControlReply, MAX_CONTROL_MESSAGE};
 pub use health::{Access, ObjectStatus, SenseCode, SweepReport};
 pub use history::AccessHistory;
 pub use read::{GetResult, Piece, Pieces};
-pub use write::{FillOutcome, ObjectMeta, PutReceipt, WriteError, MAX_KEY_LEN};
+pub use write::{object_version, FillOutcome, ObjectMeta, PutReceipt, WriteError, MAX_KEY_LEN};
 
 /// The state of one object, for queries (seed 000's per-object status, SDCC's query API).
 #[derive(Debug, Clone, PartialEq)]

@@ -381,6 +381,10 @@ impl Cache {
         }
         let mut locs = Vec::with_capacity(n as usize);
         let mut attempts = 0;
+        // The blobs of a dirty write that is not installed are freed durably: a complete dirty
+        // version is the newest on flash, and after a crash it would win over the acknowledged
+        // one (restart recovery keeps the newest complete dirty version).
+        let undo = if dirty { Durability::Sync } else { Durability::None };
         let (to_free, old_dirty) = loop {
             for f in 0..n {
                 let a = (u64::from(f) * fs) as usize;
@@ -389,7 +393,7 @@ impl Cache {
                 match self.put_blob(&header, &data[a..b], self.classes.of(class), dirty, placement_of(key)) {
                     Ok(l) => locs.push(l),
                     Err(e) => {
-                        free_all(&self.store, &locs, Durability::None);
+                        free_all(&self.store, &locs, undo);
                         return Err(e);
                     }
                 }
@@ -399,7 +403,7 @@ impl Cache {
                 None => {
                     // The cleaner (run by a later fragment's `make_room`, or by another thread)
                     // freed an earlier fragment before it was installed: write the object again.
-                    free_all(&self.store, &locs, Durability::None);
+                    free_all(&self.store, &locs, undo);
                     locs.clear();
                     attempts += 1;
                     if attempts >= 4 {
@@ -482,7 +486,8 @@ impl Cache {
             super::evict::drop_entry_if_empty(&mut s, slot);
             drop(s);
             free_all(&self.store, &freed, Durability::None);
-            free_all(&self.store, locs, Durability::None);
+            // A refused dirty write must not come back after a crash (see `put`).
+            free_all(&self.store, locs, if dirty { Durability::Sync } else { Durability::None });
             return Err(WriteError::Full("the rest of the cache is dirty or pinned".into()));
         }
         for &(f, _) in &old {
@@ -708,6 +713,17 @@ impl Cache {
         true
     }
 
+    /// Forgets `key` for good: [`Cache::delete`], then every free queued so far is made durable,
+    /// so that neither this copy nor one dropped earlier (evicted, invalidated: those frees are
+    /// not durable at once) comes back after a crash. For a client's delete or overwrite that
+    /// goes to the backend: a clean copy surviving it would be served in place of the backend's
+    /// newer state. Returns whether it was cached.
+    pub fn discard(&self, key: &[u8]) -> Result<bool, reo_store::Error> {
+        let cached = self.delete(key);
+        self.store.flush()?;
+        Ok(cached)
+    }
+
     /// Removes every fragment of `slot` from the policy and the object from the index; returns the
     /// blobs to free.
     pub(crate) fn forget_object(&self, s: &mut State, slot: u32) -> Vec<Location> {
@@ -737,8 +753,9 @@ pub(crate) fn admission_refusal(d: Decision) -> Option<&'static str> {
     }
 }
 
-/// The version of an object as the flusher names it: its ETag, size and modification time.
-pub(crate) fn object_version(etag: &str, size: u64, mtime_ns: u64) -> u64 {
+/// The version of an object as the flusher names it: its ETag, size and modification time (what
+/// [`PutReceipt::version`] and [`Cache::dirty_keys`] give).
+pub fn object_version(etag: &str, size: u64, mtime_ns: u64) -> u64 {
     let mut b = Vec::with_capacity(etag.len() + 16);
     b.extend_from_slice(etag.as_bytes());
     b.extend_from_slice(&size.to_le_bytes());
