@@ -88,7 +88,7 @@ class OutageTest(unittest.TestCase):
         self.assertFalse(s["backend"]["slowing_down"])
         self.assertEqual(s["dirty_objects"], 8)
         self.assertEqual((metric(srv, "reo_backend_up"), metric(srv, "reo_backend_slowing_down")), (0, 0))
-        self.assertGreater(metric(srv, "reo_backend_flush_failures_total"), 0)
+        self.assertGreater(metric(srv, "reo_backend_failures_total"), 0)
         # reo admin flush with a deadline gives up, saying what is left and why.
         p = admin(BIN, srv, "flush", "--timeout", "2s", check=False)
         self.assertEqual(p.returncode, 1, p.stderr)

@@ -76,15 +76,12 @@ impl Default for BackendChoice {
     }
 }
 
-/// Opens an S3 backend; returns it and a description for the log. A store that does not answer
-/// now is not an error (writes wait on flash until it does): a warning says so.
+/// Opens an S3 backend; returns it and a description for the log. Nothing is sent: whether the
+/// store answers is the prober's question, asked in the background once the gateway serves (a
+/// hung store must not hold up the start; writes wait on flash until it answers).
 fn open_s3(settings: &crate::backend::s3::S3Settings) -> Result<(Arc<dyn Backend>, String), String> {
     let b = S3Backend::open(settings)?;
     let desc = b.describe();
-    match b.list_buckets() {
-        Ok(v) => tracing::info!("S3 backend reachable ({} buckets)", v.len()),
-        Err(e) => tracing::warn!("the S3 backend does not answer now ({e}); writes stay on flash until it does"),
-    }
     Ok((Arc::new(b), desc))
 }
 
@@ -234,6 +231,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         gw.set_max_fill(bytes);
     }
     let flusher = Flusher::start(gw.clone());
+    let prober = crate::gateway::outage::Prober::start(gw.raw_backend.clone(), gw.health.clone());
     let hints = crate::hints::engine::HintEngine::start(gw.clone(), &cfg.data_dir.join("state"), cfg.promote_bps)?;
     let api = crate::api::Api {
         gw: gw.clone(),
@@ -272,6 +270,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     tracing::info!("shutting down");
     hints.stop();
     drop(hints);
+    prober.stop();
     flusher.stop();
     drop(gw);
     match Arc::try_unwrap(store) {

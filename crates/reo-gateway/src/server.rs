@@ -86,7 +86,7 @@ pub fn metrics(api: &Api) -> String {
     ));
     let h = gw.health.report();
     out.push_str(&format!(
-        "reo_backend_up {}\nreo_backend_down_seconds {:.3}\nreo_backend_flush_failures_total {}\nreo_backend_slowing_down {}\n",
+        "reo_backend_up {}\nreo_backend_down_seconds {:.3}\nreo_backend_failures_total {}\nreo_backend_slowing_down {}\n",
         u8::from(h.up),
         h.down_seconds,
         h.failures,

@@ -78,6 +78,8 @@ pub struct BackendSection {
     pub secret_access_key: Option<String>,
     pub session_token: Option<String>,
     pub allow_http: Option<bool>,
+    pub connect_timeout: Option<String>,
+    pub timeout: Option<String>,
 }
 
 impl BackendSection {
@@ -91,6 +93,8 @@ impl BackendSection {
             ("secret_access_key", self.secret_access_key.is_some()),
             ("session_token", self.session_token.is_some()),
             ("allow_http", self.allow_http.is_some()),
+            ("connect_timeout", self.connect_timeout.is_some()),
+            ("timeout", self.timeout.is_some()),
         ];
         match self.kind.as_deref().unwrap_or("local") {
             "local" => {
@@ -109,7 +113,21 @@ impl BackendSection {
                 if server_backend.is_some() {
                     return Err("server.backend: a local directory, but backend.kind is \"s3\"".into());
                 }
+                let mut deadlines = reo_gateway::backend::s3::Deadlines::default();
+                let positive = |field: &str, v: &str| match parse_duration(v) {
+                    Some(d) if !d.is_zero() => Ok(d),
+                    _ => Err(format!(
+                        "backend.{field}: expected a positive duration like \"3s\" or \"500ms\", got {v:?}"
+                    )),
+                };
+                if let Some(v) = &self.connect_timeout {
+                    deadlines.connect = positive("connect_timeout", v)?;
+                }
+                if let Some(v) = &self.timeout {
+                    deadlines.call = positive("timeout", v)?;
+                }
                 let s = S3Settings {
+                    deadlines,
                     endpoint: self.endpoint.clone(),
                     region: self.region.clone(),
                     virtual_hosted: self.virtual_hosted.unwrap_or(false),
@@ -127,7 +145,7 @@ impl BackendSection {
 }
 
 /// The backend of `reo serve --backend VALUE` over the file's: `s3://…`/`s3+http://…` is an S3
-/// store (region, credentials and addressing from the file's `[backend]` if it is S3 too), anything
+/// store (region, credentials, addressing and deadlines from the file's `[backend]` if it is S3 too), anything
 /// else a local directory.
 pub fn backend_flag(value: &str, file: &BackendChoice) -> Result<BackendChoice, String> {
     if !(value.starts_with("s3://") || value.starts_with("s3+http://")) {
@@ -141,6 +159,7 @@ pub fn backend_flag(value: &str, file: &BackendChoice) -> Result<BackendChoice, 
         s.secret_access_key = f.secret_access_key.clone();
         s.session_token = f.session_token.clone();
         s.allow_http |= f.allow_http;
+        s.deadlines = f.deadlines;
     }
     s.validate().map_err(|e| format!("--backend {value}: {e}"))?;
     Ok(BackendChoice::S3(s))

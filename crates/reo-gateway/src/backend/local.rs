@@ -284,6 +284,14 @@ impl Backend for LocalBackend {
         Ok(out)
     }
 
+    fn probe(&self) -> BResult<()> {
+        match fs::metadata(&self.root) {
+            Ok(m) if m.is_dir() => Ok(()),
+            Ok(_) => Err(BackendError::Io(format!("{} is not a directory", self.root.display()))),
+            Err(e) => Err(io_err("probe", &self.root, e)),
+        }
+    }
+
     fn create_bucket(&self, bucket: &str) -> BResult<()> {
         let d = self.bucket_dir(bucket)?;
         if d.join(BUCKET_META).is_file() {

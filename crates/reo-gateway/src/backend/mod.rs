@@ -126,6 +126,11 @@ pub trait Backend: Send + Sync + 'static {
     fn check_key(&self, _key: &str) -> BResult<()> {
         Ok(())
     }
+    /// Whether the backend answers at all (the prober's question while it is down): `Io` if it
+    /// cannot be reached. Default: a bucket listing.
+    fn probe(&self) -> BResult<()> {
+        self.list_buckets().map(|_| ())
+    }
     /// Applies a backend hint (`target: backend`) to the objects `address` covers; what each
     /// [`Advice`] does is the backend's (see [`advice`]). A missing key is `NoSuchKey`.
     fn advise(&self, bucket: &str, address: &Address, advice: Advice) -> BResult<AdviceReport>;

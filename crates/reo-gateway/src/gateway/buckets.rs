@@ -107,10 +107,9 @@ impl Gateway {
         for key in tombstones {
             let ck = cache_key(bucket, &key);
             let _g = self.stripe(&ck);
-            self.backend.delete(bucket, &key).map_err(backend_err)?;
-            let mut p = self.pending();
-            if p.map.get(&ck).is_some_and(|x| x.deleted) {
-                p.remove(&ck);
+            // Still a tombstone (a write may have replaced it since the list was taken)?
+            if self.pending().map.get(&ck).is_some_and(|x| x.deleted) {
+                self.write_backend(&ck, || self.backend.delete(bucket, &key))?;
             }
         }
         self.backend.delete_bucket(bucket).map_err(backend_err)?;

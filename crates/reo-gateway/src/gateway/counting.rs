@@ -3,7 +3,7 @@
 //! fail the next read (before or after its first chunk), or fail HEADs (a backend that is down);
 //! hold a listing after the backend answered it; hold a HEAD before or after it answers, a HEAD
 //! of a bucket after it answers, a bucket deletion before it runs; fail writes (puts and
-//! deletes); backend hints (`advise`) are recorded.
+//! deletes) or hold them before they run; backend hints (`advise`) are recorded.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -78,6 +78,8 @@ pub(crate) struct Counting {
     pub before_delete_bucket: Arc<Gate>,
     /// Puts and deletes of objects fail with an I/O error.
     pub fail_writes: AtomicBool,
+    /// Object puts and deletes wait here before the backend runs them.
+    pub before_write: Arc<Gate>,
     /// Every `advise` call: (bucket, address, advice).
     pub advised: Mutex<Vec<(String, Address, Advice)>>,
 }
@@ -103,6 +105,7 @@ impl Counting {
             after_head_bucket: open(true),
             before_delete_bucket: open(true),
             fail_writes: AtomicBool::new(false),
+            before_write: open(true),
             advised: Mutex::new(Vec::new()),
         })
     }
@@ -112,6 +115,7 @@ impl Counting {
     }
 
     fn write_fault(&self) -> BResult<()> {
+        self.before_write.pass();
         if self.fail_writes.load(Ordering::SeqCst) {
             return Err(BackendError::Io("write refused (test)".into()));
         }

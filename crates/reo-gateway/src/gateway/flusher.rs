@@ -1,6 +1,7 @@
 //! The flusher: a thread that writes unflushed (dirty) objects to the backend, then marks them
-//! clean in the cache and forgets their pending record. One object at a time, under the key's
-//! stripe lock (so a concurrent delete or overwrite is ordered with it); failures are retried
+//! clean in the cache and forgets their pending record. One object at a time; the backend call
+//! holds no lock, and the pending state is retired only if no write or delete replaced it
+//! meanwhile ([`flush_one`] gives the steps); failures are retried
 //! with exponential backoff (100 ms doubling to 30 s) and counted. While the backend's own I/O
 //! fails, a round stops at its first such failure (one probe per backoff, not one per object).
 //! Backend write failures mark the backend down and the next success marks it up again
@@ -142,39 +143,44 @@ impl std::fmt::Display for FlushError {
     }
 }
 
-/// Writes one pending object to the backend and marks it clean.
+/// Writes one pending object (or applies one pending delete) to the backend and retires its
+/// pending state, in three steps:
+///
+/// 1. under the key's stripe, shared (reads go on; writes wait, briefly): the pending state at
+///    `version` and, for a write, its bytes from flash; the key is marked as being flushed;
+/// 2. holding no lock: the backend call (a slow or hung backend holds up nothing the cache can
+///    answer), then the key's mark is cleared;
+/// 3. under the stripe, exclusive: unless a newer write or delete replaced the state meanwhile
+///    (it is flushed in its turn), the state is retired — a write's record first loses its `prev`
+///    (the backend holds the write now: the state before it must never be restored), the object
+///    is marked clean, then the record is removed; a delete's cached copy is discarded durably,
+///    then its tombstone is removed. A crash between any two of these leaves a state that
+///    recovery flushes again (idempotent) or finds retired.
 fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
     use FlushError::Local;
-    let _g = gw.stripe(ck);
-    let Some(p) = gw.pending().map.get(ck).cloned() else { return Ok(()) };
-    if p.version != version {
-        return Ok(()); // overwritten since the snapshot: the next round takes the new version
-    }
-    debug_assert_eq!(cache_key(&p.bucket, &p.key), ck);
-    if p.deleted {
-        // A write-back delete: applied in the backend, then forgotten (unless a newer write or
-        // delete of the key replaced it meanwhile).
-        match gw.backend.delete(&p.bucket, &p.key) {
+    let (p, data) = {
+        let _r = gw.stripe_shared(ck);
+        let Some(p) = gw.pending().map.get(ck).cloned() else { return Ok(()) };
+        if p.version != version {
+            return Ok(()); // overwritten since the snapshot: the next round takes the new version
+        }
+        debug_assert_eq!(cache_key(&p.bucket, &p.key), ck);
+        let data = if p.deleted { Vec::new() } else { read_dirty(gw, ck, &p)? };
+        gw.flushing.begin(ck);
+        (p, data)
+    };
+    let r = if p.deleted {
+        match gw.raw_backend.delete(&p.bucket, &p.key) {
             // A bucket deleted behind the gateway's back holds no key either: the delete is
             // done (retrying it would fail for ever and mark the backend down).
-            Ok(()) | Err(BackendError::NoSuchKey(_)) | Err(BackendError::NoSuchBucket(_)) => {}
-            Err(e) => return Err(FlushError::Backend(e)),
+            Ok(()) | Err(BackendError::NoSuchKey(_)) | Err(BackendError::NoSuchBucket(_)) => Ok(()),
+            Err(e) => Err(e),
         }
-        gw.health.record_success();
-        let mut pend = gw.pending();
-        if pend.map.get(ck).is_some_and(|x| x.deleted && x.version == version) {
-            pend.remove(ck);
-        }
-        drop(pend);
-        gw.counters.lock().unwrap_or_else(|e| e.into_inner()).flushed_deletes += 1;
-        return Ok(());
-    }
-    let r = gw.cache.get(ck.as_bytes(), 0, u64::MAX, now_ns()).map_err(|e| Local(e.to_string()))?;
-    if !r.is_hit() && p.info.size > 0 {
-        return Err(Local(format!("unflushed object {ck:?} is not fully on flash")));
-    }
-    let data: Vec<u8> = r.pieces.into_iter().flat_map(|x| x.data.unwrap_or_default()).collect();
-    match gw.backend.put(&p.bucket, &p.key, &data, &p.info) {
+    } else {
+        gw.raw_backend.put(&p.bucket, &p.key, &data, &p.info)
+    };
+    gw.flushing.end(ck);
+    match r {
         Ok(()) => {}
         // The backend answered (it is up): only this bucket is missing.
         Err(BackendError::NoSuchBucket(_)) => {
@@ -184,6 +190,22 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
         Err(e) => return Err(FlushError::Backend(e)),
     }
     gw.health.record_success();
+    let _g = gw.stripe(ck);
+    let unchanged = gw.pending().map.get(ck).is_some_and(|x| x.version == version && x.deleted == p.deleted);
+    if !unchanged {
+        return Ok(()); // replaced while the backend was written: the newer state is flushed next
+    }
+    if p.deleted {
+        gw.cache.discard(ck.as_bytes()).map_err(|e| Local(format!("dropping the cached copy durably: {e}")))?;
+        gw.retire(ck).map_err(|e| Local(e.to_string()))?;
+        gw.counters.lock().unwrap_or_else(|e| e.into_inner()).flushed_deletes += 1;
+        return Ok(());
+    }
+    if p.prev.is_some() {
+        let done = super::pending::PendingPut { prev: None, ..p.clone() };
+        gw.records.persist(&done).map_err(|e| Local(format!("rewriting the pending record: {e}")))?;
+        gw.pending().map.insert(ck.to_string(), done);
+    }
     let clean = match gw.cache.mark_clean(ck.as_bytes(), version) {
         Ok(c) => c,
         // Rewriting into the clean scheme needs free flash; with none left (everything dirty) the
@@ -195,14 +217,24 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
         }
         Err(e) => return Err(Local(e.to_string())),
     };
+    #[cfg(test)]
+    if gw.flushing.crash_before_retire.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(Local("simulated crash before the record's removal".into()));
+    }
     if clean {
-        let mut pend = gw.pending();
-        if pend.map.get(ck).is_some_and(|x| x.version == version) {
-            pend.remove(ck);
-        }
+        gw.retire(ck).map_err(|e| Local(e.to_string()))?;
     }
     let mut c = gw.counters.lock().unwrap_or_else(|e| e.into_inner());
     c.flushed_objects += 1;
     c.flushed_bytes += data.len() as u64;
     Ok(())
+}
+
+/// The bytes of the unflushed write `p` of `ck`, from flash.
+fn read_dirty(gw: &Gateway, ck: &str, p: &super::pending::PendingPut) -> Result<Vec<u8>, FlushError> {
+    let r = gw.cache.get(ck.as_bytes(), 0, u64::MAX, now_ns()).map_err(|e| FlushError::Local(e.to_string()))?;
+    if !r.is_hit() && p.info.size > 0 {
+        return Err(FlushError::Local(format!("unflushed object {ck:?} is not fully on flash")));
+    }
+    Ok(r.pieces.into_iter().flat_map(|x| x.data.unwrap_or_default()).collect())
 }

@@ -3,8 +3,9 @@
 //! last filled or validated more than `D` ago first asks the backend for its ETag (a HEAD). The
 //! same ETag: the cached copy is served and its age starts again. Another ETag (or the object is
 //! gone): the cached copy is dropped and the request proceeds as a miss, with the backend's
-//! info. The backend unreachable (any other error): the cached copy is served, with a warning —
-//! a cache in front of a down backend keeps answering. Dirty objects are never revalidated: the
+//! info. The backend unreachable (any other error, its deadline passed included): the cached
+//! copy is served, with a warning — a cache in front of a down backend keeps answering; while
+//! the backend is known to be down, or has not answered yet since start, without asking it. Dirty objects are never revalidated: the
 //! cache holds the newest version.
 //!
 //! Ages are kept in DRAM per cache key (at most [`MAX_ENTRIES`]; when full the table is cleared,
@@ -78,7 +79,9 @@ impl Gateway {
     /// another writer deleted it.
     pub(crate) fn revalidate(&self, bucket: &str, key: &str, ck: &str, cached: ObjectInfo) -> S3Result<ObjectInfo> {
         let now = now_ns();
-        if !self.fetch.fresh.due(ck, now) {
+        // While the backend is down, or before it first answered since start (it may be hung),
+        // the cached copy is served without asking it.
+        if !self.fetch.fresh.due(ck, now) || !self.health.is_known_up() {
             return Ok(cached);
         }
         match self.backend.head(bucket, key) {

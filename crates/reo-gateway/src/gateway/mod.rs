@@ -1,18 +1,20 @@
 //! [`Gateway`]: the data path between the S3 layer and the backend, with the flash cache in it.
 //!
-//! * Writes follow the key's [`policy`] (write-back by default). Write-back: the object goes to the cache as dirty (durable on flash before the
-//!   200) with its metadata in [`pending`]; the [`flusher`] writes it to the backend and marks it
-//!   clean. Writes get `503 SlowDown` when the dirty budget is exhausted (`WriteError::Full`
-//!   too) or the backend has been down too long ([`outage`]); an object too large for the cache
-//!   goes straight to the backend (write-around).
+//! * Writes follow the key's [`policy`] (write-back by default; the paths are in `write.rs`).
+//!   Write-back: the object goes to the cache as dirty (durable on flash before the 200) with its
+//!   metadata in [`pending`]; the [`flusher`] writes it to the backend and marks it clean. Writes
+//!   get `503 SlowDown` when the dirty budget is exhausted (`WriteError::Full` too) or the
+//!   backend has been down too long ([`outage`]); an object too large for the cache goes straight
+//!   to the backend (write-around).
 //! * Reads: metadata from the pending map (unflushed writes), the cache (optionally revalidated
 //!   against the backend: [`fresh`]) or the backend; bytes from flash. GET streams ([`stream`]):
 //!   missing fragments come from single-flight backend fetches ([`flight`], [`fetch`]) that reach
 //!   the client as they arrive and are offered to the cache when complete. [`Gateway::read`] (copy,
 //!   range prefetch) is the buffered form: missing fragments fetched and offered back with `fill`.
-//! * Deletes go to the pending map, the cache and the backend, under the key's stripe lock, which
-//!   also serializes them with the flusher (a flush never resurrects a deleted object). Reads hold
-//!   the stripe shared ([`Gateway::read_lock`]): metadata and bytes are of one version.
+//! * Deletes under write-back are tombstones in the pending map, applied in the backend by the
+//!   flusher; writes and deletes of a key hold its stripe lock exclusively, reads shared
+//!   ([`Gateway::read_lock`]): metadata and bytes are of one version. The flusher calls the
+//!   backend holding no lock and retires a pending state only if it is still the one it flushed.
 //! * Listings merge the backend's keys with the unflushed ones.
 //!
 //! Every method blocks (device and backend I/O); the S3 layer runs them on tokio's blocking pool.
@@ -22,16 +24,20 @@
 //! 0. a multipart upload's lock ([`multipart::Uploads::lock`]): one completion or abort of an
 //!    upload at a time, held across the completed object's whole write (everything below).
 //! 1. a key's stripe (`stripes`): one at a time, or two in key order ([`crate::hints::reorganize`],
-//!    which skips the second when both keys share it). Held across backend calls and device I/O.
+//!    which skips the second when both keys share it). Held across device I/O, and across the
+//!    backend calls of the paths that write the backend themselves (write-through, write-around,
+//!    deletes outside write-back, bucket deletion); never across the flusher's.
 //! 2. the hint engine's hint store: under it only the cache's lock (unpin) and the engine's
 //!    counters; never taken under a stripe, nor a stripe under it.
 //! 3. the flights registry, then a flight's state (the streaming miss path, under a stripe).
-//! 4. leaves, each released before any other lock is taken: the pending map (never across I/O
-//!    but the unlink of a record: records are written and fsync'ed outside it, under the key's
-//!    stripe, so a HEAD does not wait for a PUT's fsync; see [`pending`]), the counters, the backend's health, the flusher's wake
-//!    mutex (kicked under a stripe; the flusher waits on it holding nothing), the policy rules,
-//!    the revalidation ages, the bucket guards ([`buckets`]), the missing buckets ([`stuck`]), and the cache's own lock (every
-//!    `reo_cache` call; the cache calls nothing back).
+//! 4. leaves, each released before any other lock is taken: the pending map (never across I/O:
+//!    records are written, fsync'ed and removed outside it, under the key's stripe, so a HEAD
+//!    does not wait for a PUT's fsync; see [`pending`]), the keys being flushed (`flushing.rs`:
+//!    waited on under a stripe, never taken with one by the flusher), the counters, the backend's
+//!    health, the flusher's wake mutex (kicked under a stripe; the flusher waits on it holding
+//!    nothing), the policy rules, the revalidation ages, the bucket guards ([`buckets`]), the
+//!    missing buckets ([`stuck`]), and the cache's own lock (every `reo_cache` call; the cache
+//!    calls nothing back).
 //!
 //! A guard must not outlive its statement into code that locks again: `for`, `match`, `if let` and
 //! `while let` keep their scrutinee's temporaries (a `self.pending()` guard) to the end of the
@@ -43,11 +49,15 @@ mod complete;
 mod complete_tests;
 #[cfg(test)]
 pub(crate) mod counting;
+#[cfg(test)]
+mod crash_tests;
 pub mod errors;
 mod fetch;
 pub(crate) mod flight;
 pub mod flusher;
+mod flushing;
 pub mod fresh;
+mod guard;
 pub mod multipart;
 pub mod outage;
 pub mod pending;
@@ -64,17 +74,18 @@ pub mod stuck;
 mod stuck_tests;
 #[cfg(test)]
 pub(crate) mod tests;
+mod write;
 
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use md5::{Digest, Md5};
-use reo_cache::{Cache, ObjectMeta, WriteError};
+use reo_cache::{Cache, ObjectMeta};
 use s3s::{s3_error, S3Result};
 
 use crate::backend::{Backend, ListEntry, ListPage, ListQuery, ObjectInfo};
 use errors::backend_err;
-use pending::{cache_key, Pending, PendingPut};
+use pending::{cache_key, Pending};
 use policy::{PolicyRule, WritePolicy};
 
 const STRIPES: usize = 256;
@@ -94,7 +105,10 @@ pub struct GatewayCounters {
 
 /// The gateway's data path.
 pub struct Gateway {
+    /// The backend as requests call it: while it is down, calls fail at once ([`guard`]).
     pub backend: Arc<dyn Backend>,
+    /// The backend itself: the flusher's, whose calls are also how the gateway learns it is back.
+    pub(crate) raw_backend: Arc<dyn Backend>,
     pub cache: Arc<Cache>,
     pub(crate) pending: Mutex<Pending>,
     /// The pending map's record files, written outside its mutex ([`pending::Records`]).
@@ -114,14 +128,16 @@ pub struct Gateway {
     /// Unflushed bytes beyond which writes get 503 SlowDown (the high watermark).
     pub(crate) dirty_limit: std::sync::atomic::AtomicU64,
     rules: RwLock<Vec<PolicyRule>>,
-    /// Whether the backend is down (the flusher decides) and the buckets known to exist.
-    pub health: outage::BackendHealth,
+    /// Whether the backend is down (from its answers) and the buckets known to exist.
+    pub health: Arc<outage::BackendHealth>,
     /// The streaming miss path's shared state (flights, revalidation ages).
     pub(crate) fetch: fetch::FetchCtx,
     /// Orders bucket deletions with the object writes into the bucket ([`buckets`]).
     buckets: buckets::BucketGuards,
     /// Buckets found missing in the backend by the flusher, their objects stuck ([`stuck`]).
     pub(crate) gone: stuck::GoneBuckets,
+    /// The key the flusher is writing to the backend, holding no lock ([`flushing`]).
+    pub(crate) flushing: flushing::Flushing,
     /// Fetches of at most this many bytes are collected for the cache ([`Gateway::max_fill`]).
     max_fill: std::sync::atomic::AtomicU64,
 }
@@ -148,7 +164,10 @@ impl Gateway {
             Pending::open(&state_dir.join("pending")).map_err(|e| format!("{}: {e}", state_dir.display()))?;
         let uploads = multipart::Uploads::open(&state_dir.join("uploads"))
             .map_err(|e| format!("{}: {e}", state_dir.display()))?;
-        recover::reconcile(&mut pending, &cache);
+        recover::reconcile(&mut pending, &cache).map_err(|e| format!("recovering the unflushed writes: {e}"))?;
+        let health = Arc::new(outage::BackendHealth::default());
+        let raw_backend = backend;
+        let backend: Arc<dyn Backend> = Arc::new(guard::Guarded::new(raw_backend.clone(), health.clone()));
         let dirty_limit = cache.config().capacity_bytes / 2;
         let max_fill = (cache.config().capacity_bytes / 4).min(256 << 20);
         let fetch = fetch::FetchCtx {
@@ -160,6 +179,7 @@ impl Gateway {
         let records = pending.records.clone();
         Ok(Arc::new(Gateway {
             backend,
+            raw_backend,
             cache,
             records,
             pending: Mutex::new(pending),
@@ -173,10 +193,11 @@ impl Gateway {
             // Half the cache: room is left for cleaning (rewriting flushed objects clean).
             dirty_limit: std::sync::atomic::AtomicU64::new(dirty_limit),
             rules: RwLock::new(Vec::new()),
-            health: Default::default(),
+            health,
             fetch,
             buckets: Default::default(),
             gone: Default::default(),
+            flushing: Default::default(),
             max_fill: std::sync::atomic::AtomicU64::new(max_fill),
         }))
     }
@@ -197,7 +218,11 @@ impl Gateway {
 
     /// Hold while reading an object's metadata and bytes: no write of the key lands meanwhile.
     pub fn read_lock(&self, bucket: &str, key: &str) -> RwLockReadGuard<'_, ()> {
-        self.stripe_of(&cache_key(bucket, key)).read().unwrap_or_else(|e| e.into_inner())
+        self.stripe_shared(&cache_key(bucket, key))
+    }
+
+    pub(crate) fn stripe_shared(&self, ckey: &str) -> RwLockReadGuard<'_, ()> {
+        self.stripe_of(ckey).read().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(crate) fn pending(&self) -> MutexGuard<'_, Pending> {
@@ -293,169 +318,6 @@ impl Gateway {
             }
         }
         self.backend.head(bucket, key).map_err(backend_err)
-    }
-
-    /// Stores a whole object (write-back; write-around if the cache cannot hold it).
-    pub fn put(&self, bucket: &str, key: &str, data: &[u8], info: ObjectInfo) -> S3Result<ObjectInfo> {
-        self.put_if(bucket, key, data, info, None::<fn(Option<&ObjectInfo>) -> S3Result<()>>)
-    }
-
-    /// [`Gateway::put`], but only if `check` accepts the object's current info (`None`: there is
-    /// no such object), looked up under the key's stripe lock, which the write then holds: no
-    /// other write of the key lands between the check and the write (a conditional PUT is
-    /// atomic), and the lookup's revalidation ([`Gateway::head`]) cannot drop a copy written
-    /// meanwhile.
-    pub fn put_if<F>(
-        &self,
-        bucket: &str,
-        key: &str,
-        data: &[u8],
-        mut info: ObjectInfo,
-        check: Option<F>,
-    ) -> S3Result<ObjectInfo>
-    where
-        F: FnOnce(Option<&ObjectInfo>) -> S3Result<()>,
-    {
-        crate::keys::validate_key(key).map_err(|m| {
-            use s3s::S3ErrorCode::{InvalidArgument, KeyTooLongError};
-            s3s::S3Error::with_message(
-                if key.len() > crate::keys::MAX_KEY_LEN { KeyTooLongError } else { InvalidArgument },
-                m,
-            )
-        })?;
-        // Refused now rather than acknowledged and then never flushable.
-        self.backend.check_key(key).map_err(backend_err)?;
-        // Held from the bucket check until the write is recorded ([`buckets`]).
-        let _writing = self.buckets.begin_write(bucket)?;
-        self.check_bucket(bucket)?;
-        info.size = data.len() as u64;
-        info.mtime_ns = now_ns();
-        if info.etag.is_empty() {
-            info.etag = crate::keys::md5_hex(data);
-        }
-        let ck = cache_key(bucket, key);
-        // policy() refuses read-only scopes.
-        let policy = self.policy(bucket, key)?;
-        let _g = self.stripe(&ck);
-        if let Some(check) = check {
-            match self.head(bucket, key) {
-                Ok(cur) => check(Some(&cur))?,
-                Err(e) if *e.code() == s3s::S3ErrorCode::NoSuchKey => check(None)?,
-                Err(e) => return Err(e),
-            }
-        }
-        let limit = self.dirty_limit.load(std::sync::atomic::Ordering::Relaxed);
-        match policy {
-            WritePolicy::WriteAround => return self.write_around(bucket, key, &ck, data, info),
-            WritePolicy::WriteThrough => return self.write_through(bucket, key, &ck, data, info),
-            WritePolicy::WriteBack | WritePolicy::ReadOnly if info.size > limit => {
-                return self.write_around(bucket, key, &ck, data, info)
-            }
-            WritePolicy::WriteBack | WritePolicy::ReadOnly => {}
-        }
-        if let Some(why) = self.health.slowdown_reason() {
-            self.counters.lock().unwrap_or_else(|e| e.into_inner()).slowdowns += 1;
-            return Err(s3_error!(SlowDown, "{why}"));
-        }
-        if self.dirty().1 + info.size > limit {
-            self.counters.lock().unwrap_or_else(|e| e.into_inner()).slowdowns += 1;
-            return Err(s3_error!(
-                SlowDown,
-                "{limit} bytes of writes are waiting for the backend (the dirty budget); retry later"
-            ));
-        }
-        let mut pp =
-            PendingPut { bucket: bucket.into(), key: key.into(), info: info.clone(), version: 0, deleted: false };
-        // Durable before the cache put, so before the 200; not under the pending mutex (an
-        // fsync would hold up every HEAD and GET), the key's stripe orders it.
-        self.records.persist(&pp).map_err(|e| s3_error!(InternalError, "cannot record the write: {e}"))?;
-        match self.cache.put(ck.as_bytes(), data, &meta_of(&info), true, now_ns()) {
-            Ok(r) => {
-                pp.version = r.version;
-                self.pending().map.insert(ck, pp);
-                self.kick_flusher();
-                Ok(info)
-            }
-            Err(WriteError::Full(m)) => {
-                self.forget_pending(&ck);
-                self.counters.lock().unwrap_or_else(|e| e.into_inner()).slowdowns += 1;
-                Err(s3_error!(SlowDown, "the cache has no room for more unflushed writes ({m}); retry later"))
-            }
-            Err(WriteError::TooLarge(_)) => {
-                self.forget_pending(&ck);
-                self.write_around(bucket, key, &ck, data, info)
-            }
-            Err(e) => {
-                self.forget_pending(&ck);
-                Err(s3_error!(ServiceUnavailable, "flash write failed: {e}"))
-            }
-        }
-    }
-
-    /// Write-through: the backend first, then a clean copy on flash. The caller holds the key's
-    /// stripe lock. The backend goes first so that a failed write leaves everything as it was,
-    /// an unflushed earlier version included (it was acknowledged; it must not be dropped).
-    fn write_through(&self, bucket: &str, key: &str, ck: &str, data: &[u8], info: ObjectInfo) -> S3Result<ObjectInfo> {
-        self.backend.put(bucket, key, data, &info).map_err(backend_err)?;
-        self.pending().remove(ck);
-        if self.cache.put(ck.as_bytes(), data, &meta_of(&info), false, now_ns()).is_err() {
-            self.cache.delete(ck.as_bytes()); // no stale copy stays behind
-        }
-        Ok(info)
-    }
-
-    /// Write-around (objects larger than the dirty budget or the cache): the backend gets it now;
-    /// the cache drops any older copy. The caller holds the key's stripe lock. As in
-    /// [`Gateway::write_through`], the backend goes first: a failed write drops nothing.
-    fn write_around(&self, bucket: &str, key: &str, ck: &str, data: &[u8], info: ObjectInfo) -> S3Result<ObjectInfo> {
-        self.backend.put(bucket, key, data, &info).map_err(backend_err)?;
-        self.pending().remove(ck);
-        self.cache.delete(ck.as_bytes());
-        self.counters.lock().unwrap_or_else(|e| e.into_inner()).write_around += 1;
-        Ok(info)
-    }
-
-    /// Removes the pending record of `ck` (its file too) unless a newer write holds it.
-    /// The caller holds the key's stripe lock.
-    fn forget_pending(&self, ck: &str) {
-        let mut p = self.pending();
-        match p.map.get(ck).cloned() {
-            Some(old) => {
-                // An older acknowledged write is still pending: rewrite its record (outside the
-                // pending mutex, as every record write).
-                drop(p);
-                let _ = self.records.persist(&old);
-            }
-            None => p.remove(ck),
-        }
-    }
-
-    /// Deletes an object (missing objects are fine, as in S3). Under write-back the delete is
-    /// recorded durably (a tombstone in the pending map) and the flusher deletes it in the
-    /// backend, so deletes work while the backend is down; otherwise the backend deletes now.
-    pub fn delete(&self, bucket: &str, key: &str) -> S3Result<()> {
-        let policy = self.policy(bucket, key)?;
-        let ck = cache_key(bucket, key);
-        // Held from the bucket check until the delete is recorded ([`buckets`]).
-        let _writing = self.buckets.begin_write(bucket)?;
-        if policy != WritePolicy::WriteBack {
-            self.backend.head_bucket(bucket).map_err(backend_err)?;
-            let _g = self.stripe(&ck);
-            // The backend first: a failed delete leaves an unflushed (acknowledged) version alone.
-            self.backend.delete(bucket, key).map_err(backend_err)?;
-            self.pending().remove(&ck);
-            self.cache.delete(ck.as_bytes());
-            return Ok(());
-        }
-        self.check_bucket(bucket)?;
-        let _g = self.stripe(&ck);
-        let info = ObjectInfo { mtime_ns: now_ns(), ..Default::default() };
-        let tomb = PendingPut { bucket: bucket.into(), key: key.into(), info, version: now_ns(), deleted: true };
-        self.records.persist(&tomb).map_err(|e| s3_error!(InternalError, "cannot record the delete: {e}"))?;
-        self.cache.delete(ck.as_bytes());
-        self.pending().map.insert(ck, tomb);
-        self.kick_flusher();
-        Ok(())
     }
 
     /// A listing page: the backend's keys merged with unflushed writes.

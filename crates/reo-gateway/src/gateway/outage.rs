@@ -1,20 +1,28 @@
 //! Backend outages: how the gateway knows the backend is down and what it does about it.
 //!
-//! * **Down** is decided by the flusher: a failed backend write marks the backend down (from the
-//!   first failure of a run of failures), the next successful one clears it. Request-path errors do
-//!   not count (a missing key, a bad name are not outages).
+//! * **Down** is decided by the backend's answers: a call that fails because the backend is
+//!   unreachable or failing (`BackendError::Io`: refused connections, deadlines passed, 5xx) —
+//!   a flush, a miss, a bucket check — marks it down (from the first failure of a run of
+//!   failures); the next call it answers marks it up. Answers such as "no such key" or a bad name
+//!   are answers: the backend is up.
+//! * **While it is down, the request path does not wait for it** ([`super::guard`]): calls fail at
+//!   once with `503 SlowDown` and `Retry-After`, instead of each waiting out a deadline. A
+//!   [`Prober`] thread asks the backend once a second meanwhile (with the backend's deadline),
+//!   and at start-up, so the gateway never waits for the backend to start serving; the flusher
+//!   keeps trying with its own backoff.
 //! * **Writes keep landing** while it is down: a write-back PUT needs the bucket to exist, and when
-//!   the backend cannot say (an I/O error), a bucket this gateway has seen exist, or that holds
-//!   unflushed objects, is taken as existing. The object is durable on flash, readable, and the
-//!   flusher writes it once the backend is back.
+//!   the backend cannot say, a bucket this gateway has seen exist, or that holds unflushed
+//!   objects, is taken as existing. The object is durable on flash, readable, and the flusher
+//!   writes it once the backend is back.
 //! * **Then `503 SlowDown`**: once the backend has been down longer than `slowdown_after`
 //!   (`flush.backend_down_slowdown_after`), write-back PUTs are refused with `SlowDown` — the dirty
 //!   data stops growing with no end in sight — as they are when the dirty budget is exhausted. A
 //!   refused write is never acknowledged; nothing acknowledged is dropped.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use s3s::S3Result;
@@ -31,15 +39,19 @@ struct State {
     /// When the current run of flush failures began (None: up).
     down_since_ns: Option<u64>,
     last_error: Option<String>,
-    /// Failed backend writes since start.
+    /// Failed backend calls since start.
     failures: u64,
     /// Buckets the backend said exist (taken as existing while it cannot answer).
     known_buckets: HashSet<String>,
 }
 
-/// The backend's health as the flusher sees it.
+/// The backend's health, from the answers of its calls (see the module doc).
 pub struct BackendHealth {
     state: Mutex<State>,
+    /// Whether it is down (`state.down_since_ns.is_some()`), readable without the lock.
+    down: AtomicBool,
+    /// Whether it has answered a call since start (until then, whether it is up is unknown).
+    answered: AtomicBool,
     slowdown_after_ns: AtomicU64,
 }
 
@@ -49,6 +61,7 @@ pub struct HealthReport {
     pub up: bool,
     /// Seconds since the first failure of the current outage (0 when up).
     pub down_seconds: f64,
+    /// Failed backend calls since start.
     pub failures: u64,
     pub last_error: Option<String>,
     pub slowdown_after_seconds: f64,
@@ -60,6 +73,8 @@ impl Default for BackendHealth {
     fn default() -> BackendHealth {
         BackendHealth {
             state: Mutex::default(),
+            down: AtomicBool::new(false),
+            answered: AtomicBool::new(false),
             slowdown_after_ns: AtomicU64::new(DEFAULT_SLOWDOWN_AFTER.as_nanos() as u64),
         }
     }
@@ -74,23 +89,50 @@ impl BackendHealth {
         self.slowdown_after_ns.store(d.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
     }
 
-    /// A backend write of the flusher failed.
+    /// A backend call failed: the backend is unreachable or failing.
     pub fn record_failure(&self, error: &str) {
         let mut s = self.lock();
         s.failures += 1;
         s.last_error = Some(error.to_string());
         if s.down_since_ns.is_none() {
             s.down_since_ns = Some(now_ns());
+            self.down.store(true, Ordering::Release);
             tracing::warn!("backend down: {error}");
         }
     }
 
-    /// A backend write of the flusher succeeded: the backend is up.
+    /// The backend answered a call: it is up.
     pub fn record_success(&self) {
+        self.answered.store(true, Ordering::Relaxed);
+        if !self.is_down() {
+            return;
+        }
         let mut s = self.lock();
         if let Some(t) = s.down_since_ns.take() {
+            self.down.store(false, Ordering::Release);
             tracing::info!("backend back after {:.1} s down", now_ns().saturating_sub(t) as f64 / 1e9);
         }
+    }
+
+    /// Whether the backend is down now.
+    pub fn is_down(&self) -> bool {
+        self.down.load(Ordering::Acquire)
+    }
+
+    /// Whether the backend is known to be up: it has answered since start and is not down.
+    /// (Before its first answer — a probe starts at once — it may be hung: a revalidation must
+    /// not wait on it then.)
+    pub fn is_known_up(&self) -> bool {
+        self.answered.load(Ordering::Relaxed) && !self.is_down()
+    }
+
+    /// The error a request-path call gets at once while the backend is down.
+    pub fn refusal(&self) -> Option<BackendError> {
+        if !self.is_down() {
+            return None;
+        }
+        let err = self.lock().last_error.clone().unwrap_or_default();
+        Some(BackendError::Io(format!("the backend is unreachable (last error: {err}); retry later")))
     }
 
     /// How long the backend has been down (None: up).
@@ -123,6 +165,70 @@ impl BackendHealth {
             last_error: s.last_error.clone(),
             slowdown_after_seconds: self.slowdown_after_ns.load(Ordering::Relaxed) as f64 / 1e9,
             slowing_down,
+        }
+    }
+}
+
+/// How often the [`Prober`] asks a backend that is down.
+pub const PROBE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// A thread that asks the backend whether it answers ([`crate::backend::Backend::probe`]): at
+/// start-up (in the background: the gateway serves meanwhile) and every [`PROBE_INTERVAL`] while
+/// it is down, so the request path learns it is back without waiting for a flush.
+pub struct Prober {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Prober {
+    /// Starts probing `backend` (the raw one: not through the request path's guard) for `health`.
+    pub fn start(backend: Arc<dyn crate::backend::Backend>, health: Arc<BackendHealth>) -> Prober {
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let st = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("reo-prober".into())
+            .spawn(move || {
+                let mut first = true;
+                loop {
+                    if first || health.is_down() {
+                        if probe_once(backend.as_ref(), &health) && first {
+                            tracing::info!("the backend answers");
+                        }
+                        first = false;
+                    }
+                    let (m, c) = &*st;
+                    let stopped = m.lock().unwrap_or_else(|e| e.into_inner());
+                    let stopped = c.wait_timeout(stopped, PROBE_INTERVAL).unwrap_or_else(|e| e.into_inner()).0;
+                    if *stopped {
+                        return;
+                    }
+                }
+            })
+            .expect("spawn the prober thread");
+        Prober { stop, handle: Some(handle) }
+    }
+
+    /// Stops the thread (after the probe in progress, if any).
+    pub fn stop(mut self) {
+        let (m, c) = &*self.stop;
+        *m.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        c.notify_all();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// One probe of `backend` into `health`; whether it answered.
+pub(crate) fn probe_once(backend: &dyn crate::backend::Backend, health: &BackendHealth) -> bool {
+    match backend.probe() {
+        Err(BackendError::Io(m)) => {
+            health.record_failure(&m);
+            false
+        }
+        _ => {
+            health.record_success();
+            true
         }
     }
 }

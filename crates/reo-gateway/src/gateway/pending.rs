@@ -4,9 +4,17 @@
 //! fsync'ed file per object under `<data-dir>/pending/`, written *before* the cache put is
 //! acknowledged, so a restart (even after SIGKILL) can flush with the right metadata.
 //!
-//! The files are written by [`Records`], outside the map's mutex: an fsync takes milliseconds,
-//! and every HEAD, GET and listing consults the map. Writes of one key's record are ordered by
-//! the key's stripe lock (every caller holds it), not by the map.
+//! A record also keeps the pending state it replaced ([`PendingPut::prev`]): a write's record is
+//! durable before its bytes, and if the process dies in between, restart recovery falls back to
+//! the state before the write, which the record is then the only place to find (a write-back
+//! delete has no bytes: without it, a PUT interrupted after a DELETE would let the backend's older
+//! version come back). See [`super::recover`] and docs/RELIABILITY.md ("Write-back state").
+//!
+//! The files are written and removed by [`Records`], outside the map's mutex: an fsync takes
+//! milliseconds, and every HEAD, GET and listing consults the map. Writes of one key's record are
+//! ordered by the key's stripe lock (every caller holds it), not by the map. Removals are durable
+//! too (the directory is fsync'ed): a tombstone or a record with a `prev` that came back after a
+//! power cut would undo a later write.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -31,6 +39,25 @@ pub struct PendingPut {
     /// it in the backend. No bytes in the cache; `info` holds only its time.
     #[serde(default)]
     pub deleted: bool,
+    /// The pending state this write replaced (a tombstone or an earlier unflushed write, itself
+    /// without a `prev`), kept until the write is in the backend: if the write's bytes never
+    /// landed, recovery restores it (see the module doc).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev: Option<Box<PendingPut>>,
+}
+
+impl PendingPut {
+    /// The record of a write-back PUT of `info` over the pending state `prev` (if any).
+    pub fn write(bucket: &str, key: &str, info: ObjectInfo, prev: Option<&PendingPut>) -> PendingPut {
+        let prev = prev.map(|p| Box::new(PendingPut { prev: None, ..p.clone() }));
+        PendingPut { bucket: bucket.into(), key: key.into(), info, version: 0, deleted: false, prev }
+    }
+
+    /// The record of a write-back DELETE at `now_ns` (its version too: unique per delete).
+    pub fn tombstone(bucket: &str, key: &str, now_ns: u64) -> PendingPut {
+        let info = ObjectInfo { mtime_ns: now_ns, ..Default::default() };
+        PendingPut { bucket: bucket.into(), key: key.into(), info, version: now_ns, deleted: true, prev: None }
+    }
 }
 
 /// The pending map, keyed by cache key (`bucket/key`), sorted so a bucket's prefix is a range.
@@ -87,12 +114,12 @@ impl Pending {
         self.records.persist(p)
     }
 
-    /// Forgets `ckey` (flushed, deleted or never acknowledged). Unlinking the record is not made
-    /// durable (no fsync, so it is cheap under the mutex): a record that comes back after a crash
-    /// has no dirty bytes and is dropped at start-up ([`super::recover`]).
-    pub fn remove(&mut self, ckey: &str) {
+    /// Forgets `ckey` and durably removes its record (recovery at start-up, which owns the map;
+    /// at run time the map entry and the record are removed separately, the record outside the
+    /// map's mutex: [`Records::remove`]).
+    pub fn remove(&mut self, ckey: &str) -> std::io::Result<()> {
         self.map.remove(ckey);
-        let _ = fs::remove_file(self.records.file(ckey));
+        self.records.remove(ckey)
     }
 
     /// Whether `bucket` holds any unflushed object.
@@ -142,5 +169,16 @@ impl Records {
         }
         fs::rename(&tmp, &f)?;
         fs::File::open(&self.dir)?.sync_all()
+    }
+
+    /// Durably removes the record of `ckey` (flushed, or never acknowledged): unlinked and the
+    /// directory fsync'ed before it returns. Called under the key's stripe lock, never under the
+    /// pending map's mutex. A missing record is fine.
+    pub fn remove(&self, ckey: &str) -> std::io::Result<()> {
+        match fs::remove_file(self.file(ckey)) {
+            Ok(()) => fs::File::open(&self.dir)?.sync_all(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 }

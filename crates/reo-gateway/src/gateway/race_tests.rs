@@ -28,7 +28,7 @@ fn a_failed_write_around_keeps_the_unflushed_version() {
     gw.set_dirty_limit(100);
     counting.fail_writes.store(true, std::sync::atomic::Ordering::SeqCst);
     let err = gw.put("bkt", "k", &[9u8; 1000], info()).unwrap_err();
-    assert_eq!(*err.code(), S3ErrorCode::ServiceUnavailable);
+    assert_eq!(*err.code(), S3ErrorCode::SlowDown);
     // Regression: the pending record and the cached bytes were dropped before the backend write,
     // so the failed write took the acknowledged one with it.
     assert_eq!(gw.dirty().0, 1, "the acknowledged write is still to be flushed");
@@ -42,8 +42,8 @@ fn a_failed_write_through_delete_keeps_the_unflushed_version() {
     gw.put("bkt", "k", b"acknowledged", info()).unwrap();
     gw.set_policies(vec!["bkt=write-through".parse::<PolicyRule>().unwrap()]);
     counting.fail_writes.store(true, std::sync::atomic::Ordering::SeqCst);
-    assert_eq!(*gw.delete("bkt", "k").unwrap_err().code(), S3ErrorCode::ServiceUnavailable);
-    assert_eq!(*gw.put("bkt", "k", b"refused", info()).unwrap_err().code(), S3ErrorCode::ServiceUnavailable);
+    assert_eq!(*gw.delete("bkt", "k").unwrap_err().code(), S3ErrorCode::SlowDown);
+    assert_eq!(*gw.put("bkt", "k", b"refused", info()).unwrap_err().code(), S3ErrorCode::SlowDown);
     // Regression: both dropped the unflushed version before the backend refused them.
     assert_eq!(gw.dirty().0, 1);
     assert_eq!(body(&gw, "k"), b"acknowledged");

@@ -1,22 +1,27 @@
-//! Restart recovery: the pending map of a previous run (its files) reconciled with the cache's
+//! Restart recovery: the pending map of a previous run (its records) reconciled with the cache's
 //! dirty objects, which are what must still be flushed.
 //!
-//! A write-back PUT records its metadata durably, then writes the bytes (dirty), then answers; a
-//! write-back DELETE records its tombstone durably, then drops the cached bytes, then answers. A
-//! crash can fall between the two steps of either, and the record is then ahead of the bytes:
+//! A write-back PUT records its metadata durably (with the pending state it replaces, `prev`),
+//! then writes the bytes (dirty), then answers; a write-back DELETE records its tombstone durably,
+//! then drops the cached bytes durably, then answers. A crash can fall between the two steps of
+//! either, and the record is then ahead of the bytes. Per key, with the record `R` (if any) and
+//! the version `u` of the dirty bytes on flash (if any):
 //!
-//! * a record with no dirty bytes (not a tombstone): the write never landed (or was flushed and
-//!   the record's removal was lost) — the record goes;
-//! * a PUT's record over the dirty bytes of the previous write of the key: that write was
-//!   acknowledged and the recorded one was not — the bytes' own blob header says which version
-//!   they are, and the record is rewritten from it (else they would be served and flushed under
-//!   the other version's ETag, size and metadata);
-//! * a tombstone over dirty bytes: the delete is finished, the bytes dropped (else, once the
-//!   flusher has applied the delete, they would be read as the object again, and never flushed);
-//! * dirty bytes with no record (should not happen: the record is written first): a record is
-//!   derived from the bytes.
+//! * `R` a tombstone: the delete stands; dirty bytes or a clean copy of the key are dropped
+//!   (else, once the flusher has applied the delete, they would be read as the object again);
+//! * `R` a write whose version is `u`: the write landed; it stays pending as recorded;
+//! * `R` a write that did not land (`u` is another version, or none): the state before it,
+//!   `R.prev`, is restored — a tombstone (the key stays deleted: without it, the backend's older
+//!   version would come back), or the previous unflushed write if its bytes are the ones on flash
+//!   (with its exact metadata); with no `prev`, nothing of the key was pending and the record goes;
+//! * dirty bytes no record explains (not expected: the record is written first, and a refused
+//!   dirty write's blobs are freed durably): kept and flushed, with the metadata of their blob
+//!   header (an acknowledged write is never dropped).
+//!
+//! Every change is durable before the gateway serves (records rewritten or removed with fsync,
+//! the cache's drops followed by a store flush), so a crash during recovery repeats it.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use reo_cache::Cache;
 
@@ -24,65 +29,102 @@ use super::now_ns;
 use super::pending::{Pending, PendingPut};
 use crate::backend::ObjectInfo;
 
-/// Brings `pending` (just loaded) in line with `cache`'s dirty objects; see the module doc.
-pub(super) fn reconcile(pending: &mut Pending, cache: &Cache) {
-    let dirty = cache.dirty_keys();
-    let dirty_keys: HashSet<Vec<u8>> = dirty.iter().map(|(k, _)| k.clone()).collect();
-    // Tombstones (write-back deletes) have no bytes in the cache: they stay.
-    let stale: Vec<String> = pending
-        .map
-        .iter()
-        .filter(|(k, p)| !p.deleted && !dirty_keys.contains(k.as_bytes()))
-        .map(|(k, _)| k.clone())
-        .collect();
-    for k in stale {
-        pending.remove(&k);
+/// What a key's pending state is after a crash.
+enum Outcome {
+    /// The recorded state stands, with this dirty version (a tombstone: none).
+    Keep(Option<u64>),
+    /// Restore this state (the record's `prev`) as the record.
+    Restore(PendingPut, Option<u64>),
+    /// Nothing is pending: the record goes.
+    Drop,
+    /// Dirty bytes no record explains: a record from their blob header.
+    Derive(u64),
+}
+
+/// Decides the state of one key from its record and the version of its dirty bytes on flash.
+fn resolve(record: Option<&PendingPut>, dirty: Option<u64>) -> Outcome {
+    let version_of = |p: &PendingPut| reo_cache::object_version(&p.info.etag, p.info.size, p.info.mtime_ns);
+    let Some(r) = record else { return dirty.map_or(Outcome::Drop, Outcome::Derive) };
+    if r.deleted {
+        return Outcome::Keep(None);
     }
-    for (k, version) in dirty {
-        let ck = String::from_utf8_lossy(&k).into_owned();
-        match pending.map.get_mut(&ck) {
-            Some(p) if p.deleted => {
-                cache.delete(&k);
-            }
-            Some(p) => {
-                p.version = version;
-                let (Some(m), Some(i)) = (cache.meta(&k), cache.info(&k)) else { continue };
-                if (m.etag.as_str(), m.mtime_ns) != (p.info.etag.as_str(), p.info.mtime_ns) {
-                    tracing::warn!("{ck:?}: the last write was recorded but not stored; keeping the one before it");
-                    p.info = ObjectInfo {
-                        size: i.size,
-                        etag: m.etag,
-                        content_type: m.content_type,
-                        user_meta: m.user.into_iter().collect(),
-                        mtime_ns: m.mtime_ns,
-                    };
-                    if let Err(e) = pending.persist(&pending.map[&ck]) {
-                        tracing::warn!("{ck:?}: cannot rewrite its pending record: {e}");
-                    }
-                }
-            }
-            None => {
-                if let Some(p) = derive(cache, &ck, &k, version) {
-                    pending.map.insert(ck, p);
-                }
-            }
-        }
+    if dirty == Some(version_of(r)) {
+        return Outcome::Keep(dirty);
+    }
+    match r.prev.as_deref() {
+        Some(p) if p.deleted => Outcome::Restore(p.clone(), None),
+        Some(p) if dirty == Some(version_of(p)) => Outcome::Restore(p.clone(), dirty),
+        _ => dirty.map_or(Outcome::Drop, Outcome::Derive),
     }
 }
 
-/// A record for dirty bytes that have none, derived from the bytes.
-fn derive(cache: &Cache, ck: &str, k: &[u8], version: u64) -> Option<PendingPut> {
+/// Brings `pending` (just loaded) in line with `cache`'s dirty objects; see the module doc.
+pub(super) fn reconcile(pending: &mut Pending, cache: &Cache) -> Result<(), String> {
+    let dirty: HashMap<String, u64> =
+        cache.dirty_keys().into_iter().map(|(k, v)| (String::from_utf8_lossy(&k).into_owned(), v)).collect();
+    let mut keys: Vec<String> = pending.map.keys().cloned().collect();
+    keys.extend(dirty.keys().filter(|k| !pending.map.contains_key(*k)).cloned());
+    let mut dropped = 0;
+    for ck in keys {
+        let u = dirty.get(&ck).copied();
+        match resolve(pending.map.get(&ck), u) {
+            Outcome::Keep(v) => {
+                let p = pending.map.get_mut(&ck).expect("kept records exist");
+                p.version = if p.deleted { p.info.mtime_ns } else { v.unwrap_or(0) };
+                if p.deleted && cache.delete(ck.as_bytes()) {
+                    dropped += 1;
+                }
+            }
+            Outcome::Restore(mut p, v) => {
+                tracing::warn!(key = ck, "the last write was recorded but not stored; restoring the state before it");
+                p.version = if p.deleted { p.info.mtime_ns } else { v.unwrap_or(0) };
+                if p.deleted && cache.delete(ck.as_bytes()) {
+                    dropped += 1;
+                }
+                pending.persist(&p).map_err(|e| format!("{ck:?}: cannot rewrite its pending record: {e}"))?;
+                pending.map.insert(ck, p);
+            }
+            Outcome::Drop => {
+                pending.remove(&ck).map_err(|e| format!("{ck:?}: cannot remove its pending record: {e}"))?;
+            }
+            Outcome::Derive(v) => {
+                tracing::warn!(key = ck, "unflushed bytes without a record; flushing them with their blob's metadata");
+                let Some(p) = derive(cache, &ck, v) else { continue };
+                pending.persist(&p).map_err(|e| format!("{ck:?}: cannot write its pending record: {e}"))?;
+                pending.map.insert(ck, p);
+            }
+        }
+    }
+    if dropped > 0 {
+        // The drops of deleted keys' bytes are durable before anything is served.
+        cache.store().flush().map_err(|e| format!("making the drops of {dropped} deleted objects durable: {e}"))?;
+    }
+    Ok(())
+}
+
+/// A record for dirty bytes that have none, from their blob header (the bytes' MD5 if the header
+/// has no ETag).
+fn derive(cache: &Cache, ck: &str, version: u64) -> Option<PendingPut> {
     let (bucket, key) = ck.split_once('/')?;
-    let r = cache.get(k, 0, u64::MAX, now_ns()).ok().filter(|r| r.is_hit())?;
-    let data: Vec<u8> = r.pieces.into_iter().flat_map(|p| p.data.unwrap_or_default()).collect();
-    let info = ObjectInfo {
-        size: data.len() as u64,
-        etag: crate::keys::md5_hex(&data),
-        content_type: "binary/octet-stream".into(),
-        user_meta: Default::default(),
-        mtime_ns: now_ns(),
+    let i = cache.info(ck.as_bytes())?;
+    let m = cache.meta(ck.as_bytes()).unwrap_or_default();
+    let etag = if m.etag.is_empty() {
+        let r = cache.get(ck.as_bytes(), 0, u64::MAX, now_ns()).ok().filter(|r| r.is_hit())?;
+        let data: Vec<u8> = r.pieces.into_iter().flat_map(|p| p.data.unwrap_or_default()).collect();
+        crate::keys::md5_hex(&data)
+    } else {
+        m.etag
     };
-    Some(PendingPut { bucket: bucket.into(), key: key.into(), info, version, deleted: false })
+    let info = ObjectInfo {
+        size: i.size,
+        etag,
+        content_type: if m.content_type.is_empty() { "binary/octet-stream".into() } else { m.content_type },
+        user_meta: m.user.into_iter().collect(),
+        mtime_ns: if m.mtime_ns == 0 { now_ns() } else { m.mtime_ns },
+    };
+    let mut p = PendingPut::write(bucket, key, info, None);
+    p.version = version;
+    Some(p)
 }
 
 #[cfg(test)]
@@ -109,9 +151,7 @@ mod tests {
     #[test]
     fn a_delete_recorded_before_a_crash_is_finished_at_restart() {
         let rig = Rig::new();
-        let info = ObjectInfo { mtime_ns: now_ns(), ..Default::default() };
-        let tomb = PendingPut { bucket: "bkt".into(), key: "k".into(), info, version: now_ns(), deleted: true };
-        crash_after_recording(&rig, b"deleted", tomb);
+        crash_after_recording(&rig, b"deleted", PendingPut::tombstone("bkt", "k", now_ns()));
         let (gw, backend) = rig.open();
         assert_eq!(*gw.head("bkt", "k").unwrap_err().code(), S3ErrorCode::NoSuchKey);
         assert!(!flusher::round(&gw));
@@ -122,6 +162,8 @@ mod tests {
         assert!(backend.head("bkt", "k").is_err());
     }
 
+    /// A record that explains nothing on flash (written without its `prev`, as before records had
+    /// one): the bytes are kept, with their own metadata.
     #[test]
     fn a_write_recorded_before_a_crash_does_not_relabel_the_previous_bytes() {
         let rig = Rig::new();
@@ -133,7 +175,7 @@ mod tests {
             user_meta: Default::default(),
             mtime_ns: now_ns(),
         };
-        let p = PendingPut { bucket: "bkt".into(), key: "k".into(), info, version: 0, deleted: false };
+        let p = PendingPut::write("bkt", "k", info, None);
         crash_after_recording(&rig, b"acknowledged", p);
         let (gw, backend) = rig.open();
         // Regression: the record of the write that never landed described the previous bytes.

@@ -82,11 +82,16 @@ async fn errors_reach_every_waiter_and_the_next_request_retries() {
     let plans: Vec<ReadPlan> = (0..4).map(|_| plan(&gw, "k").unwrap()).collect();
     counting.before.set(true);
     for b in futures::future::join_all(plans.into_iter().map(body)).await {
-        assert_eq!(b.unwrap_err(), "ServiceUnavailable");
+        assert_eq!(b.unwrap_err(), "SlowDown");
     }
     assert_eq!(counting.gets(), 1);
     gw.fetch.flights.wait_idle();
     assert!(gw.cache.info(b"bkt/k").is_none(), "nothing cached from a failed fetch");
+    // The failure marked the backend down: requests fail at once until it answers a probe.
+    assert!(gw.health.is_down());
+    assert_eq!(*plan(&gw, "k").err().unwrap().code(), s3s::S3ErrorCode::SlowDown);
+    assert_eq!(counting.gets(), 1, "not asked while down");
+    assert!(super::outage::probe_once(gw.raw_backend.as_ref(), &gw.health));
 
     // Failing after the first chunk: the bodies are cut off, nothing is cached.
     let big = object((2 << 20) + 5, 3);
@@ -181,7 +186,9 @@ async fn revalidation_follows_another_writer_and_survives_a_down_backend() {
     // Backend down: the cached copy is served.
     counting.down.store(true, Ordering::SeqCst);
     assert!(body(plan(&gw, "k").unwrap()).await.unwrap() == new);
+    assert!(gw.health.is_down());
     counting.down.store(false, Ordering::SeqCst);
+    assert!(super::outage::probe_once(gw.raw_backend.as_ref(), &gw.health));
     // Deleted by the other writer: gone here too.
     local.delete("bkt", "k").unwrap();
     assert_eq!(*plan(&gw, "k").err().unwrap().code(), s3s::S3ErrorCode::NoSuchKey);

@@ -65,5 +65,11 @@ pub fn reorganize(gw: &Gateway, bucket: &str, from: &str, to: &str) -> u64 {
             moved += data.len() as u64;
         }
     }
+    // The old keys' copies must not come back after a crash: the backend no longer has them.
+    if moved > 0 {
+        if let Err(e) = gw.cache.store().flush() {
+            tracing::warn!("reorganize: cannot make the moves durable yet: {e}");
+        }
+    }
     moved
 }

@@ -54,7 +54,7 @@ fn send(b: &S3Backend, method: http::Method, url: String, body: Vec<u8>) -> BRes
         rb = rb.header(k, v);
     }
     let what = format!("{method} {url}");
-    b.run(async move {
+    b.run(b.settings.deadlines.call, async move {
         let resp = rb
             .send()
             .await
@@ -94,6 +94,12 @@ pub(super) fn list_buckets(b: &S3Backend) -> BResult<Vec<BucketInfo>> {
     }
     out.sort_by(|x, y| x.name.cmp(&y.name));
     Ok(out)
+}
+
+/// Whether the store answers at all: a ListBuckets whose status, whatever it is, counts (a store
+/// that refuses the listing to these credentials still answers).
+pub(super) fn probe(b: &S3Backend) -> BResult<()> {
+    send(b, http::Method::GET, format!("{}/", b.settings.service_url(&b.region)), Vec::new()).map(|_| ())
 }
 
 pub(super) fn create_bucket(b: &S3Backend, bucket: &str) -> BResult<()> {

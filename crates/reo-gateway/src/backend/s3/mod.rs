@@ -40,7 +40,7 @@ use super::{BResult, Backend, BackendError, BucketInfo, ListEntry, ObjectInfo};
 use crate::keys::validate_bucket;
 use convert::{attributes, object_info, put_multipart};
 use errors::{key_path, list_dir, map_err, normalize_etag, raw};
-pub use settings::{Credentials, S3Settings};
+pub use settings::{Credentials, Deadlines, S3Settings};
 
 /// The user-metadata name holding the gateway's ETag.
 pub const ETAG_META: &str = "reo-etag";
@@ -79,9 +79,10 @@ impl S3Backend {
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start the S3 backend's runtime: {e}"))?;
+        let d = settings.deadlines;
         let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(5))
-            .timeout(Duration::from_secs(60))
+            .connect_timeout(d.connect)
+            .timeout(d.call)
             .build()
             .map_err(|e| format!("cannot build the S3 backend's HTTP client: {e}"))?;
         Ok(S3Backend {
@@ -100,13 +101,21 @@ impl S3Backend {
         self.settings.describe(&self.region)
     }
 
-    /// Runs `fut` on the backend's runtime and waits for it (callable from any thread).
-    fn run<T: Send + 'static>(&self, fut: impl Future<Output = T> + Send + 'static) -> BResult<T> {
+    /// Runs `fut` on the backend's runtime and waits for it (callable from any thread), at most
+    /// `deadline`: then the call fails with `Io` (and `fut` is dropped, closing its connection).
+    fn run<T: Send + 'static>(&self, deadline: Duration, fut: impl Future<Output = T> + Send + 'static) -> BResult<T> {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         self.rt.as_ref().expect("present until drop").spawn(async move {
-            let _ = tx.send(fut.await);
+            let _ = tx.send(tokio::time::timeout(deadline, fut).await);
         });
-        rx.recv().map_err(|_| BackendError::Io("the S3 request was abandoned (shutting down?)".into()))
+        match rx.recv() {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(_)) => Err(BackendError::Io(format!(
+                "the S3 backend did not answer within {:.1} s (backend.timeout)",
+                deadline.as_secs_f64()
+            ))),
+            Err(_) => Err(BackendError::Io("the S3 request was abandoned (shutting down?)".into())),
+        }
     }
 
     /// The object_store client of `bucket`.
@@ -118,11 +127,15 @@ impl S3Backend {
         }
         // Always "virtual-hosted" for object_store: the endpoint given is then the bucket's URL
         // as is, which [`S3Settings::bucket_url`] builds for both addressing styles.
-        let retry = RetryConfig { max_retries: 2, retry_timeout: Duration::from_secs(10), ..Default::default() };
+        // Each call's own deadline ([`S3Backend::run`]) bounds it whole; these bound its parts:
+        // retries stop within one call's deadline, and a body read may not stall longer.
+        let d = self.settings.deadlines;
+        let retry = RetryConfig { max_retries: 2, retry_timeout: d.call, ..Default::default() };
         let options = ClientOptions::new()
             .with_allow_http(self.settings.allow_http)
-            .with_connect_timeout(Duration::from_secs(5))
-            .with_timeout(Duration::from_secs(120));
+            .with_connect_timeout(d.connect)
+            .with_read_timeout(d.call)
+            .with_timeout_disabled();
         let mut b = AmazonS3Builder::new()
             .with_bucket_name(bucket)
             .with_region(&self.region)
@@ -159,7 +172,8 @@ impl S3Backend {
             ..Default::default()
         };
         let head = range.is_none();
-        let r = self.run(async move {
+        let deadline = self.settings.deadlines.transfer(range.map_or(0, |(s, e)| e.saturating_sub(s)));
+        let r = self.run(deadline, async move {
             let r = store.get_opts(&path, opts).await?;
             let info = object_info(&r);
             let bytes = if head || r.meta.size == 0 { Bytes::new() } else { r.bytes().await? };
@@ -190,12 +204,16 @@ impl Backend for S3Backend {
         key_path(key).map(|_| ())
     }
 
+    fn probe(&self) -> BResult<()> {
+        buckets::probe(self)
+    }
+
     fn put(&self, bucket: &str, key: &str, data: &[u8], info: &ObjectInfo) -> BResult<()> {
         let store = self.store(bucket)?;
         let path = key_path(key)?;
         let attrs = attributes(info);
         let data = Bytes::copy_from_slice(data);
-        let r = self.run(async move {
+        let r = self.run(self.settings.deadlines.transfer(data.len() as u64), async move {
             if data.len() > MULTIPART_THRESHOLD {
                 put_multipart(store, path, data, attrs).await
             } else {
@@ -232,7 +250,9 @@ impl Backend for S3Backend {
     fn delete(&self, bucket: &str, key: &str) -> BResult<()> {
         let store = self.store(bucket)?;
         let path = key_path(key)?;
-        let r = self.run(async move { object_store::ObjectStoreExt::delete(store.as_ref(), &path).await })?;
+        let r = self.run(self.settings.deadlines.call, async move {
+            object_store::ObjectStoreExt::delete(store.as_ref(), &path).await
+        })?;
         match r {
             Ok(()) => Ok(()),
             Err(e) => match map_err(e, bucket, key) {
@@ -248,14 +268,25 @@ impl Backend for S3Backend {
         // S3's start-after, when `after` has a path form not beyond it (the filter does the rest).
         let offset = Path::parse(after).ok().filter(|p| !after.is_empty() && raw(p) <= after);
         let (prefix, after) = (prefix.to_string(), after.to_string());
-        let r = self.run(async move {
+        // A listing may take many pages: the deadline is per page (a stalled one ends it).
+        let page = self.settings.deadlines.call;
+        let r = self.run(Duration::from_secs(86_400), async move {
             let mut stream = match &offset {
                 Some(o) => store.list_with_offset(dir.as_ref(), o),
                 None => store.list(dir.as_ref()),
             };
             let mut out = Vec::new();
             while out.len() < limit {
-                let Some(m) = stream.next().await else { break };
+                let next =
+                    tokio::time::timeout(page, stream.next()).await.map_err(|_| object_store::Error::Generic {
+                        store: "S3",
+                        source: format!(
+                            "a listing page did not come within {:.1} s (backend.timeout)",
+                            page.as_secs_f64()
+                        )
+                        .into(),
+                    })?;
+                let Some(m) = next else { break };
                 let m = m?;
                 let key = raw(&m.location);
                 if key <= after.as_str() {

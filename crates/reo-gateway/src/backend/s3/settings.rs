@@ -1,7 +1,7 @@
 //! [`S3Settings`]: where the S3 backend is and how to reach it — endpoint (none: AWS), region,
 //! path-style or virtual-hosted addressing, credentials (configured, else the standard
-//! `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` / `AWS_SESSION_TOKEN` environment variables) and
-//! whether plain `http://` is allowed. Parsed from `--backend s3://…` and the `[backend]` section
+//! `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` / `AWS_SESSION_TOKEN` environment variables),
+//! whether plain `http://` is allowed, and the deadlines of its calls ([`Deadlines`]). Parsed from `--backend s3://…` and the `[backend]` section
 //! of `reo.toml`, validated at start-up with messages naming the bad field (`backend.endpoint: …`).
 
 /// The S3 backend's settings.
@@ -18,6 +18,38 @@ pub struct S3Settings {
     pub session_token: Option<String>,
     /// Whether an `http://` endpoint is accepted.
     pub allow_http: bool,
+    /// How long a call may take ([`Deadlines`]).
+    pub deadlines: Deadlines,
+}
+
+/// How long a call to the S3 backend may take: a hung or partitioned store must fail the call in
+/// bounded time (the request waiting on it answers `503 SlowDown`, the flusher retries later),
+/// not hold it for ever.
+///
+/// * `connect`: to establish a connection (TCP and TLS);
+/// * `call`: a whole call without a body to send (HEAD, GET until its answer begins, DELETE,
+///   listings, bucket operations) — object_store's retries included; a streamed GET body may then
+///   take longer, but no read of it may stall longer than `call`;
+/// * a transfer (a PUT, a ranged GET): `call` plus one second per MiB moved
+///   ([`Deadlines::transfer`]), so a large object over a slow link is not cut short while a hung
+///   store still fails the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadlines {
+    pub connect: std::time::Duration,
+    pub call: std::time::Duration,
+}
+
+impl Default for Deadlines {
+    fn default() -> Self {
+        Deadlines { connect: std::time::Duration::from_secs(3), call: std::time::Duration::from_secs(15) }
+    }
+}
+
+impl Deadlines {
+    /// The deadline of a transfer of `bytes` (see the type's doc).
+    pub fn transfer(&self, bytes: u64) -> std::time::Duration {
+        self.call + std::time::Duration::from_secs(bytes.div_ceil(1 << 20))
+    }
 }
 
 /// The credentials actually used (after the environment fallback).
@@ -97,6 +129,12 @@ impl S3Settings {
         }
         if self.session_token.is_some() && self.access_key_id.is_none() {
             return Err("backend.session_token: needs backend.access_key_id and backend.secret_access_key".into());
+        }
+        if self.deadlines.connect.is_zero() {
+            return Err("backend.connect_timeout: must be more than 0".into());
+        }
+        if self.deadlines.call.is_zero() {
+            return Err("backend.timeout: must be more than 0".into());
         }
         Ok(())
     }

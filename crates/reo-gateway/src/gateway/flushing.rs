@@ -1,0 +1,67 @@
+//! [`Flushing`]: the keys whose flush is talking to the backend right now.
+//!
+//! The flusher calls the backend holding no lock (a slow or hung backend must not hold up the
+//! reads and writes the cache can answer: see [`super::flusher`]). A path that writes the
+//! backend itself — write-through, write-around, a delete outside write-back, the tombstones a
+//! bucket deletion applies — must not overtake such a call on the same key (the flusher's older
+//! version would land after it): it waits here for the key, holding the key's stripe lock
+//! exclusively, so no new flush of the key can begin meanwhile (a flush begins under the stripe,
+//! shared). The flusher ends its call before it takes the stripe again, so the wait cannot
+//! deadlock.
+
+use std::collections::HashSet;
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+/// See the module doc.
+#[derive(Default)]
+pub(crate) struct Flushing {
+    keys: Mutex<HashSet<String>>,
+    ended: Condvar,
+    /// Callers of [`Flushing::wait`] that found their key busy (tests wait for them).
+    #[cfg(test)]
+    waiters: Mutex<usize>,
+    /// A flush stops (as if the process died) after marking its object clean, before removing
+    /// its record (tests of that crash point).
+    #[cfg(test)]
+    pub crash_before_retire: std::sync::atomic::AtomicBool,
+}
+
+impl Flushing {
+    fn keys(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.keys.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The flusher is about to call the backend for `ck` (it holds `ck`'s stripe, shared).
+    pub fn begin(&self, ck: &str) {
+        self.keys().insert(ck.to_string());
+    }
+
+    /// The flusher's backend call for `ck` returned.
+    pub fn end(&self, ck: &str) {
+        self.keys().remove(ck);
+        self.ended.notify_all();
+    }
+
+    /// Blocks while the flusher's backend call for `ck` runs. The caller holds `ck`'s stripe
+    /// exclusively (see the module doc).
+    pub fn wait(&self, ck: &str) {
+        let mut keys = self.keys();
+        #[cfg(test)]
+        if keys.contains(ck) {
+            *self.waiters.lock().unwrap() += 1;
+            self.ended.notify_all();
+        }
+        while keys.contains(ck) {
+            keys = self.ended.wait(keys).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Blocks until `n` callers of [`Flushing::wait`] in all found their key busy.
+    #[cfg(test)]
+    pub fn wait_for_waiters(&self, n: usize) {
+        let mut keys = self.keys();
+        while *self.waiters.lock().unwrap() < n {
+            keys = self.ended.wait(keys).unwrap();
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! [`Guarded`]: the backend as the request path sees it. Every call's answer goes into the
+//! backend's health ([`super::outage`]); while the backend is down, calls fail at once instead
+//! of each waiting out the backend's deadline — a hung backend must not turn every miss,
+//! listing and bucket check into a stalled request and a blocked thread. The flusher and the
+//! prober call the backend itself (they are how the gateway learns it is back).
+
+use std::sync::Arc;
+
+use super::outage::BackendHealth;
+use crate::backend::{
+    Address, Advice, AdviceReport, BResult, Backend, BackendError, BucketInfo, ChunkIter, ListEntry, ObjectInfo,
+};
+
+/// See the module doc.
+pub(crate) struct Guarded {
+    inner: Arc<dyn Backend>,
+    health: Arc<BackendHealth>,
+}
+
+impl Guarded {
+    pub fn new(inner: Arc<dyn Backend>, health: Arc<BackendHealth>) -> Guarded {
+        Guarded { inner, health }
+    }
+
+    fn call<T>(&self, f: impl FnOnce(&dyn Backend) -> BResult<T>) -> BResult<T> {
+        if let Some(e) = self.health.refusal() {
+            return Err(e);
+        }
+        let r = f(self.inner.as_ref());
+        match &r {
+            Err(BackendError::Io(m)) => self.health.record_failure(m),
+            _ => self.health.record_success(),
+        }
+        r
+    }
+}
+
+impl Backend for Guarded {
+    fn list_buckets(&self) -> BResult<Vec<BucketInfo>> {
+        self.call(|b| b.list_buckets())
+    }
+    fn create_bucket(&self, bucket: &str) -> BResult<()> {
+        self.call(|b| b.create_bucket(bucket))
+    }
+    fn head_bucket(&self, bucket: &str) -> BResult<BucketInfo> {
+        self.call(|b| b.head_bucket(bucket))
+    }
+    fn delete_bucket(&self, bucket: &str) -> BResult<()> {
+        self.call(|b| b.delete_bucket(bucket))
+    }
+    fn put(&self, bucket: &str, key: &str, data: &[u8], info: &ObjectInfo) -> BResult<()> {
+        self.call(|b| b.put(bucket, key, data, info))
+    }
+    fn head(&self, bucket: &str, key: &str) -> BResult<ObjectInfo> {
+        self.call(|b| b.head(bucket, key))
+    }
+    fn get_range(&self, bucket: &str, key: &str, start: u64, end: u64) -> BResult<(Vec<u8>, ObjectInfo)> {
+        self.call(|b| b.get_range(bucket, key, start, end))
+    }
+    fn get_stream(&self, bucket: &str, key: &str, start: u64, end: u64) -> BResult<(ObjectInfo, ChunkIter)> {
+        self.call(|b| b.get_stream(bucket, key, start, end))
+    }
+    fn delete(&self, bucket: &str, key: &str) -> BResult<()> {
+        self.call(|b| b.delete(bucket, key))
+    }
+    fn list(&self, bucket: &str, prefix: &str, after: &str, limit: usize) -> BResult<Vec<ListEntry>> {
+        self.call(|b| b.list(bucket, prefix, after, limit))
+    }
+    fn check_key(&self, key: &str) -> BResult<()> {
+        self.inner.check_key(key)
+    }
+    fn advise(&self, bucket: &str, address: &Address, advice: Advice) -> BResult<AdviceReport> {
+        self.call(|b| b.advise(bucket, address, advice))
+    }
+    fn probe(&self) -> BResult<()> {
+        self.inner.probe()
+    }
+}
