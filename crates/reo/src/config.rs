@@ -479,4 +479,26 @@ stuck_read_fail_after = \"2m\"
         assert_eq!(backend_flag("./dir", &file).unwrap(), BackendChoice::Local(Some("./dir".into())));
         assert!(backend_flag("s3://h/bucket", &file).unwrap_err().starts_with("--backend"));
     }
+
+    #[test]
+    fn backend_deadlines() {
+        use std::time::Duration;
+        let s3 = "[backend]\nkind = \"s3\"\nendpoint = \"http://127.0.0.1:5000\"\nallow_http = true\n";
+        let BackendChoice::S3(d) = parse("reo.toml", s3).unwrap().backend else { panic!("not s3") };
+        assert_eq!((d.deadlines.connect, d.deadlines.call), (Duration::from_secs(3), Duration::from_secs(15)));
+        let text = format!("{s3}connect_timeout = \"500ms\"\ntimeout = \"4s\"\n");
+        let file = parse("reo.toml", &text).unwrap().backend;
+        let BackendChoice::S3(d) = &file else { panic!("not s3") };
+        assert_eq!((d.deadlines.connect, d.deadlines.call), (Duration::from_millis(500), Duration::from_secs(4)));
+        // The flag keeps the file's deadlines.
+        let BackendChoice::S3(f) = backend_flag("s3+http://127.0.0.1:9", &file).unwrap() else { panic!() };
+        assert_eq!(f.deadlines.call, Duration::from_secs(4));
+        let err = |t: &str| parse("reo.toml", t).unwrap_err();
+        assert_eq!(
+            err(&format!("{s3}timeout = \"0s\"\n")),
+            "reo.toml: backend.timeout: expected a positive duration like \"3s\" or \"500ms\", got \"0s\""
+        );
+        assert!(err(&format!("{s3}connect_timeout = \"soon\"\n")).starts_with("reo.toml: backend.connect_timeout"));
+        assert!(err("[backend]\ntimeout = \"5s\"\n").starts_with("reo.toml: backend.timeout: only with kind"));
+    }
 }
