@@ -235,8 +235,13 @@ pub(crate) fn probe_once(backend: &dyn crate::backend::Backend, health: &Backend
 
 impl Gateway {
     /// Checks that `bucket` exists before a write; while the backend cannot answer (an I/O
-    /// error), a bucket known to exist passes (see the module doc).
+    /// error, or it is not known to be up), a bucket known to exist passes (see the module doc).
     pub(crate) fn check_bucket(&self, bucket: &str) -> S3Result<()> {
+        // Not asked while it is not known to answer (down, or not yet since start: it may be
+        // hung, and every write would wait out its deadline) when the bucket can be assumed.
+        if !self.health.is_known_up() && self.assume_bucket_exists(bucket) {
+            return Ok(());
+        }
         match self.backend.head_bucket(bucket) {
             Ok(_) => {
                 {
