@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Reo's whole test suite, as CI runs it on a fresh machine. Installs what it needs itself.
-#   scripts/test.sh            formatting, lints, every test (a 20-cycle kill -9 loop included)
-#   REO_CRASH_CYCLES=1000 scripts/test.sh   the long crash loop
+#   scripts/test.sh            formatting, lints, every test (the store's 20-cycle kill -9 loop and
+#                              the gateway's 34-kill model-checked loop included)
+#   REO_CRASH_CYCLES=1000 scripts/test.sh   the store's long crash loop (the gateway's long loop
+#                              runs for hours: its command is in the README)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -27,8 +27,9 @@ def free_port():
 
 
 class Server:
-    def __init__(self, binary, data_dir=None, extra=(), device_mib=64):
+    def __init__(self, binary, data_dir=None, extra=(), device_mib=64, env=None):
         self.binary = binary
+        self.env = env  # extra environment variables of the server process
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="reo-e2e-")
         self.port = free_port()
         self.proc = None
@@ -44,14 +45,14 @@ class Server:
     def backend_dir(self):
         return os.path.join(self.data_dir, "backend")
 
-    def start(self):
+    def start(self, timeout=60):
         if self.log.closed:
             self.log = open(os.path.join(self.data_dir, "server.log"), "ab")
         self.proc = subprocess.Popen(
             [self.binary, "serve", "--data-dir", self.data_dir, "--listen", f"127.0.0.1:{self.port}",
              "--devices", "5", "--device-mib", str(self.device_mib), "--access-key", ACCESS, "--secret-key", SECRET] + self.extra,
-            stdout=self.log, stderr=self.log)
-        deadline = time.time() + 60
+            stdout=self.log, stderr=self.log, env=dict(os.environ, **self.env) if self.env else None)
+        deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"reo serve exited with {self.proc.returncode}; see {self.data_dir}/server.log")
@@ -61,7 +62,7 @@ class Server:
                         return
             except OSError:
                 time.sleep(0.1)
-        raise RuntimeError("reo serve did not become healthy within 60 s")
+        raise RuntimeError(f"reo serve did not become healthy within {timeout} s")
 
     def stop(self, sig=signal.SIGTERM):
         if self.proc and self.proc.poll() is None:
@@ -69,6 +70,14 @@ class Server:
             self.proc.wait(timeout=60)
         self.log.close()
         return self.proc.returncode
+
+    def kill(self):
+        """SIGKILL (a crash); returns once the process is gone. A new `start` restarts it over the
+        same data directory."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=60)
+        self.log.close()
 
     def cleanup(self):
         shutil.rmtree(self.data_dir, ignore_errors=True)

@@ -19,7 +19,6 @@ import signal
 import statistics
 import time
 import unittest
-import urllib.request
 
 from botocore.exceptions import ClientError
 
@@ -46,7 +45,7 @@ class BackendHangTest(unittest.TestCase):
         self.moto.start()
         self.addCleanup(self.moto.stop)
         self.proxy = Proxy(self.moto.port)
-        self.addCleanup(self.proxy.stop)
+        self.addCleanup(self.proxy.close)
 
     def start(self, revalidate):
         srv = Server(BIN, device_mib=64)
@@ -164,7 +163,7 @@ class BackendHangTest(unittest.TestCase):
                       lambda: self.moto.proc.send_signal(signal.SIGCONT), revalidate=False)
 
     def test_a_proxy_that_stops_forwarding_with_revalidation_on(self):
-        self.run_hang(lambda: self.proxy.set(HANG), lambda: self.proxy.set(FORWARD), revalidate=True)
+        self.run_hang(lambda: self.proxy.set_mode(HANG), lambda: self.proxy.set_mode(FORWARD), revalidate=True)
 
 
 if __name__ == "__main__":
