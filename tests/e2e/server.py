@@ -83,7 +83,8 @@ class Server:
         shutil.rmtree(self.data_dir, ignore_errors=True)
 
     def client(self, access=ACCESS, secret=SECRET, **cfg):
+        cfg.setdefault("retries", {"max_attempts": 1})
         return boto3.client(
             "s3", endpoint_url=self.endpoint, region_name="us-east-1",
             aws_access_key_id=access, aws_secret_access_key=secret,
-            config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}, **cfg))
+            config=Config(s3={"addressing_style": "path"}, **cfg))

@@ -49,11 +49,6 @@ from server import ACCESS, SECRET, Server, free_port
 from tcpproxy import Proxy
 from test_s3backend import MOTO_KEY, MOTO_SECRET, Moto
 
-# botocore sends `Expect: 100-continue` with every PUT body, an empty one too; the server answers
-# an empty body's PUT at once (no 100 Continue: there is nothing to wait for, RFC 9110 allows it)
-# and botocore keeps that early status for the next PUT on the connection, which then hangs or
-# reads as a 200 without headers. This botocore switch sends empty bodies without the Expect.
-os.environ.setdefault("BOTO_EXPERIMENTAL__NO_EMPTY_CONTINUE", "true")
 
 BIN = os.environ.get("REO_BIN", "target/debug/reo")
 CYCLES = int(os.environ.get("REO_GATEWAY_CRASH_CYCLES", "20"))

@@ -85,6 +85,23 @@ class S3Test(unittest.TestCase):
         self.assertEqual(code(e), "NoSuchKey")
         self.s3.delete_object(Bucket=self.bucket, Key="never-existed")
 
+    def test_puts_after_an_early_answer_on_the_same_connection(self):
+        # boto3 sends `Expect: 100-continue` with every PUT; an empty body, or an error before the
+        # body is read, is answered at once without a 100. Regression: botocore then parsed the
+        # connection's next answer with the early one's status line and the next PUT hung until
+        # its read timeout (the gateway now closes such a connection). Retries off, a short read
+        # timeout: a hang fails the PUT instead of being retried away.
+        s3 = srv.client(read_timeout=10, retries={"total_max_attempts": 1})
+        for i in range(3):
+            s3.put_object(Bucket=self.bucket, Key=f"empty{i}", Body=b"")
+            s3.put_object(Bucket=self.bucket, Key=f"full{i}", Body=b"x" * 1000)
+            with self.assertRaises(ClientError) as e:
+                s3.put_object(Bucket="no-such-bucket-early", Key="k", Body=b"y" * 100_000)
+            self.assertEqual(code(e), "NoSuchBucket")
+            s3.put_object(Bucket=self.bucket, Key=f"after-error{i}", Body=b"z" * 1000)
+        self.assertEqual(s3.get_object(Bucket=self.bucket, Key="after-error2")["Body"].read(), b"z" * 1000)
+        self.assertEqual(s3.get_object(Bucket=self.bucket, Key="empty2")["Body"].read(), b"")
+
     def test_ranges(self):
         data = bytes(range(256)) * 8192  # 2 MiB: crosses a 1 MiB fragment
         self.s3.put_object(Bucket=self.bucket, Key="r", Body=data)

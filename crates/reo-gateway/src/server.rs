@@ -130,6 +130,38 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut String) {
     }
 }
 
+/// How a request's answer may come before `100 Continue` (see [`close_after_early_answer`]).
+#[derive(Clone, Copy)]
+struct Continue {
+    /// The request asked for it (`Expect: 100-continue`).
+    expected: bool,
+    /// Its body is empty: the answer comes at once, with no 100 (nothing to wait for).
+    empty: bool,
+}
+
+impl Continue {
+    fn of(req: &http::Request<hyper::body::Incoming>) -> Continue {
+        let h = req.headers();
+        let expected = h.get(http::header::EXPECT).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+        let empty = h.get(http::header::CONTENT_LENGTH).is_some_and(|v| v.as_bytes() == b"0");
+        Continue { expected, empty }
+    }
+}
+
+/// Closes the connection after an answer that came instead of `100 Continue` (an empty body, or
+/// an error before the body was read). RFC 9110 allows such an early answer, and botocore takes
+/// it as the answer — but keeps parsing the connection's later answers as if their status line
+/// were that one (`AWSConnection.request` resets its response class only for requests without
+/// `Expect`), so the next PUT on the connection hangs until its read timeout (60 s by default).
+/// A closed connection makes botocore reset (its `close` restores the class), at the cost of one
+/// new connection per such request.
+fn close_after_early_answer<B>(c: Continue, resp: &mut http::Response<B>) {
+    let error = resp.status().is_client_error() || resp.status().is_server_error();
+    if c.expected && (c.empty || error) {
+        resp.headers_mut().insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
+    }
+}
+
 /// Serves S3 on `listener` until `shutdown` resolves, then drains.
 pub async fn serve(
     listener: TcpListener,
@@ -161,10 +193,14 @@ pub async fn serve(
         let timed = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
             let op = crate::metrics::operation(req.method(), req.uri().path());
             let (service, latency) = (service.clone(), latency.clone());
+            let cont = Continue::of(&req);
             async move {
                 let t = std::time::Instant::now();
-                let r = hyper::service::Service::call(&service, req).await;
+                let mut r = hyper::service::Service::call(&service, req).await;
                 latency.observe(op, t.elapsed());
+                if let Ok(resp) = &mut r {
+                    close_after_early_answer(cont, resp);
+                }
                 if let Ok(resp) = &r {
                     tracing::debug!(
                         op,
