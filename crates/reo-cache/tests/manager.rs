@@ -203,6 +203,51 @@ fn restart_keeps_the_cache_warm_and_dirty_state() {
     assert_eq!(c.store().blob_count(), 5, "older versions freed");
 }
 
+/// A clean blob of another version, newer on flash than an acknowledged dirty write, whose free a
+/// crash undid (what a fill that lost a race with the write leaves): the dirty write wins.
+#[test]
+fn an_undone_free_of_a_newer_clean_blob_does_not_beat_a_dirty_write() {
+    use reo_cache::header::{BlobKind, HeaderRef};
+    use reo_store::{Durability, PutOptions};
+    let devs = devices(5, 64);
+    let (key, x, z) = (b"bkt/k", content(1, 1000), content(2, 1000));
+    let mx = ObjectMeta { etag: "x".into(), content_type: "t".into(), mtime_ns: 2, user: vec![] };
+    {
+        let c = open(&devs, cfg(32 << 20));
+        let receipt = c.put(key, &x, &mx, true, 10).unwrap();
+        assert_ne!(receipt.version, 0);
+        // The stale fill's blob: written after the dirty one, its put record made durable by
+        // another request's flush, its free not.
+        let header = HeaderRef {
+            kind: BlobKind::Fragment,
+            dirty: false,
+            class: Class::Cold,
+            object_size: z.len() as u64,
+            fragment: 0,
+            mtime_ns: 1,
+            key,
+            etag: "z",
+            content_type: "t",
+            user: &[],
+        }
+        .encode();
+        let store = c.store().clone();
+        let loc = store.put(&header, &z, &PutOptions::new(Scheme::Replicate(1)).placement(1)).unwrap();
+        store.flush().unwrap();
+        store.free(&loc, Durability::None).unwrap();
+        drop(c);
+        Arc::try_unwrap(store).ok().expect("sole owner").kill();
+    }
+    let (store, _) =
+        reo_store::Store::open(devs.to_vec(), &reo_store::StoreConfig { create: false, ..store_cfg() }).unwrap();
+    let c = reo_cache::Cache::open(Arc::new(store), cfg(32 << 20)).unwrap();
+    // Regression: the newest blob's version won, the acknowledged dirty write was freed.
+    assert_eq!(c.dirty_keys().len(), 1, "the dirty write is still there to flush");
+    assert_eq!(c.meta(key).unwrap().etag, "x");
+    let r = c.get(key, 0, u64::MAX, 20).unwrap();
+    assert_eq!(r.pieces.into_iter().flat_map(|p| p.data.unwrap()).collect::<Vec<_>>(), x);
+}
+
 #[test]
 fn a_dead_device_costs_only_clean_data() {
     let devs = devices(4, 64);

@@ -4,9 +4,12 @@
 //! A crash can leave two versions of an object on flash (an overwrite whose old blobs' frees were
 //! not yet durable, or an interrupted write). A version is the pair (object size, ETag). Rules:
 //! a dirty version counts only if all its fragments are present (an unacknowledged write that
-//! stopped half-way must not shadow the acknowledged one); among the rest, the version holding the
-//! newest blob wins; every other blob is freed. Within one version a fragment stored twice (an
-//! interrupted re-encode) keeps its newest copy.
+//! stopped half-way must not shadow the acknowledged one); a complete dirty version wins over
+//! clean ones (dirty data is only ever replaced with durable frees, so a newer clean blob of
+//! another version is a free the crash undid); otherwise the version holding the newest blob
+//! wins; every other blob is freed. Within one version a fragment stored twice (an interrupted
+//! re-encode) keeps its newest copy, and the newest copy's state (a re-encode after a flush is
+//! clean) is the version's.
 
 use std::collections::HashMap;
 
@@ -70,11 +73,14 @@ impl Cache {
         let mut s = self.lock();
         for (key, versions) in objects {
             let complete = |v: &Version| v.frags.len() as u64 == frag_count(v.size, fs);
+            // A complete dirty version wins over any clean one: every path that replaces dirty
+            // data frees it durably, so a clean blob of another version newer on flash is one
+            // whose free a crash undid (a fill that lost a race), not a newer state.
             let best = versions
                 .iter()
                 .enumerate()
                 .filter(|(_, v)| !v.dirty || complete(v))
-                .max_by_key(|(_, v)| v.newest)
+                .max_by_key(|(_, v)| (v.dirty, v.newest))
                 .map(|(i, _)| i);
             for (i, mut v) in versions.into_iter().enumerate() {
                 garbage.append(&mut v.extra);

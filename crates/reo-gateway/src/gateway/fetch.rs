@@ -18,6 +18,8 @@ use crate::backend::{Backend, ObjectInfo};
 /// Everything a producer needs (cloned out of the gateway: it outlives the request).
 #[derive(Clone)]
 pub(crate) struct FetchCtx {
+    /// The gateway's per-key locks: a fill holds its key's shared ([`fill`]).
+    pub stripes: Arc<super::stripes::Stripes>,
     pub backend: Arc<dyn Backend>,
     pub cache: Arc<Cache>,
     pub flights: Arc<Flights>,
@@ -107,6 +109,10 @@ fn fill(ctx: &FetchCtx, flight: &Flight, job: &Job) {
         let (fstart, fend) = (frag * fs, ((frag + 1) * fs).min(end));
         let bytes = assemble(&chunks, fstart, fend);
         let ck = flight.key.ck.as_bytes();
+        // Under the key's stripe, shared: no write of the key lands between the fill's staleness
+        // check and its install. (Unlocked, a PUT could: the fill's blob, newer than the PUT's,
+        // freed as stale without durability, could come back in a crash and win over it.)
+        let _r = ctx.stripes.shared(&flight.key.ck);
         if ctx.cache.fill(ck, job.info.size, frag as u32, &bytes, &meta, job.token, now_ns()).is_err() {
             return;
         }

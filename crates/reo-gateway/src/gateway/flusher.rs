@@ -158,7 +158,7 @@ impl std::fmt::Display for FlushError {
 ///    recovery flushes again (idempotent) or finds retired.
 fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
     use FlushError::Local;
-    let (p, data) = {
+    let (p, data, call) = {
         let _r = gw.stripe_shared(ck);
         let Some(p) = gw.pending().map.get(ck).cloned() else { return Ok(()) };
         if p.version != version {
@@ -166,8 +166,7 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
         }
         debug_assert_eq!(cache_key(&p.bucket, &p.key), ck);
         let data = if p.deleted { Vec::new() } else { read_dirty(gw, ck, &p)? };
-        gw.flushing.begin(ck);
-        (p, data)
+        (p, data, gw.flushing.begin(ck))
     };
     let r = if p.deleted {
         match gw.raw_backend.delete(&p.bucket, &p.key) {
@@ -179,7 +178,7 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
     } else {
         gw.raw_backend.put(&p.bucket, &p.key, &data, &p.info)
     };
-    gw.flushing.end(ck);
+    drop(call);
     match r {
         Ok(()) => {}
         // The backend answered (it is up): only this bucket is missing.

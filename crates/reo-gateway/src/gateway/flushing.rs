@@ -31,13 +31,15 @@ impl Flushing {
         self.keys.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The flusher is about to call the backend for `ck` (it holds `ck`'s stripe, shared).
-    pub fn begin(&self, ck: &str) {
+    /// The flusher is about to call the backend for `ck` (it holds `ck`'s stripe, shared); the
+    /// call is over when the returned guard is dropped (a panic in it ends it too: else the
+    /// key's writers would wait for ever).
+    pub fn begin<'a>(&'a self, ck: &'a str) -> FlushCall<'a> {
         self.keys().insert(ck.to_string());
+        FlushCall { flushing: self, ck }
     }
 
-    /// The flusher's backend call for `ck` returned.
-    pub fn end(&self, ck: &str) {
+    fn end(&self, ck: &str) {
         self.keys().remove(ck);
         self.ended.notify_all();
     }
@@ -63,5 +65,17 @@ impl Flushing {
         while *self.waiters.lock().unwrap() < n {
             keys = self.ended.wait(keys).unwrap();
         }
+    }
+}
+
+/// The flusher's backend call on one key ([`Flushing::begin`]).
+pub(crate) struct FlushCall<'a> {
+    flushing: &'a Flushing,
+    ck: &'a str,
+}
+
+impl Drop for FlushCall<'_> {
+    fn drop(&mut self) {
+        self.flushing.end(self.ck);
     }
 }

@@ -29,6 +29,8 @@ impl Guarded {
         let r = f(self.inner.as_ref());
         match &r {
             Err(BackendError::Io(m)) => self.health.record_failure(m),
+            // Refused before anything was sent (a name the backend cannot hold): no answer.
+            Err(BackendError::Invalid(_)) => {}
             _ => self.health.record_success(),
         }
         r

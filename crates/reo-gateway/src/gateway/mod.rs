@@ -69,6 +69,7 @@ mod recover;
 pub mod stream;
 #[cfg(test)]
 mod stream_tests;
+mod stripes;
 pub mod stuck;
 #[cfg(test)]
 mod stuck_tests;
@@ -79,7 +80,6 @@ mod write;
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use md5::{Digest, Md5};
 use reo_cache::{Cache, ObjectMeta};
 use s3s::{s3_error, S3Result};
 
@@ -87,8 +87,6 @@ use crate::backend::{Backend, ListEntry, ListPage, ListQuery, ObjectInfo};
 use errors::backend_err;
 use pending::{cache_key, Pending};
 use policy::{PolicyRule, WritePolicy};
-
-const STRIPES: usize = 256;
 
 /// Counters for `/metrics`.
 #[derive(Debug, Default, Clone, Copy, serde::Serialize)]
@@ -113,9 +111,8 @@ pub struct Gateway {
     pub(crate) pending: Mutex<Pending>,
     /// The pending map's record files, written outside its mutex ([`pending::Records`]).
     pub(crate) records: pending::Records,
-    /// Per-key ordering: writers (put, delete, the flusher) hold a stripe exclusively, readers
-    /// (metadata + bytes of one GET) shared, so a read never mixes two versions.
-    stripes: Vec<RwLock<()>>,
+    /// Per-key ordering ([`stripes`]).
+    stripes: Arc<stripes::Stripes>,
     /// Wakes the flusher (a write arrived) / signals shutdown.
     pub(crate) wake: (Mutex<bool>, Condvar),
     pub(crate) counters: Mutex<GatewayCounters>,
@@ -170,7 +167,9 @@ impl Gateway {
         let backend: Arc<dyn Backend> = Arc::new(guard::Guarded::new(raw_backend.clone(), health.clone()));
         let dirty_limit = cache.config().capacity_bytes / 2;
         let max_fill = (cache.config().capacity_bytes / 4).min(256 << 20);
+        let stripes = Arc::new(stripes::Stripes::default());
         let fetch = fetch::FetchCtx {
+            stripes: stripes.clone(),
             backend: backend.clone(),
             cache: cache.clone(),
             flights: Default::default(),
@@ -183,7 +182,7 @@ impl Gateway {
             cache,
             records,
             pending: Mutex::new(pending),
-            stripes: (0..STRIPES).map(|_| RwLock::new(())).collect(),
+            stripes,
             wake: (Mutex::new(false), Condvar::new()),
             counters: Mutex::new(GatewayCounters::default()),
             uploads,
@@ -202,18 +201,18 @@ impl Gateway {
         }))
     }
 
+    #[cfg(test)]
     fn stripe_of(&self, ckey: &str) -> &RwLock<()> {
-        let h = Md5::digest(ckey.as_bytes());
-        &self.stripes[h[0] as usize % STRIPES]
+        self.stripes.of(ckey)
     }
 
     /// Whether two keys share a stripe lock (taking both would deadlock).
     pub(crate) fn same_stripe(&self, a: &str, b: &str) -> bool {
-        std::ptr::eq(self.stripe_of(a), self.stripe_of(b))
+        self.stripes.same(a, b)
     }
 
     pub(crate) fn stripe(&self, ckey: &str) -> RwLockWriteGuard<'_, ()> {
-        self.stripe_of(ckey).write().unwrap_or_else(|e| e.into_inner())
+        self.stripes.exclusive(ckey)
     }
 
     /// Hold while reading an object's metadata and bytes: no write of the key lands meanwhile.
@@ -222,7 +221,7 @@ impl Gateway {
     }
 
     pub(crate) fn stripe_shared(&self, ckey: &str) -> RwLockReadGuard<'_, ()> {
-        self.stripe_of(ckey).read().unwrap_or_else(|e| e.into_inner())
+        self.stripes.shared(ckey)
     }
 
     pub(crate) fn pending(&self) -> MutexGuard<'_, Pending> {

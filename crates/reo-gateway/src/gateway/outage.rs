@@ -9,7 +9,9 @@
 //!   once with `503 SlowDown` and `Retry-After`, instead of each waiting out a deadline. A
 //!   [`Prober`] thread asks the backend once a second meanwhile (with the backend's deadline),
 //!   and at start-up, so the gateway never waits for the backend to start serving; the flusher
-//!   keeps trying with its own backoff.
+//!   keeps trying with its own backoff. A probe's answer lets requests through again, but the
+//!   outage (its clock, `up` in the status) ends only when the backend serves a real call: a
+//!   store that answers probes but fails writes stays down for the slowdown below.
 //! * **Writes keep landing** while it is down: a write-back PUT needs the bucket to exist, and when
 //!   the backend cannot say, a bucket this gateway has seen exist, or that holds unflushed
 //!   objects, is taken as existing. The object is durable on flash, readable, and the flusher
@@ -36,7 +38,8 @@ pub const DEFAULT_SLOWDOWN_AFTER: Duration = Duration::from_secs(300);
 
 #[derive(Default)]
 struct State {
-    /// When the current run of flush failures began (None: up).
+    /// When the current outage began: the first failure since the backend last served a real
+    /// call (None: up). Probe answers do not end it (see [`BackendHealth::record_probe_success`]).
     down_since_ns: Option<u64>,
     last_error: Option<String>,
     /// Failed backend calls since start.
@@ -48,8 +51,11 @@ struct State {
 /// The backend's health, from the answers of its calls (see the module doc).
 pub struct BackendHealth {
     state: Mutex<State>,
-    /// Whether it is down (`state.down_since_ns.is_some()`), readable without the lock.
+    /// Whether request-path calls are refused at once: set by a failure, cleared by any answer
+    /// (a probe's too).
     down: AtomicBool,
+    /// Whether an outage is running (`state.down_since_ns.is_some()`), readable without the lock.
+    in_outage: AtomicBool,
     /// Whether it has answered a call since start (until then, whether it is up is unknown).
     answered: AtomicBool,
     slowdown_after_ns: AtomicU64,
@@ -58,7 +64,11 @@ pub struct BackendHealth {
 /// The backend's state for `GET /_reo/admin/status` and `/metrics`.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct HealthReport {
+    /// No failure since the backend last served a real call.
     pub up: bool,
+    /// Whether requests are let through to the backend (it answers, if only probes); false:
+    /// they fail at once with `503 SlowDown`.
+    pub reachable: bool,
     /// Seconds since the first failure of the current outage (0 when up).
     pub down_seconds: f64,
     /// Failed backend calls since start.
@@ -74,6 +84,7 @@ impl Default for BackendHealth {
         BackendHealth {
             state: Mutex::default(),
             down: AtomicBool::new(false),
+            in_outage: AtomicBool::new(false),
             answered: AtomicBool::new(false),
             slowdown_after_ns: AtomicU64::new(DEFAULT_SLOWDOWN_AFTER.as_nanos() as u64),
         }
@@ -96,21 +107,33 @@ impl BackendHealth {
         s.last_error = Some(error.to_string());
         if s.down_since_ns.is_none() {
             s.down_since_ns = Some(now_ns());
-            self.down.store(true, Ordering::Release);
+            self.in_outage.store(true, Ordering::Release);
             tracing::warn!("backend down: {error}");
         }
+        self.down.store(true, Ordering::Release);
     }
 
-    /// The backend answered a call: it is up.
+    /// The backend served a real call (a flush, a request): it is up, and the outage is over.
     pub fn record_success(&self) {
         self.answered.store(true, Ordering::Relaxed);
-        if !self.is_down() {
+        if !self.is_down() && !self.in_outage.load(Ordering::Acquire) {
             return;
         }
         let mut s = self.lock();
+        self.down.store(false, Ordering::Release);
+        self.in_outage.store(false, Ordering::Release);
         if let Some(t) = s.down_since_ns.take() {
-            self.down.store(false, Ordering::Release);
             tracing::info!("backend back after {:.1} s down", now_ns().saturating_sub(t) as f64 / 1e9);
+        }
+    }
+
+    /// The backend answered a probe: requests go through to it again, but the outage goes on
+    /// until it serves a real call — a store that answers probes and fails writes (full, refusing
+    /// the gateway's writes) is still down for `flush.backend_down_slowdown_after`.
+    pub fn record_probe_success(&self) {
+        self.answered.store(true, Ordering::Relaxed);
+        if self.down.swap(false, Ordering::AcqRel) {
+            tracing::info!("the backend answers probes again; requests go through to it");
         }
     }
 
@@ -160,6 +183,7 @@ impl BackendHealth {
         let s = self.lock();
         HealthReport {
             up: s.down_since_ns.is_none(),
+            reachable: !self.is_down(),
             down_seconds: s.down_since_ns.map_or(0.0, |t| now_ns().saturating_sub(t) as f64 / 1e9),
             failures: s.failures,
             last_error: s.last_error.clone(),
@@ -227,7 +251,7 @@ pub(crate) fn probe_once(backend: &dyn crate::backend::Backend, health: &Backend
             false
         }
         _ => {
-            health.record_success();
+            health.record_probe_success();
             true
         }
     }
@@ -275,5 +299,34 @@ impl Gateway {
     /// The bucket is gone (deleted, or the backend says it does not exist).
     pub(crate) fn forget_bucket(&self, bucket: &str) {
         self.health.lock().known_buckets.remove(bucket);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BackendHealth;
+
+    #[test]
+    fn a_probe_answer_lets_requests_through_but_the_outage_goes_on() {
+        let h = BackendHealth::default();
+        assert!(!h.is_known_up(), "unknown until the backend first answers");
+        h.record_failure("connection refused");
+        assert!(h.refusal().is_some());
+        // A store that answers probes but fails the flusher's writes stays in its outage: its
+        // clock runs on (for the slowdown), only the requests' refusal is lifted.
+        h.record_probe_success();
+        assert!(h.refusal().is_none() && h.is_known_up());
+        let r = h.report();
+        assert!(!r.up && r.reachable && h.down_for().is_some(), "{r:?}");
+        h.record_failure("503 from the store");
+        assert!(h.refusal().is_some());
+        let since = h.down_for().unwrap();
+        h.record_probe_success();
+        assert!(h.down_for().unwrap() >= since, "the same outage");
+        // A real call served ends it.
+        h.record_success();
+        let r = h.report();
+        assert!(r.up && r.reachable && h.down_for().is_none(), "{r:?}");
+        assert_eq!(r.failures, 2);
     }
 }

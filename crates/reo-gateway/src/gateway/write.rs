@@ -165,7 +165,7 @@ impl Gateway {
     /// write-back), with the key's stripe held. Without pending state, the cached (clean) copy is
     /// discarded durably first: one that outlived the backend's change through a crash would be
     /// served in its place. With pending state (an unflushed write or delete), the flusher's call
-    /// on the key, if any, is waited for, and the pending state is retired — record, then bytes —
+    /// on the key, if any, is waited for, and the pending state is retired — bytes, then record —
     /// only once `call` succeeded: a failure leaves it as it was, and a crash in between leaves
     /// it to be flushed over the change, as if the change (not acknowledged) had not happened.
     pub(crate) fn write_backend(&self, ck: &str, call: impl FnOnce() -> crate::backend::BResult<()>) -> S3Result<()> {
@@ -174,6 +174,11 @@ impl Gateway {
                 .discard(ck.as_bytes())
                 .map_err(|e| s3_error!(ServiceUnavailable, "cannot drop the cached copy durably: {e}"))
         };
+        // Refused at once while the backend is down (not after waiting for a flush that will
+        // fail too, holding the stripe).
+        if let Some(e) = self.health.refusal() {
+            return Err(backend_err(e));
+        }
         let pending = self.pending().map.contains_key(ck);
         if !pending {
             discard()?;
@@ -181,8 +186,11 @@ impl Gateway {
         self.flushing.wait(ck);
         call().map_err(backend_err)?;
         if pending {
-            self.retire(ck)?;
+            // The bytes first: a crash before the record's removal leaves a record without bytes
+            // (its `prev`, or nothing: the change in flight, or not), never bytes without a
+            // record (flushed again with their blob header's cut metadata).
             discard()?;
+            self.retire(ck)?;
         }
         Ok(())
     }

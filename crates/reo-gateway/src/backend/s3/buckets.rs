@@ -4,9 +4,9 @@
 //! with reqwest (already built for object_store). S3's error codes become [`BackendError`]s.
 //!
 //! Buckets seen to exist are remembered: the gateway checks the bucket before every PUT and
-//! DELETE, so a fresh answer (under [`FRESH`]) is reused without a request, and when the store is
-//! unreachable a bucket seen before still counts as existing — write-back PUTs keep being
-//! accepted (and stay dirty on flash) while the backend is down.
+//! DELETE, so a fresh answer (under [`FRESH`]) is reused without a request. An unreachable store
+//! is an `Io` error even for a bucket seen before: the gateway then takes the buckets it knows as
+//! existing (write-back PUTs keep being accepted and stay dirty on flash while it is down).
 
 use std::time::{Duration, Instant};
 
@@ -96,10 +96,25 @@ pub(super) fn list_buckets(b: &S3Backend) -> BResult<Vec<BucketInfo>> {
     Ok(out)
 }
 
-/// Whether the store answers at all: a ListBuckets whose status, whatever it is, counts (a store
-/// that refuses the listing to these credentials still answers).
+/// Whether the store serves these credentials: a HeadBucket of a bucket seen before answering
+/// 200 or 404, else a ListBuckets answering 200. A 403 or a 5xx (a load balancer with no
+/// healthy store behind it) is not serving.
 pub(super) fn probe(b: &S3Backend) -> BResult<()> {
-    send(b, http::Method::GET, format!("{}/", b.settings.service_url(&b.region)), Vec::new()).map(|_| ())
+    let seen = b.known.lock().unwrap_or_else(|e| e.into_inner()).keys().next().cloned();
+    let (what, a) = match seen {
+        Some(bucket) => {
+            let a = send(b, http::Method::HEAD, b.settings.bucket_url(&bucket, &b.region), Vec::new())?;
+            (format!("HeadBucket {bucket}"), a)
+        }
+        None => (
+            "ListBuckets".to_string(),
+            send(b, http::Method::GET, format!("{}/", b.settings.service_url(&b.region)), Vec::new())?,
+        ),
+    };
+    match a.status {
+        200..=299 | 404 => Ok(()),
+        _ => Err(unexpected(&what, &a)),
+    }
 }
 
 pub(super) fn create_bucket(b: &S3Backend, bucket: &str) -> BResult<()> {
@@ -148,13 +163,9 @@ pub(super) fn head_bucket(b: &S3Backend, bucket: &str) -> BResult<BucketInfo> {
             Err(BackendError::NoSuchBucket(bucket.into()))
         }
         Ok(a) => Err(unexpected(&format!("HeadBucket {bucket}"), &a)),
-        Err(BackendError::Io(m)) => match seen {
-            Some((created_ns, _)) => {
-                tracing::debug!("S3 backend unreachable; {bucket} existed when last seen: {m}");
-                Ok(BucketInfo { name: bucket.into(), created_ns })
-            }
-            None => Err(BackendError::Io(m)),
-        },
+        // Unreachable is an error, also for a bucket seen before: the gateway decides what to
+        // assume (a hidden failure would mark a hung store up, and every write would wait out
+        // its deadline again).
         Err(e) => Err(e),
     }
 }

@@ -1,0 +1,43 @@
+//! [`Stripes`]: the per-key ordering locks — 256 reader-writer locks, a key's chosen by a hash of
+//! its cache key. Writers of a key (PUT, DELETE, the flusher retiring a state) hold its stripe
+//! exclusively; readers (the metadata and bytes of one GET, a flush's snapshot, a miss's fill of
+//! the cache) hold it shared, so a read never mixes two versions and a fill never lands between
+//! a write's checks and its install. Shared (`Arc`) with the miss path's producers, which fill
+//! the cache on their own threads.
+
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use md5::{Digest, Md5};
+
+const STRIPES: usize = 256;
+
+/// See the module doc.
+pub struct Stripes(Vec<RwLock<()>>);
+
+impl Default for Stripes {
+    fn default() -> Self {
+        Stripes((0..STRIPES).map(|_| RwLock::new(())).collect())
+    }
+}
+
+impl Stripes {
+    pub(crate) fn of(&self, ckey: &str) -> &RwLock<()> {
+        let h = Md5::digest(ckey.as_bytes());
+        &self.0[h[0] as usize % STRIPES]
+    }
+
+    /// Whether two keys share a stripe (taking both would deadlock).
+    pub fn same(&self, a: &str, b: &str) -> bool {
+        std::ptr::eq(self.of(a), self.of(b))
+    }
+
+    /// `ckey`'s stripe, exclusive (a writer).
+    pub fn exclusive(&self, ckey: &str) -> RwLockWriteGuard<'_, ()> {
+        self.of(ckey).write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `ckey`'s stripe, shared (a reader).
+    pub fn shared(&self, ckey: &str) -> RwLockReadGuard<'_, ()> {
+        self.of(ckey).read().unwrap_or_else(|e| e.into_inner())
+    }
+}
