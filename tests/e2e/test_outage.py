@@ -197,6 +197,8 @@ class OutageTest(unittest.TestCase):
             s3.head_object(Bucket="dels", Key="first")
         self.assertIn("404", str(ctx.exception))
         outage.up()
+        # Requests reach the backend again once the gateway's probe (once a second) sees it.
+        wait_for(lambda: status(srv)["backend"]["reachable"], "the backend reachable again")
         # Still pending: the backend has the object, the gateway's listing does not.
         listed = [o["Key"] for o in s3.list_objects_v2(Bucket="dels").get("Contents", [])]
         self.assertNotIn("first", listed)

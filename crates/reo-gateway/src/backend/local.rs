@@ -110,13 +110,19 @@ impl LocalBackend {
 
     fn bucket_dir(&self, bucket: &str) -> BResult<PathBuf> {
         validate_bucket(bucket).map_err(BackendError::Invalid)?;
+        self.check_root()?;
+        Ok(self.root.join(bucket))
+    }
+
+    /// `Io` if the root directory is gone (the backend is down, not empty).
+    fn check_root(&self) -> BResult<()> {
         if !self.root.is_dir() {
             return Err(BackendError::Io(format!(
                 "backend directory {} is unavailable (missing or not a directory)",
                 self.root.display()
             )));
         }
-        Ok(self.root.join(bucket))
+        Ok(())
     }
 
     /// Creates `dir` and its missing parents down from `base`, which must exist (never above it).
@@ -287,10 +293,8 @@ impl Backend for LocalBackend {
     /// The root is a directory that can be read (whether it takes writes is the flusher's to
     /// find out: a probe does not write).
     fn probe(&self) -> BResult<()> {
-        match fs::read_dir(&self.root) {
-            Ok(_) => Ok(()),
-            Err(e) => Err(io_err("probe", &self.root, e)),
-        }
+        self.check_root()?;
+        fs::read_dir(&self.root).map(|_| ()).map_err(|e| io_err("probe", &self.root, e))
     }
 
     fn create_bucket(&self, bucket: &str) -> BResult<()> {
