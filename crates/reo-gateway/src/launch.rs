@@ -59,6 +59,9 @@ pub struct ServeConfig {
     pub slow_read_after: Option<std::time::Duration>,
     /// Mark failed a device with one read in service this long (`None`: never).
     pub stuck_read_fail_after: Option<std::time::Duration>,
+    /// The deadline of a local directory backend's calls ([`crate::backend::deadline`]; an S3
+    /// backend's are in its settings).
+    pub local_timeout: std::time::Duration,
 }
 
 /// Which backend `reo serve` caches.
@@ -104,6 +107,8 @@ fn open_local(cfg: &ServeConfig, formatted: bool) -> Result<(Arc<dyn Backend>, S
         );
         Arc::new(LocalBackend::attach(&dir))
     };
+    // File-system calls cannot time out by themselves (a hung mount blocks them in the kernel).
+    let backend = Arc::new(crate::backend::deadline::Deadline::new(backend, cfg.local_timeout));
     Ok((backend, dir.display().to_string()))
 }
 

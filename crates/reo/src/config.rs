@@ -82,7 +82,20 @@ pub struct BackendSection {
     pub timeout: Option<String>,
 }
 
+/// A positive duration for `field`, or a message naming it.
+fn positive_duration(field: &str, v: &str) -> Result<std::time::Duration, String> {
+    match parse_duration(v) {
+        Some(d) if !d.is_zero() => Ok(d),
+        _ => Err(format!("{field}: expected a positive duration like \"3s\" or \"500ms\", got {v:?}")),
+    }
+}
+
 impl BackendSection {
+    /// `timeout`: the deadline of a backend call (either kind).
+    fn call_timeout(&self) -> Result<Option<std::time::Duration>, String> {
+        self.timeout.as_deref().map(|v| positive_duration("backend.timeout", v)).transpose()
+    }
+
     /// The backend it describes (`server_backend`: the older `server.backend` directory).
     fn choice(&self, server_backend: Option<PathBuf>) -> Result<BackendChoice, String> {
         let s3_fields = [
@@ -94,7 +107,6 @@ impl BackendSection {
             ("session_token", self.session_token.is_some()),
             ("allow_http", self.allow_http.is_some()),
             ("connect_timeout", self.connect_timeout.is_some()),
-            ("timeout", self.timeout.is_some()),
         ];
         match self.kind.as_deref().unwrap_or("local") {
             "local" => {
@@ -114,17 +126,11 @@ impl BackendSection {
                     return Err("server.backend: a local directory, but backend.kind is \"s3\"".into());
                 }
                 let mut deadlines = reo_gateway::backend::s3::Deadlines::default();
-                let positive = |field: &str, v: &str| match parse_duration(v) {
-                    Some(d) if !d.is_zero() => Ok(d),
-                    _ => Err(format!(
-                        "backend.{field}: expected a positive duration like \"3s\" or \"500ms\", got {v:?}"
-                    )),
-                };
                 if let Some(v) = &self.connect_timeout {
-                    deadlines.connect = positive("connect_timeout", v)?;
+                    deadlines.connect = positive_duration("backend.connect_timeout", v)?;
                 }
-                if let Some(v) = &self.timeout {
-                    deadlines.call = positive("timeout", v)?;
+                if let Some(d) = self.call_timeout()? {
+                    deadlines.call = d;
                 }
                 let s = S3Settings {
                     deadlines,
@@ -226,6 +232,8 @@ pub struct Settings {
     pub slow_read_after: Option<Option<std::time::Duration>>,
     /// `cache.stuck_read_fail_after`: `Some(None)` for "off".
     pub stuck_read_fail_after: Option<Option<std::time::Duration>>,
+    /// `backend.timeout` of a local directory backend (an S3 one keeps it in its settings).
+    pub local_timeout: Option<std::time::Duration>,
 }
 
 /// A duration option that may be turned off: `"off"` is `Some(None)`, a positive duration
@@ -315,6 +323,10 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
         Some(b) => b.choice(f.server.backend.clone()).map_err(|e| format!("{name}: {e}"))?,
         None => BackendChoice::Local(f.server.backend.clone()),
     };
+    let local_timeout = match (&backend, &f.backend) {
+        (BackendChoice::Local(_), Some(b)) => b.call_timeout().map_err(|e| format!("{name}: {e}"))?,
+        _ => None,
+    };
     Ok(Settings {
         listen,
         data_dir: f.server.data_dir,
@@ -335,6 +347,7 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
         rebuild_bps: size(name, "cache.rebuild_bandwidth", &f.cache.rebuild_bandwidth)?,
         slow_read_after: duration_or_off(name, "cache.slow_read_after", &f.cache.slow_read_after)?,
         stuck_read_fail_after: duration_or_off(name, "cache.stuck_read_fail_after", &f.cache.stuck_read_fail_after)?,
+        local_timeout,
     })
 }
 
@@ -499,6 +512,11 @@ stuck_read_fail_after = \"2m\"
             "reo.toml: backend.timeout: expected a positive duration like \"3s\" or \"500ms\", got \"0s\""
         );
         assert!(err(&format!("{s3}connect_timeout = \"soon\"\n")).starts_with("reo.toml: backend.connect_timeout"));
-        assert!(err("[backend]\ntimeout = \"5s\"\n").starts_with("reo.toml: backend.timeout: only with kind"));
+        assert!(err("[backend]\nconnect_timeout = \"5s\"\n")
+            .starts_with("reo.toml: backend.connect_timeout: only with kind"));
+        // A local directory takes `timeout` too (its calls run under that deadline).
+        let local = parse("reo.toml", "[backend]\nkind = \"local\"\ntimeout = \"7s\"\n").unwrap();
+        assert_eq!(local.local_timeout, Some(Duration::from_secs(7)));
+        assert!(err("[backend]\ntimeout = \"never\"\n").starts_with("reo.toml: backend.timeout: expected"));
     }
 }

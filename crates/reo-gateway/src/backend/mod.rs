@@ -13,11 +13,13 @@
 //! do better (the local backend reads its file in [`local::STREAM_CHUNK`] pieces).
 
 pub mod advice;
+pub mod deadline;
 pub mod list;
 pub mod local;
 pub mod s3;
 #[cfg(test)]
 mod tests;
+mod workers;
 
 use std::collections::BTreeMap;
 use std::fmt;
