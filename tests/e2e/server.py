@@ -72,12 +72,16 @@ class Server:
         return self.proc.returncode
 
     def kill(self):
-        """SIGKILL (a crash); returns once the process is gone. A new `start` restarts it over the
-        same data directory."""
+        """SIGKILL (a crash); returns once the process is gone, with the `time.monotonic()` read
+        just after the signal was sent (a request sent later cannot reach a live server, one sent
+        earlier may have). A new `start` restarts it over the same data directory."""
+        sent = time.monotonic()
         if self.proc and self.proc.poll() is None:
             self.proc.kill()
+            sent = time.monotonic()
             self.proc.wait(timeout=60)
         self.log.close()
+        return sent
 
     def cleanup(self):
         shutil.rmtree(self.data_dir, ignore_errors=True)

@@ -199,8 +199,9 @@ class CrashRun:
         for t in threads:
             t.start()
         time.sleep(self.rng.uniform(1, 3))
-        t_kill = now()
-        self.srv.kill()
+        # The kill's time is read after the signal went out: read before it, a client thread
+        # could send a request in the gap (the GIL moves between threads) and see it applied.
+        t_kill = self.srv.kill()
         t_dead = now()
         stop.set()
         for t in threads:
