@@ -45,7 +45,7 @@ pub async fn collect(body: Option<StreamingBlob>, limit: u64) -> S3Result<Aligne
     let hint = b.remaining_length().exact().unwrap_or(0);
     let mut out = AlignedBuf::with_capacity((hint as u64).min(limit).min(RESERVE_AHEAD as u64) as usize);
     while let Some(chunk) = b.next().await {
-        let chunk = chunk.map_err(|e| s3_error!(IncompleteBody, "reading the request body: {e}"))?;
+        let chunk = chunk.map_err(|e| super::integrity::body_error(&e))?;
         if out.len() as u64 + chunk.len() as u64 > limit {
             return Err(s3_error!(EntityTooLarge, "the body exceeds this gateway's limit of {limit} bytes"));
         }

@@ -1,10 +1,12 @@
 //! The S3 API ([`ReoS3`], an `s3s::S3`): each operation converts its DTOs and runs the
 //! [`Gateway`] on tokio's blocking pool. Operations not listed here answer s3s's
 //! `NotImplemented`. Files: `objects.rs` (get, head, put, delete, copy), `buckets.rs`,
-//! `list.rs` (list v1/v2, versions), `multipart.rs`, `convert.rs`.
+//! `list.rs` (list v1/v2, versions), `multipart.rs`, `convert.rs`, `integrity.rs` (payload
+//! digests).
 
 mod buckets;
 pub mod convert;
+mod integrity;
 mod list;
 mod multipart;
 mod objects;

@@ -4,6 +4,7 @@ use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response};
 
 use super::convert::{collect, etag, timestamp, url_encode, user_meta};
+use super::integrity::{Claims, Sent};
 use super::{blocking, ReoS3, R};
 use crate::gateway::errors::backend_err;
 
@@ -33,15 +34,26 @@ impl ReoS3 {
     }
 
     pub(super) async fn op_upload_part(&self, req: S3Request<UploadPartInput>) -> R<UploadPartOutput> {
-        let i = req.input;
-        let data = collect(i.body, self.limits.max_body).await?;
+        let mut i = req.input;
+        let claims = Claims::parse(&Sent::of_part(&i), &req.headers)?;
+        let data = collect(i.body.take(), self.limits.max_body).await?;
+        let verified = claims.verify(&data, req.trailing_headers.as_ref())?;
         let gw = self.gw.clone();
         let e = blocking(move || {
             let u = gw.uploads.get(&i.bucket, &i.key, &i.upload_id)?;
             gw.uploads.put_part(&u, i.part_number, &data)
         })
         .await?;
-        Ok(S3Response::new(UploadPartOutput { e_tag: Some(etag(&e)), ..Default::default() }))
+        let [checksum_crc32, checksum_crc32c, checksum_crc64nvme, checksum_sha1, checksum_sha256] = verified.fields();
+        Ok(S3Response::new(UploadPartOutput {
+            e_tag: Some(etag(&e)),
+            checksum_crc32,
+            checksum_crc32c,
+            checksum_crc64nvme,
+            checksum_sha1,
+            checksum_sha256,
+            ..Default::default()
+        }))
     }
 
     pub(super) async fn op_complete_multipart_upload(

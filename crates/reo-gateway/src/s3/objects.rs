@@ -5,6 +5,7 @@ use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 
 use super::convert::{check_conditions, collect, etag, metadata, timestamp, user_meta};
+use super::integrity::{Claims, Sent};
 use super::{blocking, ReoS3, R};
 use crate::backend::ObjectInfo;
 
@@ -82,11 +83,15 @@ impl ReoS3 {
     }
 
     pub(super) async fn op_put_object(&self, req: S3Request<PutObjectInput>) -> R<PutObjectOutput> {
-        let i = req.input;
-        let data = collect(i.body, self.limits.max_body).await?;
+        let mut i = req.input;
+        let claims = Claims::parse(&Sent::of_put(&i), &req.headers)?;
+        let data = collect(i.body.take(), self.limits.max_body).await?;
+        let verified = claims.verify(&data, req.trailing_headers.as_ref())?;
         let info = ObjectInfo {
             content_type: i.content_type.unwrap_or_else(|| "binary/octet-stream".into()),
             user_meta: user_meta(i.metadata),
+            // Computed by the Content-MD5 check: not a second time.
+            etag: verified.md5_hex.clone().unwrap_or_default(),
             ..Default::default()
         };
         let gw = self.gw.clone();
@@ -114,7 +119,16 @@ impl ReoS3 {
             gw.put_if(&bucket, &key, &data, info, Some(check))
         })
         .await?;
-        Ok(S3Response::new(PutObjectOutput { e_tag: Some(etag(&info.etag)), ..Default::default() }))
+        let [checksum_crc32, checksum_crc32c, checksum_crc64nvme, checksum_sha1, checksum_sha256] = verified.fields();
+        Ok(S3Response::new(PutObjectOutput {
+            e_tag: Some(etag(&info.etag)),
+            checksum_crc32,
+            checksum_crc32c,
+            checksum_crc64nvme,
+            checksum_sha1,
+            checksum_sha256,
+            ..Default::default()
+        }))
     }
 
     pub(super) async fn op_delete_object(&self, req: S3Request<DeleteObjectInput>) -> R<DeleteObjectOutput> {

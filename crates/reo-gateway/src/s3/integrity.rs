@@ -1,0 +1,349 @@
+//! Payload integrity: a PUT's or part's body is checked against every digest its client sent
+//! before anything of it is stored, so that bytes damaged on the way are refused, never cached,
+//! flushed or served.
+//!
+//! Digests a client can send, and who checks them:
+//! - `x-amz-content-sha256` with the body's SHA-256 (a signed payload): s3s's body stream checks
+//!   it while it is read; a mismatch ends the stream with an error that [`body_error`] turns into
+//!   S3's `XAmzContentSHA256Mismatch`. aws-chunked bodies: s3s checks each chunk's signature and
+//!   the trailer's ([`body_error`]: `SignatureDoesNotMatch`).
+//! - `Content-MD5`: [`Claims::verify`] (`BadDigest`); its MD5 is the object's ETag, so it is not
+//!   computed twice.
+//! - One flexible checksum, `x-amz-checksum-{crc32,crc32c,crc64nvme,sha1,sha256}`, as a header or
+//!   as the aws-chunked trailer `x-amz-trailer` announces: [`Claims::verify`] (`BadDigest`).
+//!
+//! Malformed digests are refused before the body is read (`InvalidDigest`, `InvalidRequest`).
+
+use http::HeaderMap;
+use s3s::crypto::{Checksum, Crc32, Crc32c, Crc64Nvme, Md5, Sha1, Sha256};
+use s3s::dto::{ChecksumAlgorithm, PutObjectInput, UploadPartInput};
+use s3s::{s3_error, S3Error, S3ErrorCode, S3Result};
+
+/// A flexible checksum algorithm of S3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algo {
+    Crc32,
+    Crc32c,
+    Crc64Nvme,
+    Sha1,
+    Sha256,
+}
+
+impl Algo {
+    pub const ALL: [Algo; 5] = [Algo::Crc32, Algo::Crc32c, Algo::Crc64Nvme, Algo::Sha1, Algo::Sha256];
+
+    /// The name S3 uses (`x-amz-sdk-checksum-algorithm`, `ChecksumAlgorithm`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Algo::Crc32 => ChecksumAlgorithm::CRC32,
+            Algo::Crc32c => ChecksumAlgorithm::CRC32C,
+            Algo::Crc64Nvme => ChecksumAlgorithm::CRC64NVME,
+            Algo::Sha1 => ChecksumAlgorithm::SHA1,
+            Algo::Sha256 => ChecksumAlgorithm::SHA256,
+        }
+    }
+
+    /// Its header, `x-amz-checksum-…`.
+    pub fn header(self) -> &'static str {
+        match self {
+            Algo::Crc32 => "x-amz-checksum-crc32",
+            Algo::Crc32c => "x-amz-checksum-crc32c",
+            Algo::Crc64Nvme => "x-amz-checksum-crc64nvme",
+            Algo::Sha1 => "x-amz-checksum-sha1",
+            Algo::Sha256 => "x-amz-checksum-sha256",
+        }
+    }
+
+    fn of_name(name: &str) -> Option<Algo> {
+        Algo::ALL.into_iter().find(|a| a.name().eq_ignore_ascii_case(name))
+    }
+
+    fn of_header(name: &str) -> Option<Algo> {
+        Algo::ALL.into_iter().find(|a| a.header().eq_ignore_ascii_case(name))
+    }
+
+    /// Digest length in bytes.
+    fn len(self) -> usize {
+        match self {
+            Algo::Crc32 | Algo::Crc32c => 4,
+            Algo::Crc64Nvme => 8,
+            Algo::Sha1 => 20,
+            Algo::Sha256 => 32,
+        }
+    }
+
+    /// The digest of `data`.
+    pub fn digest(self, data: &[u8]) -> Vec<u8> {
+        match self {
+            Algo::Crc32 => Crc32::checksum(data).to_vec(),
+            Algo::Crc32c => Crc32c::checksum(data).to_vec(),
+            Algo::Crc64Nvme => Crc64Nvme::checksum(data).to_vec(),
+            Algo::Sha1 => Sha1::checksum(data).as_ref().to_vec(),
+            Algo::Sha256 => Sha256::checksum(data).as_ref().to_vec(),
+        }
+    }
+}
+
+/// The digest fields of a PUT or an UploadPart (headers, or a POST's form fields).
+#[derive(Default)]
+pub struct Sent<'a> {
+    pub content_md5: Option<&'a str>,
+    pub algorithm: Option<&'a ChecksumAlgorithm>,
+    /// `(algorithm, base64 value)` of each `x-amz-checksum-*` sent.
+    pub checksums: Vec<(Algo, &'a str)>,
+}
+
+impl<'a> Sent<'a> {
+    pub fn of_put(i: &'a PutObjectInput) -> Sent<'a> {
+        Sent::new(
+            i.content_md5.as_deref(),
+            i.checksum_algorithm.as_ref(),
+            [&i.checksum_crc32, &i.checksum_crc32c, &i.checksum_crc64nvme, &i.checksum_sha1, &i.checksum_sha256],
+        )
+    }
+
+    pub fn of_part(i: &'a UploadPartInput) -> Sent<'a> {
+        Sent::new(
+            i.content_md5.as_deref(),
+            i.checksum_algorithm.as_ref(),
+            [&i.checksum_crc32, &i.checksum_crc32c, &i.checksum_crc64nvme, &i.checksum_sha1, &i.checksum_sha256],
+        )
+    }
+
+    /// `values` in the order of [`Algo::ALL`].
+    fn new(
+        content_md5: Option<&'a str>,
+        algorithm: Option<&'a ChecksumAlgorithm>,
+        values: [&'a Option<String>; 5],
+    ) -> Sent<'a> {
+        let checksums = Algo::ALL.into_iter().zip(values).filter_map(|(a, v)| Some((a, v.as_deref()?))).collect();
+        Sent { content_md5, algorithm, checksums }
+    }
+}
+
+/// What a request's body must match (see the module doc).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Claims {
+    md5: Option<Vec<u8>>,
+    /// A checksum sent as a header.
+    checksum: Option<(Algo, Vec<u8>)>,
+    /// A checksum announced by `x-amz-trailer`, to come after the body.
+    trailer: Option<Algo>,
+}
+
+/// What the body was found to match.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Verified {
+    /// The body's MD5 (hex) when it was computed: the ETag.
+    pub md5_hex: Option<String>,
+    /// The flexible checksum the client sent (base64), checked.
+    pub checksum: Option<(Algo, String)>,
+}
+
+impl Verified {
+    /// The checked checksum as the output fields, in the order of [`Algo::ALL`].
+    pub fn fields(&self) -> [Option<String>; 5] {
+        Algo::ALL.map(|a| self.checksum.as_ref().filter(|(c, _)| *c == a).map(|(_, v)| v.clone()))
+    }
+}
+
+fn b64(s: &str) -> Option<Vec<u8>> {
+    base64_simd::STANDARD.decode_to_vec(s.trim()).ok()
+}
+
+fn b64_encode(b: &[u8]) -> String {
+    base64_simd::STANDARD.encode_to_string(b)
+}
+
+impl Claims {
+    /// Parses and checks the form of the digests a request sent; `headers` for `x-amz-trailer`.
+    pub fn parse(sent: &Sent<'_>, headers: &HeaderMap) -> S3Result<Claims> {
+        let mut c = Claims::default();
+        if let Some(m) = sent.content_md5 {
+            match b64(m) {
+                Some(d) if d.len() == 16 => c.md5 = Some(d),
+                _ => return Err(s3_error!(InvalidDigest, "The Content-MD5 you specified is not valid.")),
+            }
+        }
+        let trailer = match headers.get("x-amz-trailer").map(|v| v.to_str()) {
+            None => None,
+            Some(Ok(v)) => match Algo::of_header(v.trim()) {
+                Some(a) => Some(a),
+                None => {
+                    return Err(s3_error!(InvalidRequest, "x-amz-trailer {v:?} names no checksum this server checks"));
+                }
+            },
+            Some(Err(_)) => return Err(s3_error!(InvalidRequest, "x-amz-trailer is not ASCII")),
+        };
+        let announced = usize::from(trailer.is_some()) + sent.checksums.len();
+        if announced > 1 {
+            return Err(s3_error!(
+                InvalidRequest,
+                "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed."
+            ));
+        }
+        if let Some(&(a, v)) = sent.checksums.first() {
+            match b64(v) {
+                Some(d) if d.len() == a.len() => c.checksum = Some((a, d)),
+                _ => return Err(s3_error!(InvalidRequest, "Value for {} header is invalid.", a.header())),
+            }
+        }
+        c.trailer = trailer;
+        if let Some(alg) = sent.algorithm {
+            let Some(named) = Algo::of_name(alg.as_str()) else {
+                return Err(s3_error!(InvalidRequest, "Value for x-amz-sdk-checksum-algorithm header is invalid."));
+            };
+            let given = c.checksum.as_ref().map(|(a, _)| *a).or(c.trailer);
+            match given {
+                Some(a) if a == named => {}
+                Some(a) => {
+                    return Err(s3_error!(
+                        InvalidRequest,
+                        "x-amz-sdk-checksum-algorithm says {} but the request carries {}",
+                        named.name(),
+                        a.header()
+                    ));
+                }
+                None => {
+                    return Err(s3_error!(
+                        InvalidRequest,
+                        "x-amz-sdk-checksum-algorithm specified, but no corresponding x-amz-checksum-* or \
+                         x-amz-trailer headers were found."
+                    ));
+                }
+            }
+        }
+        Ok(c)
+    }
+
+    /// Checks the whole body against the claims, the trailer's among them (its stream has been
+    /// read to the end, so s3s has verified and handed over the trailers).
+    pub fn verify(&self, body: &[u8], trailers: Option<&s3s::TrailingHeaders>) -> S3Result<Verified> {
+        let mut v = Verified::default();
+        if let Some(want) = &self.md5 {
+            let got = Md5::checksum(body);
+            if got.as_ref() != want.as_slice() {
+                return Err(s3_error!(BadDigest, "The Content-MD5 you specified did not match what we received."));
+            }
+            v.md5_hex = Some(got.as_ref().iter().map(|b| format!("{b:02x}")).collect());
+        }
+        let claimed = match (&self.checksum, self.trailer) {
+            (Some((a, d)), _) => Some((*a, d.clone())),
+            (None, Some(a)) => {
+                let value = trailers.and_then(|t| t.read(|h| h.get(a.header()).map(|v| v.to_str().map(str::to_owned))));
+                let value = match value.flatten() {
+                    Some(Ok(s)) => s,
+                    _ => {
+                        return Err(s3_error!(
+                            InvalidRequest,
+                            "x-amz-trailer announces {} but the body's trailer does not carry it",
+                            a.header()
+                        ));
+                    }
+                };
+                match b64(&value) {
+                    Some(d) if d.len() == a.len() => Some((a, d)),
+                    _ => return Err(s3_error!(InvalidRequest, "Value for {} trailer is invalid.", a.header())),
+                }
+            }
+            (None, None) => None,
+        };
+        if let Some((a, want)) = claimed {
+            if a.digest(body) != want {
+                return Err(s3_error!(
+                    BadDigest,
+                    "The {} you specified did not match the calculated checksum.",
+                    a.name()
+                ));
+            }
+            v.checksum = Some((a, b64_encode(&want)));
+        }
+        Ok(v)
+    }
+}
+
+/// The S3 error for a request body that could not be read: s3s's stream errors name a signed
+/// payload hash or a chunk signature that did not match (its error types are private, so they
+/// are told apart by their messages; a test pins them), anything else is a broken body.
+pub fn body_error(e: &dyn std::fmt::Display) -> S3Error {
+    let m = e.to_string();
+    if m.contains("Sha256Mismatch") {
+        let mut e = S3Error::with_message(
+            S3ErrorCode::Custom("XAmzContentSHA256Mismatch".into()),
+            "The provided 'x-amz-content-sha256' header does not match what was computed.",
+        );
+        e.set_status_code(http::StatusCode::BAD_REQUEST); // a code s3s does not know: 500 otherwise
+        e
+    } else if m.contains("SignatureMismatch") {
+        s3_error!(SignatureDoesNotMatch, "a chunk signature of the aws-chunked body does not match")
+    } else {
+        s3_error!(IncompleteBody, "reading the request body: {m}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http::HeaderMap;
+    use s3s::crypto::Checksum;
+
+    use super::{Algo, Claims, Sent};
+
+    fn b64(b: &[u8]) -> String {
+        base64_simd::STANDARD.encode_to_string(b)
+    }
+
+    #[test]
+    fn every_algorithm_matches_its_known_digest() {
+        // The algorithms' check values (the digest of "123456789") and the digests of nothing.
+        let data = b"123456789";
+        assert_eq!(Algo::Crc32.digest(data), 0xCBF4_3926u32.to_be_bytes());
+        assert_eq!(Algo::Crc32c.digest(data), 0xE306_9283u32.to_be_bytes());
+        assert_eq!(Algo::Crc64Nvme.digest(data), 0xAE8B_1486_0A79_9888u64.to_be_bytes());
+        assert_eq!(b64(&Algo::Sha1.digest(b"")), "2jmj7l5rSw0yVb/vlWAYkK/YBwk=");
+        assert_eq!(b64(&Algo::Sha256.digest(b"")), "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=");
+    }
+
+    #[test]
+    fn a_body_must_match_what_was_sent() {
+        let body = b"the bytes the client meant";
+        let md5 = b64(&s3s::crypto::Md5::checksum(body));
+        let crc = b64(&Algo::Crc32c.digest(body));
+        let sent = Sent { content_md5: Some(&md5), checksums: vec![(Algo::Crc32c, &crc)], ..Default::default() };
+        let c = Claims::parse(&sent, &HeaderMap::new()).unwrap();
+        let v = c.verify(body, None).unwrap();
+        assert_eq!(v.checksum, Some((Algo::Crc32c, crc.clone())));
+        assert_eq!(v.md5_hex.unwrap().len(), 32);
+        let e = c.verify(b"the bytes the client meanT", None).unwrap_err();
+        assert_eq!(e.code().as_str(), "BadDigest");
+        let only_crc = Sent { checksums: vec![(Algo::Crc32c, &crc)], ..Default::default() };
+        let e = Claims::parse(&only_crc, &HeaderMap::new()).unwrap().verify(b"other", None).unwrap_err();
+        assert!(e.message().unwrap().contains("CRC32C"), "{e:?}");
+    }
+
+    #[test]
+    fn malformed_or_conflicting_digests_are_refused_before_the_body() {
+        let h = HeaderMap::new();
+        let bad_md5 = Sent { content_md5: Some("not base64!"), ..Default::default() };
+        assert_eq!(Claims::parse(&bad_md5, &h).unwrap_err().code().as_str(), "InvalidDigest");
+        let short = Sent { checksums: vec![(Algo::Sha256, "AAAA")], ..Default::default() };
+        assert_eq!(Claims::parse(&short, &h).unwrap_err().code().as_str(), "InvalidRequest");
+        let two = Sent { checksums: vec![(Algo::Crc32, "AAAAAA=="), (Algo::Crc32c, "AAAAAA==")], ..Default::default() };
+        assert_eq!(Claims::parse(&two, &h).unwrap_err().code().as_str(), "InvalidRequest");
+        let alg = s3s::dto::ChecksumAlgorithm::from_static(s3s::dto::ChecksumAlgorithm::SHA1);
+        let named_only = Sent { algorithm: Some(&alg), ..Default::default() };
+        assert_eq!(Claims::parse(&named_only, &h).unwrap_err().code().as_str(), "InvalidRequest");
+        let mut trailer = HeaderMap::new();
+        trailer.insert("x-amz-trailer", "x-amz-checksum-sha1".parse().unwrap());
+        assert!(Claims::parse(&named_only, &trailer).is_ok());
+        trailer.insert("x-amz-trailer", "x-amz-meta-other".parse().unwrap());
+        assert_eq!(Claims::parse(&Sent::default(), &trailer).unwrap_err().code().as_str(), "InvalidRequest");
+    }
+
+    #[test]
+    fn an_announced_trailer_that_never_came_is_refused() {
+        let mut h = HeaderMap::new();
+        h.insert("x-amz-trailer", "x-amz-checksum-crc32".parse().unwrap());
+        let c = Claims::parse(&Sent::default(), &h).unwrap();
+        assert_eq!(c.verify(b"body", None).unwrap_err().code().as_str(), "InvalidRequest");
+    }
+}
