@@ -51,6 +51,11 @@ pub fn page(entries: impl IntoIterator<Item = ListEntry>, q: &ListQuery) -> List
                 continue;
             }
         }
+        // MaxKeys=0 asks for nothing and, as S3 answers it, is not truncated: a paginator that
+        // follows IsTruncated would otherwise ask again forever (there is no token to give).
+        if q.max_keys == 0 {
+            return out;
+        }
         if count == q.max_keys {
             out.truncated = true;
             out.next_after = last;
@@ -130,6 +135,6 @@ mod tests {
         assert_eq!(keys(&page(entries(ALL), &q)), ["c/x", "c/y", "d"]);
         let q = ListQuery { max_keys: 0, ..Default::default() };
         let p = page(entries(ALL), &q);
-        assert!(p.contents.is_empty() && p.truncated);
+        assert!(p.contents.is_empty() && p.common_prefixes.is_empty() && !p.truncated);
     }
 }

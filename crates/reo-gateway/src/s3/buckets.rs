@@ -2,22 +2,43 @@
 //! empty).
 
 use s3s::dto::*;
-use s3s::{S3Request, S3Response};
+use s3s::{s3_error, S3Error, S3ErrorCode, S3Request, S3Response};
 
-use super::convert::timestamp;
+use super::convert::{key_of_token, owner_of, timestamp, token_of};
 use super::{blocking, ReoS3, R};
 use crate::gateway::errors::backend_err;
 
 impl ReoS3 {
-    pub(super) async fn op_list_buckets(&self, _req: S3Request<ListBucketsInput>) -> R<ListBucketsOutput> {
+    /// ListBuckets, by name order: `prefix`, pages of `max-buckets` (1–10,000; all without it)
+    /// and a continuation token after the last name of a page.
+    pub(super) async fn op_list_buckets(&self, req: S3Request<ListBucketsInput>) -> R<ListBucketsOutput> {
+        let i = req.input;
+        let max = match i.max_buckets {
+            None => usize::MAX,
+            Some(n) if (1..=10_000).contains(&n) => n as usize,
+            Some(n) => return Err(s3_error!(InvalidArgument, "max-buckets {n} is outside 1..=10000")),
+        };
+        let after = i.continuation_token.as_deref().map(key_of_token).transpose()?;
         let gw = self.gw.clone();
-        let list = blocking(move || gw.backend.list_buckets().map_err(backend_err)).await?;
-        let buckets = list
+        let mut list = blocking(move || gw.backend.list_buckets().map_err(backend_err)).await?;
+        list.sort_by(|a, b| a.name.cmp(&b.name));
+        let prefix = i.prefix.clone().unwrap_or_default();
+        let mut matching = list
+            .into_iter()
+            .filter(|b| b.name.starts_with(&prefix) && after.as_ref().is_none_or(|a| b.name > *a))
+            .peekable();
+        let page: Vec<_> = matching.by_ref().take(max).collect();
+        let next = matching.peek().is_some().then(|| page.last().map(|b| token_of(&b.name))).flatten();
+        let buckets = page
             .into_iter()
             .map(|b| Bucket { name: Some(b.name), creation_date: Some(timestamp(b.created_ns)), ..Default::default() })
             .collect();
-        let owner = Owner { display_name: Some("reo".into()), id: Some("reo".into()) };
-        Ok(S3Response::new(ListBucketsOutput { buckets: Some(buckets), owner: Some(owner), ..Default::default() }))
+        Ok(S3Response::new(ListBucketsOutput {
+            buckets: Some(buckets),
+            owner: Some(owner_of(&req.credentials)),
+            continuation_token: next,
+            prefix: i.prefix,
+        }))
     }
 
     pub(super) async fn op_create_bucket(&self, req: S3Request<CreateBucketInput>) -> R<CreateBucketOutput> {
@@ -45,6 +66,18 @@ impl ReoS3 {
         let b = req.input.bucket;
         blocking(move || gw.delete_bucket(&b)).await?;
         Ok(S3Response::new(DeleteBucketOutput::default()))
+    }
+
+    /// A bucket configuration Reo does not keep (CORS, lifecycle, policy, tags, encryption,
+    /// website): reading it answers S3's "there is none" for an existing bucket (setting it stays
+    /// `NotImplemented`), so clients that probe for one carry on.
+    pub(super) async fn no_configuration(&self, bucket: String, code: S3ErrorCode, what: &'static str) -> S3Error {
+        let gw = self.gw.clone();
+        let b = bucket.clone();
+        match blocking(move || gw.backend.head_bucket(&b).map_err(backend_err)).await {
+            Ok(_) => S3Error::with_message(code, format!("bucket {bucket:?} has no {what} configuration")),
+            Err(e) => e,
+        }
     }
 
     pub(super) async fn op_get_bucket_location(

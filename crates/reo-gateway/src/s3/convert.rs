@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, UNIX_EPOCH};
 
 use futures::StreamExt;
-use s3s::dto::{ETag, ETagCondition, Metadata, StreamingBlob, Timestamp};
+use s3s::dto::{ETag, ETagCondition, Metadata, StreamingBlob, Timestamp, TimestampFormat};
 use s3s::stream::ByteStream;
 use s3s::{s3_error, S3Error, S3ErrorCode, S3Result};
 
@@ -82,14 +82,32 @@ pub fn check_conditions(
     }
     if let Some(c) = if_none_match {
         if cond_matches(c, &info.etag) {
-            return Err(S3Error::new(S3ErrorCode::NotModified));
+            return Err(not_modified(info));
         }
     } else if let Some(t) = if_modified_since {
         if mtime <= unix_secs(t) {
-            return Err(S3Error::new(S3ErrorCode::NotModified));
+            return Err(not_modified(info));
         }
     }
     Ok(())
+}
+
+/// A 304 with the validators a cache needs to refresh its copy (RFC 9110 §15.4.5: the ETag and
+/// Last-Modified a 200 would have carried).
+fn not_modified(info: &ObjectInfo) -> S3Error {
+    let mut e = S3Error::new(S3ErrorCode::NotModified);
+    let mut h = http::HeaderMap::new();
+    if let Ok(v) = http::HeaderValue::from_str(&format!("\"{}\"", info.etag)) {
+        h.insert(http::header::ETAG, v);
+    }
+    let mut date = Vec::new();
+    if timestamp(info.mtime_ns).format(TimestampFormat::HttpDate, &mut date).is_ok() {
+        if let Ok(v) = http::HeaderValue::from_bytes(&date) {
+            h.insert(http::header::LAST_MODIFIED, v);
+        }
+    }
+    e.set_headers(h);
+    e
 }
 
 /// URL-encodes a listed key, prefix or marker (`encoding-type=url`): every byte outside
@@ -104,6 +122,13 @@ pub fn url_encode(s: &str) -> String {
         }
     }
     out
+}
+
+/// The owner listings name: every bucket and object belongs to the account whose key signed the
+/// request (one account per gateway).
+pub fn owner_of(creds: &Option<s3s::auth::Credentials>) -> s3s::dto::Owner {
+    let id = creds.as_ref().map(|c| c.access_key.clone());
+    s3s::dto::Owner { display_name: id.clone(), id }
 }
 
 /// An opaque continuation token for "list after `key`".

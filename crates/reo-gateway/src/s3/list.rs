@@ -5,7 +5,7 @@
 use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 
-use super::convert::{etag, key_of_token, timestamp, token_of, url_encode};
+use super::convert::{etag, key_of_token, owner_of, timestamp, token_of, url_encode};
 use super::{blocking, ReoS3, R};
 use crate::backend::{ListPage, ListQuery};
 
@@ -15,6 +15,11 @@ fn max_keys(m: Option<i32>) -> S3Result<usize> {
         Some(n) if n < 0 => Err(s3_error!(InvalidArgument, "max-keys must not be negative")),
         Some(n) => Ok((n as usize).min(1000)),
     }
+}
+
+/// The delimiter as the answer echoes it: an empty one is no delimiter, and is not echoed.
+fn echo_delimiter(d: &Option<String>, enc: fn(&str) -> String) -> Option<String> {
+    d.as_deref().filter(|d| !d.is_empty()).map(enc)
 }
 
 fn encoder(enc: &Option<EncodingType>) -> S3Result<fn(&str) -> String> {
@@ -40,19 +45,21 @@ impl ReoS3 {
             after: i.marker.clone().unwrap_or_default(),
             max_keys: max_keys(i.max_keys)?,
         };
+        let owner = owner_of(&req.credentials);
         let p = self.page(i.bucket.clone(), q.clone()).await?;
         let delimited = q.delimiter.as_deref().is_some_and(|d| !d.is_empty());
         Ok(S3Response::new(ListObjectsOutput {
             name: Some(i.bucket),
-            prefix: Some(enc(&q.prefix)),
+            // Not encoded in v1's answer, as S3 does it (v2 encodes it).
+            prefix: Some(q.prefix.clone()),
             marker: Some(enc(&q.after)),
             max_keys: Some(q.max_keys as i32),
             is_truncated: Some(p.truncated),
             // S3 sends NextMarker only with a delimiter; clients use the last key otherwise.
             next_marker: p.next_after.as_deref().filter(|_| delimited && p.truncated).map(enc),
-            delimiter: i.delimiter.as_deref().map(enc),
+            delimiter: echo_delimiter(&i.delimiter, enc),
             encoding_type: i.encoding_type,
-            contents: Some(objects(&p, enc)),
+            contents: Some(objects(&p, enc, Some(&owner))),
             common_prefixes: Some(prefixes(&p, enc)),
             ..Default::default()
         }))
@@ -70,6 +77,7 @@ impl ReoS3 {
             after,
             max_keys: max_keys(i.max_keys)?,
         };
+        let owner = i.fetch_owner.unwrap_or(false).then(|| owner_of(&req.credentials));
         let p = self.page(i.bucket.clone(), q.clone()).await?;
         Ok(S3Response::new(ListObjectsV2Output {
             name: Some(i.bucket),
@@ -79,10 +87,10 @@ impl ReoS3 {
             continuation_token: i.continuation_token,
             is_truncated: Some(p.truncated),
             next_continuation_token: p.next_after.as_deref().filter(|_| p.truncated).map(token_of),
-            delimiter: i.delimiter.as_deref().map(enc),
+            delimiter: echo_delimiter(&i.delimiter, enc),
             encoding_type: i.encoding_type,
             start_after: i.start_after.as_deref().map(enc),
-            contents: Some(objects(&p, enc)),
+            contents: Some(objects(&p, enc, owner.as_ref())),
             common_prefixes: Some(prefixes(&p, enc)),
             ..Default::default()
         }))
@@ -100,6 +108,7 @@ impl ReoS3 {
             after: i.key_marker.clone().unwrap_or_default(),
             max_keys: max_keys(i.max_keys)?,
         };
+        let owner = owner_of(&req.credentials);
         let p = self.page(i.bucket.clone(), q.clone()).await?;
         let versions = p
             .contents
@@ -111,6 +120,7 @@ impl ReoS3 {
                 last_modified: Some(timestamp(e.info.mtime_ns)),
                 version_id: Some("null".into()),
                 is_latest: Some(true),
+                owner: Some(owner.clone()),
                 storage_class: Some(ObjectVersionStorageClass::from_static(ObjectVersionStorageClass::STANDARD)),
                 ..Default::default()
             })
@@ -123,7 +133,7 @@ impl ReoS3 {
             is_truncated: Some(p.truncated),
             next_key_marker: p.next_after.as_deref().filter(|_| p.truncated).map(enc),
             next_version_id_marker: p.truncated.then(|| "null".into()),
-            delimiter: i.delimiter.as_deref().map(enc),
+            delimiter: echo_delimiter(&i.delimiter, enc),
             encoding_type: i.encoding_type,
             versions: Some(versions),
             common_prefixes: Some(prefixes(&p, enc)),
@@ -132,11 +142,12 @@ impl ReoS3 {
     }
 }
 
-fn objects(p: &ListPage, enc: fn(&str) -> String) -> Vec<Object> {
+fn objects(p: &ListPage, enc: fn(&str) -> String, owner: Option<&Owner>) -> Vec<Object> {
     p.contents
         .iter()
         .map(|e| Object {
             key: Some(enc(&e.key)),
+            owner: owner.cloned(),
             e_tag: Some(etag(&e.info.etag)),
             size: Some(e.info.size as i64),
             last_modified: Some(timestamp(e.info.mtime_ns)),

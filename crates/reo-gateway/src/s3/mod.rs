@@ -10,11 +10,12 @@ mod integrity;
 mod list;
 mod multipart;
 mod objects;
+mod unsupported;
 
 use std::sync::Arc;
 
 use s3s::dto::*;
-use s3s::{s3_error, S3Request, S3Response, S3Result, S3};
+use s3s::{s3_error, S3ErrorCode, S3Request, S3Response, S3Result, S3};
 
 use crate::gateway::Gateway;
 
@@ -64,6 +65,28 @@ impl S3 for ReoS3 {
     }
     async fn get_bucket_versioning(&self, req: S3Request<GetBucketVersioningInput>) -> R<GetBucketVersioningOutput> {
         self.op_get_bucket_versioning(req).await
+    }
+    async fn get_bucket_cors(&self, req: S3Request<GetBucketCorsInput>) -> R<GetBucketCorsOutput> {
+        Err(self.no_configuration(req.input.bucket, S3ErrorCode::NoSuchCORSConfiguration, "CORS").await)
+    }
+    async fn get_bucket_lifecycle_configuration(
+        &self,
+        req: S3Request<GetBucketLifecycleConfigurationInput>,
+    ) -> R<GetBucketLifecycleConfigurationOutput> {
+        Err(self.no_configuration(req.input.bucket, S3ErrorCode::NoSuchLifecycleConfiguration, "lifecycle").await)
+    }
+    async fn get_bucket_policy(&self, req: S3Request<GetBucketPolicyInput>) -> R<GetBucketPolicyOutput> {
+        Err(self.no_configuration(req.input.bucket, S3ErrorCode::NoSuchBucketPolicy, "policy").await)
+    }
+    async fn get_bucket_tagging(&self, req: S3Request<GetBucketTaggingInput>) -> R<GetBucketTaggingOutput> {
+        Err(self.no_configuration(req.input.bucket, S3ErrorCode::NoSuchTagSet, "tag").await)
+    }
+    async fn get_bucket_encryption(&self, req: S3Request<GetBucketEncryptionInput>) -> R<GetBucketEncryptionOutput> {
+        let code = S3ErrorCode::ServerSideEncryptionConfigurationNotFoundError;
+        Err(self.no_configuration(req.input.bucket, code, "encryption").await)
+    }
+    async fn get_bucket_website(&self, req: S3Request<GetBucketWebsiteInput>) -> R<GetBucketWebsiteOutput> {
+        Err(self.no_configuration(req.input.bucket, S3ErrorCode::NoSuchWebsiteConfiguration, "website").await)
     }
     async fn get_object(&self, req: S3Request<GetObjectInput>) -> R<GetObjectOutput> {
         self.op_get_object(req).await

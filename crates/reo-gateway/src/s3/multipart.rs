@@ -5,7 +5,7 @@ use s3s::{s3_error, S3Request, S3Response};
 
 use super::convert::{collect, etag, timestamp, url_encode, user_meta};
 use super::integrity::{Claims, Sent};
-use super::{blocking, ReoS3, R};
+use super::{blocking, unsupported, ReoS3, R};
 use crate::gateway::errors::backend_err;
 
 impl ReoS3 {
@@ -15,6 +15,7 @@ impl ReoS3 {
     ) -> R<CreateMultipartUploadOutput> {
         let gw = self.gw.clone();
         let i = req.input;
+        unsupported::create_multipart(&i)?;
         let (bucket, key) = (i.bucket.clone(), i.key.clone());
         let id = blocking(move || {
             gw.check_bucket(&i.bucket)?;
@@ -35,6 +36,7 @@ impl ReoS3 {
 
     pub(super) async fn op_upload_part(&self, req: S3Request<UploadPartInput>) -> R<UploadPartOutput> {
         let mut i = req.input;
+        unsupported::upload_part(&i)?;
         let claims = Claims::parse(&Sent::of_part(&i), &req.headers)?;
         let data = collect(i.body.take(), self.limits.max_body).await?;
         let verified = claims.verify(&data, req.trailing_headers.as_ref())?;

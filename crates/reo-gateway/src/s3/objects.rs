@@ -6,7 +6,7 @@ use s3s::{s3_error, S3Request, S3Response, S3Result};
 
 use super::convert::{check_conditions, collect, etag, metadata, timestamp, user_meta};
 use super::integrity::{Claims, Sent};
-use super::{blocking, ReoS3, R};
+use super::{blocking, unsupported, ReoS3, R};
 use crate::backend::ObjectInfo;
 
 /// The `[start, end)` byte range a Range header asks of an object of `size` bytes.
@@ -18,13 +18,40 @@ fn byte_range(range: Option<&Range>, size: u64) -> S3Result<Option<(u64, u64)>> 
     }
 }
 
+/// `partNumber` of a GET or HEAD: part 1 of an object stored by a single PUT is all of it; a
+/// completed multipart upload's part boundaries are not kept, so its parts cannot be told apart
+/// and asking for one is refused rather than answered with the whole object.
+fn check_part(part: Option<i32>, range: bool, info: &ObjectInfo) -> S3Result<()> {
+    let Some(n) = part else { return Ok(()) };
+    if range {
+        return Err(s3_error!(InvalidRequest, "Cannot specify both Range header and partNumber query parameter"));
+    }
+    if info.etag.contains('-') {
+        return Err(s3_error!(
+            NotImplemented,
+            "this gateway does not keep the part boundaries of a completed multipart upload: ask for a Range"
+        ));
+    }
+    if n != 1 {
+        let mut e = s3s::S3Error::with_message(
+            s3s::S3ErrorCode::Custom("InvalidPartNumber".into()),
+            "The requested partnumber is not satisfiable",
+        );
+        e.set_status_code(http::StatusCode::RANGE_NOT_SATISFIABLE);
+        return Err(e);
+    }
+    Ok(())
+}
+
 impl ReoS3 {
     pub(super) async fn op_get_object(&self, req: S3Request<GetObjectInput>) -> R<GetObjectOutput> {
         let gw = self.gw.clone();
         let i = req.input;
+        unsupported::get(&i)?;
         let (info, plan, range) = blocking(move || {
             let _r = gw.read_lock(&i.bucket, &i.key);
             let info = gw.head(&i.bucket, &i.key)?;
+            check_part(i.part_number, i.range.is_some(), &info)?;
             check_conditions(
                 &info,
                 i.if_match.as_ref(),
@@ -58,9 +85,11 @@ impl ReoS3 {
     pub(super) async fn op_head_object(&self, req: S3Request<HeadObjectInput>) -> R<HeadObjectOutput> {
         let gw = self.gw.clone();
         let i = req.input;
+        unsupported::head(&i)?;
         let info = blocking(move || {
             let _r = gw.read_lock(&i.bucket, &i.key);
             let info = gw.head(&i.bucket, &i.key)?;
+            check_part(i.part_number, i.range.is_some(), &info)?;
             check_conditions(
                 &info,
                 i.if_match.as_ref(),
@@ -84,6 +113,7 @@ impl ReoS3 {
 
     pub(super) async fn op_put_object(&self, req: S3Request<PutObjectInput>) -> R<PutObjectOutput> {
         let mut i = req.input;
+        unsupported::put(&i)?;
         let claims = Claims::parse(&Sent::of_put(&i), &req.headers)?;
         let data = collect(i.body.take(), self.limits.max_body).await?;
         let verified = claims.verify(&data, req.trailing_headers.as_ref())?;
@@ -171,6 +201,7 @@ impl ReoS3 {
     pub(super) async fn op_copy_object(&self, req: S3Request<CopyObjectInput>) -> R<CopyObjectOutput> {
         let gw = self.gw.clone();
         let i = req.input;
+        unsupported::copy(&i)?;
         let CopySource::Bucket { bucket: sb, key: sk, .. } = &i.copy_source else {
             return Err(s3_error!(InvalidArgument, "x-amz-copy-source must be bucket/key"));
         };

@@ -1,0 +1,139 @@
+"""S3 details clients rely on, with boto3 against a running `reo serve`: server-side encryption is
+refused rather than silently ignored, a 304 carries its validators, listing edge cases answer as
+S3 does (MaxKeys=0, v1 Prefix, empty delimiter, owners, ListBuckets pages), bucket
+configurations Reo does not keep read as "none", and partNumber is honoured or refused."""
+
+import os
+import unittest
+
+from botocore.exceptions import ClientError
+
+from server import ACCESS, Server
+
+BIN = os.environ.get("REO_BIN", "target/debug/reo")
+srv = None
+
+
+def setUpModule():
+    global srv
+    srv = Server(BIN)
+    srv.start()
+
+
+def tearDownModule():
+    assert srv.stop() == 0
+    srv.cleanup()
+
+
+class ConformanceTest(unittest.TestCase):
+    def setUp(self):
+        self.s3 = srv.client()
+        self.bucket = "conf-" + self._testMethodName.replace("_", "-")[5:50].strip("-")
+        self.s3.create_bucket(Bucket=self.bucket)
+
+    def error(self, call, **kw):
+        with self.assertRaises(ClientError) as e:
+            call(**kw)
+        r = e.exception.response
+        return r["ResponseMetadata"]["HTTPStatusCode"], r["Error"]["Code"], r
+
+    def test_server_side_encryption_is_refused_not_ignored(self):
+        b = self.bucket
+        key = b"k" * 32
+        for extra in ({"ServerSideEncryption": "AES256"},
+                      {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "some-key"},
+                      {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": key}):
+            status, code, _ = self.error(self.s3.put_object, Bucket=b, Key="secret", Body=b"plaintext", **extra)
+            self.assertEqual((status, code), (501, "NotImplemented"), extra)
+            self.assertEqual(self.error(self.s3.head_object, Bucket=b, Key="secret")[0], 404)
+            status, code, _ = self.error(self.s3.create_multipart_upload, Bucket=b, Key="secret", **extra)
+            self.assertEqual(code, "NotImplemented")
+        self.s3.put_object(Bucket=b, Key="plain", Body=b"plaintext")
+        status, code, _ = self.error(self.s3.copy_object, Bucket=b, Key="copy", CopySource=f"{b}/plain",
+                                     ServerSideEncryption="AES256")
+        self.assertEqual(code, "NotImplemented")
+        # Reading with an SSE-C key: no object here is encrypted.
+        status, code, _ = self.error(self.s3.get_object, Bucket=b, Key="plain", SSECustomerAlgorithm="AES256",
+                                     SSECustomerKey=key)
+        self.assertEqual((status, code), (400, "InvalidRequest"))
+        self.assertEqual(self.error(self.s3.head_object, Bucket=b, Key="plain", SSECustomerAlgorithm="AES256",
+                                    SSECustomerKey=key)[0], 400)
+
+    def test_not_modified_carries_its_validators(self):
+        put = self.s3.put_object(Bucket=self.bucket, Key="k", Body=b"body")
+        head = self.s3.head_object(Bucket=self.bucket, Key="k")
+        status, code, r = self.error(self.s3.get_object, Bucket=self.bucket, Key="k", IfNoneMatch=put["ETag"])
+        self.assertEqual(status, 304)
+        headers = r["ResponseMetadata"]["HTTPHeaders"]
+        self.assertEqual(headers.get("etag"), put["ETag"])
+        self.assertEqual(headers.get("last-modified"), head["ResponseMetadata"]["HTTPHeaders"]["last-modified"])
+
+    def test_listing_edge_cases(self):
+        b = self.bucket
+        for k in ("a b/1", "a b/2", "c"):
+            self.s3.put_object(Bucket=b, Key=k, Body=b"x")
+        r = self.s3.list_objects_v2(Bucket=b, MaxKeys=0)
+        self.assertEqual((r["IsTruncated"], r["KeyCount"], r.get("Contents")), (False, 0, None))
+        r = self.s3.list_objects(Bucket=b, MaxKeys=0)
+        self.assertFalse(r["IsTruncated"])
+        # A paginator ends.
+        pages = list(self.s3.get_paginator("list_objects_v2").paginate(Bucket=b, PaginationConfig={"PageSize": 1}))
+        self.assertEqual(sum(len(p.get("Contents", [])) for p in pages), 3)
+        # v1 does not encode Prefix in its answer; an empty delimiter is no delimiter and not echoed.
+        r = self.s3.list_objects(Bucket=b, Prefix="a b/", EncodingType="url")
+        self.assertEqual(r["Prefix"], "a b/")
+        self.assertEqual(r["Contents"][0]["Key"], "a%20b/1")  # asked for by the caller: not decoded
+        r = self.s3.list_objects_v2(Bucket=b, Delimiter="")
+        self.assertNotIn("Delimiter", r)
+        self.assertEqual(len(r["Contents"]), 3)
+        # Owners: always in v1, on request in v2.
+        self.assertEqual(self.s3.list_objects(Bucket=b)["Contents"][0]["Owner"]["ID"], ACCESS)
+        self.assertNotIn("Owner", self.s3.list_objects_v2(Bucket=b)["Contents"][0])
+        self.assertEqual(self.s3.list_objects_v2(Bucket=b, FetchOwner=True)["Contents"][0]["Owner"]["ID"], ACCESS)
+
+    def test_list_buckets_pages_and_prefix(self):
+        names = [f"{self.bucket}-{i}" for i in range(5)]
+        for n in names:
+            self.s3.create_bucket(Bucket=n)
+        seen, token = [], None
+        while True:
+            kw = {"ContinuationToken": token} if token else {}
+            r = self.s3.list_buckets(MaxBuckets=2, Prefix=f"{self.bucket}-", **kw)
+            self.assertLessEqual(len(r["Buckets"]), 2)
+            seen += [x["Name"] for x in r["Buckets"]]
+            token = r.get("ContinuationToken")
+            if not token:
+                break
+        self.assertEqual(seen, names)
+        self.assertEqual(r["Owner"]["ID"], ACCESS)
+
+    def test_absent_bucket_configurations_read_as_none(self):
+        b = self.bucket
+        for call, code in ((self.s3.get_bucket_cors, "NoSuchCORSConfiguration"),
+                           (self.s3.get_bucket_lifecycle_configuration, "NoSuchLifecycleConfiguration"),
+                           (self.s3.get_bucket_policy, "NoSuchBucketPolicy"),
+                           (self.s3.get_bucket_tagging, "NoSuchTagSet"),
+                           (self.s3.get_bucket_website, "NoSuchWebsiteConfiguration")):
+            self.assertEqual(self.error(call, Bucket=b)[:2], (404, code))
+            self.assertEqual(self.error(call, Bucket="no-such-bucket-here")[1], "NoSuchBucket")
+        # Setting one is not supported, and says so.
+        status, code, _ = self.error(self.s3.put_bucket_cors, Bucket=b, CORSConfiguration={
+            "CORSRules": [{"AllowedMethods": ["GET"], "AllowedOrigins": ["*"]}]})
+        self.assertEqual((status, code), (501, "NotImplemented"))
+
+    def test_part_number_of_a_get(self):
+        b = self.bucket
+        self.s3.put_object(Bucket=b, Key="single", Body=b"whole object")
+        self.assertEqual(self.s3.get_object(Bucket=b, Key="single", PartNumber=1)["Body"].read(), b"whole object")
+        self.assertEqual(self.error(self.s3.get_object, Bucket=b, Key="single", PartNumber=2)[:2],
+                         (416, "InvalidPartNumber"))
+        up = self.s3.create_multipart_upload(Bucket=b, Key="multi")["UploadId"]
+        e1 = self.s3.upload_part(Bucket=b, Key="multi", UploadId=up, PartNumber=1, Body=b"a" * (5 << 20))["ETag"]
+        e2 = self.s3.upload_part(Bucket=b, Key="multi", UploadId=up, PartNumber=2, Body=b"b")["ETag"]
+        self.s3.complete_multipart_upload(Bucket=b, Key="multi", UploadId=up, MultipartUpload={
+            "Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]})
+        self.assertEqual(self.error(self.s3.get_object, Bucket=b, Key="multi", PartNumber=2)[1], "NotImplemented")
+
+
+if __name__ == "__main__":
+    unittest.main()
