@@ -172,7 +172,9 @@ mod tests {
             low[(h & 1023) as usize] += 1;
             top[(h >> 57) as usize] += 1;
         }
-        assert!(low.iter().all(|&c| c > 64 / 2 && c < 64 * 2), "low bits skewed");
+        // A fair hash puts Poisson(64) keys in each of the 1,024 low buckets: a bound of 32 fails
+        // one run in 130 by chance (P(X <= 32) is 7e-6 per bucket); 16 and 128 one in 10^8.
+        assert!(low.iter().all(|&c| c > 64 / 4 && c < 64 * 2), "low bits skewed");
         assert!(top.iter().all(|&c| c > 512 / 2 && c < 512 * 2), "top bits skewed");
     }
 }
