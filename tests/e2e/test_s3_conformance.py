@@ -1,8 +1,13 @@
-"""S3 details clients rely on, with boto3 against a running `reo serve`: server-side encryption is
-refused rather than silently ignored, a 304 carries its validators, listing edge cases answer as
-S3 does (MaxKeys=0, v1 Prefix, empty delimiter, owners, ListBuckets pages), bucket
-configurations Reo does not keep read as "none", and partNumber is honoured or refused."""
+"""S3 details clients rely on, with boto3 against a running `reo serve`: standard object headers
+and checksums are kept (across a restart, copies and multipart uploads) and returned,
+server-side encryption is refused rather than silently ignored, a 304 carries its validators,
+listing edge cases answer as S3 does (MaxKeys=0, v1 Prefix, empty delimiter, owners, ListBuckets
+pages), bucket configurations Reo does not keep read as "none", and partNumber is honoured or
+refused."""
 
+import base64
+import datetime
+import hashlib
 import os
 import unittest
 
@@ -36,6 +41,75 @@ class ConformanceTest(unittest.TestCase):
             call(**kw)
         r = e.exception.response
         return r["ResponseMetadata"]["HTTPStatusCode"], r["Error"]["Code"], r
+
+    HEADERS = {
+        "CacheControl": "max-age=600",
+        "ContentDisposition": 'attachment; filename="report.pdf"',
+        "ContentEncoding": "identity",
+        "ContentLanguage": "fr-CA",
+        "ContentType": "application/pdf",
+        "Expires": datetime.datetime(2033, 12, 1, 16, 0, tzinfo=datetime.timezone.utc),
+        "WebsiteRedirectLocation": "/elsewhere",
+        "StorageClass": "STANDARD_IA",
+    }
+
+    def assert_headers(self, r, **changed):
+        want = dict(self.HEADERS, **changed)
+        got = {k: r.get(k) for k in want}
+        self.assertEqual(got, want)
+
+    def test_standard_headers_and_checksums_are_kept(self):
+        b = self.bucket
+        body = b"a report" * 1000
+        sha = base64.b64encode(hashlib.sha256(body).digest()).decode()
+        self.s3.put_object(Bucket=b, Key="doc", Body=body, ChecksumAlgorithm="SHA256", **self.HEADERS)
+        self.assert_headers(self.s3.head_object(Bucket=b, Key="doc"))
+        self.assert_headers(self.s3.get_object(Bucket=b, Key="doc"))
+        # The checksum on request, of the whole object only.
+        self.assertNotIn("ChecksumSHA256", self.s3.head_object(Bucket=b, Key="doc"))
+        self.assertEqual(self.s3.head_object(Bucket=b, Key="doc", ChecksumMode="ENABLED")["ChecksumSHA256"], sha)
+        self.assertEqual(self.s3.get_object(Bucket=b, Key="doc", ChecksumMode="ENABLED")["ChecksumSHA256"], sha)
+        ranged = self.s3.get_object(Bucket=b, Key="doc", ChecksumMode="ENABLED", Range="bytes=0-9")
+        self.assertNotIn("ChecksumSHA256", ranged)
+        # response-* parameters override what a GET answers, not what is stored.
+        r = self.s3.get_object(Bucket=b, Key="doc", ResponseContentType="text/plain",
+                               ResponseCacheControl="no-store", ResponseContentDisposition="inline")
+        self.assertEqual((r["ContentType"], r["CacheControl"], r["ContentDisposition"]),
+                         ("text/plain", "no-store", "inline"))
+        self.assert_headers(self.s3.head_object(Bucket=b, Key="doc"))
+        # A copy keeps them (COPY) or takes the request's (REPLACE); the checksum stays with the bytes.
+        self.s3.copy_object(Bucket=b, Key="copy", CopySource=f"{b}/doc")
+        self.assert_headers(self.s3.head_object(Bucket=b, Key="copy"))
+        self.s3.copy_object(Bucket=b, Key="copy", CopySource=f"{b}/doc", MetadataDirective="REPLACE",
+                            CacheControl="no-cache", ContentType="text/x-other")
+        r = self.s3.head_object(Bucket=b, Key="copy", ChecksumMode="ENABLED")
+        self.assertEqual((r["CacheControl"], r["ContentType"], r.get("ContentLanguage"), r["ChecksumSHA256"]),
+                         ("no-cache", "text/x-other", None, sha))
+        # A multipart upload's object gets the headers its creation named.
+        up = self.s3.create_multipart_upload(Bucket=b, Key="multi", **self.HEADERS)["UploadId"]
+        e = self.s3.upload_part(Bucket=b, Key="multi", UploadId=up, PartNumber=1, Body=body)["ETag"]
+        self.s3.complete_multipart_upload(Bucket=b, Key="multi", UploadId=up,
+                                          MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e}]})
+        self.assert_headers(self.s3.head_object(Bucket=b, Key="multi"))
+        # They survive a restart, dirty or flushed.
+        srv.stop()
+        srv.start()
+        self.assert_headers(self.s3.head_object(Bucket=b, Key="doc"))
+        self.assertEqual(self.s3.head_object(Bucket=b, Key="doc", ChecksumMode="ENABLED")["ChecksumSHA256"], sha)
+        self.assert_headers(self.s3.head_object(Bucket=b, Key="multi"))
+
+    def test_header_rules(self):
+        b = self.bucket
+        too_much = {"a": "x" * 2000, "b": "y" * 100}
+        self.assertEqual(self.error(self.s3.put_object, Bucket=b, Key="k", Body=b"1", Metadata=too_much)[:2],
+                         (400, "MetadataTooLarge"))
+        self.assertEqual(self.error(self.s3.put_object, Bucket=b, Key="k", Body=b"1", StorageClass="GLACIER")[1],
+                         "NotImplemented")
+        self.assertEqual(self.error(self.s3.put_object, Bucket=b, Key="k", Body=b"1",
+                                    WebsiteRedirectLocation="ftp://x")[1], "InvalidRedirectLocation")
+        self.assertEqual(self.error(self.s3.head_object, Bucket=b, Key="k")[0], 404)
+        self.s3.put_object(Bucket=b, Key="k", Body=b"1", StorageClass="STANDARD")
+        self.assertNotIn("StorageClass", self.s3.head_object(Bucket=b, Key="k"))
 
     def test_server_side_encryption_is_refused_not_ignored(self):
         b = self.bucket

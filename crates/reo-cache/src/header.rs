@@ -9,9 +9,12 @@
 //! | class u8 | object size u64 | fragment u32 | mtime u64 (ns since the epoch)
 //! | key len u16 | key | etag len u8 | etag | content-type len u8 | content-type
 //! | (version 2) metadata count u8 | { name len u8 | name | value len u16 | value } × count
+//! | (version 3) system metadata count u8 | { name len u8 | name | value len u16 | value } × count
 //! ```
 //!
-//! Version 1 headers (no user metadata) are still read.
+//! Version 1 (no user metadata) and version 2 (no system metadata) headers are still read.
+//! System metadata are the object's standard headers and checksum (`cache-control`, …,
+//! `x-amz-checksum-crc32`), named as their HTTP headers in lower case.
 //!
 //! For dedup content blobs (`kind` 1) the key is the 32-byte fingerprint and the sizes describe the
 //! chunk. User metadata (S3's `x-amz-meta-*`, at most [`MAX_USER_META`] bytes) is kept so that a
@@ -20,7 +23,7 @@
 use crate::object::Class;
 
 const MAGIC: &[u8; 4] = b"RCB1";
-const VERSION: u8 = 2;
+const VERSION: u8 = 3;
 
 /// Most bytes of user metadata (names plus values) a blob header carries (S3 allows 2 KiB).
 pub const MAX_USER_META: usize = 8 << 10;
@@ -48,6 +51,8 @@ pub struct BlobHeader {
     pub content_type: String,
     /// User metadata (name, value) pairs.
     pub user: Vec<(String, String)>,
+    /// System metadata (header name, value) pairs.
+    pub system: Vec<(String, String)>,
 }
 
 /// A header to encode, borrowing its strings: the write path encodes one per blob without
@@ -64,6 +69,7 @@ pub struct HeaderRef<'a> {
     pub etag: &'a str,
     pub content_type: &'a str,
     pub user: &'a [(String, String)],
+    pub system: &'a [(String, String)],
 }
 
 impl HeaderRef<'_> {
@@ -80,14 +86,12 @@ impl HeaderRef<'_> {
         let etag = clip(self.etag.as_bytes());
         let ct = clip(self.content_type.as_bytes());
         // Exact size: a put encodes one header per blob, and a regrowth would double its cost.
-        let user: usize = self
-            .user
-            .iter()
-            .take(255)
-            .map(|(n, v)| 3 + clip(n.as_bytes()).len() + v.len().min(u16::MAX as usize))
-            .sum();
+        let pairs = |p: &[(String, String)]| -> usize {
+            p.iter().take(255).map(|(n, v)| 3 + clip(n.as_bytes()).len() + v.len().min(u16::MAX as usize)).sum()
+        };
+        let (user, system) = (pairs(self.user), pairs(self.system));
         v.clear();
-        v.reserve_exact(33 + self.key.len().min(u16::MAX as usize) + etag.len() + ct.len() + user);
+        v.reserve_exact(34 + self.key.len().min(u16::MAX as usize) + etag.len() + ct.len() + user + system);
         v.extend_from_slice(MAGIC);
         v.push(VERSION);
         v.push(match self.kind {
@@ -106,16 +110,22 @@ impl HeaderRef<'_> {
         v.extend_from_slice(etag);
         v.push(ct.len() as u8);
         v.extend_from_slice(ct);
-        let n = self.user.len().min(255);
-        v.push(n as u8);
-        for (name, value) in &self.user[..n] {
-            let name = clip(name.as_bytes());
-            let value = &value.as_bytes()[..value.len().min(u16::MAX as usize)];
-            v.push(name.len() as u8);
-            v.extend_from_slice(name);
-            v.extend_from_slice(&(value.len() as u16).to_le_bytes());
-            v.extend_from_slice(value);
-        }
+        encode_pairs(self.user, v);
+        encode_pairs(self.system, v);
+    }
+}
+
+/// A count (at most 255) and that many (name, value) pairs.
+fn encode_pairs(pairs: &[(String, String)], v: &mut Vec<u8>) {
+    let n = pairs.len().min(255);
+    v.push(n as u8);
+    for (name, value) in &pairs[..n] {
+        let name = clip(name.as_bytes());
+        let value = &value.as_bytes()[..value.len().min(u16::MAX as usize)];
+        v.push(name.len() as u8);
+        v.extend_from_slice(name);
+        v.extend_from_slice(&(value.len() as u16).to_le_bytes());
+        v.extend_from_slice(value);
     }
 }
 
@@ -133,6 +143,7 @@ impl BlobHeader {
             etag: &self.etag,
             content_type: &self.content_type,
             user: &self.user,
+            system: &self.system,
         }
         .encode()
     }
@@ -169,14 +180,17 @@ impl BlobHeader {
         let etag = String::from_utf8(take(elen)?.to_vec()).ok()?;
         let clen = take(1)?[0] as usize;
         let content_type = String::from_utf8(take(clen)?.to_vec()).ok()?;
-        let mut user = Vec::new();
-        if version >= 2 {
+        let (mut user, mut system) = (Vec::new(), Vec::new());
+        for (list, since) in [(&mut user, 2), (&mut system, 3)] {
+            if version < since {
+                continue;
+            }
             for _ in 0..take(1)?[0] {
                 let nlen = take(1)?[0] as usize;
                 let name = String::from_utf8(take(nlen)?.to_vec()).ok()?;
                 let vlen = u16::from_le_bytes(take(2)?.try_into().ok()?) as usize;
                 let value = String::from_utf8(take(vlen)?.to_vec()).ok()?;
-                user.push((name, value));
+                list.push((name, value));
             }
         }
         Some(BlobHeader {
@@ -190,6 +204,7 @@ impl BlobHeader {
             etag,
             content_type,
             user,
+            system,
         })
     }
 }
@@ -223,6 +238,7 @@ mod tests {
             etag: "\"9e107d9d372bb6826bd81d3542a419d6\"".into(),
             content_type: "image/jpeg".into(),
             user: vec![("camera".into(), "x100".into()), ("é".into(), String::new())],
+            system: vec![("cache-control".into(), "max-age=60".into())],
         }
     }
 
@@ -236,7 +252,7 @@ mod tests {
 
     #[test]
     fn encoding_allocates_exactly_once() {
-        for h in [sample(), BlobHeader { user: Vec::new(), etag: String::new(), ..sample() }] {
+        for h in [sample(), BlobHeader { user: Vec::new(), system: Vec::new(), etag: String::new(), ..sample() }] {
             let b = h.encode();
             assert_eq!(b.len(), b.capacity(), "the size is computed up front");
         }
@@ -255,14 +271,19 @@ mod tests {
         for n in 0..b.len() {
             assert!(BlobHeader::decode(&b[..n]).is_none(), "truncated to {n}");
         }
-        b[4] = 3;
+        b[4] = 4;
         assert!(BlobHeader::decode(&b).is_none());
-        // A version-1 header (no metadata section) still decodes.
-        let v1 = BlobHeader { user: Vec::new(), ..sample() };
+        // A version-1 header (no metadata sections) still decodes, and so does a version 2 one.
+        let v1 = BlobHeader { user: Vec::new(), system: Vec::new(), ..sample() };
         let mut b = v1.encode();
         b[4] = 1;
-        b.pop(); // the empty metadata count
+        b.truncate(b.len() - 2); // the empty metadata counts
         assert_eq!(BlobHeader::decode(&b), Some(v1));
+        let v2 = BlobHeader { system: Vec::new(), ..sample() };
+        let mut b = v2.encode();
+        b[4] = 2;
+        b.pop(); // the empty system metadata count
+        assert_eq!(BlobHeader::decode(&b), Some(v2));
     }
 
     proptest! {

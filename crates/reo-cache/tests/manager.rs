@@ -211,7 +211,7 @@ fn an_undone_free_of_a_newer_clean_blob_does_not_beat_a_dirty_write() {
     use reo_store::{Durability, PutOptions};
     let devs = devices(5, 64);
     let (key, x, z) = (b"bkt/k", content(1, 1000), content(2, 1000));
-    let mx = ObjectMeta { etag: "x".into(), content_type: "t".into(), mtime_ns: 2, user: vec![] };
+    let mx = ObjectMeta { etag: "x".into(), content_type: "t".into(), mtime_ns: 2, ..Default::default() };
     {
         let c = open(&devs, cfg(32 << 20));
         let receipt = c.put(key, &x, &mx, true, 10).unwrap();
@@ -229,6 +229,7 @@ fn an_undone_free_of_a_newer_clean_blob_does_not_beat_a_dirty_write() {
             etag: "z",
             content_type: "t",
             user: &[],
+            system: &[],
         }
         .encode();
         let store = c.store().clone();

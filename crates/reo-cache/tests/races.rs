@@ -88,6 +88,7 @@ fn cleaner_still_drops_real_leftovers() {
         etag: String::new(),
         content_type: String::new(),
         user: Vec::new(),
+        system: Vec::new(),
     }
     .encode();
     let loc = store.put(&header, &[1; 10], &PutOptions::new(Scheme::Replicate(2))).unwrap();

@@ -179,6 +179,7 @@ impl Cache {
             etag: String::new(),
             content_type: String::new(),
             user: Vec::new(),
+            system: Vec::new(),
         }
         .encode();
         let body = z.as_deref().unwrap_or(data);

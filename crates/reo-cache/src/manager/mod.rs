@@ -332,7 +332,13 @@ impl Cache {
         let loc = s.location(slot, 0, self.cfg.fragment_size)?;
         drop(s);
         let h = crate::header::BlobHeader::decode(&self.store.header(&loc)?)?;
-        Some(ObjectMeta { etag: h.etag, content_type: h.content_type, mtime_ns: h.mtime_ns, user: h.user })
+        Some(ObjectMeta {
+            etag: h.etag,
+            content_type: h.content_type,
+            mtime_ns: h.mtime_ns,
+            user: h.user,
+            system: h.system,
+        })
     }
 
     /// Pins `key` until `until_ns` on the caller's clock (a lease): it is not evicted before.

@@ -23,6 +23,9 @@ pub struct ObjectMeta {
     pub mtime_ns: u64,
     /// User metadata (S3 `x-amz-meta-*`), at most [`crate::header::MAX_USER_META`] bytes.
     pub user: Vec<(String, String)>,
+    /// System metadata: standard headers and checksum by lower-case header name, within the same
+    /// limits as `user`.
+    pub system: Vec<(String, String)>,
 }
 
 /// Longest object key the cache stores (S3 keys are at most 1,024 bytes, plus the bucket name);
@@ -116,6 +119,7 @@ impl Cache {
             etag: &meta.etag,
             content_type: &meta.content_type,
             user: &meta.user,
+            system: &meta.system,
         }
         .encode_into(&mut buf.0);
         buf
@@ -128,13 +132,15 @@ impl Cache {
                 key.len()
             )));
         }
-        let user: usize = meta.user.iter().map(|(k, v)| k.len() + v.len()).sum();
-        if user > crate::header::MAX_USER_META || meta.user.len() > 255 {
-            return Err(WriteError::TooLarge(format!(
-                "{} user metadata entries of {user} bytes exceed the cache's limit of 255 entries and {} bytes",
-                meta.user.len(),
-                crate::header::MAX_USER_META
-            )));
+        for (what, pairs) in [("user", &meta.user), ("system", &meta.system)] {
+            let bytes: usize = pairs.iter().map(|(k, v)| k.len() + v.len()).sum();
+            if bytes > crate::header::MAX_USER_META || pairs.len() > 255 {
+                return Err(WriteError::TooLarge(format!(
+                    "{} {what} metadata entries of {bytes} bytes exceed the cache's limit of 255 entries and {} bytes",
+                    pairs.len(),
+                    crate::header::MAX_USER_META
+                )));
+            }
         }
         if size > MAX_OBJECT_SIZE || frag_count(size, self.cfg.fragment_size) > MAX_FRAGMENTS {
             return Err(WriteError::TooLarge(format!("{size} bytes exceeds the cache's object limit")));

@@ -51,7 +51,12 @@ pub fn content(seed: u64, len: usize) -> Vec<u8> {
 }
 
 pub fn meta() -> ObjectMeta {
-    ObjectMeta { etag: "\"e\"".into(), content_type: "application/octet-stream".into(), mtime_ns: 1, user: Vec::new() }
+    ObjectMeta {
+        etag: "\"e\"".into(),
+        content_type: "application/octet-stream".into(),
+        mtime_ns: 1,
+        ..Default::default()
+    }
 }
 
 /// Fetches every missing piece "from the backend" (`data`) and fills it; returns the whole range.

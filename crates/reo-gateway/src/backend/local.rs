@@ -205,6 +205,7 @@ impl LocalBackend {
             content_type: "binary/octet-stream".into(),
             user_meta: Default::default(),
             mtime_ns: mtime_ns(&m),
+            system: Default::default(),
         })
     }
 

@@ -42,7 +42,23 @@ pub struct ObjectInfo {
     pub user_meta: BTreeMap<String, String>,
     /// Last modification, nanoseconds since the Unix epoch.
     pub mtime_ns: u64,
+    /// Standard headers and the checksum the client sent, by lower-case header name
+    /// ([`SYSTEM_HEADERS`], `x-amz-checksum-*`). Absent in records written before they were kept.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub system: BTreeMap<String, String>,
 }
+
+/// The standard object headers an object keeps and returns as it got them (besides
+/// `Content-Type`, which has its own field).
+pub const SYSTEM_HEADERS: [&str; 7] = [
+    "cache-control",
+    "content-disposition",
+    "content-encoding",
+    "content-language",
+    "expires",
+    "x-amz-website-redirect-location",
+    "x-amz-storage-class",
+];
 
 /// One entry of a listing.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -97,6 +97,7 @@ impl Gateway {
             etag,
             content_type: u.content_type.clone(),
             user_meta: u.user_meta.clone(),
+            system: u.system.clone(),
             ..Default::default()
         };
         let info = self.put(bucket, key, &data, info)?;

@@ -11,6 +11,7 @@ use s3s::S3ErrorCode;
 use super::complete::Step;
 use super::tests::Rig;
 use super::Gateway;
+use crate::backend::ObjectInfo;
 
 const MAX: u64 = 1 << 30;
 
@@ -26,7 +27,7 @@ fn whole() -> Vec<u8> {
 
 /// An upload of `bkt/mp` with two parts; its id and (number, ETag) parts.
 fn upload(gw: &Gateway) -> (String, Vec<(i32, String)>) {
-    let id = gw.uploads.create("bkt", "mp", "a/b".into(), Default::default()).unwrap();
+    let id = gw.uploads.create("bkt", "mp", ObjectInfo { content_type: "a/b".into(), ..Default::default() }).unwrap();
     let u = gw.uploads.get("bkt", "mp", &id).unwrap();
     let e1 = gw.uploads.put_part(&u, 1, &part1()).unwrap();
     let e2 = gw.uploads.put_part(&u, 2, b"second part").unwrap();

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use reo_cache::{Cache, ObjectMeta};
+use reo_cache::Cache;
 use s3s::S3ErrorCode;
 
 use super::errors::backend_err;
@@ -96,12 +96,7 @@ fn run(ctx: &FetchCtx, flight: &Flight, job: &Job) {
 /// Offers every fragment of the complete range to the cache.
 fn fill(ctx: &FetchCtx, flight: &Flight, job: &Job) {
     let fs = ctx.cache.config().fragment_size;
-    let meta = ObjectMeta {
-        etag: job.info.etag.clone(),
-        content_type: job.info.content_type.clone(),
-        mtime_ns: job.info.mtime_ns,
-        user: job.info.user_meta.clone().into_iter().collect(),
-    };
+    let meta = super::meta_of(&job.info);
     let chunks = flight.chunks();
     let (start, end) = (flight.key.start, flight.key.end);
     let mut frag = start / fs;

@@ -144,12 +144,13 @@ pub(crate) fn now_ns() -> u64 {
 }
 
 /// The cache's metadata of an object.
-fn meta_of(info: &ObjectInfo) -> ObjectMeta {
+pub(crate) fn meta_of(info: &ObjectInfo) -> ObjectMeta {
     ObjectMeta {
         etag: info.etag.clone(),
         content_type: info.content_type.clone(),
         mtime_ns: info.mtime_ns,
         user: info.user_meta.clone().into_iter().collect(),
+        system: info.system.clone().into_iter().collect(),
     }
 }
 
@@ -312,6 +313,7 @@ impl Gateway {
                     content_type: m.content_type,
                     user_meta: m.user.into_iter().collect(),
                     mtime_ns: m.mtime_ns,
+                    system: m.system.into_iter().collect(),
                 };
                 return if i.dirty { Ok(cached) } else { self.revalidate(bucket, key, &ck, cached) };
             }

@@ -34,6 +34,9 @@ pub struct Upload {
     pub content_type: String,
     pub user_meta: BTreeMap<String, String>,
     pub initiated_ns: u64,
+    /// Standard headers the object gets ([`ObjectInfo::system`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub system: BTreeMap<String, String>,
 }
 
 /// A part as listed.
@@ -154,13 +157,9 @@ impl Uploads {
         Ok(self.dir.join(id))
     }
 
-    pub fn create(
-        &self,
-        bucket: &str,
-        key: &str,
-        content_type: String,
-        user_meta: BTreeMap<String, String>,
-    ) -> S3Result<String> {
+    /// A new upload of `bucket/key`; the object gets `meta`'s content type, user and system
+    /// metadata.
+    pub fn create(&self, bucket: &str, key: &str, meta: ObjectInfo) -> S3Result<String> {
         let id = format!("{:x}{:x}", now_ns(), self.seq.fetch_add(1, Ordering::Relaxed));
         let d = self.path(&id)?;
         fs::create_dir_all(&d).map_err(io)?;
@@ -168,9 +167,10 @@ impl Uploads {
             id: id.clone(),
             bucket: bucket.into(),
             key: key.into(),
-            content_type,
-            user_meta,
+            content_type: meta.content_type,
+            user_meta: meta.user_meta,
             initiated_ns: now_ns(),
+            system: meta.system,
         };
         let bytes = serde_json::to_vec(&u).expect("serializable");
         write_durable(&d, "upload.json", self.seq.fetch_add(1, Ordering::Relaxed), &bytes).map_err(io)?;

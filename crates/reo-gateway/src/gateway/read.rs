@@ -1,7 +1,6 @@
 //! The read path: bytes of an object range from flash, misses fetched from the backend one
 //! whole fragment at a time and offered back to the cache (`fill` with the miss's token).
 
-use reo_cache::ObjectMeta;
 use s3s::{s3_error, S3Result};
 
 use super::errors::backend_err;
@@ -24,12 +23,7 @@ impl Gateway {
             .map_err(|e| s3_error!(InternalError, "reading {key:?} from flash: {e}"))?;
         let mut out = Vec::with_capacity((end - start) as usize);
         let fs = self.cache.config().fragment_size;
-        let meta = ObjectMeta {
-            etag: info.etag.clone(),
-            content_type: info.content_type.clone(),
-            mtime_ns: info.mtime_ns,
-            user: info.user_meta.clone().into_iter().collect(),
-        };
+        let meta = super::meta_of(info);
         for p in r.pieces {
             if let Some(d) = p.data {
                 out.extend_from_slice(&d);

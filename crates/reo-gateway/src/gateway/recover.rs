@@ -121,6 +121,7 @@ fn derive(cache: &Cache, ck: &str, version: u64) -> Option<PendingPut> {
         content_type: if m.content_type.is_empty() { "binary/octet-stream".into() } else { m.content_type },
         user_meta: m.user.into_iter().collect(),
         mtime_ns: if m.mtime_ns == 0 { now_ns() } else { m.mtime_ns },
+        system: m.system.into_iter().collect(),
     };
     let mut p = PendingPut::write(bucket, key, info, None);
     p.version = version;
@@ -174,6 +175,7 @@ mod tests {
             content_type: "x/next".into(),
             user_meta: Default::default(),
             mtime_ns: now_ns(),
+            system: Default::default(),
         };
         let p = PendingPut::write("bkt", "k", info, None);
         crash_after_recording(&rig, b"acknowledged", p);

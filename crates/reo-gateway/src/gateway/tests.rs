@@ -182,7 +182,7 @@ fn multipart_etag_is_md5_of_md5s() {
     const MAX: u64 = 1 << 30;
     let rig = Rig::new();
     let (gw, _) = rig.open();
-    let id = gw.uploads.create("bkt", "mp", "a/b".into(), Default::default()).unwrap();
+    let id = gw.uploads.create("bkt", "mp", ObjectInfo { content_type: "a/b".into(), ..Default::default() }).unwrap();
     let u = gw.uploads.get("bkt", "mp", &id).unwrap();
     let p1 = vec![1u8; 5 << 20];
     let e1 = gw.uploads.put_part(&u, 1, &p1).unwrap();

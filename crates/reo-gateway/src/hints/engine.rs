@@ -11,8 +11,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use reo_cache::ObjectMeta;
-
 use super::store::HintStore;
 use super::throttle::TokenBucket;
 use super::{unix_now, Hint, HintSpec, HintState, Intent, Target};
@@ -332,12 +330,7 @@ impl HintEngine {
                 // rewritten since the HEAD, and the size asked for is the old one's (a longer new
                 // version would be cached cut short, under the new version's ETag).
                 Ok((data, binfo)) if data.len() as u64 == binfo.size => {
-                    let meta = ObjectMeta {
-                        etag: binfo.etag,
-                        content_type: binfo.content_type,
-                        mtime_ns: binfo.mtime_ns,
-                        user: binfo.user_meta.into_iter().collect(),
-                    };
+                    let meta = crate::gateway::meta_of(&binfo);
                     self.gw.cache.record_backend_read(data.len() as u64);
                     self.gw.cache.put(ck.as_bytes(), &data, &meta, false, now_ns()).is_ok()
                 }

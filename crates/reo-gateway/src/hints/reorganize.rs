@@ -8,8 +8,6 @@
 //! ([`reo_cache::AccessHistory`]), taken before the move's own read so that read does not count.
 //! Each move holds both keys' stripes and checks the backend's listing entry again under them.
 
-use reo_cache::ObjectMeta;
-
 use crate::gateway::pending::cache_key;
 use crate::gateway::{now_ns, Gateway};
 
@@ -51,12 +49,7 @@ pub fn reorganize(gw: &Gateway, bucket: &str, from: &str, to: &str) -> u64 {
             continue; // partly cached: the missing pieces would have to come from the backend
         }
         let data: Vec<u8> = r.pieces.into_iter().flat_map(|p| p.data.unwrap_or_default()).collect();
-        let meta = ObjectMeta {
-            etag: e.info.etag.clone(),
-            content_type: e.info.content_type.clone(),
-            mtime_ns: e.info.mtime_ns,
-            user: e.info.user_meta.clone().into_iter().collect(),
-        };
+        let meta = crate::gateway::meta_of(&e.info);
         if gw.cache.put(new.as_bytes(), &data, &meta, false, now_ns()).is_ok() {
             if let Some(h) = history {
                 gw.cache.set_access_history(new.as_bytes(), &h);

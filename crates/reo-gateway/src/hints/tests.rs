@@ -31,6 +31,7 @@ fn info(data: &[u8]) -> ObjectInfo {
         content_type: "x/y".into(),
         user_meta: Default::default(),
         mtime_ns: 1,
+        system: Default::default(),
     }
 }
 

@@ -28,8 +28,11 @@ pub fn metadata(m: &BTreeMap<String, String>) -> Option<Metadata> {
     (!m.is_empty()).then(|| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
 }
 
-pub fn user_meta(m: Option<Metadata>) -> BTreeMap<String, String> {
-    m.unwrap_or_default().into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect()
+/// An error whose code s3s does not know (it would answer 500 for it).
+pub fn custom_error(code: &'static str, status: http::StatusCode, message: impl Into<String>) -> S3Error {
+    let mut e = S3Error::with_message(S3ErrorCode::Custom(code.into()), message.into());
+    e.set_status_code(status);
+    e
 }
 
 /// Most bytes reserved for a body before they arrive: a request declaring a huge length and then

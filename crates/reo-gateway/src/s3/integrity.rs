@@ -14,10 +14,12 @@
 //!
 //! Malformed digests are refused before the body is read (`InvalidDigest`, `InvalidRequest`).
 
+use std::collections::BTreeMap;
+
 use http::HeaderMap;
 use s3s::crypto::{Checksum, Crc32, Crc32c, Crc64Nvme, Md5, Sha1, Sha256};
-use s3s::dto::{ChecksumAlgorithm, PutObjectInput, UploadPartInput};
-use s3s::{s3_error, S3Error, S3ErrorCode, S3Result};
+use s3s::dto::{ChecksumAlgorithm, ChecksumMode, PutObjectInput, UploadPartInput};
+use s3s::{s3_error, S3Error, S3Result};
 
 /// A flexible checksum algorithm of S3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +58,16 @@ impl Algo {
 
     fn of_name(name: &str) -> Option<Algo> {
         Algo::ALL.into_iter().find(|a| a.name().eq_ignore_ascii_case(name))
+    }
+
+    /// The algorithm a request names (`x-amz-checksum-algorithm`), or S3's error.
+    pub fn named(name: &str) -> S3Result<Algo> {
+        Algo::of_name(name).ok_or_else(|| s3_error!(InvalidRequest, "Checksum algorithm {name:?} is not valid."))
+    }
+
+    /// The digest of `data`, base64 as S3 sends it.
+    pub fn digest_b64(self, data: &[u8]) -> String {
+        b64_encode(&self.digest(data))
     }
 
     fn of_header(name: &str) -> Option<Algo> {
@@ -145,6 +157,47 @@ impl Verified {
     pub fn fields(&self) -> [Option<String>; 5] {
         Algo::ALL.map(|a| self.checksum.as_ref().filter(|(c, _)| *c == a).map(|(_, v)| v.clone()))
     }
+
+    /// Keeps the checked checksum with the object (`x-amz-checksum-…` in its system metadata),
+    /// so that a reader can check the bytes end to end.
+    pub fn store(&self, system: &mut BTreeMap<String, String>) {
+        if let Some((a, v)) = &self.checksum {
+            system.insert(a.header().to_owned(), v.clone());
+        }
+    }
+}
+
+/// `$ty { fields… }` (an s3s output) with its five checksum fields from `$sums`, an array in the
+/// order of [`Algo::ALL`] ([`Verified::fields`], [`stored_checksums`]).
+macro_rules! with_checksums {
+    ($ty:ident { $($f:ident: $v:expr),* $(,)? }, $sums:expr) => {{
+        let [checksum_crc32, checksum_crc32c, checksum_crc64nvme, checksum_sha1, checksum_sha256] = $sums;
+        $ty {
+            $($f: $v,)*
+            checksum_crc32,
+            checksum_crc32c,
+            checksum_crc64nvme,
+            checksum_sha1,
+            checksum_sha256,
+            ..Default::default()
+        }
+    }};
+}
+pub(crate) use with_checksums;
+
+/// Whether a GET or HEAD asked for the object's checksum (`x-amz-checksum-mode: ENABLED`).
+pub fn wants_checksum(mode: Option<&ChecksumMode>) -> bool {
+    mode.is_some_and(|m| m.as_str().eq_ignore_ascii_case(ChecksumMode::ENABLED))
+}
+
+/// The checksum an object keeps, as the output fields in the order of [`Algo::ALL`].
+pub fn stored_checksums(system: &BTreeMap<String, String>) -> [Option<String>; 5] {
+    Algo::ALL.map(|a| system.get(a.header()).cloned())
+}
+
+/// Only the checksums of `system`.
+pub fn checksums_of(system: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    system.iter().filter(|(k, _)| k.starts_with("x-amz-checksum-")).map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
 fn b64(s: &str) -> Option<Vec<u8>> {
@@ -268,12 +321,11 @@ impl Claims {
 pub fn body_error(e: &dyn std::fmt::Display) -> S3Error {
     let m = e.to_string();
     if m.contains("Sha256Mismatch") {
-        let mut e = S3Error::with_message(
-            S3ErrorCode::Custom("XAmzContentSHA256Mismatch".into()),
+        super::convert::custom_error(
+            "XAmzContentSHA256Mismatch",
+            http::StatusCode::BAD_REQUEST,
             "The provided 'x-amz-content-sha256' header does not match what was computed.",
-        );
-        e.set_status_code(http::StatusCode::BAD_REQUEST); // a code s3s does not know: 500 otherwise
-        e
+        )
     } else if m.contains("SignatureMismatch") {
         s3_error!(SignatureDoesNotMatch, "a chunk signature of the aws-chunked body does not match")
     } else {

@@ -6,6 +6,7 @@
 
 mod buckets;
 pub mod convert;
+mod headers;
 mod integrity;
 mod list;
 mod multipart;

@@ -3,9 +3,11 @@
 use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response};
 
-use super::convert::{collect, etag, timestamp, url_encode, user_meta};
-use super::integrity::{Claims, Sent};
+use super::convert::{collect, etag, timestamp, url_encode};
+use super::headers::{user_meta, Standard};
+use super::integrity::{with_checksums, Claims, Sent};
 use super::{blocking, unsupported, ReoS3, R};
+use crate::backend::ObjectInfo;
 use crate::gateway::errors::backend_err;
 
 impl ReoS3 {
@@ -14,16 +16,18 @@ impl ReoS3 {
         req: S3Request<CreateMultipartUploadInput>,
     ) -> R<CreateMultipartUploadOutput> {
         let gw = self.gw.clone();
-        let i = req.input;
+        let mut i = req.input;
         unsupported::create_multipart(&i)?;
+        let mut meta = ObjectInfo { user_meta: user_meta(i.metadata.take())?, ..Default::default() };
+        Standard::of_create(&i)?.store(&mut meta.system);
         let (bucket, key) = (i.bucket.clone(), i.key.clone());
         let id = blocking(move || {
             gw.check_bucket(&i.bucket)?;
             gw.policy(&i.bucket, &i.key)?;
             crate::keys::validate_key(&i.key).map_err(|m| s3_error!(KeyTooLongError, "{m}"))?;
             gw.backend.check_key(&i.key).map_err(backend_err)?;
-            let ct = i.content_type.unwrap_or_else(|| "binary/octet-stream".into());
-            gw.uploads.create(&i.bucket, &i.key, ct, user_meta(i.metadata))
+            meta.content_type = i.content_type.unwrap_or_else(|| "binary/octet-stream".into());
+            gw.uploads.create(&i.bucket, &i.key, meta)
         })
         .await?;
         Ok(S3Response::new(CreateMultipartUploadOutput {
@@ -46,16 +50,7 @@ impl ReoS3 {
             gw.uploads.put_part(&u, i.part_number, &data)
         })
         .await?;
-        let [checksum_crc32, checksum_crc32c, checksum_crc64nvme, checksum_sha1, checksum_sha256] = verified.fields();
-        Ok(S3Response::new(UploadPartOutput {
-            e_tag: Some(etag(&e)),
-            checksum_crc32,
-            checksum_crc32c,
-            checksum_crc64nvme,
-            checksum_sha1,
-            checksum_sha256,
-            ..Default::default()
-        }))
+        Ok(S3Response::new(with_checksums!(UploadPartOutput { e_tag: Some(etag(&e)) }, verified.fields())))
     }
 
     pub(super) async fn op_complete_multipart_upload(

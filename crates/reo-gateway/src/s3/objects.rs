@@ -4,8 +4,10 @@
 use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 
-use super::convert::{check_conditions, collect, etag, metadata, timestamp, user_meta};
-use super::integrity::{Claims, Sent};
+use super::convert::custom_error;
+use super::convert::{check_conditions, collect, etag, timestamp};
+use super::headers::{object_output, user_meta, Overrides, Standard};
+use super::integrity::{checksums_of, wants_checksum, with_checksums, Algo, Claims, Sent};
 use super::{blocking, unsupported, ReoS3, R};
 use crate::backend::ObjectInfo;
 
@@ -33,12 +35,11 @@ fn check_part(part: Option<i32>, range: bool, info: &ObjectInfo) -> S3Result<()>
         ));
     }
     if n != 1 {
-        let mut e = s3s::S3Error::with_message(
-            s3s::S3ErrorCode::Custom("InvalidPartNumber".into()),
+        return Err(custom_error(
+            "InvalidPartNumber",
+            http::StatusCode::RANGE_NOT_SATISFIABLE,
             "The requested partnumber is not satisfiable",
-        );
-        e.set_status_code(http::StatusCode::RANGE_NOT_SATISFIABLE);
-        return Err(e);
+        ));
     }
     Ok(())
 }
@@ -46,8 +47,17 @@ fn check_part(part: Option<i32>, range: bool, info: &ObjectInfo) -> S3Result<()>
 impl ReoS3 {
     pub(super) async fn op_get_object(&self, req: S3Request<GetObjectInput>) -> R<GetObjectOutput> {
         let gw = self.gw.clone();
-        let i = req.input;
+        let mut i = req.input;
         unsupported::get(&i)?;
+        let overrides = Overrides {
+            cache_control: i.response_cache_control.take(),
+            content_disposition: i.response_content_disposition.take(),
+            content_encoding: i.response_content_encoding.take(),
+            content_language: i.response_content_language.take(),
+            content_type: i.response_content_type.take(),
+            expires: i.response_expires.take(),
+        };
+        let checksums = wants_checksum(i.checksum_mode.as_ref());
         let (info, plan, range) = blocking(move || {
             let _r = gw.read_lock(&i.bucket, &i.key);
             let info = gw.head(&i.bucket, &i.key)?;
@@ -68,17 +78,21 @@ impl ReoS3 {
         // A backend failure before the first byte is still an error status; after it, the body is
         // cut off (the client sees a short read).
         plan.opened().await?;
-        let out = GetObjectOutput {
+        // A checksum is of the whole object: a range's bytes cannot be checked against it.
+        let checksums = checksums && range.is_none();
+        let mut out = GetObjectOutput {
             content_length: Some(plan.len as i64),
             content_range: range.map(|(s, e)| format!("bytes {s}-{}/{}", e.saturating_sub(1), info.size)),
-            accept_ranges: Some("bytes".into()),
-            content_type: Some(info.content_type.clone()),
-            e_tag: Some(etag(&info.etag)),
-            last_modified: Some(timestamp(info.mtime_ns)),
-            metadata: metadata(&info.user_meta),
             body: Some(StreamingBlob::wrap(plan.into_stream())),
-            ..Default::default()
+            ..object_output!(GetObjectOutput, &info, checksums)
         };
+        let o = overrides;
+        out.content_type = o.content_type.or(out.content_type);
+        out.cache_control = o.cache_control.or(out.cache_control);
+        out.content_disposition = o.content_disposition.or(out.content_disposition);
+        out.content_encoding = o.content_encoding.or(out.content_encoding);
+        out.content_language = o.content_language.or(out.content_language);
+        out.expires = o.expires.or(out.expires);
         Ok(S3Response::new(out))
     }
 
@@ -86,6 +100,7 @@ impl ReoS3 {
         let gw = self.gw.clone();
         let i = req.input;
         unsupported::head(&i)?;
+        let checksums = wants_checksum(i.checksum_mode.as_ref());
         let info = blocking(move || {
             let _r = gw.read_lock(&i.bucket, &i.key);
             let info = gw.head(&i.bucket, &i.key)?;
@@ -102,28 +117,23 @@ impl ReoS3 {
         .await?;
         Ok(S3Response::new(HeadObjectOutput {
             content_length: Some(info.size as i64),
-            accept_ranges: Some("bytes".into()),
-            content_type: Some(info.content_type.clone()),
-            e_tag: Some(etag(&info.etag)),
-            last_modified: Some(timestamp(info.mtime_ns)),
-            metadata: metadata(&info.user_meta),
-            ..Default::default()
+            ..object_output!(HeadObjectOutput, &info, checksums)
         }))
     }
 
     pub(super) async fn op_put_object(&self, req: S3Request<PutObjectInput>) -> R<PutObjectOutput> {
         let mut i = req.input;
         unsupported::put(&i)?;
+        // Everything about the request is checked before its body is read.
         let claims = Claims::parse(&Sent::of_put(&i), &req.headers)?;
+        let mut info = ObjectInfo { user_meta: user_meta(i.metadata.take())?, ..Default::default() };
+        Standard::of_put(&i)?.store(&mut info.system);
         let data = collect(i.body.take(), self.limits.max_body).await?;
         let verified = claims.verify(&data, req.trailing_headers.as_ref())?;
-        let info = ObjectInfo {
-            content_type: i.content_type.unwrap_or_else(|| "binary/octet-stream".into()),
-            user_meta: user_meta(i.metadata),
-            // Computed by the Content-MD5 check: not a second time.
-            etag: verified.md5_hex.clone().unwrap_or_default(),
-            ..Default::default()
-        };
+        info.content_type = i.content_type.unwrap_or_else(|| "binary/octet-stream".into());
+        // Computed by the Content-MD5 check: not a second time.
+        info.etag = verified.md5_hex.clone().unwrap_or_default();
+        verified.store(&mut info.system);
         let gw = self.gw.clone();
         let (bucket, key) = (i.bucket, i.key);
         let (if_none, if_match) = (i.if_none_match, i.if_match);
@@ -149,16 +159,7 @@ impl ReoS3 {
             gw.put_if(&bucket, &key, &data, info, Some(check))
         })
         .await?;
-        let [checksum_crc32, checksum_crc32c, checksum_crc64nvme, checksum_sha1, checksum_sha256] = verified.fields();
-        Ok(S3Response::new(PutObjectOutput {
-            e_tag: Some(etag(&info.etag)),
-            checksum_crc32,
-            checksum_crc32c,
-            checksum_crc64nvme,
-            checksum_sha1,
-            checksum_sha256,
-            ..Default::default()
-        }))
+        Ok(S3Response::new(with_checksums!(PutObjectOutput { e_tag: Some(etag(&info.etag)) }, verified.fields())))
     }
 
     pub(super) async fn op_delete_object(&self, req: S3Request<DeleteObjectInput>) -> R<DeleteObjectOutput> {
@@ -200,7 +201,7 @@ impl ReoS3 {
 
     pub(super) async fn op_copy_object(&self, req: S3Request<CopyObjectInput>) -> R<CopyObjectOutput> {
         let gw = self.gw.clone();
-        let i = req.input;
+        let mut i = req.input;
         unsupported::copy(&i)?;
         let CopySource::Bucket { bucket: sb, key: sk, .. } = &i.copy_source else {
             return Err(s3_error!(InvalidArgument, "x-amz-copy-source must be bucket/key"));
@@ -213,6 +214,22 @@ impl ReoS3 {
                 "copying an object onto itself needs a metadata change (x-amz-metadata-directive: REPLACE)"
             ));
         }
+        // REPLACE: the request's content type, user metadata and standard headers; COPY: the
+        // source's, with a storage class the request names. Checksums are of the bytes: kept,
+        // unless the request asks for another algorithm.
+        let standard = Standard::of_copy(&i)?;
+        let replacement = if replace {
+            let mut r = ObjectInfo {
+                content_type: i.content_type.take().unwrap_or_else(|| "binary/octet-stream".into()),
+                user_meta: user_meta(i.metadata.take())?,
+                ..Default::default()
+            };
+            standard.store(&mut r.system);
+            Some(r)
+        } else {
+            None
+        };
+        let new_checksum = i.checksum_algorithm.as_ref().map(|a| Algo::named(a.as_str())).transpose()?;
         let limit = self.limits.max_body;
         let info = blocking(move || {
             let read = gw.read_lock(&sb, &sk);
@@ -239,15 +256,28 @@ impl ReoS3 {
             }
             let data = gw.read(&sb, &sk, &src, 0, src.size)?;
             drop(read);
-            let info = if replace {
-                ObjectInfo {
-                    content_type: i.content_type.unwrap_or_else(|| "binary/octet-stream".into()),
-                    user_meta: user_meta(i.metadata),
-                    ..Default::default()
-                }
-            } else {
-                ObjectInfo { content_type: src.content_type, user_meta: src.user_meta, ..Default::default() }
+            let mut info = ObjectInfo {
+                content_type: src.content_type,
+                user_meta: src.user_meta,
+                system: src.system,
+                ..Default::default()
             };
+            match replacement {
+                Some(r) => {
+                    let checksums = checksums_of(&info.system);
+                    info = ObjectInfo { system: checksums, ..r };
+                    standard.store(&mut info.system);
+                }
+                None if standard.storage_class.is_some() => {
+                    info.system
+                        .insert("x-amz-storage-class".into(), standard.storage_class.clone().unwrap_or_default());
+                }
+                None => {}
+            }
+            if let Some(a) = new_checksum {
+                info.system.retain(|k, _| !k.starts_with("x-amz-checksum-"));
+                info.system.insert(a.header().into(), a.digest_b64(&data));
+            }
             gw.put(&i.bucket, &i.key, &data, info)
         })
         .await?;

@@ -304,6 +304,7 @@ impl Backend for S3Backend {
                     content_type: String::new(),
                     user_meta: BTreeMap::new(),
                     mtime_ns: m.last_modified.timestamp_nanos_opt().unwrap_or(0).max(0) as u64,
+                    system: BTreeMap::new(),
                 };
                 out.push(ListEntry { key: key.to_string(), info });
             }

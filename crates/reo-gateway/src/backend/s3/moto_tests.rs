@@ -56,7 +56,24 @@ fn backend(port: u16) -> S3Backend {
 fn info(data: &[u8], etag: &str) -> ObjectInfo {
     let mut user_meta = std::collections::BTreeMap::new();
     user_meta.insert("colour".to_string(), "blue".to_string());
-    ObjectInfo { size: data.len() as u64, etag: etag.into(), content_type: "text/x-t".into(), user_meta, mtime_ns: 0 }
+    // System metadata both ways: headers object_store sends, and ones it carries as metadata.
+    let system = [
+        ("cache-control", "max-age=60"),
+        ("content-language", "fr"),
+        ("expires", "Thu, 01 Dec 2033 16:00:00 GMT"),
+        ("x-amz-checksum-crc32", "AAAAAA=="),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    ObjectInfo {
+        size: data.len() as u64,
+        etag: etag.into(),
+        content_type: "text/x-t".into(),
+        user_meta,
+        mtime_ns: 0,
+        system,
+    }
 }
 
 fn keys(b: &S3Backend, prefix: &str, after: &str, limit: usize) -> Vec<String> {
