@@ -133,6 +133,26 @@ class ConformanceTest(unittest.TestCase):
         self.assertEqual(self.error(self.s3.head_object, Bucket=b, Key="plain", SSECustomerAlgorithm="AES256",
                                     SSECustomerKey=key)[0], 400)
 
+    def test_acls_tags_and_object_lock_are_refused_not_ignored(self):
+        b = self.bucket
+        for extra in ({"ACL": "public-read"}, {"GrantRead": 'id="someone"'}, {"Tagging": "team=storage"},
+                      {"ObjectLockMode": "COMPLIANCE",
+                       "ObjectLockRetainUntilDate": datetime.datetime(2040, 1, 1, tzinfo=datetime.timezone.utc)},
+                      {"ObjectLockLegalHoldStatus": "ON"}):
+            status, code, _ = self.error(self.s3.put_object, Bucket=b, Key="k", Body=b"x", **extra)
+            self.assertEqual((status, code), (501, "NotImplemented"), extra)
+            self.assertEqual(self.error(self.s3.create_multipart_upload, Bucket=b, Key="k", **extra)[1],
+                             "NotImplemented")
+        self.assertEqual(self.error(self.s3.head_object, Bucket=b, Key="k")[0], 404)
+        # The private default, as rclone sends it, is what every object is.
+        self.s3.put_object(Bucket=b, Key="k", Body=b"x", ACL="private")
+        self.assertEqual(self.error(self.s3.copy_object, Bucket=b, Key="c", CopySource=f"{b}/k",
+                                    Tagging="a=b", TaggingDirective="REPLACE")[1], "NotImplemented")
+        self.assertEqual(self.error(self.s3.create_bucket, Bucket=f"{b}-public", ACL="public-read")[1],
+                         "NotImplemented")
+        self.assertEqual(self.error(self.s3.create_bucket, Bucket=f"{b}-locked",
+                                    ObjectLockEnabledForBucket=True)[1], "NotImplemented")
+
     def test_not_modified_carries_its_validators(self):
         put = self.s3.put_object(Bucket=self.bucket, Key="k", Body=b"body")
         head = self.s3.head_object(Bucket=self.bucket, Key="k")

@@ -42,6 +42,7 @@ impl ReoS3 {
     }
 
     pub(super) async fn op_create_bucket(&self, req: S3Request<CreateBucketInput>) -> R<CreateBucketOutput> {
+        super::unsupported::create_bucket(&req.input)?;
         let gw = self.gw.clone();
         let b = req.input.bucket;
         let loc = format!("/{b}");

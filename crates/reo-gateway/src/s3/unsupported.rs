@@ -5,9 +5,15 @@
 //! plaintext on its devices and passes none of these to the backend, so a write asking for one
 //! answers `NotImplemented`; a read carrying SSE-C keys answers S3's `InvalidRequest` for an
 //! object that is not encrypted (none is).
+//!
+//! Per-object access control, tags and Object Lock on a write ([`object_features`]): ACLs other
+//! than the private default, grants, `x-amz-tagging`, retention and legal holds answer
+//! `NotImplemented` — an object is readable by the gateway's credentials and nobody else, has
+//! no tags and can be deleted at any time, whatever the request asked.
 
 use s3s::dto::{
-    CopyObjectInput, CreateMultipartUploadInput, GetObjectInput, HeadObjectInput, PutObjectInput, UploadPartInput,
+    CopyObjectInput, CreateBucketInput, CreateMultipartUploadInput, GetObjectInput, HeadObjectInput, PutObjectInput,
+    UploadPartInput,
 };
 use s3s::{s3_error, S3Result};
 
@@ -66,7 +72,51 @@ fn read(customer: [bool; 3]) -> S3Result<()> {
     refuse_read(&CUSTOMER.into_iter().zip(customer).collect::<Vec<_>>())
 }
 
+/// The write features of [`object_features`] a request carried (three input types name them
+/// alike).
+macro_rules! object_features {
+    ($i:expr) => {
+        features(
+            $i.acl.as_ref().map(|a| a.as_str()),
+            &[
+                ("x-amz-grant-full-control", $i.grant_full_control.is_some()),
+                ("x-amz-grant-read", $i.grant_read.is_some()),
+                ("x-amz-grant-read-acp", $i.grant_read_acp.is_some()),
+                ("x-amz-grant-write-acp", $i.grant_write_acp.is_some()),
+                ("x-amz-tagging", $i.tagging.is_some()),
+                ("x-amz-object-lock-mode", $i.object_lock_mode.is_some()),
+                ("x-amz-object-lock-retain-until-date", $i.object_lock_retain_until_date.is_some()),
+                ("x-amz-object-lock-legal-hold", $i.object_lock_legal_hold_status.is_some()),
+            ],
+        )
+    };
+}
+
+/// Refuses a canned ACL other than the private default (or its one-account equivalent,
+/// `bucket-owner-full-control`) and any of `present`.
+fn features(acl: Option<&str>, present: &[(&'static str, bool)]) -> S3Result<()> {
+    if let Some(a) = acl.filter(|a| !matches!(*a, "private" | "bucket-owner-full-control")) {
+        return Err(s3_error!(
+            NotImplemented,
+            "x-amz-acl {a:?}: access control lists are not supported (objects are private to this gateway's credentials)"
+        ));
+    }
+    let sent = named(present);
+    if sent.is_empty() {
+        return Ok(());
+    }
+    Err(s3_error!(
+        NotImplemented,
+        "object grants, tags and Object Lock are not supported by this gateway; the request carried {}",
+        sent.join(", ")
+    ))
+}
+
 pub fn put(i: &PutObjectInput) -> S3Result<()> {
+    object_features!(i)?;
+    if i.write_offset_bytes.is_some() {
+        return Err(s3_error!(NotImplemented, "appending to an object (x-amz-write-offset-bytes) is not supported"));
+    }
     write(
         [
             i.server_side_encryption.is_some(),
@@ -79,6 +129,7 @@ pub fn put(i: &PutObjectInput) -> S3Result<()> {
 }
 
 pub fn create_multipart(i: &CreateMultipartUploadInput) -> S3Result<()> {
+    object_features!(i)?;
     write(
         [
             i.server_side_encryption.is_some(),
@@ -91,6 +142,10 @@ pub fn create_multipart(i: &CreateMultipartUploadInput) -> S3Result<()> {
 }
 
 pub fn copy(i: &CopyObjectInput) -> S3Result<()> {
+    object_features!(i)?;
+    if i.tagging_directive.as_ref().is_some_and(|d| d.as_str() == "REPLACE") {
+        return Err(s3_error!(NotImplemented, "object tags are not supported (x-amz-tagging-directive: REPLACE)"));
+    }
     refuse_read(&[
         ("x-amz-copy-source-server-side-encryption-customer-algorithm", i.copy_source_sse_customer_algorithm.is_some()),
         ("x-amz-copy-source-server-side-encryption-customer-key", i.copy_source_sse_customer_key.is_some()),
@@ -104,6 +159,21 @@ pub fn copy(i: &CopyObjectInput) -> S3Result<()> {
             i.bucket_key_enabled.is_some(),
         ],
         [i.sse_customer_algorithm.is_some(), i.sse_customer_key.is_some(), i.sse_customer_key_md5.is_some()],
+    )
+}
+
+/// CreateBucket: the private default ACL only, no grants, no Object Lock.
+pub fn create_bucket(i: &CreateBucketInput) -> S3Result<()> {
+    features(
+        i.acl.as_ref().map(|a| a.as_str()),
+        &[
+            ("x-amz-grant-full-control", i.grant_full_control.is_some()),
+            ("x-amz-grant-read", i.grant_read.is_some()),
+            ("x-amz-grant-read-acp", i.grant_read_acp.is_some()),
+            ("x-amz-grant-write", i.grant_write.is_some()),
+            ("x-amz-grant-write-acp", i.grant_write_acp.is_some()),
+            ("x-amz-bucket-object-lock-enabled", i.object_lock_enabled_for_bucket == Some(true)),
+        ],
     )
 }
 
