@@ -11,9 +11,11 @@ import hashlib
 import os
 import unittest
 
+import boto3
+from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from server import ACCESS, Server
+from server import ACCESS, SECRET, Server
 
 BIN = os.environ.get("REO_BIN", "target/debug/reo")
 srv = None
@@ -152,6 +154,14 @@ class ConformanceTest(unittest.TestCase):
                          "NotImplemented")
         self.assertEqual(self.error(self.s3.create_bucket, Bucket=f"{b}-locked",
                                     ObjectLockEnabledForBucket=True)[1], "NotImplemented")
+        # A location: the region the request was signed for, or refused.
+        self.assertEqual(self.error(self.s3.create_bucket, Bucket=f"{b}-eu",
+                                    CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})[1],
+                         "IllegalLocationConstraintException")
+        eu = boto3.client("s3", endpoint_url=srv.endpoint, region_name="eu-west-1", aws_access_key_id=ACCESS,
+                          aws_secret_access_key=SECRET, config=Config(s3={"addressing_style": "path"}))
+        eu.create_bucket(Bucket=f"{b}-eu", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        self.s3.head_bucket(Bucket=f"{b}-eu")
 
     def test_not_modified_carries_its_validators(self):
         put = self.s3.put_object(Bucket=self.bucket, Key="k", Body=b"body")

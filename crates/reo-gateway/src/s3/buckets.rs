@@ -43,6 +43,18 @@ impl ReoS3 {
 
     pub(super) async fn op_create_bucket(&self, req: S3Request<CreateBucketInput>) -> R<CreateBucketOutput> {
         super::unsupported::create_bucket(&req.input)?;
+        // The bucket is where the backend puts it: a location other than the region the request
+        // was signed for is refused, as S3 refuses one that is not its endpoint's.
+        let asked = req.input.create_bucket_configuration.as_ref().and_then(|c| c.location_constraint.as_ref());
+        if let Some(lc) = asked.map(|l| l.as_str()).filter(|l| !l.is_empty()) {
+            let signed = req.region.as_ref().map(|r| r.as_str()).unwrap_or("us-east-1");
+            if lc != signed {
+                return Err(s3_error!(
+                    IllegalLocationConstraintException,
+                    "The {lc} location constraint is incompatible for the region specific endpoint this request was sent to ({signed})."
+                ));
+            }
+        }
         let gw = self.gw.clone();
         let b = req.input.bucket;
         let loc = format!("/{b}");
