@@ -18,8 +18,8 @@ echo "== lints"
 cargo clippy --workspace --all-targets -- -D warnings
 echo "== tests"
 # moto_server is the S3 store the S3 backend's tests (Rust and end-to-end) run against; boto3
-# drives the gateway end to end.
-python3 -m pip install --quiet --disable-pip-version-check boto3 "moto[server]"
+# drives the gateway end to end, and the AWS CLI is one of the clients it is checked with.
+python3 -m pip install --quiet --disable-pip-version-check boto3 awscli "moto[server]"
 cargo test --workspace --no-run
 # Bounded so that a hang fails CI with its test named instead of running out its clock.
 timeout --signal=KILL 1200 cargo test --workspace

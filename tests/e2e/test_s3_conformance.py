@@ -9,6 +9,7 @@ import base64
 import datetime
 import hashlib
 import os
+import subprocess
 import unittest
 
 import boto3
@@ -224,6 +225,43 @@ class ConformanceTest(unittest.TestCase):
         status, code, _ = self.error(self.s3.put_bucket_cors, Bucket=b, CORSConfiguration={
             "CORSRules": [{"AllowedMethods": ["GET"], "AllowedOrigins": ["*"]}]})
         self.assertEqual((status, code), (501, "NotImplemented"))
+
+    def test_upload_part_copy(self):
+        b = self.bucket
+        src = os.urandom(7 << 20)
+        self.s3.put_object(Bucket=b, Key="src", Body=src)
+        etag = self.s3.head_object(Bucket=b, Key="src")["ETag"]
+        up = self.s3.create_multipart_upload(Bucket=b, Key="dst")["UploadId"]
+        p1 = self.s3.upload_part_copy(Bucket=b, Key="dst", UploadId=up, PartNumber=1, CopySource=f"{b}/src",
+                                      CopySourceRange=f"bytes=0-{(5 << 20) - 1}", CopySourceIfMatch=etag)
+        p2 = self.s3.upload_part_copy(Bucket=b, Key="dst", UploadId=up, PartNumber=2, CopySource=f"{b}/src")
+        p3 = self.s3.upload_part_copy(Bucket=b, Key="dst", UploadId=up, PartNumber=3, CopySource=f"{b}/src",
+                                      CopySourceRange=f"bytes={5 << 20}-{len(src) - 1}")
+        self.assertEqual(p1["CopyPartResult"]["ETag"], f'"{hashlib.md5(src[:5 << 20]).hexdigest()}"')
+        # Conditions and ranges are checked.
+        self.assertEqual(self.error(self.s3.upload_part_copy, Bucket=b, Key="dst", UploadId=up, PartNumber=4,
+                                    CopySource=f"{b}/src", CopySourceIfNoneMatch=etag)[:2], (412, "PreconditionFailed"))
+        self.assertEqual(self.error(self.s3.upload_part_copy, Bucket=b, Key="dst", UploadId=up, PartNumber=4,
+                                    CopySource=f"{b}/src", CopySourceRange=f"bytes=0-{len(src)}")[1], "InvalidRange")
+        self.assertEqual(self.error(self.s3.upload_part_copy, Bucket=b, Key="dst", UploadId=up, PartNumber=4,
+                                    CopySource=f"{b}/src", CopySourceRange="bytes=9-2")[1], "InvalidArgument")
+        parts = [{"PartNumber": n, "ETag": p["CopyPartResult"]["ETag"]} for n, p in ((1, p1), (2, p2), (3, p3))]
+        self.s3.complete_multipart_upload(Bucket=b, Key="dst", UploadId=up, MultipartUpload={"Parts": parts})
+        self.assertEqual(self.s3.get_object(Bucket=b, Key="dst")["Body"].read(), src[:5 << 20] + src + src[5 << 20:])
+
+    def test_aws_cli_copies_a_large_object_between_s3_locations(self):
+        # `aws s3 cp s3://… s3://…` above its 8 MiB multipart threshold uses UploadPartCopy.
+        b = self.bucket
+        src = os.urandom(20 << 20)
+        self.s3.put_object(Bucket=b, Key="big", Body=src)
+        env = dict(os.environ, AWS_ACCESS_KEY_ID=ACCESS, AWS_SECRET_ACCESS_KEY=SECRET, AWS_DEFAULT_REGION="us-east-1",
+                   AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null")
+        p = subprocess.run(["aws", "--endpoint-url", srv.endpoint, "s3", "cp", f"s3://{b}/big", f"s3://{b}/big-copy"],
+                           env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        got = self.s3.get_object(Bucket=b, Key="big-copy")
+        self.assertTrue(got["ETag"].endswith('-3"'), got["ETag"])  # it did go through parts
+        self.assertEqual(hashlib.sha256(got["Body"].read()).digest(), hashlib.sha256(src).digest())
 
     def test_part_number_of_a_get(self):
         b = self.bucket

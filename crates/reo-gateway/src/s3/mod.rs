@@ -6,6 +6,7 @@
 
 mod buckets;
 pub mod convert;
+mod copy_source;
 mod headers;
 mod integrity;
 mod list;
@@ -124,6 +125,9 @@ impl S3 for ReoS3 {
     }
     async fn upload_part(&self, req: S3Request<UploadPartInput>) -> R<UploadPartOutput> {
         self.op_upload_part(req).await
+    }
+    async fn upload_part_copy(&self, req: S3Request<UploadPartCopyInput>) -> R<UploadPartCopyOutput> {
+        self.op_upload_part_copy(req).await
     }
     async fn complete_multipart_upload(
         &self,

@@ -4,6 +4,7 @@ use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response};
 
 use super::convert::{collect, etag, timestamp, url_encode};
+use super::copy_source::{parse_range, source_of};
 use super::headers::{user_meta, Standard};
 use super::integrity::{with_checksums, Claims, Sent};
 use super::{blocking, unsupported, ReoS3, R};
@@ -51,6 +52,29 @@ impl ReoS3 {
         })
         .await?;
         Ok(S3Response::new(with_checksums!(UploadPartOutput { e_tag: Some(etag(&e)) }, verified.fields())))
+    }
+
+    /// UploadPartCopy: a part from a range of an object (`x-amz-copy-source-range`, inclusive
+    /// `bytes=first-last`; the whole object without one), read from the cache or the backend
+    /// under the source's read lock, after its `x-amz-copy-source-if-*` conditions.
+    pub(super) async fn op_upload_part_copy(&self, req: S3Request<UploadPartCopyInput>) -> R<UploadPartCopyOutput> {
+        let i = req.input;
+        unsupported::upload_part_copy(&i)?;
+        let mut source = source_of!(i)?;
+        source.range = i.copy_source_range.as_deref().map(parse_range).transpose()?;
+        let (gw, limit) = (self.gw.clone(), self.limits.max_body);
+        let e = blocking(move || {
+            let u = gw.uploads.get(&i.bucket, &i.key, &i.upload_id)?;
+            let (_, data) = source.read(&gw, limit)?;
+            gw.uploads.put_part(&u, i.part_number, &data)
+        })
+        .await?;
+        let result = CopyPartResult {
+            e_tag: Some(etag(&e)),
+            last_modified: Some(timestamp(crate::gateway::now_ns())),
+            ..Default::default()
+        };
+        Ok(S3Response::new(UploadPartCopyOutput { copy_part_result: Some(result), ..Default::default() }))
     }
 
     pub(super) async fn op_complete_multipart_upload(

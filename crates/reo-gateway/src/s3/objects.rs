@@ -6,6 +6,7 @@ use s3s::{s3_error, S3Request, S3Response, S3Result};
 
 use super::convert::custom_error;
 use super::convert::{check_conditions, collect, etag, timestamp};
+use super::copy_source::source_of;
 use super::headers::{object_output, user_meta, Overrides, Standard};
 use super::integrity::{checksums_of, wants_checksum, with_checksums, Algo, Claims, Sent};
 use super::{blocking, unsupported, ReoS3, R};
@@ -203,10 +204,8 @@ impl ReoS3 {
         let gw = self.gw.clone();
         let mut i = req.input;
         unsupported::copy(&i)?;
-        let CopySource::Bucket { bucket: sb, key: sk, .. } = &i.copy_source else {
-            return Err(s3_error!(InvalidArgument, "x-amz-copy-source must be bucket/key"));
-        };
-        let (sb, sk) = (sb.to_string(), sk.to_string());
+        let source = source_of!(i)?;
+        let (sb, sk) = (source.bucket.clone(), source.key.clone());
         let replace = i.metadata_directive.as_ref().is_some_and(|d| d.as_str() == MetadataDirective::REPLACE);
         if !replace && sb == i.bucket && sk == i.key {
             return Err(s3_error!(
@@ -232,30 +231,7 @@ impl ReoS3 {
         let new_checksum = i.checksum_algorithm.as_ref().map(|a| Algo::named(a.as_str())).transpose()?;
         let limit = self.limits.max_body;
         let info = blocking(move || {
-            let read = gw.read_lock(&sb, &sk);
-            let src = gw.head(&sb, &sk)?;
-            check_conditions(
-                &src,
-                i.copy_source_if_match.as_ref(),
-                i.copy_source_if_none_match.as_ref(),
-                i.copy_source_if_modified_since.as_ref(),
-                i.copy_source_if_unmodified_since.as_ref(),
-            )
-            .map_err(|e| {
-                if *e.code() == s3s::S3ErrorCode::NotModified {
-                    s3_error!(PreconditionFailed)
-                } else {
-                    e
-                }
-            })?;
-            if src.size > limit {
-                return Err(s3_error!(
-                    EntityTooLarge,
-                    "the source is larger than this gateway's copy limit of {limit} bytes"
-                ));
-            }
-            let data = gw.read(&sb, &sk, &src, 0, src.size)?;
-            drop(read);
+            let (src, data) = source.read(&gw, limit)?;
             let mut info = ObjectInfo {
                 content_type: src.content_type,
                 user_meta: src.user_meta,

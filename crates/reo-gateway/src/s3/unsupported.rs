@@ -13,7 +13,7 @@
 
 use s3s::dto::{
     CopyObjectInput, CreateBucketInput, CreateMultipartUploadInput, GetObjectInput, HeadObjectInput, PutObjectInput,
-    UploadPartInput,
+    UploadPartCopyInput, UploadPartInput,
 };
 use s3s::{s3_error, S3Result};
 
@@ -53,6 +53,36 @@ const CUSTOMER: [&str; 3] = [
     "x-amz-server-side-encryption-customer-key",
     "x-amz-server-side-encryption-customer-key-MD5",
 ];
+
+/// Which of SSE-C's three headers an input carries (the inputs name them alike).
+macro_rules! customer {
+    ($i:expr) => {
+        [$i.sse_customer_algorithm.is_some(), $i.sse_customer_key.is_some(), $i.sse_customer_key_md5.is_some()]
+    };
+}
+
+/// Which of a copy source's SSE-C headers an input carries.
+macro_rules! source_customer {
+    ($i:expr) => {
+        [
+            $i.copy_source_sse_customer_algorithm.is_some(),
+            $i.copy_source_sse_customer_key.is_some(),
+            $i.copy_source_sse_customer_key_md5.is_some(),
+        ]
+    };
+}
+
+/// Which of SSE-S3/KMS's four headers an input carries.
+macro_rules! managed {
+    ($i:expr) => {
+        [
+            $i.server_side_encryption.is_some(),
+            $i.ssekms_key_id.is_some(),
+            $i.ssekms_encryption_context.is_some(),
+            $i.bucket_key_enabled.is_some(),
+        ]
+    };
+}
 
 /// A write's SSE headers: `managed` are SSE-S3/KMS's four (`x-amz-server-side-encryption`, its
 /// KMS key id, context and bucket key), `customer` SSE-C's three.
@@ -117,28 +147,22 @@ pub fn put(i: &PutObjectInput) -> S3Result<()> {
     if i.write_offset_bytes.is_some() {
         return Err(s3_error!(NotImplemented, "appending to an object (x-amz-write-offset-bytes) is not supported"));
     }
-    write(
-        [
-            i.server_side_encryption.is_some(),
-            i.ssekms_key_id.is_some(),
-            i.ssekms_encryption_context.is_some(),
-            i.bucket_key_enabled.is_some(),
-        ],
-        [i.sse_customer_algorithm.is_some(), i.sse_customer_key.is_some(), i.sse_customer_key_md5.is_some()],
-    )
+    write(managed!(i), customer!(i))
 }
 
 pub fn create_multipart(i: &CreateMultipartUploadInput) -> S3Result<()> {
     object_features!(i)?;
-    write(
-        [
-            i.server_side_encryption.is_some(),
-            i.ssekms_key_id.is_some(),
-            i.ssekms_encryption_context.is_some(),
-            i.bucket_key_enabled.is_some(),
-        ],
-        [i.sse_customer_algorithm.is_some(), i.sse_customer_key.is_some(), i.sse_customer_key_md5.is_some()],
-    )
+    write(managed!(i), customer!(i))
+}
+
+/// A copy's SSE-C headers for its source.
+fn copy_source_keys(customer: [bool; 3]) -> S3Result<()> {
+    const SOURCE: [&str; 3] = [
+        "x-amz-copy-source-server-side-encryption-customer-algorithm",
+        "x-amz-copy-source-server-side-encryption-customer-key",
+        "x-amz-copy-source-server-side-encryption-customer-key-MD5",
+    ];
+    refuse_read(&SOURCE.into_iter().zip(customer).collect::<Vec<_>>())
 }
 
 pub fn copy(i: &CopyObjectInput) -> S3Result<()> {
@@ -146,20 +170,8 @@ pub fn copy(i: &CopyObjectInput) -> S3Result<()> {
     if i.tagging_directive.as_ref().is_some_and(|d| d.as_str() == "REPLACE") {
         return Err(s3_error!(NotImplemented, "object tags are not supported (x-amz-tagging-directive: REPLACE)"));
     }
-    refuse_read(&[
-        ("x-amz-copy-source-server-side-encryption-customer-algorithm", i.copy_source_sse_customer_algorithm.is_some()),
-        ("x-amz-copy-source-server-side-encryption-customer-key", i.copy_source_sse_customer_key.is_some()),
-        ("x-amz-copy-source-server-side-encryption-customer-key-MD5", i.copy_source_sse_customer_key_md5.is_some()),
-    ])?;
-    write(
-        [
-            i.server_side_encryption.is_some(),
-            i.ssekms_key_id.is_some(),
-            i.ssekms_encryption_context.is_some(),
-            i.bucket_key_enabled.is_some(),
-        ],
-        [i.sse_customer_algorithm.is_some(), i.sse_customer_key.is_some(), i.sse_customer_key_md5.is_some()],
-    )
+    copy_source_keys(source_customer!(i))?;
+    write(managed!(i), customer!(i))
 }
 
 /// CreateBucket: the private default ACL only, no grants, no Object Lock.
@@ -177,17 +189,19 @@ pub fn create_bucket(i: &CreateBucketInput) -> S3Result<()> {
     )
 }
 
+pub fn upload_part_copy(i: &UploadPartCopyInput) -> S3Result<()> {
+    copy_source_keys(source_customer!(i))?;
+    write([false; 4], customer!(i))
+}
+
 pub fn upload_part(i: &UploadPartInput) -> S3Result<()> {
-    write(
-        [false; 4],
-        [i.sse_customer_algorithm.is_some(), i.sse_customer_key.is_some(), i.sse_customer_key_md5.is_some()],
-    )
+    write([false; 4], customer!(i))
 }
 
 pub fn get(i: &GetObjectInput) -> S3Result<()> {
-    read([i.sse_customer_algorithm.is_some(), i.sse_customer_key.is_some(), i.sse_customer_key_md5.is_some()])
+    read(customer!(i))
 }
 
 pub fn head(i: &HeadObjectInput) -> S3Result<()> {
-    read([i.sse_customer_algorithm.is_some(), i.sse_customer_key.is_some(), i.sse_customer_key_md5.is_some()])
+    read(customer!(i))
 }
