@@ -11,6 +11,8 @@ import hashlib
 import os
 import subprocess
 import unittest
+import urllib.error
+import urllib.request
 
 import boto3
 from botocore.config import Config
@@ -262,6 +264,39 @@ class ConformanceTest(unittest.TestCase):
         got = self.s3.get_object(Bucket=b, Key="big-copy")
         self.assertTrue(got["ETag"].endswith('-3"'), got["ETag"])  # it did go through parts
         self.assertEqual(hashlib.sha256(got["Body"].read()).digest(), hashlib.sha256(src).digest())
+
+    def test_request_ids_on_answers_and_errors(self):
+        r = self.s3.put_object(Bucket=self.bucket, Key="k", Body=b"x")
+        ok_id = r["ResponseMetadata"]["RequestId"]
+        self.assertRegex(ok_id, r"^[0-9A-F]{16}$")
+        self.assertTrue(r["ResponseMetadata"]["HostId"])
+        status, code, err = self.error(self.s3.get_object, Bucket=self.bucket, Key="absent")
+        self.assertEqual(code, "NoSuchKey")
+        self.assertRegex(err["ResponseMetadata"]["RequestId"], r"^[0-9A-F]{16}$")
+        self.assertNotEqual(err["ResponseMetadata"]["RequestId"], ok_id)
+        # The error body names it too (botocore reads it from there when the header is absent).
+        req = urllib.request.Request(f"{srv.endpoint}/{self.bucket}/absent")  # anonymous: AccessDenied
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req, timeout=30)
+        body = e.exception.read().decode()
+        self.assertIn(f"<RequestId>{e.exception.headers['x-amz-request-id']}</RequestId>", body)
+
+    def test_presigned_urls_live_a_week_at_most(self):
+        self.s3.put_object(Bucket=self.bucket, Key="k", Body=b"shared")
+        get = lambda url: urllib.request.urlopen(url, timeout=30).read()  # noqa: E731
+        v4 = srv.client(signature_version="s3v4")  # boto3 presigns path-style URLs with SigV2 otherwise
+        week = v4.generate_presigned_url("get_object", Params={"Bucket": self.bucket, "Key": "k"},
+                                              ExpiresIn=604800)
+        self.assertEqual(get(week), b"shared")
+        longer = v4.generate_presigned_url("get_object", Params={"Bucket": self.bucket, "Key": "k"},
+                                                ExpiresIn=604801)
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            get(longer)
+        self.assertEqual(e.exception.code, 400)
+        self.assertIn("AuthorizationQueryParametersError", e.exception.read().decode())
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            get(week.replace("X-Amz-Expires=604800", "X-Amz-Expires=-1"))
+        self.assertEqual(e.exception.code, 403)
 
     def test_part_number_of_a_get(self):
         b = self.bucket

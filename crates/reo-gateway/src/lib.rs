@@ -21,5 +21,7 @@ pub mod hints;
 pub mod keys;
 pub mod launch;
 pub mod metrics;
+mod presign;
+mod request_id;
 pub mod s3;
 pub mod server;

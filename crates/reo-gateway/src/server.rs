@@ -178,6 +178,7 @@ pub async fn serve(
     cfg.xml_max_body_size = 2 << 20; // DeleteObjects of 1000 long keys fits
     b.set_config(Arc::new(StaticConfigProvider::new(Arc::new(cfg))));
     let service = b.build();
+    let ids = std::sync::Arc::new(crate::request_id::RequestIds::default());
     let http = ConnBuilder::new(TokioExecutor::new());
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
@@ -189,21 +190,27 @@ pub async fn serve(
             },
             _ = &mut shutdown => break,
         };
-        let (service, latency) = (service.clone(), latency.clone());
+        let (service, latency, ids) = (service.clone(), latency.clone(), ids.clone());
         let timed = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
             let op = crate::metrics::operation(req.method(), req.uri().path());
-            let (service, latency) = (service.clone(), latency.clone());
+            let (service, latency, ids) = (service.clone(), latency.clone(), ids.clone());
             let cont = Continue::of(&req);
             async move {
                 let t = std::time::Instant::now();
-                let mut r = hyper::service::Service::call(&service, req).await;
+                let id = ids.next();
+                let mut r = match crate::presign::check(req.uri().query()) {
+                    Some(e) => e.to_http_response().map_err(|e| s3s::HttpError::new(Box::new(e))),
+                    None => hyper::service::Service::call(&service, req).await,
+                };
                 latency.observe(op, t.elapsed());
                 if let Ok(resp) = &mut r {
                     close_after_early_answer(cont, resp);
+                    ids.stamp(&id, resp);
                 }
                 if let Ok(resp) = &r {
                     tracing::debug!(
                         op,
+                        request_id = id.as_str(),
                         status = resp.status().as_u16(),
                         elapsed_us = t.elapsed().as_micros() as u64,
                         "request"
