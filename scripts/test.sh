@@ -20,6 +20,10 @@ echo "== tests"
 # moto_server is the S3 store the S3 backend's tests (Rust and end-to-end) run against; boto3
 # drives the gateway end to end, and the AWS CLI is one of the clients it is checked with.
 python3 -m pip install --quiet --disable-pip-version-check boto3 awscli "moto[server]"
+# rclone and s3cmd: two more clients the gateway is checked with (tests/e2e/test_clients.py).
+if ! command -v rclone >/dev/null || ! command -v s3cmd >/dev/null; then
+  apt-get install -y -qq rclone s3cmd >/dev/null || { apt-get update -qq && apt-get install -y -qq rclone s3cmd >/dev/null; }
+fi
 cargo test --workspace --no-run
 # Bounded so that a hang fails CI with its test named instead of running out its clock.
 timeout --signal=KILL 1200 cargo test --workspace
