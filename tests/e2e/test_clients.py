@@ -68,8 +68,12 @@ class ClientsTest(unittest.TestCase):
             self.assertEqual(sha(os.path.join(a, rel)), sha(os.path.join(b, rel)), rel)
 
     def test_aws_cli(self):
+        # AWS CLI v1 presigns with SigV2 unless told otherwise; the gateway accepts SigV4 only.
+        config = os.path.join(self.dir, "aws-config")
+        with open(config, "w") as f:
+            f.write("[default]\ns3 =\n    signature_version = s3v4\n")
         env = dict(os.environ, AWS_ACCESS_KEY_ID=ACCESS, AWS_SECRET_ACCESS_KEY=SECRET, AWS_DEFAULT_REGION="us-east-1",
-                   AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null")
+                   AWS_CONFIG_FILE=config, AWS_SHARED_CREDENTIALS_FILE="/dev/null")
         aws = ["aws", "--endpoint-url", srv.endpoint, "s3"]
         b = self.bucket
         src = self.tree("up", {"big.bin": 20 << 20, "a/1.txt": 100, "a/b/2.txt": 70_000, "empty": 0})

@@ -298,6 +298,20 @@ class ConformanceTest(unittest.TestCase):
             get(week.replace("X-Amz-Expires=604800", "X-Amz-Expires=-1"))
         self.assertEqual(e.exception.code, 403)
 
+    def test_signature_v2_is_refused(self):
+        v2 = srv.client(signature_version="s3")
+        status, code, r = self.error(v2.list_objects_v2, Bucket=self.bucket)
+        self.assertEqual((status, code), (403, "AccessDenied"))
+        self.assertIn("Signature Version 2", r["Error"]["Message"])
+        self.assertEqual(self.error(v2.put_object, Bucket=self.bucket, Key="v2", Body=b"x")[1], "AccessDenied")
+        self.s3.put_object(Bucket=self.bucket, Key="k", Body=b"x")
+        url = self.s3.generate_presigned_url("get_object", Params={"Bucket": self.bucket, "Key": "k"})
+        self.assertIn("AWSAccessKeyId=", url)  # boto3's default presign for path-style URLs: SigV2
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(url, timeout=30)
+        self.assertEqual(e.exception.code, 403)
+        self.assertEqual(self.error(self.s3.head_object, Bucket=self.bucket, Key="v2")[0], 404)
+
     def test_part_number_of_a_get(self):
         b = self.bucket
         self.s3.put_object(Bucket=b, Key="single", Body=b"whole object")

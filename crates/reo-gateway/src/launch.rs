@@ -40,6 +40,8 @@ pub struct ServeConfig {
     pub promote_bps: u64,
     /// Whether `/metrics` answers unsigned requests.
     pub anonymous_metrics: bool,
+    /// Accept Signature Version 2 requests (unsafe; `[server] allow_sigv2`).
+    pub allow_sigv2: bool,
     /// Unflushed bytes beyond which writes get 503 SlowDown (default: half the cache).
     pub dirty_limit: Option<u64>,
     /// Backend outage after which writes get 503 SlowDown.
@@ -263,7 +265,12 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    let opts = ServerOptions { access_key, secret_key, limits: Limits { max_body: cfg.max_body } };
+    let opts = ServerOptions {
+        access_key,
+        secret_key,
+        limits: Limits { max_body: cfg.max_body },
+        allow_sigv2: cfg.allow_sigv2,
+    };
     let served = rt.block_on(async {
         let listener = tokio::net::TcpListener::bind(cfg.listen)
             .await

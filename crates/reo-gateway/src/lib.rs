@@ -25,3 +25,4 @@ mod presign;
 mod request_id;
 pub mod s3;
 pub mod server;
+mod sigv2;

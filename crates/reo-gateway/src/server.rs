@@ -29,6 +29,8 @@ pub struct ServerOptions {
     pub access_key: String,
     pub secret_key: String,
     pub limits: Limits,
+    /// Accept Signature Version 2 (`crate::sigv2`; unsafe, for legacy clients only).
+    pub allow_sigv2: bool,
 }
 
 /// One static key pair (s3s's `SimpleAuth`), answering an unknown access key with S3's
@@ -179,6 +181,7 @@ pub async fn serve(
     b.set_config(Arc::new(StaticConfigProvider::new(Arc::new(cfg))));
     let service = b.build();
     let ids = std::sync::Arc::new(crate::request_id::RequestIds::default());
+    let allow_sigv2 = opts.allow_sigv2;
     let http = ConnBuilder::new(TokioExecutor::new());
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
@@ -198,7 +201,8 @@ pub async fn serve(
             async move {
                 let t = std::time::Instant::now();
                 let id = ids.next();
-                let mut r = match crate::presign::check(req.uri().query()) {
+                let sigv2 = (!allow_sigv2).then(|| crate::sigv2::refuse(req.headers(), req.uri().query())).flatten();
+                let mut r = match sigv2.or_else(|| crate::presign::check(req.uri().query())) {
                     Some(e) => e.to_http_response().map_err(|e| s3s::HttpError::new(Box::new(e))),
                     None => hyper::service::Service::call(&service, req).await,
                 };

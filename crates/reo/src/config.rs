@@ -36,6 +36,7 @@ pub struct ServerSection {
     pub secret_key: Option<String>,
     pub max_body: Option<String>,
     pub anonymous_metrics: Option<bool>,
+    pub allow_sigv2: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -218,6 +219,7 @@ pub struct Settings {
     pub secret_key: Option<String>,
     pub max_body: Option<u64>,
     pub anonymous_metrics: Option<bool>,
+    pub allow_sigv2: Option<bool>,
     pub devices: Option<usize>,
     pub device_bytes: Option<u64>,
     pub flush_delay_ms: Option<u64>,
@@ -335,6 +337,7 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
         secret_key: f.server.secret_key,
         max_body,
         anonymous_metrics: f.server.anonymous_metrics,
+        allow_sigv2: f.server.allow_sigv2,
         devices: f.cache.devices,
         device_bytes,
         flush_delay_ms: f.flush.delay_ms,
