@@ -1,6 +1,7 @@
 """Starts and stops a real `reo serve` on a free loopback port with a temporary data directory."""
 
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -27,8 +28,9 @@ def free_port():
 
 
 class Server:
-    def __init__(self, binary, data_dir=None, extra=(), device_mib=64, env=None):
+    def __init__(self, binary, data_dir=None, extra=(), device_mib=64, env=None, nofile=None):
         self.binary = binary
+        self.nofile = nofile  # the server's open-file limit (soft and hard), if not inherited
         self.env = env  # extra environment variables of the server process
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="reo-e2e-")
         self.port = free_port()
@@ -51,7 +53,9 @@ class Server:
         self.proc = subprocess.Popen(
             [self.binary, "serve", "--data-dir", self.data_dir, "--listen", f"127.0.0.1:{self.port}",
              "--devices", "5", "--device-mib", str(self.device_mib), "--access-key", ACCESS, "--secret-key", SECRET] + self.extra,
-            stdout=self.log, stderr=self.log, env=dict(os.environ, **self.env) if self.env else None)
+            stdout=self.log, stderr=self.log, env=dict(os.environ, **self.env) if self.env else None,
+            preexec_fn=(lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile)))
+            if self.nofile else None)
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:

@@ -42,6 +42,10 @@ pub struct ServeConfig {
     pub anonymous_metrics: bool,
     /// Accept Signature Version 2 requests (unsafe; `[server] allow_sigv2`).
     pub allow_sigv2: bool,
+    /// See [`ServerOptions::header_timeout`].
+    pub header_timeout: std::time::Duration,
+    /// See [`ServerOptions::max_connections`].
+    pub max_connections: Option<usize>,
     /// Unflushed bytes beyond which writes get 503 SlowDown (default: half the cache).
     pub dirty_limit: Option<u64>,
     /// Backend outage after which writes get 503 SlowDown.
@@ -270,6 +274,8 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         secret_key,
         limits: Limits { max_body: cfg.max_body },
         allow_sigv2: cfg.allow_sigv2,
+        header_timeout: cfg.header_timeout,
+        max_connections: cfg.max_connections,
     };
     let served = rt.block_on(async {
         let listener = tokio::net::TcpListener::bind(cfg.listen)

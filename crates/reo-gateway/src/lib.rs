@@ -12,6 +12,7 @@
 //! * [`hints`]: application hints (prefetch, pin, evict over leases), persisted and throttled.
 //! * [`metrics`]: request latency histograms; [`device_io`]: per-device I/O counters.
 
+mod accept;
 pub mod api;
 pub mod backend;
 pub mod device_files;

@@ -31,6 +31,11 @@ pub struct ServerOptions {
     pub limits: Limits,
     /// Accept Signature Version 2 (`crate::sigv2`; unsafe, for legacy clients only).
     pub allow_sigv2: bool,
+    /// A request's header must have arrived this long after its connection became ready to read
+    /// one, else the connection is closed (a client holding a connection with a trickle).
+    pub header_timeout: std::time::Duration,
+    /// Connections open at once ([`crate::accept`]); `None`: sized from the open-file limit.
+    pub max_connections: Option<usize>,
 }
 
 /// One static key pair (s3s's `SimpleAuth`), answering an unknown access key with S3's
@@ -182,15 +187,16 @@ pub async fn serve(
     let service = b.build();
     let ids = std::sync::Arc::new(crate::request_id::RequestIds::default());
     let allow_sigv2 = opts.allow_sigv2;
-    let http = ConnBuilder::new(TokioExecutor::new());
+    let mut http = ConnBuilder::new(TokioExecutor::new());
+    http.http1().timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(opts.header_timeout);
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
+    let max_connections = opts.max_connections.unwrap_or_else(crate::accept::default_max_connections);
+    tracing::info!(max_connections, header_timeout = ?opts.header_timeout, "connection limits");
+    let mut acceptor = crate::accept::Acceptor::new(listener, max_connections);
     loop {
-        let (socket, _) = tokio::select! {
-            r = listener.accept() => match r {
-                Ok(s) => s,
-                Err(e) => { tracing::warn!("accept failed: {e}"); continue; }
-            },
+        let (socket, permit) = tokio::select! {
+            s = acceptor.accept() => s,
             _ = &mut shutdown => break,
         };
         let (service, latency, ids) = (service.clone(), latency.clone(), ids.clone());
@@ -227,9 +233,10 @@ pub async fn serve(
         let conn = graceful.watch(conn.into_owned());
         tokio::spawn(async move {
             let _ = conn.await;
+            drop(permit);
         });
     }
-    drop(listener);
+    drop(acceptor);
     if tokio::time::timeout(DRAIN, graceful.shutdown()).await.is_err() {
         tracing::warn!("requests still running after {DRAIN:?}; closing anyway");
     }

@@ -37,6 +37,8 @@ pub struct ServerSection {
     pub max_body: Option<String>,
     pub anonymous_metrics: Option<bool>,
     pub allow_sigv2: Option<bool>,
+    pub header_timeout: Option<String>,
+    pub max_connections: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -220,6 +222,8 @@ pub struct Settings {
     pub max_body: Option<u64>,
     pub anonymous_metrics: Option<bool>,
     pub allow_sigv2: Option<bool>,
+    pub header_timeout: Option<std::time::Duration>,
+    pub max_connections: Option<usize>,
     pub devices: Option<usize>,
     pub device_bytes: Option<u64>,
     pub flush_delay_ms: Option<u64>,
@@ -338,6 +342,16 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
         max_body,
         anonymous_metrics: f.server.anonymous_metrics,
         allow_sigv2: f.server.allow_sigv2,
+        header_timeout: f
+            .server
+            .header_timeout
+            .as_deref()
+            .map(|v| positive_duration("server.header_timeout", v))
+            .transpose()?,
+        max_connections: match f.server.max_connections {
+            Some(0) => return Err("server.max_connections: must be at least 1".into()),
+            n => n,
+        },
         devices: f.cache.devices,
         device_bytes,
         flush_delay_ms: f.flush.delay_ms,
@@ -390,6 +404,17 @@ mod tests {
         assert_eq!(parse_duration("30"), None);
         assert_eq!(parse_duration("soon"), None);
         assert_eq!(parse_duration("3d"), None);
+    }
+
+    #[test]
+    fn connection_limits() {
+        let s = parse("t", "[server]\nheader_timeout = \"2s\"\nmax_connections = 64\nallow_sigv2 = true\n").unwrap();
+        assert_eq!(s.header_timeout, Some(std::time::Duration::from_secs(2)));
+        assert_eq!((s.max_connections, s.allow_sigv2), (Some(64), Some(true)));
+        let e = parse("t", "[server]\nheader_timeout = \"0s\"\n").unwrap_err();
+        assert!(e.contains("server.header_timeout"), "{e}");
+        let e = parse("t", "[server]\nmax_connections = 0\n").unwrap_err();
+        assert!(e.contains("server.max_connections"), "{e}");
     }
 
     #[test]

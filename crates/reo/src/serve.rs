@@ -101,6 +101,8 @@ pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
         promote_bps: a.promote_bps.or(f.promote_bps).unwrap_or(64 << 20),
         anonymous_metrics: f.anonymous_metrics.unwrap_or(true),
         allow_sigv2: f.allow_sigv2.unwrap_or(false),
+        header_timeout: f.header_timeout.unwrap_or(std::time::Duration::from_secs(10)),
+        max_connections: f.max_connections,
         dirty_limit: f.dirty_limit,
         backend_down_slowdown_after: f
             .backend_down_slowdown_after

@@ -1,0 +1,98 @@
+"""What a connection may cost `reo serve` before it has sent a signed request: a request header
+that never finishes is cut off at `[server] header_timeout`; at most `max_connections` are open
+at once (the rest wait in the kernel's backlog and are served as others close); and when file
+descriptors run out the accept loop backs off instead of spinning a core and flooding the log."""
+
+import os
+import socket
+import time
+import unittest
+import urllib.request
+
+from server import Server
+
+BIN = os.environ.get("REO_BIN", "target/debug/reo")
+
+
+def health(srv, timeout=10):
+    with urllib.request.urlopen(srv.endpoint + "/_reo/health", timeout=timeout) as r:
+        return r.status
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class ServerLimitsTest(unittest.TestCase):
+    def start(self, server_toml, **kw):
+        srv = Server(BIN, **kw)
+        cfg = os.path.join(srv.data_dir, "reo.toml")
+        with open(cfg, "w") as f:
+            f.write("[server]\n" + server_toml)
+        srv.extra = ["--config", cfg]
+        srv.start()
+        self.addCleanup(srv.cleanup)
+        self.addCleanup(srv.stop)
+        return srv
+
+    def connect(self, srv):
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+        self.addCleanup(s.close)
+        return s
+
+    def test_an_unfinished_header_is_cut_off(self):
+        srv = self.start('header_timeout = "1s"\n')
+        s = self.connect(srv)
+        s.sendall(b"GET /_reo/health HTTP/1.1\r\nHost: reo\r\n")  # and never the blank line
+        t = time.monotonic()
+        got = b""
+        while chunk := s.recv(4096):
+            got += chunk
+        waited = time.monotonic() - t
+        self.assertLess(waited, 20, "the connection stayed open")
+        self.assertGreaterEqual(waited, 0.9)
+        self.assertNotIn(b"200 OK", got)
+        self.assertEqual(health(srv), 200)  # others are served meanwhile and after
+
+    def test_connections_beyond_the_limit_wait_for_one_to_close(self):
+        srv = self.start('max_connections = 3\nheader_timeout = "60s"\n')
+        idle = [self.connect(srv) for _ in range(3)]
+        time.sleep(0.2)  # accepted: the three permits are taken
+        with self.assertRaises(OSError):  # queued in the backlog, not served
+            health(srv, timeout=1.5)
+        idle[0].close()
+        self.assertEqual(health(srv), 200)
+
+    def test_running_out_of_descriptors_does_not_spin(self):
+        # 96 descriptors, and a connection cap above them: accept() fails with EMFILE.
+        srv = self.start("max_connections = 1000\n", nofile=96)
+        log = os.path.join(srv.data_dir, "server.log")
+        conns = [socket.create_connection(("127.0.0.1", srv.port), timeout=30) for _ in range(150)]
+        try:
+            time.sleep(0.5)
+            cpu0, log0, t0 = cpu_seconds(srv.proc.pid), os.path.getsize(log), time.monotonic()
+            time.sleep(3)
+            cpu = cpu_seconds(srv.proc.pid) - cpu0
+            wall = time.monotonic() - t0
+            grown = os.path.getsize(log) - log0
+            # Spinning costs a whole core and megabytes of log a second.
+            self.assertLess(cpu / wall, 0.3, f"{cpu:.2f} s of CPU in {wall:.1f} s")
+            self.assertLess(grown, 20_000, f"{grown} bytes of log in {wall:.1f} s")
+        finally:
+            for c in conns:
+                c.close()
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self.assertEqual(health(srv, timeout=5), 200)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+
+if __name__ == "__main__":
+    unittest.main()
