@@ -65,6 +65,21 @@ class ServerLimitsTest(unittest.TestCase):
         idle[0].close()
         self.assertEqual(health(srv), 200)
 
+    def test_a_form_upload_is_refused_before_its_body_is_read(self):
+        srv = self.start("")
+        rss = lambda: int(next(line.split()[1] for line in open(f"/proc/{srv.proc.pid}/status")  # noqa: E731
+                               if line.startswith("VmRSS:")))
+        before = rss()
+        for path in ("/any-bucket", "/_reo/admin/flush"):
+            s = self.connect(srv)
+            s.sendall(f"POST {path} HTTP/1.1\r\nHost: reo\r\nContent-Type: multipart/form-data; boundary=b\r\n"
+                      f"Content-Length: {256 << 20}\r\n\r\n".encode() + b"--b\r\n" + b"x" * (1 << 20))
+            head = s.recv(4096).decode(errors="replace")
+            self.assertTrue(head.startswith("HTTP/1.1 501"), head[:200])
+            self.assertIn("POST Object", head)
+        self.assertLess(rss() - before, 64 << 10, "the form's body was buffered (KiB)")
+        self.assertEqual(health(srv), 200)
+
     def test_running_out_of_descriptors_does_not_spin(self):
         # 96 descriptors, and a connection cap above them: accept() fails with EMFILE.
         srv = self.start("max_connections = 1000\n", nofile=96)

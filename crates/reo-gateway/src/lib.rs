@@ -17,6 +17,7 @@ pub mod api;
 pub mod backend;
 pub mod device_files;
 pub mod device_io;
+mod form_post;
 pub mod gateway;
 pub mod hints;
 pub mod keys;

@@ -207,8 +207,13 @@ pub async fn serve(
             async move {
                 let t = std::time::Instant::now();
                 let id = ids.next();
-                let sigv2 = (!allow_sigv2).then(|| crate::sigv2::refuse(req.headers(), req.uri().query())).flatten();
-                let mut r = match sigv2.or_else(|| crate::presign::check(req.uri().query())) {
+                // Refused before s3s reads anything of the request.
+                let early = crate::form_post::refuse(req.method(), req.headers())
+                    .or_else(|| {
+                        (!allow_sigv2).then(|| crate::sigv2::refuse(req.headers(), req.uri().query())).flatten()
+                    })
+                    .or_else(|| crate::presign::check(req.uri().query()));
+                let mut r = match early {
                     Some(e) => e.to_http_response().map_err(|e| s3s::HttpError::new(Box::new(e))),
                     None => hyper::service::Service::call(&service, req).await,
                 };
