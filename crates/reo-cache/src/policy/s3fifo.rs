@@ -18,7 +18,8 @@
 //! this rule the 100 k-object reference miss ratio is .1979 instead of .1956). Deviations: an
 //! object larger than cap(S) goes straight to M (libCacheSim refuses it); a non-evictable key met
 //! at the tail of S or M is moved to the head of its queue unchanged (another round), and a queue
-//! whose keys are all non-evictable falls back to the other queue.
+//! whose keys are all non-evictable falls back to the other queue (and M once more after S, whose
+//! scan may have promoted evictable keys to M).
 
 use super::{accounted_size, InsertError, Key, Policy};
 use crate::slab::{List, Slab};
@@ -87,7 +88,8 @@ impl S3Fifo {
     fn evict(&mut self, evictable: &mut dyn FnMut(Key) -> bool) -> Option<Key> {
         self.has_evicted = true;
         if self.main.bytes > self.cap_main || self.small.is_empty() {
-            self.evict_main(evictable).or_else(|| self.evict_small(evictable))
+            // evict_small may find nothing to evict in S yet promote keys to M that are: M again.
+            self.evict_main(evictable).or_else(|| self.evict_small(evictable)).or_else(|| self.evict_main(evictable))
         } else {
             self.evict_small(evictable).or_else(|| self.evict_main(evictable))
         }
@@ -354,6 +356,22 @@ mod tests {
         assert_eq!(put(&mut p, 11), vec![4]);
         assert_eq!(p.queues()[1], vec![3, 2, 1, 10, 9, 8, 7, 6, 5]);
         assert_eq!((p.freq(1), p.freq(2), p.freq(3)), (Some(0), Some(2), Some(0)));
+    }
+
+    #[test]
+    fn a_key_promoted_while_m_is_all_pinned_is_evicted() {
+        // The case proptest found: M over its share and all pinned, S's only key hit twice.
+        let mut p = S3Fifo::new(79);
+        let mut ev = Vec::new();
+        let even = &mut |k: Key| k % 2 == 1;
+        for (k, s) in [(32, 12), (2, 9), (14, 32), (20, 20), (3, 1)] {
+            p.insert(k, s, even, &mut ev).unwrap();
+        }
+        assert!(p.on_hit(3) && p.on_hit(3));
+        // evict_M finds only pinned keys; evict_S promotes 3 to M (freq 2); M again evicts it.
+        p.insert(4, 6, even, &mut ev).unwrap();
+        assert_eq!(ev, vec![3]);
+        p.check_invariants().unwrap();
     }
 
     #[test]
