@@ -6,6 +6,7 @@ embedded defaults (./reo-data, 5 device files of 256 MiB, a local backend direct
 import os
 import shutil
 import signal
+import stat
 import socket
 import subprocess
 import tempfile
@@ -33,6 +34,14 @@ def read_head(sock):
             raise AssertionError(f"connection closed after {buf!r}")
         buf += chunk
     return buf
+
+
+def health_ok(srv):
+    try:
+        with urllib.request.urlopen(srv.endpoint + "/_reo/health", timeout=1) as r:
+            return r.status == 200
+    except OSError:
+        return False
 
 
 def wait_healthy(proc):
@@ -104,6 +113,31 @@ class LifecycleTest(unittest.TestCase):
             self.assertEqual(srv2.stop(), 0)
             srv2.cleanup()
 
+    def test_the_secret_key_from_a_file_or_the_environment(self):
+        for how in ("file", "env"):
+            srv = Server(BIN)
+            self.addCleanup(srv.cleanup)
+            key_file = os.path.join(srv.data_dir, "secret")
+            with open(key_file, "w") as f:
+                f.write(SECRET + "\n")
+            args = [os.path.abspath(BIN), "serve", "--data-dir", srv.data_dir, "--listen", f"127.0.0.1:{srv.port}",
+                    "--device-mib", "64", "--access-key", ACCESS]
+            env = dict(os.environ)
+            if how == "file":
+                args += ["--secret-key-file", key_file]
+            else:
+                env["REO_SECRET_KEY"] = SECRET
+            proc = subprocess.Popen(args, env=env, stdout=srv.log, stderr=srv.log)
+            srv.proc = proc
+            try:
+                wait_for(lambda: health_ok(srv) or proc.poll() is not None, "reo serve to start", timeout=120)
+                self.assertIsNone(proc.poll(), how)
+                with open(f"/proc/{proc.pid}/cmdline", "rb") as f:
+                    self.assertNotIn(SECRET.encode(), f.read())  # not in the process list
+                srv.client().create_bucket(Bucket=f"secret-{how}")  # signed with SECRET: accepted
+            finally:
+                self.assertEqual(srv.stop(), 0)
+
     def test_no_arguments_runs_on_embedded_defaults(self):
         try:
             with socket.socket() as s:
@@ -116,12 +150,18 @@ class LifecycleTest(unittest.TestCase):
         self.addCleanup(log.close)
         proc = subprocess.Popen([os.path.abspath(BIN), "serve"], cwd=cwd, stdout=subprocess.PIPE, stderr=log, text=True)
         try:
-            lines = [proc.stdout.readline() for _ in range(3)]
+            lines = [proc.stdout.readline() for _ in range(2)]
             self.assertIn("generated credentials", lines[0])
             access = lines[1].split("access key:")[1].strip()
-            secret = lines[2].split("secret key:")[1].strip()
             wait_healthy(proc)
             data = os.path.join(cwd, "reo-data")
+            # The secret is in the credentials file only (never printed), and nobody else reads
+            # the data directory, the credentials or the devices.
+            with open(os.path.join(data, "credentials")) as f:
+                secret = f.read().split()[1]
+            for path, mode in ((data, 0o700), (os.path.join(data, "credentials"), 0o600),
+                               (os.path.join(data, "dev0.img"), 0o600)):
+                self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), mode, path)
             for i in range(5):
                 self.assertEqual(os.path.getsize(os.path.join(data, f"dev{i}.img")), 256 << 20)
             self.assertFalse(os.path.exists(os.path.join(data, "dev5.img")))
@@ -136,8 +176,13 @@ class LifecycleTest(unittest.TestCase):
             self.assertTrue(os.path.isfile(os.path.join(data, "backend", "photos", "b.bucket")))
         finally:
             proc.send_signal(signal.SIGTERM)
-            proc.communicate(timeout=60)
+            rest, _ = proc.communicate(timeout=60)
         self.assertEqual(proc.returncode, 0)
+        self.assertNotIn(secret, "".join(lines) + rest)
+        # Modes widened by hand are narrowed again at the next start, with a warning.
+        os.chmod(data, 0o755)
+        os.chmod(os.path.join(data, "credentials"), 0o644)
+        os.chmod(os.path.join(data, "dev1.img"), 0o644)
         # Credentials are printed once: a second start reuses them silently.
         proc = subprocess.Popen([os.path.abspath(BIN), "serve"], cwd=cwd, stdout=subprocess.PIPE, stderr=log, text=True)
         try:
@@ -147,6 +192,11 @@ class LifecycleTest(unittest.TestCase):
             out, _ = proc.communicate(timeout=60)
         self.assertEqual(proc.returncode, 0)
         self.assertNotIn("generated credentials", out)
+        for path, mode in ((data, 0o700), (os.path.join(data, "credentials"), 0o600),
+                           (os.path.join(data, "dev1.img"), 0o600)):
+            self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), mode, path)
+        with open(os.path.join(cwd, "server.log")) as f:
+            self.assertIn("credentials was mode 644; now 600", f.read())
 
 
 if __name__ == "__main__":

@@ -126,6 +126,31 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
 
+/// Narrows the data directory to 0700 and its credentials and device files (a replacement's
+/// target included) to 0600, warning about each that was wider: they hold every cached and
+/// unflushed object and the secret key, and a directory created by an older version or by hand
+/// may be readable by every user. New files are narrow already (the server's umask is 077).
+pub fn restrict(dir: &Path, devices: usize) {
+    use std::os::unix::fs::PermissionsExt;
+    let narrow = |path: &Path, mode: u32| {
+        let Ok(m) = std::fs::metadata(path) else { return };
+        let was = m.permissions().mode() & 0o777;
+        if was & !mode != 0 {
+            match std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)) {
+                Ok(()) => tracing::warn!("{} was mode {was:o}; now {mode:o}", path.display()),
+                Err(e) => {
+                    tracing::warn!("{} is mode {was:o} and could not be narrowed to {mode:o}: {e}", path.display())
+                }
+            }
+        }
+    };
+    narrow(dir, 0o700);
+    narrow(&dir.join("credentials"), 0o600);
+    for i in 0..devices {
+        narrow(&device_path(dir, i), 0o600);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

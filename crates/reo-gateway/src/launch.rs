@@ -126,8 +126,8 @@ fn random_string(len: usize, alphabet: &[u8]) -> Result<String, String> {
     Ok(buf.iter().map(|b| alphabet[*b as usize % alphabet.len()] as char).collect())
 }
 
-/// The key pair: from the flags, else from `<data_dir>/credentials`, else generated (printed once
-/// and saved there, mode 0600).
+/// The key pair: from the flags, else from `<data_dir>/credentials`, else generated and saved
+/// there (mode 0600; the access key and the file's path are printed, never the secret).
 fn credentials(cfg: &ServeConfig) -> Result<(String, String), String> {
     match (&cfg.access_key, &cfg.secret_key) {
         (Some(a), Some(s)) => return Ok((a.clone(), s.clone())),
@@ -156,8 +156,8 @@ fn credentials(cfg: &ServeConfig) -> Result<(String, String), String> {
             .map_err(|e| format!("cannot save credentials to {}: {e}", file.display()))?;
         writeln!(f, "{a}\n{s}").map_err(|e| format!("{}: {e}", file.display()))?;
     }
-    println!("reo: generated credentials (saved in {}):", file.display());
-    println!("  access key: {a}\n  secret key: {s}");
+    println!("reo: generated credentials, saved in {} (the secret key is its second line):", file.display());
+    println!("  access key: {a}");
     Ok((a, s))
 }
 
@@ -204,7 +204,12 @@ fn open_store(cfg: &ServeConfig, io: &crate::device_io::DeviceIoTable) -> Result
 
 /// Runs the gateway until SIGTERM or SIGINT.
 pub fn run(cfg: &ServeConfig) -> Result<(), String> {
+    // Everything the server creates is its own alone: cached objects, unflushed writes, staged
+    // parts and credentials.
+    // SAFETY: umask only sets the process's file-creation mask.
+    unsafe { libc::umask(0o077) };
     std::fs::create_dir_all(&cfg.data_dir).map_err(|e| format!("cannot create {}: {e}", cfg.data_dir.display()))?;
+    crate::device_files::restrict(&cfg.data_dir, cfg.devices);
     // An S3 backend's settings are checked before anything is created on the devices.
     let s3 = match &cfg.backend {
         BackendChoice::S3(settings) => Some(open_s3(settings)?),

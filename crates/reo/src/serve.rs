@@ -37,9 +37,12 @@ pub struct ServeArgs {
     /// S3 access key (with --secret-key). Default: generated once, kept in <data-dir>/credentials.
     #[arg(long)]
     access_key: Option<String>,
-    /// S3 secret key.
-    #[arg(long)]
+    /// S3 secret key (visible in the process list: prefer --secret-key-file or REO_SECRET_KEY).
+    #[arg(long, env = "REO_SECRET_KEY", hide_env_values = true)]
     secret_key: Option<String>,
+    /// A file whose first line is the S3 secret key.
+    #[arg(long, conflicts_with = "secret_key")]
+    secret_key_file: Option<PathBuf>,
     /// Largest PUT or part body accepted, in MiB. [default: 1024]
     #[arg(long)]
     max_body_mib: Option<u64>,
@@ -90,7 +93,19 @@ pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
         devices: a.devices.or(f.devices).unwrap_or(5),
         device_mib: a.device_mib.or(f.device_bytes.map(|b| b >> 20)).unwrap_or(256),
         access_key: a.access_key.clone().or(f.access_key),
-        secret_key: a.secret_key.clone().or(f.secret_key),
+        secret_key: match &a.secret_key_file {
+            Some(p) => Some(
+                std::fs::read_to_string(p)
+                    .map_err(|e| format!("--secret-key-file {}: {e}", p.display()))?
+                    .lines()
+                    .next()
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .ok_or_else(|| format!("--secret-key-file {}: the first line is empty", p.display()))?
+                    .to_string(),
+            ),
+            None => a.secret_key.clone().or(f.secret_key),
+        },
         max_body: a.max_body_mib.map(|m| m << 20).or(f.max_body).unwrap_or(1 << 30),
         flush_delay: std::time::Duration::from_millis(a.flush_delay_ms.or(f.flush_delay_ms).unwrap_or(0)),
         policies: if a.write_policies.is_empty() {
