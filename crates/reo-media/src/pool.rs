@@ -6,7 +6,7 @@
 //! runs the jobs on the caller: handing a counter increment to another thread costs more than
 //! the increment.
 //!
-//! Why not rayon (used until 2026-11-24): an idle rayon worker spins through `sched_yield` for a
+//! Why not rayon: an idle rayon worker spins through `sched_yield` for a
 //! while before it sleeps. Every job here is a blocking pread/pwrite, so with 4 threads per
 //! device most workers are idle most of the time, and on a 2-vCPU machine their spinning took
 //! about 15% of all CPU samples of `reo bench store` — CPU the checksums, the codec and the

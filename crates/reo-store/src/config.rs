@@ -51,7 +51,7 @@ pub struct StoreConfig {
     /// such a put or free waits in memory for more records to share its journal batch (one
     /// write and one fdatasync of every device). A batch is written at once when a `Sync`
     /// operation or a flush waits for it, or 32 KiB of records (about 800) are queued. Default 1 s
-    /// (50 ms until the tenth 2026-11-25 session): every batch ends in an fdatasync of every
+    /// rather than 50 ms: every batch ends in an fdatasync of every
     /// device, which on a disk with a volatile write cache is a cache flush that stalls the data
     /// streams — a batch per put cost about 10% of the write bandwidth in `reo bench store`, a
     /// batch every 50 ms still 7–10% of `None` puts on the later benchmark host (BENCHMARKS.md),

@@ -17,35 +17,32 @@ use s3s::dto::{
 };
 use s3s::{s3_error, S3Result};
 
-/// The SSE headers a request carried, by name.
-fn named(present: &[(&'static str, bool)]) -> Vec<&'static str> {
-    present.iter().filter(|(_, p)| *p).map(|(n, _)| *n).collect()
+/// The headers of `present` a request carried, joined for a message; `None` if none.
+fn named(present: &[(&'static str, bool)]) -> Option<String> {
+    let sent: Vec<_> = present.iter().filter(|(_, p)| *p).map(|(n, _)| *n).collect();
+    (!sent.is_empty()).then(|| sent.join(", "))
 }
 
 fn refuse_write(present: &[(&'static str, bool)]) -> S3Result<()> {
-    let sent = named(present);
-    if sent.is_empty() {
-        return Ok(());
+    match named(present) {
+        None => Ok(()),
+        Some(sent) => Err(s3_error!(
+            NotImplemented,
+            "server-side encryption is not supported by this gateway (objects are stored unencrypted); \
+             the request carried {sent}"
+        )),
     }
-    Err(s3_error!(
-        NotImplemented,
-        "server-side encryption is not supported by this gateway (objects are stored unencrypted); \
-         the request carried {}",
-        sent.join(", ")
-    ))
 }
 
 fn refuse_read(present: &[(&'static str, bool)]) -> S3Result<()> {
-    let sent = named(present);
-    if sent.is_empty() {
-        return Ok(());
+    match named(present) {
+        None => Ok(()),
+        Some(sent) => Err(s3_error!(
+            InvalidRequest,
+            "The encryption parameters are not applicable to this object ({sent} sent; no object here is \
+             encrypted)."
+        )),
     }
-    Err(s3_error!(
-        InvalidRequest,
-        "The encryption parameters are not applicable to this object ({} sent; no object here is \
-         encrypted).",
-        sent.join(", ")
-    ))
 }
 
 const CUSTOMER: [&str; 3] = [
@@ -131,15 +128,13 @@ fn features(acl: Option<&str>, present: &[(&'static str, bool)]) -> S3Result<()>
             "x-amz-acl {a:?}: access control lists are not supported (objects are private to this gateway's credentials)"
         ));
     }
-    let sent = named(present);
-    if sent.is_empty() {
-        return Ok(());
+    match named(present) {
+        None => Ok(()),
+        Some(sent) => Err(s3_error!(
+            NotImplemented,
+            "object grants, tags and Object Lock are not supported by this gateway; the request carried {sent}"
+        )),
     }
-    Err(s3_error!(
-        NotImplemented,
-        "object grants, tags and Object Lock are not supported by this gateway; the request carried {}",
-        sent.join(", ")
-    ))
 }
 
 pub fn put(i: &PutObjectInput) -> S3Result<()> {
