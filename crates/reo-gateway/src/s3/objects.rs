@@ -205,9 +205,8 @@ impl ReoS3 {
         let mut i = req.input;
         unsupported::copy(&i)?;
         let source = source_of!(i)?;
-        let (sb, sk) = (source.bucket.clone(), source.key.clone());
         let replace = i.metadata_directive.as_ref().is_some_and(|d| d.as_str() == MetadataDirective::REPLACE);
-        if !replace && sb == i.bucket && sk == i.key {
+        if !replace && source.bucket == i.bucket && source.key == i.key {
             return Err(s3_error!(
                 InvalidRequest,
                 "copying an object onto itself needs a metadata change (x-amz-metadata-directive: REPLACE)"
@@ -244,11 +243,11 @@ impl ReoS3 {
                     info = ObjectInfo { system: checksums, ..r };
                     standard.store(&mut info.system);
                 }
-                None if standard.storage_class.is_some() => {
-                    info.system
-                        .insert("x-amz-storage-class".into(), standard.storage_class.clone().unwrap_or_default());
+                None => {
+                    if let Some(class) = &standard.storage_class {
+                        info.system.insert("x-amz-storage-class".into(), class.clone());
+                    }
                 }
-                None => {}
             }
             if let Some(a) = new_checksum {
                 info.system.retain(|k, _| !k.starts_with("x-amz-checksum-"));
