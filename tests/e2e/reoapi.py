@@ -12,10 +12,10 @@ from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from server import ACCESS, SECRET
+from server import ADMIN_ACCESS, ADMIN_SECRET
 
 
-def call(srv, method, path, query=None, body=None, access=ACCESS, secret=SECRET, sign=True):
+def call(srv, method, path, query=None, body=None, access=ADMIN_ACCESS, secret=ADMIN_SECRET, sign=True):
     """Returns (status, parsed JSON or raw bytes)."""
     url = srv.endpoint + path
     if query:
@@ -71,7 +71,7 @@ def hint(bucket, key, intent, start, end, **extra):
 
 
 def admin(binary, srv, *args, check=True):
-    env = dict(os.environ, REO_ENDPOINT=srv.endpoint, REO_ACCESS_KEY=ACCESS, REO_SECRET_KEY=SECRET)
+    env = dict(os.environ, REO_ENDPOINT=srv.endpoint, REO_ACCESS_KEY=ADMIN_ACCESS, REO_SECRET_KEY=ADMIN_SECRET)
     p = subprocess.run([binary, "admin", *args], env=env, capture_output=True, text=True, timeout=300)
     if check and p.returncode != 0:
         raise AssertionError(f"reo admin {' '.join(args)} exited {p.returncode}: {p.stderr}")

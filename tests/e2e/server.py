@@ -17,8 +17,12 @@ from botocore.config import Config
 # open without their own timeout (urllib's included) gives up after this long.
 socket.setdefaulttimeout(120)
 
-ACCESS = "REOTESTACCESSKEY0001"
-SECRET = "reo-test-secret-key-0000000000000000000"
+# The built-in admin (the admin API), and the `readwrite` user every test's S3 traffic uses
+# (added by `Server.start`), as the gateway would be run: applications never hold the admin key.
+ADMIN_ACCESS = "REOTESTACCESSKEY0001"
+ADMIN_SECRET = "reo-test-secret-key-0000000000000000000"
+ACCESS = "REOTESTREADWRITE0001"
+SECRET = "reo-test-readwrite-secret-000000000000"
 
 
 def free_port():
@@ -52,7 +56,8 @@ class Server:
             self.log = open(os.path.join(self.data_dir, "server.log"), "ab")
         self.proc = subprocess.Popen(
             [self.binary, "serve", "--data-dir", self.data_dir, "--listen", f"127.0.0.1:{self.port}",
-             "--devices", "5", "--device-mib", str(self.device_mib), "--access-key", ACCESS, "--secret-key", SECRET] + self.extra,
+             "--devices", "5", "--device-mib", str(self.device_mib), "--access-key", ADMIN_ACCESS,
+             "--secret-key", ADMIN_SECRET] + self.extra,
             stdout=self.log, stderr=self.log, env=dict(os.environ, **self.env) if self.env else None,
             preexec_fn=(lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile)))
             if self.nofile else None)
@@ -63,10 +68,20 @@ class Server:
             try:
                 with urllib.request.urlopen(self.endpoint + "/_reo/health", timeout=1) as r:
                     if r.status == 200:
+                        self.add_user("e2e", "readwrite", ACCESS, SECRET)
                         return
             except OSError:
                 time.sleep(0.1)
         raise RuntimeError(f"reo serve did not become healthy within {timeout} s")
+
+    def add_user(self, name, role, access, secret, scopes=()):
+        """Adds a user with the given key pair through the admin API (kept across restarts: one
+        that exists already is left as it is)."""
+        import reoapi
+        status, body = reoapi.call(self, "POST", "/_reo/admin/users", body={
+            "name": name, "role": role, "scopes": list(scopes), "access_key": access, "secret_key": secret})
+        if status not in (200, 409):
+            raise RuntimeError(f"adding user {name}: HTTP {status}: {body}")
 
     def stop(self, sig=signal.SIGTERM):
         if self.proc and self.proc.poll() is None:

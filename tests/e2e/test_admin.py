@@ -65,6 +65,22 @@ class AdminTest(unittest.TestCase):
         self.assertEqual(s["devices"][1]["health"], "failed")
         for k, v in objs.items():
             self.assertEqual(s3.get_object(Bucket="dev", Key=k)["Body"].read(), v)
+        # A replacement is a new file inside the data directory: nothing else is created, and
+        # nothing existing is overwritten.
+        outside = tempfile.mkdtemp(prefix="reo-outside-")
+        os.symlink(outside, os.path.join(self.srv.data_dir, "out"))
+        with open(os.path.join(self.srv.data_dir, "taken.img"), "wb") as f:
+            f.write(b"keep me")
+        for bad in (os.path.join(outside, "abs.img"), "../escaped.img", "state/../dev1.img.replaced",
+                    "out/evil.img", "dev2.img", "taken.img"):
+            p = admin(BIN, self.srv, "device", "replace", "1", bad, check=False)
+            self.assertNotEqual(p.returncode, 0, bad)
+            self.assertIn("path", p.stderr, bad)
+        self.assertEqual(os.listdir(outside), [])
+        self.assertFalse(os.path.exists(os.path.join(self.srv.data_dir, "..", "escaped.img")))
+        with open(os.path.join(self.srv.data_dir, "taken.img"), "rb") as f:
+            self.assertEqual(f.read(), b"keep me")
+        self.assertEqual(self.status()["devices"][1]["health"], "failed")
         p = admin(BIN, self.srv, "device", "replace", "1", "dev1-new.img")
         self.assertIn("rebuild of dev1: done", p.stdout)
         s = self.status()

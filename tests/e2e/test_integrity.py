@@ -172,6 +172,34 @@ class IntegrityTest(unittest.TestCase):
         self.assertEqual(r["ChecksumSHA256"], b64(hashlib.sha256(BODY).digest()))
         self.s3.abort_multipart_upload(Bucket=BUCKET, Key="parts", UploadId=up)
 
+    def test_delete_objects_checks_its_digests_and_reads_any_unicode_key(self):
+        keys = ["emoji-\U0001F600.txt", "plain.txt", "math-\U0001D400"]
+        for k in keys:
+            self.s3.put_object(Bucket=BUCKET, Key=k, Body=b"x")
+        # How minio-py writes keys outside the Basic Multilingual Plane: as character references.
+        objects = "".join(f"<Object><Key>{''.join(c if ord(c) < 0x10000 else f'&#{ord(c)};' for c in k)}</Key></Object>"
+                          for k in keys)
+        xml = f"<Delete>{objects}</Delete>".encode()
+        md5 = {"Content-MD5": b64(hashlib.md5(xml).digest())}
+        # A damaged body: refused whole, nothing deleted.
+        self.assert_refused(self.raw("POST", f"/{BUCKET}?delete", xml, {"Content-MD5": b64(hashlib.md5(b"x").digest())}),
+                            400, "BadDigest")
+        self.assert_refused(self.raw("POST", f"/{BUCKET}?delete", xml, md5, signed_body=b"other"),
+                            400, "XAmzContentSHA256Mismatch")
+        for k in keys:
+            self.s3.head_object(Bucket=BUCKET, Key=k)
+        status, _, body = self.raw("POST", f"/{BUCKET}?delete", xml, md5)
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body.decode().count("<Deleted>"), 3, body)
+        self.assertIn("emoji-\U0001F600.txt", body.decode())
+        for k in keys:
+            self.assert_absent(k)
+        # boto3's own DeleteObjects (its checksum header) goes the same way.
+        self.s3.put_object(Bucket=BUCKET, Key=keys[0], Body=b"x")
+        r = self.s3.delete_objects(Bucket=BUCKET, Delete={"Objects": [{"Key": keys[0]}]})
+        self.assertEqual([d["Key"] for d in r["Deleted"]], [keys[0]])
+        self.assert_absent(keys[0])
+
 
 if __name__ == "__main__":
     unittest.main()

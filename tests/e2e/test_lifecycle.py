@@ -20,7 +20,7 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 
 from reoapi import admin, metric, query, wait_for
-from server import ACCESS, SECRET, Server
+from server import ACCESS, ADMIN_ACCESS, ADMIN_SECRET, SECRET, Server
 
 BIN = os.environ.get("REO_BIN", "target/debug/reo")
 
@@ -119,22 +119,22 @@ class LifecycleTest(unittest.TestCase):
             self.addCleanup(srv.cleanup)
             key_file = os.path.join(srv.data_dir, "secret")
             with open(key_file, "w") as f:
-                f.write(SECRET + "\n")
+                f.write(ADMIN_SECRET + "\n")
             args = [os.path.abspath(BIN), "serve", "--data-dir", srv.data_dir, "--listen", f"127.0.0.1:{srv.port}",
-                    "--device-mib", "64", "--access-key", ACCESS]
+                    "--device-mib", "64", "--access-key", ADMIN_ACCESS]
             env = dict(os.environ)
             if how == "file":
                 args += ["--secret-key-file", key_file]
             else:
-                env["REO_SECRET_KEY"] = SECRET
+                env["REO_SECRET_KEY"] = ADMIN_SECRET
             proc = subprocess.Popen(args, env=env, stdout=srv.log, stderr=srv.log)
             srv.proc = proc
             try:
                 wait_for(lambda: health_ok(srv) or proc.poll() is not None, "reo serve to start", timeout=120)
                 self.assertIsNone(proc.poll(), how)
                 with open(f"/proc/{proc.pid}/cmdline", "rb") as f:
-                    self.assertNotIn(SECRET.encode(), f.read())  # not in the process list
-                srv.client().create_bucket(Bucket=f"secret-{how}")  # signed with SECRET: accepted
+                    self.assertNotIn(ADMIN_SECRET.encode(), f.read())  # not in the process list
+                srv.client(ADMIN_ACCESS, ADMIN_SECRET).create_bucket(Bucket=f"secret-{how}")  # accepted
             finally:
                 self.assertEqual(srv.stop(), 0)
 

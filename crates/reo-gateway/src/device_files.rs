@@ -30,6 +30,60 @@ pub fn is_reserved(dir: &Path, path: &Path) -> bool {
         .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// Where a replacement device goes (`POST /_reo/admin/device/replace?path=P`).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Replacement {
+    /// A new file inside the data directory (its real path), to be created with
+    /// `O_CREAT | O_EXCL | O_NOFOLLOW` ([`reo_media::FileMedia::create_new`]).
+    NewFile(PathBuf),
+    /// A block device named on `[server] replacement_devices`.
+    BlockDevice(PathBuf),
+}
+
+/// Confines a requested replacement path: a block device on the allow-list (named exactly as
+/// there, and a block device itself, not a link to one), else a new file in the data directory
+/// `dir` — relative to it or absolute inside it, without `.` or `..` components, in a directory
+/// whose real path is inside `dir`'s (no symbolic link leading out), not one of the names the
+/// device files use.
+pub fn confine_replacement(dir: &Path, asked: &str, allowed: &[PathBuf]) -> Result<Replacement, String> {
+    use std::os::unix::fs::FileTypeExt;
+    use std::path::Component;
+    let p = Path::new(asked);
+    if allowed.iter().any(|a| a == p) {
+        let m = std::fs::symlink_metadata(p).map_err(|e| format!("{asked}: {e}"))?;
+        if !m.file_type().is_block_device() {
+            return Err(format!("{asked} is on [server] replacement_devices but is not a block device"));
+        }
+        return Ok(Replacement::BlockDevice(p.to_path_buf()));
+    }
+    if p.components().any(|c| matches!(c, Component::ParentDir | Component::CurDir)) {
+        return Err(format!("{asked}: '.' and '..' are not allowed in a replacement path"));
+    }
+    let real_dir = dir.canonicalize().map_err(|e| format!("the data directory {}: {e}", dir.display()))?;
+    let rel = if p.is_absolute() {
+        p.strip_prefix(&real_dir).or_else(|_| p.strip_prefix(dir)).map_err(|_| {
+            format!(
+                "{asked} is outside the data directory {} (a block device elsewhere must be listed in \
+                 [server] replacement_devices)",
+                real_dir.display()
+            )
+        })?
+    } else {
+        p
+    };
+    let name = rel.file_name().ok_or_else(|| format!("{asked}: names no file"))?;
+    let parent = real_dir.join(rel).parent().map(Path::to_path_buf).unwrap_or_else(|| real_dir.clone());
+    let real_parent = parent.canonicalize().map_err(|e| format!("{asked}: its directory {}: {e}", parent.display()))?;
+    if !real_parent.starts_with(&real_dir) {
+        return Err(format!("{asked}: its directory leads out of the data directory (a symbolic link)"));
+    }
+    let path = real_parent.join(name);
+    if is_reserved(&real_dir, &path) {
+        return Err(format!("{asked} is a name the data directory's device files use; choose another"));
+    }
+    Ok(Replacement::NewFile(path))
+}
+
 /// The target of `path` when it is a symbolic link whose target is missing (a replacement on a
 /// disk that is gone): the device is absent, not to be created afresh.
 pub fn missing_target(path: &Path) -> Option<PathBuf> {
@@ -126,7 +180,7 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
 
-/// Narrows the data directory to 0700 and its credentials and device files (a replacement's
+/// Narrows the data directory to 0700 and its credentials, users and device files (a replacement's
 /// target included) to 0600, warning about each that was wider: they hold every cached and
 /// unflushed object and the secret key, and a directory created by an older version or by hand
 /// may be readable by every user. New files are narrow already (the server's umask is 077).
@@ -146,6 +200,7 @@ pub fn restrict(dir: &Path, devices: usize) {
     };
     narrow(dir, 0o700);
     narrow(&dir.join("credentials"), 0o600);
+    narrow(&dir.join("users.json"), 0o600);
     for i in 0..devices {
         narrow(&device_path(dir, i), 0o600);
     }
@@ -182,6 +237,38 @@ mod tests {
         assert!(!dir.join("new.img").exists(), "the earlier replacement's file in the directory is removed");
         std::fs::remove_dir_all(&dir).unwrap();
         std::fs::remove_dir_all(&other).unwrap();
+    }
+
+    #[test]
+    fn replacement_paths_are_confined_to_the_data_directory() {
+        let d = tmp("confine");
+        std::fs::create_dir_all(d.join("spare")).unwrap();
+        std::os::unix::fs::symlink("/tmp", d.join("out")).unwrap();
+        let real = d.canonicalize().unwrap();
+        let ok = |asked: &str| confine_replacement(&d, asked, &[]);
+        assert_eq!(ok("new.img").unwrap(), Replacement::NewFile(real.join("new.img")));
+        assert_eq!(ok("spare/new.img").unwrap(), Replacement::NewFile(real.join("spare/new.img")));
+        let inside = real.join("abs.img");
+        assert_eq!(ok(inside.to_str().unwrap()).unwrap(), Replacement::NewFile(inside.clone()));
+        for bad in [
+            "/etc/evil.img",
+            "../escaped.img",
+            "spare/../../escaped.img",
+            "state/../dev1.img.replaced",
+            "./dev1.img",
+            "dev1.img",
+            "dev2.img.replaced",
+            "out/evil.img",
+            "missing/x.img",
+            "",
+        ] {
+            assert!(ok(bad).is_err(), "{bad:?} was accepted");
+        }
+        // The allow-list takes block devices only, named exactly.
+        let listed = [PathBuf::from("/dev/null"), real.join("spare")];
+        assert!(confine_replacement(&d, "/dev/null", &listed).unwrap_err().contains("not a block device"));
+        assert!(confine_replacement(&d, "/etc/passwd", &listed).unwrap_err().contains("outside the data directory"));
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]

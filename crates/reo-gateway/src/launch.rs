@@ -5,7 +5,6 @@
 //! recovers and the flusher resumes the dirty objects. The local backend directory is created on
 //! a fresh data directory only: on a restart a missing one means the backend is down.
 
-use std::io::Read;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -65,6 +64,9 @@ pub struct ServeConfig {
     pub slow_read_after: Option<std::time::Duration>,
     /// Mark failed a device with one read in service this long (`None`: never).
     pub stuck_read_fail_after: Option<std::time::Duration>,
+    /// Block devices a device replacement may use (`[server] replacement_devices`); any other
+    /// replacement is a new file inside the data directory.
+    pub replacement_devices: Vec<PathBuf>,
     /// The deadline of a local directory backend's calls ([`crate::backend::deadline`]; an S3
     /// backend's are in its settings).
     pub local_timeout: std::time::Duration,
@@ -118,47 +120,15 @@ fn open_local(cfg: &ServeConfig, formatted: bool) -> Result<(Arc<dyn Backend>, S
     Ok((backend, dir.display().to_string()))
 }
 
-fn random_string(len: usize, alphabet: &[u8]) -> Result<String, String> {
-    let mut buf = vec![0u8; len];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut buf))
-        .map_err(|e| format!("cannot read /dev/urandom for credentials: {e}"))?;
-    Ok(buf.iter().map(|b| alphabet[*b as usize % alphabet.len()] as char).collect())
-}
-
-/// The key pair: from the flags, else from `<data_dir>/credentials`, else generated and saved
-/// there (mode 0600; the access key and the file's path are printed, never the secret).
-fn credentials(cfg: &ServeConfig) -> Result<(String, String), String> {
-    match (&cfg.access_key, &cfg.secret_key) {
-        (Some(a), Some(s)) => return Ok((a.clone(), s.clone())),
+/// The users: the built-in admin from the flags (or `<data_dir>/credentials`, generated on the
+/// first start) and those of `<data_dir>/users.json`.
+fn users(cfg: &ServeConfig) -> Result<crate::users::Users, String> {
+    let pair = match (&cfg.access_key, &cfg.secret_key) {
+        (Some(a), Some(s)) => Some((a.clone(), s.clone())),
         (Some(_), None) | (None, Some(_)) => return Err("--access-key and --secret-key go together".into()),
-        _ => {}
-    }
-    let file = cfg.data_dir.join("credentials");
-    if let Ok(text) = std::fs::read_to_string(&file) {
-        let mut it = text.lines();
-        if let (Some(a), Some(s)) = (it.next(), it.next()) {
-            tracing::info!("credentials from {}", file.display());
-            return Ok((a.trim().to_string(), s.trim().to_string()));
-        }
-    }
-    let a = random_string(20, b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")?;
-    let s = random_string(40, b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")?;
-    {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&file)
-            .map_err(|e| format!("cannot save credentials to {}: {e}", file.display()))?;
-        writeln!(f, "{a}\n{s}").map_err(|e| format!("{}: {e}", file.display()))?;
-    }
-    println!("reo: generated credentials, saved in {} (the secret key is its second line):", file.display());
-    println!("  access key: {a}");
-    Ok((a, s))
+        _ => None,
+    };
+    crate::users::Users::open(&cfg.data_dir, pair)
 }
 
 fn open_store(cfg: &ServeConfig, io: &crate::device_io::DeviceIoTable) -> Result<(Arc<Store>, bool), String> {
@@ -215,7 +185,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         BackendChoice::S3(settings) => Some(open_s3(settings)?),
         BackendChoice::Local(_) => None,
     };
-    let (access_key, secret_key) = credentials(cfg)?;
+    let users = Arc::new(users(cfg)?);
     let device_io = Arc::new(crate::device_io::DeviceIoTable::default());
     let (store, formatted) = open_store(cfg, &device_io)?;
     // One device's worth of user bytes: dirty data (replicated on every device) still fits.
@@ -259,6 +229,8 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         last_rebuild: Default::default(),
         device_io,
         rebuild_bps: cfg.rebuild_bps,
+        users: users.clone(),
+        replacement_devices: cfg.replacement_devices.clone(),
     };
     // A rebuild the last run did not finish (the store found its device still marked
     // rebuilding) goes on, in the cache's priority order; the admin status follows it.
@@ -275,8 +247,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     let opts = ServerOptions {
-        access_key,
-        secret_key,
+        users,
         limits: Limits { max_body: cfg.max_body },
         allow_sigv2: cfg.allow_sigv2,
         header_timeout: cfg.header_timeout,

@@ -8,6 +8,7 @@
 //! * [`s3`]: the S3 operations over s3s.
 //! * [`launch`]: `reo serve` — data directory, devices, store, cache, backend, flusher, signals.
 //! * [`server`]: the HTTP server (SigV4 auth, graceful shutdown, `/metrics` text).
+//! * [`users`]: users, roles and scopes; who may do what.
 //! * [`api`]: Reo's API on the S3 port — health, metrics, hints, query, admin.
 //! * [`hints`]: application hints (prefetch, pin, evict over leases), persisted and throttled.
 //! * [`metrics`]: request latency histograms; [`device_io`]: per-device I/O counters.
@@ -28,3 +29,4 @@ mod request_id;
 pub mod s3;
 pub mod server;
 mod sigv2;
+pub mod users;

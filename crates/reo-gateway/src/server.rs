@@ -1,5 +1,6 @@
-//! The HTTP server: s3s's service (SigV4 with one static key pair, anonymous requests denied)
-//! plus Reo's API routes ([`crate::api`]: health, metrics, hints, query, admin), served with
+//! The HTTP server: s3s's service (SigV4 with the gateway's users, each request checked against
+//! its signer's role and scopes by [`crate::users::access`], anonymous requests denied) plus
+//! Reo's API routes ([`crate::api`]: health, metrics, hints, query, admin), served with
 //! hyper-util on a tokio listener until `shutdown` resolves, every request timed into the
 //! latency histograms; then in-flight requests drain (up to [`DRAIN`]). Also `/metrics`' text.
 
@@ -10,24 +11,24 @@ use std::time::Duration;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto::Builder as ConnBuilder;
 use hyper_util::server::graceful::GracefulShutdown;
-use s3s::auth::{S3Auth, SecretKey, SimpleAuth};
 use s3s::config::{S3Config, StaticConfigProvider};
+use s3s::route::S3Route;
 use s3s::service::S3ServiceBuilder;
 use s3s::validation::{AwsNameValidation, NameValidation};
-use s3s::S3Result;
+use s3s::{Body, S3Request, S3Response, S3Result};
 use tokio::net::TcpListener;
 
 use crate::api::Api;
+use crate::s3::delete_route::DeleteObjectsRoute;
 use crate::s3::{Limits, ReoS3};
 
 /// How long in-flight requests may take to finish at shutdown.
 pub const DRAIN: Duration = Duration::from_secs(30);
 
-/// Credentials and limits of a server.
+/// Users and limits of a server.
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
-    pub access_key: String,
-    pub secret_key: String,
+    pub users: Arc<crate::users::Users>,
     pub limits: Limits,
     /// Accept Signature Version 2 (`crate::sigv2`; unsafe, for legacy clients only).
     pub allow_sigv2: bool,
@@ -38,22 +39,6 @@ pub struct ServerOptions {
     pub max_connections: Option<usize>,
 }
 
-/// One static key pair (s3s's `SimpleAuth`), answering an unknown access key with S3's
-/// `InvalidAccessKeyId` as AWS does (SimpleAuth says `NotSignedUp`).
-struct KeyAuth(SimpleAuth);
-
-#[async_trait::async_trait]
-impl S3Auth for KeyAuth {
-    async fn get_secret_key(&self, access_key: &str) -> S3Result<SecretKey> {
-        match self.0.lookup(access_key) {
-            Some(s) => Ok(s.clone()),
-            None => {
-                Err(s3s::s3_error!(InvalidAccessKeyId, "the access key {access_key:?} is not known to this gateway"))
-            }
-        }
-    }
-}
-
 /// S3's bucket-name rules, plus `_reo` so `/_reo/...` paths reach the custom routes (the backend
 /// still refuses `_reo` as a bucket).
 struct Names;
@@ -61,6 +46,36 @@ struct Names;
 impl NameValidation for Names {
     fn validate_bucket_name(&self, name: &str) -> bool {
         name == "_reo" || AwsNameValidation::new().validate_bucket_name(name)
+    }
+}
+
+/// The custom routes s3s hands requests to once their signature is verified: Reo's API, and
+/// DeleteObjects ([`crate::s3::delete_route`], for a bug of s3s's XML reader).
+struct Routes {
+    api: Api,
+    delete: DeleteObjectsRoute,
+}
+
+#[async_trait::async_trait]
+impl S3Route for Routes {
+    fn is_match(&self, m: &http::Method, uri: &http::Uri, h: &http::HeaderMap, e: &mut http::Extensions) -> bool {
+        DeleteObjectsRoute::matches(m, uri) || self.api.is_match(m, uri, h, e)
+    }
+
+    async fn check_access(&self, req: &mut S3Request<Body>) -> S3Result<()> {
+        if DeleteObjectsRoute::matches(&req.method, &req.uri) {
+            self.delete.check_access(req)
+        } else {
+            self.api.check_access(req).await
+        }
+    }
+
+    async fn call(&self, req: S3Request<Body>) -> S3Result<S3Response<Body>> {
+        if DeleteObjectsRoute::matches(&req.method, &req.uri) {
+            self.delete.call(req).await
+        } else {
+            self.api.call(req).await
+        }
     }
 }
 
@@ -176,10 +191,13 @@ pub async fn serve(
     opts: ServerOptions,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let mut b = S3ServiceBuilder::new(ReoS3 { gw: api.gw.clone(), limits: opts.limits });
-    b.set_auth(KeyAuth(SimpleAuth::from_single(opts.access_key, opts.secret_key)));
+    let s3 = ReoS3 { gw: api.gw.clone(), limits: opts.limits, users: opts.users.clone() };
+    let mut b = S3ServiceBuilder::new(s3.clone());
+    b.set_auth(crate::users::access::KeyAuth(opts.users.clone()));
+    b.set_access(crate::users::access::RoleAccess(opts.users.clone()));
     let latency = api.metrics.clone();
-    b.set_route(api);
+    let access = Arc::new(crate::users::access::RoleAccess(opts.users.clone()));
+    b.set_route(Routes { api, delete: DeleteObjectsRoute::new(s3, access) });
     b.set_validation(Names);
     let mut cfg = S3Config::default();
     cfg.xml_max_body_size = 2 << 20; // DeleteObjects of 1000 long keys fits

@@ -111,6 +111,43 @@ impl FileMedia {
         })
     }
 
+    /// Creates a new regular file of `len` bytes at `path` and opens it (buffered). Never an
+    /// existing file nor a symbolic link (`O_CREAT | O_EXCL | O_NOFOLLOW`): a path checked
+    /// beforehand cannot be swapped for another file between the check and the creation. A
+    /// failure after the creation removes the file.
+    pub fn create_new(path: &Path, len: u64) -> io::Result<FileMedia> {
+        if len < MIN_LEN {
+            return Err(err(
+                path,
+                io::ErrorKind::InvalidInput,
+                format_args!("requested size {len} bytes is below the minimum of {MIN_LEN} bytes (1 MiB)"),
+            ));
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+            .map_err(|e| ctx(path, "cannot create", e))?;
+        let sized = file
+            .set_len(len)
+            .map_err(|e| ctx(path, "cannot set length", e))
+            .and_then(|()| file.sync_all().map_err(|e| ctx(path, "cannot sync", e)))
+            .and_then(|()| sync_parent_dir(path).map_err(|e| ctx(path, "cannot sync parent directory", e)));
+        if let Err(e) = sized {
+            let _ = std::fs::remove_file(path);
+            return Err(e);
+        }
+        Ok(FileMedia {
+            file,
+            path: path.to_path_buf(),
+            len: len / ALIGN as u64 * ALIGN as u64,
+            direct: false,
+            vector_align: 1,
+        })
+    }
+
     /// Creates and sizes a regular file as asked; returns its length.
     fn prepare_file(path: &Path, exists: bool, create_len: Option<u64>) -> io::Result<u64> {
         let Some(want) = create_len else {
@@ -371,6 +408,21 @@ mod tests {
 
     fn pattern(len: usize, seed: u8) -> Vec<u8> {
         (0..len).map(|i| (i as u8).wrapping_mul(31) ^ seed).collect()
+    }
+
+    #[test]
+    fn create_new_refuses_existing_files_and_links() {
+        let dir = std::env::temp_dir().join(format!("reo-create-new-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("new.img");
+        let m = FileMedia::create_new(&p, MIN_LEN).unwrap();
+        assert_eq!(m.len(), MIN_LEN);
+        assert_eq!(FileMedia::create_new(&p, MIN_LEN).unwrap_err().kind(), io::ErrorKind::AlreadyExists);
+        let link = dir.join("link.img");
+        std::os::unix::fs::symlink(dir.join("elsewhere.img"), &link).unwrap();
+        assert!(FileMedia::create_new(&link, MIN_LEN).is_err(), "a dangling link is not followed");
+        assert!(!dir.join("elsewhere.img").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

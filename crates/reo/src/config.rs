@@ -39,6 +39,7 @@ pub struct ServerSection {
     pub allow_sigv2: Option<bool>,
     pub header_timeout: Option<String>,
     pub max_connections: Option<usize>,
+    pub replacement_devices: Option<Vec<PathBuf>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -224,6 +225,7 @@ pub struct Settings {
     pub allow_sigv2: Option<bool>,
     pub header_timeout: Option<std::time::Duration>,
     pub max_connections: Option<usize>,
+    pub replacement_devices: Vec<PathBuf>,
     pub devices: Option<usize>,
     pub device_bytes: Option<u64>,
     pub flush_delay_ms: Option<u64>,
@@ -351,6 +353,12 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
         max_connections: match f.server.max_connections {
             Some(0) => return Err("server.max_connections: must be at least 1".into()),
             n => n,
+        },
+        replacement_devices: match f.server.replacement_devices.unwrap_or_default() {
+            v if v.iter().any(|p| !p.is_absolute()) => {
+                return Err("server.replacement_devices: give absolute paths of block devices".into())
+            }
+            v => v,
         },
         devices: f.cache.devices,
         device_bytes,

@@ -130,6 +130,7 @@ pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
         stuck_read_fail_after: f
             .stuck_read_fail_after
             .unwrap_or(reo_store::StoreConfig::default().stuck_read_fail_after),
+        replacement_devices: f.replacement_devices.clone(),
         local_timeout: f.local_timeout.unwrap_or(reo_gateway::backend::s3::Deadlines::default().call),
     };
     reo_gateway::launch::run(&cfg)?;

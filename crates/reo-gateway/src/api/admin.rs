@@ -1,7 +1,7 @@
 //! `/_reo/admin/...` (signed): `GET status` (devices with health and I/O counts, array I/O, space per scheme, cache occupancy and
 //! hit ratio, dirty bytes and flush lag, the backend's state, stuck objects (their bucket missing in the backend), rebuild progress, data-loss events), `POST device/fail?device=N`,
-//! `POST device/replace?device=N&path=P[&rate_bps=R]` (a new device file, rebuilt in the
-//! background at most R bytes per second, else at `reo serve`'s rebuild bandwidth; poll status),
+//! `POST device/replace?device=N&path=P[&rate_bps=R]` (a new device file inside the data
+//! directory, or a block device on `[server] replacement_devices`; rebuilt in the background at most R bytes per second, else at `reo serve`'s rebuild bandwidth; poll status),
 //! `POST flush` (flushes everything written so far, the flush delay notwithstanding; poll status
 //! until nothing is dirty), `POST scrub` (with `blobs_restored`: blobs a rebuild had left off a
 //! device, restored onto it).
@@ -14,7 +14,7 @@ use reo_store::RebuildState;
 use serde_json::json;
 
 use super::{param, Api, Reply};
-use crate::device_files::{device_path, is_reserved, Repoint};
+use crate::device_files::{confine_replacement, device_path, Replacement, Repoint};
 
 pub fn dispatch(api: &Api, method: &Method, what: &str, params: &[(String, String)]) -> Reply {
     match (method.as_str(), what) {
@@ -159,9 +159,12 @@ fn replace(api: &Api, params: &[(String, String)]) -> Reply {
             )
         }
     };
-    let path = api.data_dir.join(path); // an absolute path stays as it is
-                                        // One replacement at a time: two repointing `devN.img` at once could leave it at a file the
-                                        // other one removed.
+    let target = match confine_replacement(&api.data_dir, path, &api.replacement_devices) {
+        Ok(t) => t,
+        Err(e) => return Reply::error(StatusCode::BAD_REQUEST, format!("path: {e}")),
+    };
+    // One replacement at a time: two repointing `devN.img` at once could leave it at a file the
+    // other one removed.
     static REPLACING: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one = REPLACING.lock().unwrap_or_else(|p| p.into_inner());
     // The store's own refusals, checked before any file is touched.
@@ -181,26 +184,31 @@ fn replace(api: &Api, params: &[(String, String)]) -> Reply {
             ),
         );
     }
-    if is_reserved(&api.data_dir, &path) {
-        return Reply::error(
-            StatusCode::BAD_REQUEST,
-            format!("path: {} is a name the data directory's device files use; choose another", path.display()),
-        );
-    }
-    if path.exists() {
-        return Reply::error(StatusCode::CONFLICT, format!("path: {} exists already", path.display()));
-    }
-    let opts = FileOptions { direct: false, create_len: Some(api.device_bytes) };
-    let media: Arc<dyn Media> = match FileMedia::open(&path, &opts) {
+    let (opened, path, created) = match target {
+        Replacement::NewFile(p) => (FileMedia::create_new(&p, api.device_bytes), p, true),
+        Replacement::BlockDevice(p) => {
+            (FileMedia::open(&p, &FileOptions { direct: false, create_len: Some(api.device_bytes) }), p, false)
+        }
+    };
+    let media: Arc<dyn Media> = match opened {
         Ok(m) => api.device_io.wrap(d, Arc::new(m)),
-        Err(e) => return Reply::error(StatusCode::BAD_REQUEST, format!("path: {}: {e}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Reply::error(StatusCode::CONFLICT, format!("path: {} exists already", path.display()))
+        }
+        Err(e) => return Reply::error(StatusCode::BAD_REQUEST, format!("path: {e}")),
+    };
+    // Only a file this call created is removed on a failure (never an allow-listed device).
+    let discard = |p: &std::path::Path| {
+        if created {
+            let _ = std::fs::remove_file(p);
+        }
     };
     // The name the next start opens leads to the replacement before the store writes to it
     // (`device_files.rs`).
     let repoint = match Repoint::start(&api.data_dir, d, &path) {
         Ok(r) => r,
         Err(e) => {
-            let _ = std::fs::remove_file(&path);
+            discard(&path);
             let dev = device_path(&api.data_dir, d);
             return Reply::error(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -222,7 +230,7 @@ fn replace(api: &Api, params: &[(String, String)]) -> Reply {
             if let Err(u) = repoint.undo() {
                 tracing::error!(device = d, "the device file could not be pointed back at the failed device: {u}");
             }
-            let _ = std::fs::remove_file(&path);
+            discard(&path);
             Reply::error(StatusCode::CONFLICT, e)
         }
     }

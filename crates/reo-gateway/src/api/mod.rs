@@ -1,12 +1,15 @@
 //! Reo's own HTTP API on the S3 port (an s3s custom route): `GET /_reo/health` and (if
 //! configured) `GET /metrics` are anonymous; everything else under `/_reo/` — [`hints`],
-//! [`query`], [`admin`] — needs a request SigV4-signed with the gateway's S3 key pair (s3s checks
-//! the signature before the route runs; an unsigned request has no credentials and is denied).
-//! Answers are JSON; errors are `{"error": "..."}` with a 4xx/5xx status.
+//! [`query`], [`admin`], [`users`] — needs a request SigV4-signed by one of the gateway's users
+//! (s3s checks the signature before the route runs; an unsigned request has no credentials and is
+//! denied), whose role allows it: `/_reo/admin/...` and signed `/metrics` are for admins; hints
+//! and queries for any user on the keys of its scopes (submitting or cancelling a hint needs
+//! `readwrite`). Answers are JSON; errors are `{"error": "..."}` with a 4xx/5xx status.
 
 pub mod admin;
 pub mod hints;
 pub mod query;
+pub mod users;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,6 +20,7 @@ use s3s::{s3_error, Body, S3Request, S3Response, S3Result};
 
 use crate::gateway::Gateway;
 use crate::hints::engine::HintEngine;
+use crate::users::{Role, User, Users};
 
 /// Largest request body the API reads (hint JSON).
 const MAX_BODY: usize = 1 << 20;
@@ -41,6 +45,9 @@ pub struct Api {
     /// Rebuild bandwidth cap in bytes per second for replacements that give none (`None`:
     /// as fast as the devices go).
     pub rebuild_bps: Option<u64>,
+    pub users: Arc<Users>,
+    /// Block devices a replacement may be (anything else is a new file in `data_dir`).
+    pub replacement_devices: Vec<PathBuf>,
 }
 
 /// A JSON answer.
@@ -56,6 +63,11 @@ impl Reply {
 
     pub fn error(status: StatusCode, msg: impl Into<String>) -> Reply {
         Reply { status, body: serde_json::json!({ "error": msg.into() }) }
+    }
+
+    /// 403: the user's role or scopes do not allow it.
+    pub fn denied(user: &User, what: impl std::fmt::Display) -> Reply {
+        Reply::error(StatusCode::FORBIDDEN, format!("user {} may not {what}", user.describe()))
     }
 }
 
@@ -111,11 +123,18 @@ impl S3Route for Api {
         let path = req.uri.path();
         let open = (req.method == Method::GET && path == "/_reo/health")
             || (req.method == Method::GET && path == "/metrics" && self.anonymous_metrics);
-        if open || req.credentials.is_some() {
-            Ok(())
-        } else {
-            Err(s3_error!(AccessDenied, "{path} needs a request signed with the gateway's key"))
+        if open {
+            return Ok(());
         }
+        let Some(user) = req.credentials.as_ref().and_then(|c| self.users.user(&c.access_key)) else {
+            return Err(s3_error!(AccessDenied, "{path} needs a request signed by a user of this gateway"));
+        };
+        let admin_only = path.starts_with("/_reo/admin/") || path == "/metrics";
+        let writes = path.starts_with("/_reo/hints") && req.method != Method::GET;
+        if (admin_only && user.role != Role::Admin) || (writes && user.role == Role::ReadOnly) {
+            return Err(s3_error!(AccessDenied, "user {} may not {} {path}", user.describe(), req.method));
+        }
+        Ok(())
     }
 
     async fn call(&self, mut req: S3Request<Body>) -> S3Result<S3Response<Body>> {
@@ -133,7 +152,12 @@ impl S3Route for Api {
             .map_err(|e| s3_error!(InvalidRequest, "reading the request body: {e}"))?;
         let api = self.clone();
         let (method, uri) = (req.method.clone(), req.uri.clone());
-        let reply = tokio::task::spawn_blocking(move || api.dispatch(&method, &uri, &body))
+        let user = req
+            .credentials
+            .as_ref()
+            .and_then(|c| self.users.user(&c.access_key))
+            .ok_or_else(|| s3_error!(AccessDenied, "the access key is no longer known"))?;
+        let reply = tokio::task::spawn_blocking(move || api.dispatch(&user, &method, &uri, &body))
             .await
             .unwrap_or_else(|e| Reply::error(StatusCode::INTERNAL_SERVER_ERROR, format!("handler failed: {e}")));
         let text = serde_json::to_string_pretty(&reply.body).unwrap_or_default() + "\n";
@@ -156,15 +180,18 @@ impl Api {
             .map_err(|e| s3_error!(InternalError, "metrics failed: {e}"))
     }
 
-    /// Routes a signed API request (blocking: runs on tokio's blocking pool).
-    fn dispatch(&self, method: &Method, uri: &Uri, body: &[u8]) -> Reply {
+    /// Routes a signed API request of `user` (blocking: runs on tokio's blocking pool).
+    fn dispatch(&self, user: &User, method: &Method, uri: &Uri, body: &[u8]) -> Reply {
         let path = uri.path();
         let params = query_params(uri);
         match (method.as_str(), path) {
-            ("POST", "/_reo/hints") => hints::submit(self, body),
-            ("GET", "/_reo/hints") | ("GET", "/_reo/admin/hints") => hints::list(self),
-            ("DELETE", p) if p.starts_with("/_reo/hints/") => hints::cancel(self, &p["/_reo/hints/".len()..]),
-            ("GET", "/_reo/query") => query::query(self, &params),
+            ("POST", "/_reo/hints") => hints::submit(self, user, body),
+            ("GET", "/_reo/hints") | ("GET", "/_reo/admin/hints") => hints::list(self, user),
+            ("DELETE", p) if p.starts_with("/_reo/hints/") => hints::cancel(self, user, &p["/_reo/hints/".len()..]),
+            ("GET", "/_reo/query") => query::query(self, user, &params),
+            (_, p) if p.starts_with("/_reo/admin/users") => {
+                users::dispatch(self, method, &p["/_reo/admin/users".len()..], body)
+            }
             (_, p) if p.starts_with("/_reo/admin/") => {
                 admin::dispatch(self, method, &p["/_reo/admin/".len()..], &params)
             }
@@ -201,6 +228,8 @@ mod tests {
             last_rebuild: Default::default(),
             device_io: Default::default(),
             rebuild_bps: None,
+            users: std::sync::Arc::new(crate::users::Users::with_admin("A".into(), "S".into(), None)),
+            replacement_devices: Vec::new(),
         };
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let text = rt.block_on(async {

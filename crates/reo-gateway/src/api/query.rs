@@ -1,21 +1,28 @@
 //! `GET /_reo/query?bucket=B&key=K` or `?bucket=B&prefix=P`: what the cache holds of each object
 //! — cached bytes, class, schemes, dirty, access (degraded…), devices, Freq and H, pin, the hints
-//! (leases) covering it — and the engine's sense code.
+//! (leases) covering it — and the engine's sense code. A user queries the keys it may read.
 
 use http::StatusCode;
 use serde_json::json;
 
 use super::{param, Api, Reply};
 use crate::gateway::pending::cache_key;
+use crate::users::{Access, User};
 
 /// Most objects one prefix query lists.
 const LIMIT: usize = 1000;
 
-pub fn query(api: &Api, params: &[(String, String)]) -> Reply {
+pub fn query(api: &Api, user: &User, params: &[(String, String)]) -> Reply {
     let Some(bucket) = param(params, "bucket") else {
         return Reply::error(StatusCode::BAD_REQUEST, "bucket: missing");
     };
     let keys: Vec<String> = match (param(params, "key"), param(params, "prefix")) {
+        (Some(k), None) if !user.may_object(Access::Read, bucket, k) => {
+            return Reply::denied(user, format_args!("query {bucket}/{k}"));
+        }
+        (None, Some(p)) if !user.may_prefix(Access::Read, bucket, p) => {
+            return Reply::denied(user, format_args!("query {bucket}/{p}*"));
+        }
         (Some(k), None) => vec![k.to_string()],
         (None, Some(p)) => {
             let mut keys: Vec<String> = match api.gw.backend.list(bucket, p, "", LIMIT) {

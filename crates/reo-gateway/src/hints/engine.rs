@@ -21,6 +21,10 @@ use crate::gateway::{now_ns, Gateway};
 pub const TICK: Duration = Duration::from_millis(200);
 /// Most keys one prefix hint covers.
 const PREFIX_LIMIT: usize = 10_000;
+/// Most hints in force at once.
+pub const MAX_HINTS: usize = 10_000;
+/// Most hints one user (other than an admin) has in force.
+pub const MAX_HINTS_PER_USER: usize = 1_000;
 
 /// Counters for `/metrics`.
 #[derive(Debug, Default, Clone, Copy, serde::Serialize)]
@@ -106,8 +110,24 @@ impl HintEngine {
 
     /// Validates and records a hint; it is applied at its lease start (the next tick if due).
     pub fn submit(&self, spec: HintSpec) -> Result<String, String> {
+        self.submit_for(spec, None, MAX_HINTS)
+    }
+
+    /// [`HintEngine::submit`] for a user, who may have at most `per_owner` hints in force; the
+    /// whole set is bounded by [`MAX_HINTS`] (each change rewrites its file).
+    pub fn submit_for(&self, spec: HintSpec, owner: Option<&str>, per_owner: usize) -> Result<String, String> {
         spec.validate()?;
-        let id = self.store().add(spec).map_err(|e| format!("cannot persist the hint: {e}"))?;
+        let mut store = self.store();
+        if store.hints.len() >= MAX_HINTS {
+            return Err(format!("{MAX_HINTS} hints are in force; cancel some first"));
+        }
+        if let Some(o) = owner {
+            if store.hints.values().filter(|h| h.owner.as_deref() == Some(o)).count() >= per_owner {
+                return Err(format!("user {o} has {per_owner} hints in force, its limit; cancel some first"));
+            }
+        }
+        let id = store.add(spec, owner.map(str::to_string)).map_err(|e| format!("cannot persist the hint: {e}"))?;
+        drop(store);
         self.count(|c| c.submitted += 1);
         Ok(id)
     }

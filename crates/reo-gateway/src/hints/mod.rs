@@ -170,6 +170,9 @@ pub struct Hint {
     /// `target: backend`: what the backend did with it, or why it could not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend_result: Option<String>,
+    /// The user who submitted it (its hints count against the user's limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 impl HintSpec {

@@ -37,8 +37,8 @@ impl HintStore {
         Ok(s)
     }
 
-    /// Records a new hint and persists; returns its request id.
-    pub fn add(&mut self, spec: HintSpec) -> std::io::Result<String> {
+    /// Records a new hint of `owner` (a user's name) and persists; returns its request id.
+    pub fn add(&mut self, spec: HintSpec, owner: Option<String>) -> std::io::Result<String> {
         let id = format!("h{:08}", self.next_id);
         self.next_id += 1;
         let h = Hint {
@@ -48,6 +48,7 @@ impl HintStore {
             pinned: Vec::new(),
             prefetched_bytes: 0,
             backend_result: None,
+            owner,
         };
         self.hints.insert(id.clone(), h);
         self.save()?;
@@ -99,8 +100,8 @@ mod tests {
         let path = dir.join("hints.json");
         let _ = std::fs::remove_file(&path);
         let mut s = HintStore::open(&path).unwrap();
-        let a = s.add(spec("x")).unwrap();
-        let b = s.add(spec("y")).unwrap();
+        let a = s.add(spec("x"), Some("app".into())).unwrap();
+        let b = s.add(spec("y"), None).unwrap();
         s.hints.get_mut(&a).unwrap().state = HintState::Active;
         s.hints.remove(&b);
         s.save().unwrap();
@@ -108,7 +109,8 @@ mod tests {
         assert_eq!(r.hints.len(), 1);
         assert_eq!(r.hints[&a].state, HintState::Active);
         assert_eq!(r.hints[&a].spec, spec("x"));
-        let c = r.add(spec("z")).unwrap();
+        assert_eq!(r.hints[&a].owner.as_deref(), Some("app"));
+        let c = r.add(spec("z"), None).unwrap();
         assert!(c != a && c != b);
         assert!(!dir.join("hints.json.tmp").exists());
         std::fs::remove_dir_all(&dir).unwrap();

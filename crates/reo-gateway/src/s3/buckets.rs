@@ -23,8 +23,10 @@ impl ReoS3 {
         let mut list = blocking(move || gw.backend.list_buckets().map_err(backend_err)).await?;
         list.sort_by(|a, b| a.name.cmp(&b.name));
         let prefix = i.prefix.clone().unwrap_or_default();
+        let signer = req.credentials.as_ref().and_then(|c| self.users.user(&c.access_key));
         let mut matching = list
             .into_iter()
+            .filter(|b| signer.as_ref().is_some_and(|u| u.sees_bucket(&b.name)))
             .filter(|b| b.name.starts_with(&prefix) && after.as_ref().is_none_or(|a| b.name > *a))
             .peekable();
         let page: Vec<_> = matching.by_ref().take(max).collect();

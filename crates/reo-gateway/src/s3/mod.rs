@@ -7,6 +7,7 @@
 mod buckets;
 pub mod convert;
 mod copy_source;
+pub mod delete_route;
 mod headers;
 mod integrity;
 mod list;
@@ -39,6 +40,8 @@ impl Default for Limits {
 pub struct ReoS3 {
     pub gw: Arc<Gateway>,
     pub limits: Limits,
+    /// Who signed a request (ListBuckets shows a user the buckets of its scopes).
+    pub users: Arc<crate::users::Users>,
 }
 
 /// Runs blocking gateway work off the async threads.

@@ -170,7 +170,7 @@ impl ReoS3 {
         Ok(S3Response::new(DeleteObjectOutput::default()))
     }
 
-    pub(super) async fn op_delete_objects(&self, req: S3Request<DeleteObjectsInput>) -> R<DeleteObjectsOutput> {
+    pub(crate) async fn op_delete_objects(&self, req: S3Request<DeleteObjectsInput>) -> R<DeleteObjectsOutput> {
         let gw = self.gw.clone();
         let i = req.input;
         if i.delete.objects.len() > 1000 {

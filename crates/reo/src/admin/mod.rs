@@ -1,7 +1,8 @@
 //! `reo admin`: administers a running `reo serve` through its signed API (`/_reo/admin/...`,
-//! `/_reo/hints`, `/_reo/query`). Requests are SigV4-signed ([`sigv4`]) with the server's S3 key
-//! pair and sent over a small blocking HTTP/1.1 client ([`http`]). Long operations (device
-//! replacement, flush) poll the server's status and draw a progress bar until they end.
+//! `/_reo/hints`, `/_reo/query`). Requests are SigV4-signed ([`sigv4`]) with a user's key pair
+//! (an admin's for `/_reo/admin`) and sent over a small blocking HTTP/1.1 client ([`http`]). Long
+//! operations (device replacement, flush) poll the server's status and draw a progress bar until
+//! they end. `reo admin user ...` manages the users.
 
 pub(crate) mod http;
 pub(crate) mod sigv4;
@@ -18,10 +19,10 @@ pub struct AdminArgs {
     /// The server, http://HOST:PORT.
     #[arg(long, env = "REO_ENDPOINT", default_value = "http://127.0.0.1:9000")]
     endpoint: String,
-    /// The server's S3 access key.
+    /// An access key of the server: an admin's (hints and queries: any user's).
     #[arg(long, env = "REO_ACCESS_KEY")]
     access_key: String,
-    /// The server's S3 secret key.
+    /// Its secret key.
     #[arg(long, env = "REO_SECRET_KEY", hide_env_values = true)]
     secret_key: String,
     #[command(subcommand)]
@@ -54,6 +55,11 @@ enum AdminCommand {
         #[command(subcommand)]
         what: Option<HintsCommand>,
     },
+    /// Manage the gateway's users (key pairs with a role and optional scopes).
+    User {
+        #[command(subcommand)]
+        what: UserCommand,
+    },
     /// What the cache holds of an object (--key) or of every object under --prefix.
     Query {
         #[arg(long)]
@@ -81,6 +87,37 @@ enum DeviceCommand {
         /// Return once the rebuild has started (follow it with `reo admin status`).
         #[arg(long)]
         no_follow: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum UserCommand {
+    /// Add a user and print its new key pair (the only time the secret is shown).
+    Add {
+        name: String,
+        /// admin, readwrite or readonly.
+        #[arg(long)]
+        role: reo_gateway::users::Role,
+        /// Confine the user to a bucket or a key prefix, BUCKET or BUCKET/PREFIX (repeatable;
+        /// none: every bucket).
+        #[arg(long = "scope", value_name = "SCOPE")]
+        scopes: Vec<String>,
+        /// Print one JSON object with access_key and secret_key.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the users (names, roles, scopes, access keys; never secrets).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a user: its key stops working at once.
+    Remove { name: String },
+    /// Give a user a new secret key (the access key stays) and print the pair.
+    Rotate {
+        name: String,
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -127,6 +164,65 @@ impl Admin {
     fn status(&self) -> Result<Value, String> {
         self.call("GET", "/_reo/admin/status", &[], b"")
     }
+}
+
+/// A user's new key pair, as JSON or as text.
+fn print_pair(v: &Value, json: bool, what: &str) {
+    if json {
+        print_json(
+            &serde_json::json!({"name": v["name"], "role": v["role"], "access_key": v["access_key"], "secret_key": v["secret_key"]}),
+        );
+        return;
+    }
+    println!(
+        "user {} ({}) {what}; its key pair (the secret is not shown again):",
+        str_of(&v["name"]),
+        str_of(&v["role"])
+    );
+    println!("  access key: {}", str_of(&v["access_key"]));
+    println!("  secret key: {}", str_of(&v["secret_key"]));
+}
+
+fn str_of(v: &Value) -> &str {
+    v.as_str().unwrap_or("?")
+}
+
+fn user(a: &Admin, what: &UserCommand) -> Result<(), String> {
+    match what {
+        UserCommand::Add { name, role, scopes, json } => {
+            let body = serde_json::json!({"name": name, "role": role.as_str(), "scopes": scopes});
+            let v = a.call("POST", "/_reo/admin/users", &[], body.to_string().as_bytes())?;
+            print_pair(&v, *json, "added");
+        }
+        UserCommand::List { json } => {
+            let v = a.call("GET", "/_reo/admin/users", &[], b"")?;
+            if *json {
+                print_json(&v);
+                return Ok(());
+            }
+            for u in v["users"].as_array().into_iter().flatten() {
+                let scopes: Vec<&str> =
+                    u["scopes"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+                println!(
+                    "{:<24} {:<10} {:<24} {}{}",
+                    str_of(&u["name"]),
+                    str_of(&u["role"]),
+                    str_of(&u["access_key"]),
+                    if scopes.is_empty() { "every bucket".to_string() } else { scopes.join(", ") },
+                    if u["builtin"].as_bool().unwrap_or(false) { " (built-in)" } else { "" }
+                );
+            }
+        }
+        UserCommand::Remove { name } => {
+            a.call("DELETE", &format!("/_reo/admin/users/{name}"), &[], b"")?;
+            println!("user {name} removed");
+        }
+        UserCommand::Rotate { name, json } => {
+            let v = a.call("POST", &format!("/_reo/admin/users/{name}/rotate"), &[], b"")?;
+            print_pair(&v, *json, "has a new secret key");
+        }
+    }
+    Ok(())
 }
 
 fn print_json(v: &Value) {
@@ -353,6 +449,7 @@ pub fn run(args: &AdminArgs) -> Result<ExitCode, String> {
         AdminCommand::Hints { what: Some(HintsCommand::Cancel { id }) } => {
             print_json(&a.call("DELETE", &format!("/_reo/hints/{id}"), &[], b"")?)
         }
+        AdminCommand::User { what } => user(&a, what)?,
         AdminCommand::Query { bucket, key, prefix } => {
             let mut q = vec![("bucket", bucket.clone())];
             match (key, prefix) {
