@@ -2,6 +2,8 @@
 # Reo's whole test suite, as CI runs it on a fresh machine. Installs what it needs itself.
 #   scripts/test.sh            formatting, lints, every test (the store's 20-cycle kill -9 loop and
 #                              the gateway's 34-kill model-checked loop included)
+#   S3TESTS_DIR=DIR scripts/test.sh   the ceph/s3-tests checkout to run (default
+#                              ../shared/vendor/s3-tests; said plainly when absent)
 #   REO_CRASH_CYCLES=1000 scripts/test.sh   the store's long crash loop (the gateway's long loop
 #                              runs for hours: its command is in the README)
 set -euo pipefail
@@ -33,4 +35,12 @@ echo "== gateway end-to-end (boto3 against a real reo serve)"
 # (~3.5 min on 2 cores): without the dev-dependencies its dependencies' features differ.
 test -x target/debug/reo || { echo "target/debug/reo missing after cargo test" >&2; exit 1; }
 REO_BIN="$PWD/target/debug/reo" timeout --signal=KILL 1200 python3 -m unittest discover -s tests/e2e -t tests/e2e -v
+echo "== ceph/s3-tests (tests/s3tests/run.py: failures beyond tests/s3tests/expected-failures.txt fail)"
+S3TESTS_DIR="${S3TESTS_DIR:-$PWD/../shared/vendor/s3-tests}"
+if [ -d "$S3TESTS_DIR/s3tests" ]; then
+  python3 -m pip install --quiet --disable-pip-version-check -r "$S3TESTS_DIR/requirements.txt"
+  REO_BIN="$PWD/target/debug/reo" timeout --signal=KILL 1800 python3 tests/s3tests/run.py "$S3TESTS_DIR"
+else
+  echo "ceph/s3-tests is not at $S3TESTS_DIR: NOT RUN (set S3TESTS_DIR to a checkout of the suite)"
+fi
 echo "== all tests passed"

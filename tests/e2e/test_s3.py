@@ -9,7 +9,7 @@ import urllib.request
 
 from botocore.exceptions import ClientError
 
-from server import Server
+from server import METRICS_TOKEN, Server
 
 BIN = os.environ.get("REO_BIN", "target/debug/reo")
 srv = None
@@ -47,10 +47,14 @@ class S3Test(unittest.TestCase):
         names = [b["Name"] for b in self.s3.list_buckets()["Buckets"]]
         self.assertIn(self.bucket, names)
         self.s3.head_bucket(Bucket=self.bucket)
-        with self.assertRaises(ClientError) as e:
-            self.s3.create_bucket(Bucket=self.bucket)
-        self.assertEqual(code(e), "BucketAlreadyOwnedByYou")
         self.s3.put_object(Bucket=self.bucket, Key="x", Body=b"1")
+        # Re-creating it: 200 in us-east-1 (its objects stay), 409 elsewhere, as AWS answers.
+        self.s3.create_bucket(Bucket=self.bucket)
+        self.assertEqual(self.s3.get_object(Bucket=self.bucket, Key="x")["Body"].read(), b"1")
+        eu = srv.client(region="eu-west-1")
+        with self.assertRaises(ClientError) as e:
+            eu.create_bucket(Bucket=self.bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        self.assertEqual(code(e), "BucketAlreadyOwnedByYou")
         with self.assertRaises(ClientError) as e:
             self.s3.delete_bucket(Bucket=self.bucket)
         self.assertEqual(code(e), "BucketNotEmpty")
@@ -290,7 +294,8 @@ class S3Test(unittest.TestCase):
             t.join()
 
     def test_metrics(self):
-        with urllib.request.urlopen(srv.endpoint + "/metrics") as r:
+        req = urllib.request.Request(srv.endpoint + "/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
+        with urllib.request.urlopen(req) as r:
             text = r.read().decode()
         self.assertIn("reo_cache_requests ", text)
         self.assertIn("reo_gateway_dirty_objects ", text)

@@ -325,6 +325,34 @@ class ConformanceTest(unittest.TestCase):
             "Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]})
         self.assertEqual(self.error(self.s3.get_object, Bucket=b, Key="multi", PartNumber=2)[1], "NotImplemented")
 
+    def test_conditional_writes_and_completions(self):
+        b, s3 = self.bucket, self.s3
+        etag = s3.put_object(Bucket=b, Key="cond", Body=b"one", IfNoneMatch="*")["ETag"]
+        self.assertEqual(self.error(s3.put_object, Bucket=b, Key="cond", Body=b"x", IfNoneMatch="*")[:2],
+                         (412, "PreconditionFailed"))
+        s3.put_object(Bucket=b, Key="cond", Body=b"two", IfMatch=etag)
+        self.assertEqual(self.error(s3.put_object, Bucket=b, Key="absent", Body=b"x", IfMatch="*")[:2],
+                         (404, "NoSuchKey"))
+
+        def complete(key, **cond):
+            up = s3.create_multipart_upload(Bucket=b, Key=key)["UploadId"]
+            e = s3.upload_part(Bucket=b, Key=key, UploadId=up, PartNumber=1, Body=b"abc")["ETag"]
+            return lambda: s3.complete_multipart_upload(Bucket=b, Key=key, UploadId=up, **cond,
+                                                        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e}]})
+        self.assertEqual(self.error(complete("cond", IfNoneMatch="*"))[:2], (412, "PreconditionFailed"))
+        self.assertEqual(s3.get_object(Bucket=b, Key="cond")["Body"].read(), b"two", "a refused completion wrote")
+        self.assertEqual(self.error(complete("absent", IfMatch="*"))[:2], (404, "NoSuchKey"))
+        current = s3.head_object(Bucket=b, Key="cond")["ETag"]
+        self.assertEqual(self.error(complete("cond", IfMatch='"0123"'))[:2], (412, "PreconditionFailed"))
+        complete("cond", IfMatch=current)()
+        self.assertEqual(s3.get_object(Bucket=b, Key="cond")["Body"].read(), b"abc")
+        complete("fresh", IfNoneMatch="*")()
+
+    def test_aws_chunked_is_no_content_encoding(self):
+        for sent, kept in (("gzip, aws-chunked", "gzip"), ("aws-chunked", None), ("deflate, gzip", "deflate, gzip")):
+            self.s3.put_object(Bucket=self.bucket, Key="enc", Body=b"x", ContentEncoding=sent)
+            self.assertEqual(self.s3.head_object(Bucket=self.bucket, Key="enc").get("ContentEncoding"), kept, sent)
+
 
 if __name__ == "__main__":
     unittest.main()

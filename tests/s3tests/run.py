@@ -66,7 +66,7 @@ def write_config(path, srv):
     cfg["fixtures"] = {"bucket prefix": "s3t-{random}-"}
     for name, (display, uid, email, access, secret) in USERS.items():
         cfg[f"s3 {name}"] = {"display_name": display, "user_id": uid, "email": email,
-                             "access_key": access, "secret_key": secret, "api_name": "us-east-1"}
+                             "access_key": access, "secret_key": secret, "api_name": ""}
     cfg["s3 tenant"]["tenant"] = "testx"
     for section in ("iam", "iam root", "iam alt root"):
         cfg[section] = {"access_key": "UNUSED", "secret_key": "UNUSED", "user_id": "x", "email": "x@example.com",

@@ -45,6 +45,24 @@ impl Gateway {
         listed: &[(i32, String)],
         max_object: u64,
     ) -> S3Result<ObjectInfo> {
+        self.complete_upload_if(bucket, key, id, listed, max_object, None::<fn(Option<&ObjectInfo>) -> S3Result<()>>)
+    }
+
+    /// [`Gateway::complete_upload`], writing the object only if `check` accepts the key's
+    /// current info (a conditional completion, If-Match / If-None-Match; see
+    /// [`Gateway::put_if`]). A refused completion leaves the upload as it was.
+    pub fn complete_upload_if<F>(
+        &self,
+        bucket: &str,
+        key: &str,
+        id: &str,
+        listed: &[(i32, String)],
+        max_object: u64,
+        check: Option<F>,
+    ) -> S3Result<ObjectInfo>
+    where
+        F: FnOnce(Option<&ObjectInfo>) -> S3Result<()>,
+    {
         let _one_at_a_time = self.uploads.lock(id)?;
         let u = self.uploads.load(bucket, key, id)?;
         let parts: Vec<(i32, String)> = listed.iter().map(|(n, e)| (*n, e.trim_matches('"').to_string())).collect();
@@ -68,15 +86,13 @@ impl Gateway {
                 "the parts add up to {total} bytes; this gateway's object limit is {max_object} (--max-body-mib)"
             ));
         }
+        if parts.windows(2).any(|w| w[1].0 <= w[0].0) {
+            return Err(s3_error!(InvalidPartOrder, "parts must be listed in ascending order, each once"));
+        }
         let d = self.uploads.path(id)?;
         let mut data = Vec::with_capacity(total as usize);
         let mut md5s = Vec::new();
-        let mut prev = 0;
         for (i, (n, etag)) in parts.iter().enumerate() {
-            if *n <= prev {
-                return Err(s3_error!(InvalidPartOrder, "parts must be listed in ascending order"));
-            }
-            prev = *n;
             let Some(p) = have.get(n).filter(|p| p.etag == *etag) else {
                 return Err(s3_error!(InvalidPart, "part {n} was not uploaded or its ETag differs"));
             };
@@ -100,7 +116,7 @@ impl Gateway {
             system: u.system.clone(),
             ..Default::default()
         };
-        let info = self.put(bucket, key, &data, info)?;
+        let info = self.put_if(bucket, key, &data, info, check)?;
         self.crash_point(Step::Stored)?;
         self.uploads.finish(id, &Done { info: info.clone(), parts: Some(parts) })?;
         self.crash_point(Step::Recorded)?;

@@ -60,8 +60,14 @@ impl ReoS3 {
         let gw = self.gw.clone();
         let b = req.input.bucket;
         let loc = format!("/{b}");
+        // AWS's us-east-1 answers 200 to re-creating a bucket its requester has (buckets here
+        // have no owner, and the user may write the bucket); other regions 409.
+        let recreate_ok = req.region.as_ref().is_none_or(|r| r.as_str() == "us-east-1");
         blocking(move || {
-            gw.backend.create_bucket(&b).map_err(backend_err)?;
+            match gw.backend.create_bucket(&b) {
+                Err(crate::backend::BackendError::BucketExists(_)) if recreate_ok => {}
+                r => r.map_err(backend_err)?,
+            }
             gw.bucket_exists(&b); // objects stuck for want of it flush now
             Ok(())
         })

@@ -118,6 +118,13 @@ fn http_date(t: &Timestamp) -> Option<String> {
     String::from_utf8(b).ok()
 }
 
+/// A Content-Encoding without `aws-chunked`, which names how the request's body was sent, not
+/// how the object is encoded (S3 drops it); `None` when nothing else is left.
+fn without_aws_chunked(v: &str) -> Option<String> {
+    let kept: Vec<&str> = v.split(',').map(str::trim).filter(|e| !e.is_empty() && *e != "aws-chunked").collect();
+    (!kept.is_empty()).then(|| kept.join(", "))
+}
+
 impl Standard {
     #[allow(clippy::too_many_arguments)] // one per header, from [`standard_of`]
     fn new(
@@ -154,7 +161,7 @@ impl Standard {
         Ok(Standard {
             cache_control: cache_control.clone(),
             content_disposition: content_disposition.clone(),
-            content_encoding: content_encoding.clone(),
+            content_encoding: content_encoding.as_deref().and_then(without_aws_chunked),
             content_language: content_language.clone(),
             expires: expires.as_ref().and_then(http_date),
             website_redirect_location: website_redirect_location.clone(),
@@ -224,6 +231,14 @@ impl Standard {
 mod tests {
     use super::*;
     use crate::backend::SYSTEM_HEADERS;
+
+    #[test]
+    fn aws_chunked_is_not_an_object_encoding() {
+        assert_eq!(without_aws_chunked("gzip, aws-chunked").as_deref(), Some("gzip"));
+        assert_eq!(without_aws_chunked("aws-chunked,gzip").as_deref(), Some("gzip"));
+        assert_eq!(without_aws_chunked("deflate, gzip").as_deref(), Some("deflate, gzip"));
+        assert_eq!(without_aws_chunked("aws-chunked, aws-chunked"), None);
+    }
 
     #[test]
     fn stored_headers_come_back_and_cover_every_system_header() {

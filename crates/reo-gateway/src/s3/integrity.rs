@@ -212,7 +212,9 @@ impl Claims {
     /// Parses and checks the form of the digests a request sent; `headers` for `x-amz-trailer`.
     pub fn parse(sent: &Sent<'_>, headers: &HeaderMap) -> S3Result<Claims> {
         let mut c = Claims::default();
-        if let Some(m) = sent.content_md5 {
+        // s3s reads an empty header as none at all; S3 refuses it.
+        let empty_md5 = headers.get("content-md5").is_some_and(|v| v.as_bytes().iter().all(u8::is_ascii_whitespace));
+        if let Some(m) = sent.content_md5.or(empty_md5.then_some("")) {
             match b64(m) {
                 Some(d) if d.len() == 16 => c.md5 = Some(d),
                 _ => return Err(s3_error!(InvalidDigest, "The Content-MD5 you specified is not valid.")),

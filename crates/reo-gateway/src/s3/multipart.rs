@@ -7,6 +7,7 @@ use super::convert::{collect, etag, timestamp, url_encode};
 use super::copy_source::{parse_range, source_of};
 use super::headers::{user_meta, Standard};
 use super::integrity::{with_checksums, Claims, Sent};
+use super::objects::write_precondition;
 use super::{blocking, unsupported, ReoS3, R};
 use crate::backend::ObjectInfo;
 use crate::gateway::errors::backend_err;
@@ -92,7 +93,12 @@ impl ReoS3 {
             .collect();
         let (bucket, key) = (i.bucket.clone(), i.key.clone());
         let max = self.limits.max_body;
-        let info = blocking(move || gw.complete_upload(&i.bucket, &i.key, &i.upload_id, &listed, max)).await?;
+        let info = blocking(move || {
+            let conditional = i.if_none_match.is_some() || i.if_match.is_some();
+            let check = write_precondition(i.if_none_match.as_ref(), i.if_match.as_ref(), &i.key);
+            gw.complete_upload_if(&i.bucket, &i.key, &i.upload_id, &listed, max, conditional.then_some(check))
+        })
+        .await?;
         Ok(S3Response::new(CompleteMultipartUploadOutput {
             location: Some(format!("/{bucket}/{key}")),
             bucket: Some(bucket),

@@ -4,8 +4,7 @@
 use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 
-use super::convert::custom_error;
-use super::convert::{check_conditions, collect, etag, timestamp};
+use super::convert::{check_conditions, collect, custom_error, etag, timestamp};
 use super::copy_source::source_of;
 use super::headers::{object_output, user_meta, Overrides, Standard};
 use super::integrity::{checksums_of, wants_checksum, with_checksums, Algo, Claims, Sent};
@@ -43,6 +42,35 @@ fn check_part(part: Option<i32>, range: bool, info: &ObjectInfo) -> S3Result<()>
         ));
     }
     Ok(())
+}
+
+/// The check of a conditional write (PutObject, CompleteMultipartUpload) against the key's
+/// current object (`None`: absent), as S3 answers it: If-None-Match (`*` or an ETag) fails with
+/// 412 when it matches; If-Match needs the object (404 `NoSuchKey` without it) and fails with 412
+/// when it does not match.
+pub(super) fn write_precondition<'a>(
+    if_none: Option<&'a ETagCondition>,
+    if_match: Option<&'a ETagCondition>,
+    key: &'a str,
+) -> impl FnOnce(Option<&ObjectInfo>) -> S3Result<()> + 'a {
+    move |cur: Option<&ObjectInfo>| {
+        let matches =
+            |c: &ETagCondition, cur: &ObjectInfo| c.is_any() || c.as_etag().is_some_and(|e| e.value() == cur.etag);
+        if let (Some(c), Some(cur)) = (if_none, cur) {
+            if matches(c, cur) {
+                return Err(s3_error!(PreconditionFailed, "If-None-Match: {key:?} already exists"));
+            }
+        }
+        if let Some(c) = if_match {
+            let Some(cur) = cur else {
+                return Err(s3_error!(NoSuchKey, "If-Match: {key:?} does not exist"));
+            };
+            if !matches(c, cur) {
+                return Err(s3_error!(PreconditionFailed, "If-Match: {key:?} does not match"));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl ReoS3 {
@@ -143,20 +171,7 @@ impl ReoS3 {
                 return gw.put(&bucket, &key, &data, info);
             }
             // Checked by the gateway under the key's lock, so no other write lands in between.
-            let check = |cur: Option<&ObjectInfo>| {
-                if let (Some(c), Some(cur)) = (&if_none, cur) {
-                    if c.is_any() || c.as_etag().is_some_and(|e| e.value() == cur.etag) {
-                        return Err(s3_error!(PreconditionFailed, "If-None-Match: {key:?} already exists"));
-                    }
-                }
-                if let Some(c) = &if_match {
-                    let ok = cur.is_some_and(|cur| c.is_any() || c.as_etag().is_some_and(|e| e.value() == cur.etag));
-                    if !ok {
-                        return Err(s3_error!(PreconditionFailed, "If-Match: {key:?} does not match"));
-                    }
-                }
-                Ok(())
-            };
+            let check = write_precondition(if_none.as_ref(), if_match.as_ref(), &key);
             gw.put_if(&bucket, &key, &data, info, Some(check))
         })
         .await?;
