@@ -12,7 +12,7 @@ from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from server import ADMIN_ACCESS, ADMIN_SECRET
+from server import ADMIN_ACCESS, ADMIN_SECRET, METRICS_TOKEN
 
 
 def call(srv, method, path, query=None, body=None, access=ADMIN_ACCESS, secret=ADMIN_SECRET, sign=True):
@@ -21,7 +21,8 @@ def call(srv, method, path, query=None, body=None, access=ADMIN_ACCESS, secret=A
     if query:
         url += "?" + urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
     data = json.dumps(body).encode() if body is not None else b""
-    headers = {"Content-Type": "application/json"}
+    # A signed nonce, as `reo admin` sends: the server refuses a repeated admin mutation.
+    headers = {"Content-Type": "application/json", "x-reo-nonce": os.urandom(16).hex()}
     if sign:
         req = AWSRequest(method=method, url=url, data=data, headers=headers)
         S3SigV4Auth(Credentials(access, secret), "s3", "us-east-1").add_auth(req)
@@ -57,7 +58,8 @@ def wait_for(pred, what, timeout=30):
 
 
 def metric(srv, name):
-    with urllib.request.urlopen(srv.endpoint + "/metrics", timeout=10) as r:
+    req = urllib.request.Request(srv.endpoint + "/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
+    with urllib.request.urlopen(req, timeout=10) as r:
         for line in r.read().decode().splitlines():
             if line.startswith(name + " "):
                 return float(line.split()[1])

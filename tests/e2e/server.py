@@ -21,6 +21,8 @@ socket.setdefaulttimeout(120)
 # (added by `Server.start`), as the gateway would be run: applications never hold the admin key.
 ADMIN_ACCESS = "REOTESTACCESSKEY0001"
 ADMIN_SECRET = "reo-test-secret-key-0000000000000000000"
+# The bearer token /metrics is scraped with (REO_METRICS_TOKEN; anonymous scrapes are refused).
+METRICS_TOKEN = "reo-test-metrics-token-000000"
 ACCESS = "REOTESTREADWRITE0001"
 SECRET = "reo-test-readwrite-secret-000000000000"
 
@@ -58,7 +60,7 @@ class Server:
             [self.binary, "serve", "--data-dir", self.data_dir, "--listen", f"127.0.0.1:{self.port}",
              "--devices", "5", "--device-mib", str(self.device_mib), "--access-key", ADMIN_ACCESS,
              "--secret-key", ADMIN_SECRET] + self.extra,
-            stdout=self.log, stderr=self.log, env=dict(os.environ, **self.env) if self.env else None,
+            stdout=self.log, stderr=self.log, env={**os.environ, "REO_METRICS_TOKEN": METRICS_TOKEN, **(self.env or {})},
             preexec_fn=(lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile)))
             if self.nofile else None)
         deadline = time.time() + timeout
@@ -105,9 +107,9 @@ class Server:
     def cleanup(self):
         shutil.rmtree(self.data_dir, ignore_errors=True)
 
-    def client(self, access=ACCESS, secret=SECRET, **cfg):
+    def client(self, access=ACCESS, secret=SECRET, region="us-east-1", **cfg):
         cfg.setdefault("retries", {"max_attempts": 1})
         return boto3.client(
-            "s3", endpoint_url=self.endpoint, region_name="us-east-1",
+            "s3", endpoint_url=self.endpoint, region_name=region,
             aws_access_key_id=access, aws_secret_access_key=secret,
             config=Config(s3={"addressing_style": "path"}, **cfg))

@@ -8,6 +8,7 @@ import subprocess
 import tempfile
 import time
 import unittest
+import urllib.request
 
 from reoapi import admin, hint, call
 from server import Server
@@ -141,17 +142,20 @@ class ConfigTest(unittest.TestCase):
         self.assertIn('reo.toml: cache.device_size: expected a size like "4GiB"', p.stderr)
 
     def test_config_file_is_used(self):
-        srv = Server(BIN, device_mib=32)
+        srv = Server(BIN, device_mib=32, env={"REO_METRICS_TOKEN": ""})
         with open(os.path.join(srv.data_dir, "reo.toml"), "w") as f:
-            f.write('[server]\nanonymous_metrics = false\n[hints]\npromote_bandwidth = "1MiB"\n')
+            f.write('[server]\nanonymous_metrics = true\n[hints]\npromote_bandwidth = "1MiB"\n'
+                    '[metrics]\ntoken = "config-file-token-0123"\n')
         srv.extra = ["--config", os.path.join(srv.data_dir, "reo.toml")]
         srv.start()
         try:
-            status, _ = call(srv, "GET", "/metrics", sign=False)
-            self.assertEqual(status, 403)
-            status, body = call(srv, "GET", "/metrics")
-            self.assertEqual(status, 200)
+            status, body = call(srv, "GET", "/metrics", sign=False)
+            self.assertEqual(status, 200, "anonymous_metrics = true lets anyone scrape")
             self.assertIn(b"reo_request_duration_seconds_bucket", body)
+            req = urllib.request.Request(srv.endpoint + "/metrics",
+                                         headers={"Authorization": "Bearer config-file-token-0123"})
+            with urllib.request.urlopen(req, timeout=10) as r:
+                self.assertEqual(r.status, 200)
         finally:
             self.assertEqual(srv.stop(), 0)
             srv.cleanup()

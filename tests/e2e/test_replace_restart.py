@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import signal
-import tempfile
 import unittest
 
 from reoapi import admin, call, wait_for
@@ -65,17 +64,18 @@ class ReplaceRestartTest(unittest.TestCase):
             srv.cleanup()
 
     def test_a_replacement_whose_disk_is_gone_opens_failed(self):
-        # A replacement outside the data directory (another disk): linked by its absolute path.
-        # Gone at the next start, the gateway still starts, with that device failed.
+        # A replacement on another disk mounted inside the data directory (`spare/`): linked by
+        # its absolute path. Gone at the next start, the gateway still starts, that device failed.
         srv = Server(BIN, device_mib=32)
-        spare = tempfile.mkdtemp(prefix="reo-spare-")
+        spare = os.path.realpath(os.path.join(srv.data_dir, "spare"))
+        os.mkdir(spare)
         srv.start()
         try:
             s3 = srv.client()
             s3.create_bucket(Bucket="gone")
             objs = put_objects(s3, "gone", "k", 3, 90_000)
-            fail_and_replace(self, srv, 3, os.path.join(spare, "d3.img"))
-            self.assertEqual(os.readlink(os.path.join(srv.data_dir, "dev3.img")), os.path.join(spare, "d3.img"))
+            fail_and_replace(self, srv, 3, "spare/d3.img")
+            self.assertEqual(os.readlink(os.path.join(srv.data_dir, "dev3.img")), "spare/d3.img")
             self.assertEqual(srv.stop(), 0)
             shutil.rmtree(spare)
             srv.start()

@@ -63,6 +63,45 @@ class UsersTest(unittest.TestCase):
         self.assertEqual(p.returncode, 2)
         self.assertIn("may not", p.stderr)
 
+    def test_admin_requests_cannot_be_replayed_or_carry_unsigned_bodies(self):
+        import urllib.error
+        import urllib.request
+        from botocore.auth import S3SigV4Auth, S3SigV4QueryAuth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+
+        def send(method, url, headers, data=b""):
+            r = urllib.request.Request(url, data=data or None, method=method, headers=headers)
+            try:
+                with urllib.request.urlopen(r, timeout=60) as resp:
+                    return resp.status, resp.read()
+            except urllib.error.HTTPError as e:
+                return e.code, e.read()
+
+        creds = Credentials(ADMIN_ACCESS, ADMIN_SECRET)
+        url = self.srv.endpoint + "/_reo/admin/flush"
+        req = AWSRequest(method="POST", url=url, data=b"")
+        S3SigV4Auth(creds, "s3", "us-east-1").add_auth(req)
+        captured = dict(req.prepare().headers)
+        self.assertEqual(send("POST", url, captured)[0], 200)
+        status, body = send("POST", url, captured)
+        self.assertEqual(status, 403)
+        self.assertIn(b"replay", body)
+        # Unsigned bodies and presigned URLs are refused on the API.
+        req = AWSRequest(method="POST", url=url, data=b"", headers={"x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
+        S3SigV4Auth(creds, "s3", "us-east-1").add_auth(req)
+        status, body = send("POST", url, dict(req.prepare().headers))
+        self.assertEqual(status, 403, body)
+        req = AWSRequest(method="GET", url=self.srv.endpoint + "/_reo/admin/status")
+        S3SigV4QueryAuth(creds, "s3", "us-east-1", expires=60).add_auth(req)
+        self.assertEqual(send("GET", req.url, {})[0], 403)
+        # Reads are not mutations: the same signed GET may be sent again.
+        status_url = self.srv.endpoint + "/_reo/admin/status"
+        req = AWSRequest(method="GET", url=status_url)
+        S3SigV4Auth(creds, "s3", "us-east-1").add_auth(req)
+        h = dict(req.prepare().headers)
+        self.assertEqual((send("GET", status_url, h)[0], send("GET", status_url, h)[0]), (200, 200))
+
     def test_readonly_reads_only(self):
         a, s = self.add("viewer", "readonly")
         s3 = self.srv.client(a, s)

@@ -1,4 +1,4 @@
-//! [`Acceptor`]: the server's accept loop's guards against connections costing what it cannot
+//! [`Acceptor`]: the server's accept loop over its listeners (HTTP, HTTPS) and its guards against connections costing what it cannot
 //! give. At most `max_connections` are open at once (a permit per connection; the loop waits for
 //! one before it accepts, so the kernel's backlog queues the rest); when accepting fails for want
 //! of file descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) the loop backs off 10 ms,
@@ -26,7 +26,7 @@ pub fn default_max_connections() -> usize {
 
 /// See the module doc.
 pub struct Acceptor {
-    listener: TcpListener,
+    listeners: Vec<TcpListener>,
     permits: Arc<Semaphore>,
     backoff: Duration,
     failures: u64,
@@ -34,9 +34,9 @@ pub struct Acceptor {
 }
 
 impl Acceptor {
-    pub fn new(listener: TcpListener, max_connections: usize) -> Acceptor {
+    pub fn new(listeners: Vec<TcpListener>, max_connections: usize) -> Acceptor {
         Acceptor {
-            listener,
+            listeners,
             permits: Arc::new(Semaphore::new(max_connections.max(1))),
             backoff: Duration::ZERO,
             failures: 0,
@@ -44,14 +44,17 @@ impl Acceptor {
         }
     }
 
-    /// The next connection and its permit (released when the connection ends).
-    pub async fn accept(&mut self) -> (TcpStream, OwnedSemaphorePermit) {
+    /// The next connection, the index of the listener it came to, and its permit (released
+    /// when the connection ends).
+    pub async fn accept(&mut self) -> (TcpStream, usize, OwnedSemaphorePermit) {
         let permit = self.permits.clone().acquire_owned().await.expect("the semaphore is never closed");
         loop {
-            match self.listener.accept().await {
+            let accepts = self.listeners.iter().map(|l| Box::pin(l.accept()));
+            let (result, which, _) = futures::future::select_all(accepts).await;
+            match result {
                 Ok((socket, _)) => {
                     self.backoff = Duration::ZERO;
-                    return (socket, permit);
+                    return (socket, which, permit);
                 }
                 Err(e) => {
                     let starved =

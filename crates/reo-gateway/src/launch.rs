@@ -23,7 +23,10 @@ use crate::server::{serve, ServerOptions};
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
     pub data_dir: PathBuf,
-    pub listen: SocketAddr,
+    /// The plain HTTP address (`None`: none, when TLS serves alone).
+    pub listen: Option<SocketAddr>,
+    /// HTTPS: the address, the certificate chain and the key (PEM files).
+    pub tls: Option<TlsSettings>,
     /// The backend the cache is in front of.
     pub backend: BackendChoice,
     pub devices: usize,
@@ -39,6 +42,10 @@ pub struct ServeConfig {
     pub promote_bps: u64,
     /// Whether `/metrics` answers unsigned requests.
     pub anonymous_metrics: bool,
+    /// The bearer token `/metrics` takes ([`crate::scrape`]).
+    pub metrics_token: Option<String>,
+    /// A separate address serving `GET /metrics` only, without authentication.
+    pub metrics_listen: Option<SocketAddr>,
     /// Accept Signature Version 2 requests (unsafe; `[server] allow_sigv2`).
     pub allow_sigv2: bool,
     /// See [`ServerOptions::header_timeout`].
@@ -67,9 +74,19 @@ pub struct ServeConfig {
     /// Block devices a device replacement may use (`[server] replacement_devices`); any other
     /// replacement is a new file inside the data directory.
     pub replacement_devices: Vec<PathBuf>,
+    /// Open multipart uploads older than this are removed.
+    pub multipart_expiry: std::time::Duration,
     /// The deadline of a local directory backend's calls ([`crate::backend::deadline`]; an S3
     /// backend's are in its settings).
     pub local_timeout: std::time::Duration,
+}
+
+/// Where and with what `reo serve` answers HTTPS.
+#[derive(Debug, Clone)]
+pub struct TlsSettings {
+    pub listen: SocketAddr,
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
 /// Which backend `reo serve` caches.
@@ -201,6 +218,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         tracing::info!("resuming the flush of {n} unflushed objects ({bytes} bytes)");
     }
     gw.set_flush_delay(cfg.flush_delay);
+    gw.set_multipart_expiry(cfg.multipart_expiry);
     if let Some(limit) = cfg.dirty_limit {
         let cap = gw.cache.config().capacity_bytes;
         if limit > cap {
@@ -231,6 +249,8 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         rebuild_bps: cfg.rebuild_bps,
         users: users.clone(),
         replacement_devices: cfg.replacement_devices.clone(),
+        replays: Default::default(),
+        denials: Default::default(),
     };
     // A rebuild the last run did not finish (the store found its device still marked
     // rebuilding) goes on, in the cache's priority order; the admin status follows it.
@@ -252,13 +272,32 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         allow_sigv2: cfg.allow_sigv2,
         header_timeout: cfg.header_timeout,
         max_connections: cfg.max_connections,
+        metrics_token: cfg.metrics_token.clone(),
     };
+    // Certificates are read before anything listens: a bad file stops the start.
+    let tls = cfg.tls.as_ref().map(|t| crate::tls::acceptor(&t.cert, &t.key).map(|a| (t.listen, a))).transpose()?;
+    if cfg.listen.is_none() && tls.is_none() {
+        return Err("no address to serve on: give --listen, or --tls-listen with --tls-cert and --tls-key".into());
+    }
     let served = rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind(cfg.listen)
-            .await
-            .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
-        tracing::info!("S3 on http://{} (backend {})", listener.local_addr().map_err(|e| e.to_string())?, backend_desc);
-        serve(listener, api, opts, shutdown_signal()).await.map_err(|e| e.to_string())
+        let mut listeners = Vec::new();
+        for (addr, tls) in cfg.listen.map(|a| (a, None)).into_iter().chain(tls.map(|(a, t)| (a, Some(t)))) {
+            let tcp = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+            let scheme = if tls.is_some() { "https" } else { "http" };
+            tracing::info!(
+                "S3 on {scheme}://{} (backend {backend_desc})",
+                tcp.local_addr().map_err(|e| e.to_string())?
+            );
+            listeners.push(crate::server::Listener { tcp, tls });
+        }
+        if let Some(addr) = cfg.metrics_listen {
+            let m = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| format!("cannot listen on {addr} (--metrics-listen): {e}"))?;
+            tracing::info!("metrics on http://{addr}/metrics (no authentication: keep it on a private network)");
+            tokio::spawn(crate::scrape::serve_metrics_only(m, api.clone(), std::future::pending()));
+        }
+        serve(listeners, api, opts, shutdown_signal()).await.map_err(|e| e.to_string())
     });
     rt.shutdown_timeout(std::time::Duration::from_secs(5));
     tracing::info!("shutting down");

@@ -16,6 +16,7 @@
 mod accept;
 pub mod api;
 pub mod backend;
+pub mod denials;
 pub mod device_files;
 pub mod device_io;
 mod form_post;
@@ -27,6 +28,8 @@ pub mod metrics;
 mod presign;
 mod request_id;
 pub mod s3;
+pub mod scrape;
 pub mod server;
 mod sigv2;
+pub mod tls;
 pub mod users;

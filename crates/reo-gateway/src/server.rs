@@ -37,6 +37,8 @@ pub struct ServerOptions {
     pub header_timeout: std::time::Duration,
     /// Connections open at once ([`crate::accept`]); `None`: sized from the open-file limit.
     pub max_connections: Option<usize>,
+    /// The bearer token Prometheus scrapes `/metrics` with ([`crate::scrape`]).
+    pub metrics_token: Option<String>,
 }
 
 /// S3's bucket-name rules, plus `_reo` so `/_reo/...` paths reach the custom routes (the backend
@@ -96,6 +98,7 @@ pub fn metrics(api: &Api) -> String {
     });
     emit("reo_store", store);
     emit("reo_gateway", serde_json::to_value(gw.counters()).unwrap_or_default());
+    out.push_str(&format!("reo_gateway_denied_requests_total {}\n", api.denials.total()));
     let (objects, bytes) = gw.dirty();
     out.push_str(&format!("reo_gateway_dirty_objects {objects}\nreo_gateway_dirty_bytes {bytes}\n"));
     out.push_str(&format!("reo_gateway_flush_lag_seconds {:.3}\n", gw.flush_lag_secs()));
@@ -184,9 +187,15 @@ fn close_after_early_answer<B>(c: Continue, resp: &mut http::Response<B>) {
     }
 }
 
-/// Serves S3 on `listener` until `shutdown` resolves, then drains.
+/// An address the server answers on: plain HTTP, or HTTPS with `tls`.
+pub struct Listener {
+    pub tcp: TcpListener,
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
+}
+
+/// Serves S3 on `listeners` until `shutdown` resolves, then drains.
 pub async fn serve(
-    listener: TcpListener,
+    listeners: Vec<Listener>,
     api: Api,
     opts: ServerOptions,
     shutdown: impl Future<Output = ()>,
@@ -197,6 +206,9 @@ pub async fn serve(
     b.set_access(crate::users::access::RoleAccess(opts.users.clone()));
     let latency = api.metrics.clone();
     let access = Arc::new(crate::users::access::RoleAccess(opts.users.clone()));
+    let scrape_api = api.clone();
+    let denials = api.denials.clone();
+    let metrics_token: Option<Arc<str>> = opts.metrics_token.as_deref().map(Arc::from);
     b.set_route(Routes { api, delete: DeleteObjectsRoute::new(s3, access) });
     b.set_validation(Names);
     let mut cfg = S3Config::default();
@@ -211,17 +223,23 @@ pub async fn serve(
     let mut shutdown = std::pin::pin!(shutdown);
     let max_connections = opts.max_connections.unwrap_or_else(crate::accept::default_max_connections);
     tracing::info!(max_connections, header_timeout = ?opts.header_timeout, "connection limits");
-    let mut acceptor = crate::accept::Acceptor::new(listener, max_connections);
+    let (tcp, tls): (Vec<TcpListener>, Vec<_>) = listeners.into_iter().map(|l| (l.tcp, l.tls)).unzip();
+    let mut acceptor = crate::accept::Acceptor::new(tcp, max_connections);
+    let handshake_timeout = opts.header_timeout;
     loop {
-        let (socket, permit) = tokio::select! {
+        let (socket, which, permit) = tokio::select! {
             s = acceptor.accept() => s,
             _ = &mut shutdown => break,
         };
+        let peer = socket.peer_addr().ok();
         let (service, latency, ids) = (service.clone(), latency.clone(), ids.clone());
+        let (scrape_api, denials, metrics_token) = (scrape_api.clone(), denials.clone(), metrics_token.clone());
         let timed = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
             let op = crate::metrics::operation(req.method(), req.uri().path());
             let (service, latency, ids) = (service.clone(), latency.clone(), ids.clone());
+            let (scrape_api, denials, metrics_token) = (scrape_api.clone(), denials.clone(), metrics_token.clone());
             let cont = Continue::of(&req);
+            let (method, path) = (req.method().clone(), req.uri().path().to_string());
             async move {
                 let t = std::time::Instant::now();
                 let id = ids.next();
@@ -231,11 +249,27 @@ pub async fn serve(
                         (!allow_sigv2).then(|| crate::sigv2::refuse(req.headers(), req.uri().query())).flatten()
                     })
                     .or_else(|| crate::presign::check(req.uri().query()));
-                let mut r = match early {
-                    Some(e) => e.to_http_response().map_err(|e| s3s::HttpError::new(Box::new(e))),
-                    None => hyper::service::Service::call(&service, req).await,
+                let scrape = if method == http::Method::GET && path == "/metrics" {
+                    crate::scrape::bearer(metrics_token.as_deref(), req.headers())
+                } else {
+                    crate::scrape::Bearer::Absent
+                };
+                let mut r = match (early, scrape) {
+                    (Some(e), _) => e.to_http_response().map_err(|e| s3s::HttpError::new(Box::new(e))),
+                    (None, crate::scrape::Bearer::Valid) => Ok(crate::scrape::answer(&scrape_api).await),
+                    (None, crate::scrape::Bearer::Invalid) => Ok(crate::scrape::text(
+                        http::StatusCode::UNAUTHORIZED,
+                        "the bearer token is not this server's [metrics] token\n".into(),
+                    )),
+                    (None, crate::scrape::Bearer::Absent) => hyper::service::Service::call(&service, req).await,
                 };
                 latency.observe(op, t.elapsed());
+                if let Ok(resp) = &r {
+                    let status = resp.status().as_u16();
+                    if status == 401 || status == 403 {
+                        denials.record(status, method.as_str(), &path, peer, std::time::Instant::now());
+                    }
+                }
                 if let Ok(resp) = &mut r {
                     close_after_early_answer(cont, resp);
                     ids.stamp(&id, resp);
@@ -252,10 +286,22 @@ pub async fn serve(
                 r
             }
         });
-        let conn = http.serve_connection(TokioIo::new(socket), timed);
-        let conn = graceful.watch(conn.into_owned());
+        let (watcher, http, tls) = (graceful.watcher(), http.clone(), tls[which].clone());
         tokio::spawn(async move {
-            let _ = conn.await;
+            match tls {
+                None => {
+                    let _ = watcher.watch(http.serve_connection(TokioIo::new(socket), timed).into_owned()).await;
+                }
+                // The handshake is bounded like a request header: a client that never finishes
+                // it holds a connection slot no longer.
+                Some(tls) => match tokio::time::timeout(handshake_timeout, tls.accept(socket)).await {
+                    Ok(Ok(stream)) => {
+                        let _ = watcher.watch(http.serve_connection(TokioIo::new(stream), timed).into_owned()).await;
+                    }
+                    Ok(Err(e)) => tracing::debug!(?peer, "TLS handshake failed: {e}"),
+                    Err(_) => tracing::debug!(?peer, "TLS handshake not finished within {handshake_timeout:?}"),
+                },
+            }
             drop(permit);
         });
     }

@@ -23,6 +23,8 @@ pub struct FileConfig {
     #[serde(default)]
     pub hints: HintsSection,
     #[serde(default)]
+    pub metrics: MetricsSection,
+    #[serde(default)]
     pub backend: Option<BackendSection>,
 }
 
@@ -40,6 +42,10 @@ pub struct ServerSection {
     pub header_timeout: Option<String>,
     pub max_connections: Option<usize>,
     pub replacement_devices: Option<Vec<PathBuf>>,
+    pub multipart_expiry: Option<String>,
+    pub tls_listen: Option<String>,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -69,6 +75,18 @@ pub struct HintsSection {
     pub promote_bandwidth: Option<String>,
 }
 
+/// `[metrics]`: how Prometheus scrapes `/metrics`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsSection {
+    /// The bearer token on the S3 listener.
+    pub token: Option<String>,
+    /// A file whose first line is the token.
+    pub token_file: Option<PathBuf>,
+    /// A separate address serving `GET /metrics` only, without authentication.
+    pub listen: Option<String>,
+}
+
 /// `[backend]`: a local directory (`kind = "local"`, `path`) or an S3 store (`kind = "s3"`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -87,6 +105,28 @@ pub struct BackendSection {
 }
 
 /// A positive duration for `field`, or a message naming it.
+/// A metrics token: at least 16 printable characters (it is all a scraper shows).
+pub fn metrics_token(field: &str, t: String) -> Result<String, String> {
+    let t = t.trim().to_string();
+    if t.len() >= 16 && t.bytes().all(|b| b.is_ascii_graphic()) {
+        Ok(t)
+    } else {
+        Err(format!("{field}: at least 16 printable characters without spaces"))
+    }
+}
+
+/// The first line of a secret's file.
+pub fn read_first_line(p: &Path) -> Result<String, String> {
+    std::fs::read_to_string(p)
+        .map_err(|e| format!("{}: {e}", p.display()))?
+        .lines()
+        .next()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .ok_or_else(|| format!("{}: the first line is empty", p.display()))
+}
+
 fn positive_duration(field: &str, v: &str) -> Result<std::time::Duration, String> {
     match parse_duration(v) {
         Some(d) if !d.is_zero() => Ok(d),
@@ -207,6 +247,7 @@ pub fn parse_duration(s: &str) -> Option<std::time::Duration> {
         "s" => 1_000,
         "m" | "min" => 60_000,
         "h" => 3_600_000,
+        "d" => 86_400_000,
         _ => return None,
     };
     n.checked_mul(ms).map(std::time::Duration::from_millis)
@@ -226,6 +267,12 @@ pub struct Settings {
     pub header_timeout: Option<std::time::Duration>,
     pub max_connections: Option<usize>,
     pub replacement_devices: Vec<PathBuf>,
+    pub multipart_expiry: Option<std::time::Duration>,
+    pub metrics_token: Option<String>,
+    pub metrics_listen: Option<SocketAddr>,
+    pub tls_listen: Option<SocketAddr>,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
     pub devices: Option<usize>,
     pub device_bytes: Option<u64>,
     pub flush_delay_ms: Option<u64>,
@@ -360,6 +407,32 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
             }
             v => v,
         },
+        multipart_expiry: f
+            .server
+            .multipart_expiry
+            .as_deref()
+            .map(|v| positive_duration("server.multipart_expiry", v))
+            .transpose()?,
+        metrics_token: match (f.metrics.token, &f.metrics.token_file) {
+            (Some(_), Some(_)) => return Err("metrics.token, metrics.token_file: give one".into()),
+            (Some(t), None) => Some(metrics_token("metrics.token", t)?),
+            (None, Some(p)) => Some(metrics_token("metrics.token_file", read_first_line(p)?)?),
+            (None, None) => None,
+        },
+        tls_listen: f
+            .server
+            .tls_listen
+            .as_deref()
+            .map(|v| v.parse().map_err(|e| format!("server.tls_listen: {v:?}: {e}")))
+            .transpose()?,
+        tls_cert: f.server.tls_cert,
+        tls_key: f.server.tls_key,
+        metrics_listen: f
+            .metrics
+            .listen
+            .as_deref()
+            .map(|v| v.parse().map_err(|e| format!("metrics.listen: {v:?}: {e}")))
+            .transpose()?,
         devices: f.cache.devices,
         device_bytes,
         flush_delay_ms: f.flush.delay_ms,
@@ -411,7 +484,8 @@ mod tests {
         assert_eq!(parse_duration("2h"), Some(Duration::from_secs(7200)));
         assert_eq!(parse_duration("30"), None);
         assert_eq!(parse_duration("soon"), None);
-        assert_eq!(parse_duration("3d"), None);
+        assert_eq!(parse_duration("3d"), Some(Duration::from_secs(3 * 86_400)));
+        assert_eq!(parse_duration("3w"), None);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! (`--config FILE`, else `./reo.toml` if present; see [`crate::config`]), else the embedded
 //! defaults (`./reo-data`, 5 device files of 256 MiB, a local backend directory
 //! `./reo-data/backend`, `127.0.0.1:9000`, generated credentials). Logs go to stderr through
-//! `tracing-subscriber`, filtered by `RUST_LOG` (default `info`).
+//! `tracing-subscriber`, filtered by `RUST_LOG` (default `info`, s3s's own log off).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -20,9 +20,19 @@ pub struct ServeArgs {
     /// Directory of the device files, the gateway's state and (by default) the backend. [default: ./reo-data]
     #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// Address to serve S3 on. [default: 127.0.0.1:9000]
+    /// Address to serve S3 on over plain HTTP. [default: 127.0.0.1:9000, or none when TLS is
+    /// configured]
     #[arg(long)]
     listen: Option<SocketAddr>,
+    /// Address to serve S3 on over HTTPS (with --tls-cert and --tls-key).
+    #[arg(long, requires_all = ["tls_cert", "tls_key"])]
+    tls_listen: Option<SocketAddr>,
+    /// The server's certificate chain, PEM (leaf first).
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The certificate's private key, PEM (PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// The backend: a local directory (buckets are directories), or an S3 store as `s3://`
     /// (AWS), `s3://HOST[:PORT]` (https) or `s3+http://HOST[:PORT]`; region, credentials and
     /// addressing from [backend] in reo.toml or AWS_* variables. Default: <data-dir>/backend.
@@ -58,6 +68,13 @@ pub struct ServeArgs {
     /// Bytes per second hint prefetches may read from the backend (0: unlimited). [default: 64 MiB/s]
     #[arg(long)]
     promote_bps: Option<u64>,
+    /// Also serve GET /metrics, without authentication, on this address (off by default; for a
+    /// network only the scraper reaches).
+    #[arg(long)]
+    metrics_listen: Option<SocketAddr>,
+    /// The bearer token Prometheus scrapes /metrics with on the S3 address (else [metrics] token).
+    #[arg(long = "metrics-token", env = "REO_METRICS_TOKEN", hide_env_values = true, hide = true)]
+    metrics_token: Option<String>,
     /// Open the device files with O_DIRECT (bypass the page cache, as a flash array without a
     /// DRAM copy of its contents; `reo bench gateway` uses it). Default: buffered.
     #[arg(long)]
@@ -68,10 +85,15 @@ pub struct ServeArgs {
     rebuild_bps: Option<u64>,
 }
 
-/// Logs to stderr, `RUST_LOG` filtering (default `info`).
+/// The log filter without `RUST_LOG`: s3s's own error log is off, as it logs every refused
+/// request at ERROR (anonymous clients could flood it); denials are logged by the gateway at a
+/// bounded rate (`reo_gateway::denials`).
+const DEFAULT_LOG: &str = "info,s3s=off";
+
+/// Logs to stderr, `RUST_LOG` filtering (default [`DEFAULT_LOG`]).
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG));
     use std::io::IsTerminal;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -83,9 +105,20 @@ fn init_logging() {
 pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
     init_logging();
     let f = config::load(a.config.as_deref())?;
+    let tls = match (
+        a.tls_listen.or(f.tls_listen),
+        a.tls_cert.clone().or(f.tls_cert.clone()),
+        a.tls_key.clone().or(f.tls_key.clone()),
+    ) {
+        (Some(listen), Some(cert), Some(key)) => Some(reo_gateway::launch::TlsSettings { listen, cert, key }),
+        (None, None, None) => None,
+        _ => return Err("TLS needs all three: --tls-listen (or [server] tls_listen), --tls-cert and --tls-key".into()),
+    };
     let cfg = reo_gateway::launch::ServeConfig {
         data_dir: a.data_dir.clone().or(f.data_dir).unwrap_or_else(|| PathBuf::from("./reo-data")),
-        listen: a.listen.or(f.listen).unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 9000))),
+        tls: tls.clone(),
+        // Plain HTTP by default, unless TLS is configured (then only if asked for).
+        listen: a.listen.or(f.listen).or_else(|| tls.is_none().then(|| SocketAddr::from(([127, 0, 0, 1], 9000)))),
         backend: match &a.backend {
             Some(v) => config::backend_flag(v, &f.backend)?,
             None => f.backend.clone(),
@@ -94,16 +127,7 @@ pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
         device_mib: a.device_mib.or(f.device_bytes.map(|b| b >> 20)).unwrap_or(256),
         access_key: a.access_key.clone().or(f.access_key),
         secret_key: match &a.secret_key_file {
-            Some(p) => Some(
-                std::fs::read_to_string(p)
-                    .map_err(|e| format!("--secret-key-file {}: {e}", p.display()))?
-                    .lines()
-                    .next()
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .ok_or_else(|| format!("--secret-key-file {}: the first line is empty", p.display()))?
-                    .to_string(),
-            ),
+            Some(p) => Some(config::read_first_line(p).map_err(|e| format!("--secret-key-file {e}"))?),
             None => a.secret_key.clone().or(f.secret_key),
         },
         max_body: a.max_body_mib.map(|m| m << 20).or(f.max_body).unwrap_or(1 << 30),
@@ -114,7 +138,12 @@ pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
             a.write_policies.clone()
         },
         promote_bps: a.promote_bps.or(f.promote_bps).unwrap_or(64 << 20),
-        anonymous_metrics: f.anonymous_metrics.unwrap_or(true),
+        anonymous_metrics: f.anonymous_metrics.unwrap_or(false),
+        metrics_token: match a.metrics_token.clone().filter(|t| !t.is_empty()) {
+            Some(t) => Some(config::metrics_token("REO_METRICS_TOKEN", t)?),
+            None => f.metrics_token.clone(),
+        },
+        metrics_listen: a.metrics_listen.or(f.metrics_listen),
         allow_sigv2: f.allow_sigv2.unwrap_or(false),
         header_timeout: f.header_timeout.unwrap_or(std::time::Duration::from_secs(10)),
         max_connections: f.max_connections,
@@ -131,6 +160,7 @@ pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
             .stuck_read_fail_after
             .unwrap_or(reo_store::StoreConfig::default().stuck_read_fail_after),
         replacement_devices: f.replacement_devices.clone(),
+        multipart_expiry: f.multipart_expiry.unwrap_or(reo_gateway::gateway::DEFAULT_MULTIPART_EXPIRY),
         local_timeout: f.local_timeout.unwrap_or(reo_gateway::backend::s3::Deadlines::default().call),
     };
     reo_gateway::launch::run(&cfg)?;

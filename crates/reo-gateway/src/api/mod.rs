@@ -9,6 +9,7 @@
 pub mod admin;
 pub mod hints;
 pub mod query;
+pub mod replay;
 pub mod users;
 
 use std::path::PathBuf;
@@ -48,6 +49,10 @@ pub struct Api {
     pub users: Arc<Users>,
     /// Block devices a replacement may be (anything else is a new file in `data_dir`).
     pub replacement_devices: Vec<PathBuf>,
+    /// Signatures of admin mutations already accepted.
+    pub replays: Arc<replay::ReplayGuard>,
+    /// Requests answered 401 or 403.
+    pub denials: Arc<crate::denials::Denials>,
 }
 
 /// A JSON answer.
@@ -134,6 +139,34 @@ impl S3Route for Api {
         if (admin_only && user.role != Role::Admin) || (writes && user.role == Role::ReadOnly) {
             return Err(s3_error!(AccessDenied, "user {} may not {} {path}", user.describe(), req.method));
         }
+        // The API takes header signatures over a signed body hash only: a presigned URL's or an
+        // UNSIGNED-PAYLOAD request's body could be swapped by whoever holds the request.
+        let authorization = req.headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        let signed_body = req
+            .headers
+            .get("x-amz-content-sha256")
+            .is_some_and(|v| v.len() == 64 && v.as_bytes().iter().all(u8::is_ascii_hexdigit));
+        let Some(signature) = authorization.and_then(replay::signature_of).filter(|_| signed_body) else {
+            return Err(s3_error!(
+                AccessDenied,
+                "{path} takes requests signed in the Authorization header with the body's SHA-256 in \
+                 x-amz-content-sha256 (no presigned URLs, no UNSIGNED-PAYLOAD)"
+            ));
+        };
+        if path.starts_with("/_reo/admin/") && req.method != Method::GET {
+            match self.replays.admit(signature, std::time::Instant::now()) {
+                Ok(()) => {}
+                Err(replay::Replay::Seen) => {
+                    return Err(s3_error!(
+                        AccessDenied,
+                        "this signed request was received already (a replay); sign it anew"
+                    ))
+                }
+                Err(replay::Replay::Full) => {
+                    return Err(s3_error!(SlowDown, "too many admin requests in the last 30 minutes; try again later"))
+                }
+            }
+        }
         Ok(())
     }
 
@@ -173,7 +206,7 @@ impl Api {
     /// the hint engine's locks, which their holders may keep across I/O (an fsync'ed pending
     /// record, a hint file). Waiting for them on a runtime thread would stall every request that
     /// thread serves (with two cores, two such waits stall them all).
-    async fn metrics_text(&self) -> S3Result<String> {
+    pub(crate) async fn metrics_text(&self) -> S3Result<String> {
         let api = self.clone();
         tokio::task::spawn_blocking(move || crate::server::metrics(&api))
             .await
@@ -230,6 +263,8 @@ mod tests {
             rebuild_bps: None,
             users: std::sync::Arc::new(crate::users::Users::with_admin("A".into(), "S".into(), None)),
             replacement_devices: Vec::new(),
+            replays: Default::default(),
+            denials: Default::default(),
         };
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let text = rt.block_on(async {

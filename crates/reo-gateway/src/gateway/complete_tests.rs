@@ -146,3 +146,20 @@ fn a_completed_upload_answers_as_s3_does() {
     let err = gw.complete_upload("bkt", "other", &id, &only_second, MAX).unwrap_err();
     assert_eq!(*err.code(), S3ErrorCode::NoSuchUpload);
 }
+
+#[test]
+fn abandoned_uploads_expire_and_completed_ones_stay() {
+    let rig = Rig::new();
+    let (gw, _) = rig.open();
+    let (abandoned, _) = upload(&gw);
+    let (completed, parts) = upload(&gw);
+    let info = gw.complete_upload("bkt", "mp", &completed, &parts, MAX).unwrap();
+    let now = super::now_ns();
+    let day = std::time::Duration::from_secs(86_400);
+    assert_eq!(gw.uploads.expire(day, now), 0, "nothing is a day old");
+    // A week later: the abandoned upload and its parts go; the completed one's answer stays.
+    assert_eq!(gw.uploads.expire(day, now + 7 * day.as_nanos() as u64), 1);
+    assert_eq!(*gw.uploads.get("bkt", "mp", &abandoned).unwrap_err().code(), S3ErrorCode::NoSuchUpload);
+    assert!(!rig.dir.join("state").join("uploads").join(&abandoned).exists());
+    assert_eq!(gw.complete_upload("bkt", "mp", &completed, &parts, MAX).unwrap().etag, info.etag);
+}

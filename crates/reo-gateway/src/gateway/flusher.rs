@@ -51,9 +51,17 @@ fn stopping(gw: &Gateway) -> bool {
     gw.stopping.load(std::sync::atomic::Ordering::SeqCst)
 }
 
+/// How often abandoned multipart uploads are looked for.
+const EXPIRY_SWEEP: Duration = Duration::from_secs(3600);
+
 fn run(gw: &Gateway) {
     let mut backoff = BACKOFF_MIN;
+    let mut swept: Option<std::time::Instant> = None;
     while !stopping(gw) {
+        if swept.is_none_or(|t| t.elapsed() >= EXPIRY_SWEEP) {
+            gw.expire_uploads();
+            swept = Some(std::time::Instant::now());
+        }
         let failed = round(gw);
         let (m, c) = &gw.wake;
         let mut woken = m.lock().unwrap_or_else(|e| e.into_inner());

@@ -120,6 +120,8 @@ pub struct Gateway {
     pub(crate) stopping: std::sync::atomic::AtomicBool,
     /// Minimum age (ns) of an unflushed object before the flusher writes it (coalesces rewrites).
     pub(crate) flush_delay_ns: std::sync::atomic::AtomicU64,
+    /// Open multipart uploads older than this are removed ([`Gateway::expire_uploads`]).
+    multipart_expiry_ns: std::sync::atomic::AtomicU64,
     /// Objects written up to this time (ns) are flushed regardless of the delay ([`Gateway::flush_now`]).
     pub(crate) flush_before_ns: std::sync::atomic::AtomicU64,
     /// Unflushed bytes beyond which writes get 503 SlowDown (the high watermark).
@@ -138,6 +140,10 @@ pub struct Gateway {
     /// Fetches of at most this many bytes are collected for the cache ([`Gateway::max_fill`]).
     max_fill: std::sync::atomic::AtomicU64,
 }
+
+/// How long an open multipart upload may stay before it is removed (S3 leaves that to a
+/// lifecycle rule; a cache must not keep abandoned parts on disk for ever).
+pub const DEFAULT_MULTIPART_EXPIRY: std::time::Duration = std::time::Duration::from_secs(7 * 86_400);
 
 pub(crate) fn now_ns() -> u64 {
     crate::backend::local::now_ns()
@@ -189,6 +195,7 @@ impl Gateway {
             uploads,
             stopping: Default::default(),
             flush_delay_ns: Default::default(),
+            multipart_expiry_ns: std::sync::atomic::AtomicU64::new(DEFAULT_MULTIPART_EXPIRY.as_nanos() as u64),
             flush_before_ns: Default::default(),
             // Half the cache: room is left for cleaning (rewriting flushed objects clean).
             dirty_limit: std::sync::atomic::AtomicU64::new(dirty_limit),
@@ -232,6 +239,23 @@ impl Gateway {
     /// Unflushed objects wait at least `d` before the flusher writes them (default 0).
     pub fn set_flush_delay(&self, d: std::time::Duration) {
         self.flush_delay_ns.store(d.as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Open multipart uploads older than `d` are removed by the next sweep (default
+    /// [`DEFAULT_MULTIPART_EXPIRY`]).
+    pub fn set_multipart_expiry(&self, d: std::time::Duration) {
+        self.multipart_expiry_ns.store(d.as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Removes the open multipart uploads older than the expiry (the flusher's thread calls it
+    /// at start and hourly); returns how many.
+    pub fn expire_uploads(&self) -> usize {
+        let age = std::time::Duration::from_nanos(self.multipart_expiry_ns.load(std::sync::atomic::Ordering::Relaxed));
+        let n = self.uploads.expire(age, now_ns());
+        if n > 0 {
+            tracing::info!("removed {n} multipart uploads abandoned for over {age:?}");
+        }
+        n
     }
 
     /// Replaces the write-policy rules (see [`policy`]).

@@ -249,6 +249,43 @@ impl Uploads {
         fs::remove_dir_all(self.path(&u.id)?).map_err(io)
     }
 
+    /// Removes the open uploads started more than `max_age` before `now_ns` (abandoned: their
+    /// parts would otherwise hold disk for ever) and staging directories a crash left without
+    /// an `upload.json`; each under its upload's lock, so a completion in progress finishes
+    /// first (and is then kept). Returns how many were removed.
+    pub fn expire(&self, max_age: std::time::Duration, now_ns: u64) -> usize {
+        let cutoff = now_ns.saturating_sub(max_age.as_nanos() as u64);
+        let mut removed = 0;
+        for ent in fs::read_dir(&self.dir).into_iter().flatten().flatten() {
+            let id = ent.file_name().to_string_lossy().into_owned();
+            let started = match fs::read(ent.path().join("upload.json")) {
+                Ok(b) => match serde_json::from_slice::<Upload>(&b) {
+                    Ok(u) => u.initiated_ns,
+                    Err(_) => continue,
+                },
+                // Its creation never finished: as old as the directory.
+                Err(_) => ent
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(u64::MAX, |d| d.as_nanos() as u64),
+            };
+            if started >= cutoff || ent.path().join("done.json").exists() {
+                continue;
+            }
+            let Ok(_l) = self.lock(&id) else { continue };
+            if ent.path().join("done.json").exists() {
+                continue;
+            }
+            match fs::remove_dir_all(ent.path()) {
+                Ok(()) => removed += 1,
+                Err(e) => tracing::warn!(upload = id, "cannot remove an expired multipart upload: {e}"),
+            }
+        }
+        removed
+    }
+
     /// Open uploads of `bucket` whose key starts with `prefix`, by key then start time.
     pub fn list(&self, bucket: &str, prefix: &str) -> Vec<Upload> {
         let mut out: Vec<Upload> = fs::read_dir(&self.dir)

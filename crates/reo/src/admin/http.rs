@@ -39,7 +39,10 @@ impl Client {
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
         let date = sigv4::amz_date(now);
         let payload_hash = sigv4::sha256_hex(body);
-        let headers = [("host".to_string(), self.host.clone())];
+        // A signed random nonce: the server refuses an admin mutation whose signature it has
+        // seen (a replay), and two identical calls within a second would otherwise sign alike.
+        let nonce = nonce()?;
+        let headers = [("host".to_string(), self.host.clone()), ("x-reo-nonce".to_string(), nonce.clone())];
         let req = sigv4::Request { method, path, query, headers: &headers, payload_hash: &payload_hash };
         let auth = sigv4::authorization(&req, &self.access_key, &self.secret_key, &date);
         let mut target = sigv4::uri_encode(path, true);
@@ -52,6 +55,7 @@ impl Client {
         }
         let head = format!(
             "{method} {target} HTTP/1.1\r\nHost: {}\r\nx-amz-date: {date}\r\nx-amz-content-sha256: {payload_hash}\r\n\
+             x-reo-nonce: {nonce}\r\n\
              Authorization: {auth}\r\nContent-Length: {}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n",
             self.host,
             body.len()
@@ -108,6 +112,16 @@ pub fn parse_response(raw: &[u8]) -> Result<(u16, Vec<u8>), String> {
         out.extend_from_slice(&body[..size]);
         body = body.get(size + 2..).unwrap_or_default();
     }
+}
+
+/// 16 random bytes, hex.
+fn nonce() -> Result<String, String> {
+    use std::io::Read as _;
+    let mut b = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
 #[cfg(test)]
