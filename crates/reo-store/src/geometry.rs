@@ -88,15 +88,16 @@ impl Shape {
         self.len.div_ceil(self.full_row_bytes())
     }
 
-    /// Sectors the blob occupies in its zone (per device column).
+    /// Sectors the blob occupies in its zone (per device column). Saturating: a length read
+    /// from a hostile record must not wrap into a small count that passes a bounds check.
     pub fn sectors(&self) -> u64 {
         let full = self.len / self.full_row_bytes();
         let rem = self.len % self.full_row_bytes();
-        let mut bytes = full * self.chunk as u64;
+        let mut bytes = full as u128 * self.chunk as u128;
         if rem > 0 {
-            bytes += self.tail_height(rem) as u64;
+            bytes += self.tail_height(rem) as u128;
         }
-        bytes / SECTOR
+        u64::try_from(bytes / SECTOR as u128).unwrap_or(u64::MAX)
     }
 
     /// Row `i` of a blob starting at sector `start`.

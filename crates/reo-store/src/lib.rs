@@ -23,6 +23,8 @@ mod error;
 mod gc;
 mod geometry;
 mod hedge;
+#[cfg(test)]
+mod hostile_tests;
 mod journal;
 pub(crate) mod lay_out;
 mod location;

@@ -290,7 +290,7 @@ fn apply(inner: &Inner, rec: Record, last_seq: &mut u64) {
                 return;
             }
             let sectors = inner.sectors(&loc);
-            if loc.start as u64 + sectors > inner.layout.zone_sectors() {
+            if (loc.start as u64).saturating_add(sectors) > inner.layout.zone_sectors() {
                 return;
             }
             let mut b = band.write().unwrap_or_else(|e| e.into_inner());

@@ -197,6 +197,9 @@ impl Layout {
             return Err("superblock checksum mismatch".into());
         }
         layout.sane().map_err(|e| format!("superblock describes an impossible layout: {e}"))?;
+        if index >= layout.devices {
+            return Err(format!("superblock: device index {index} of a {}-device store", layout.devices));
+        }
         Ok(Some((layout, index, flags, version)))
     }
 
@@ -204,15 +207,18 @@ impl Layout {
     fn sane(&self) -> std::result::Result<(), String> {
         let chunk_ok = (crate::config::MIN_CHUNK..=crate::config::MAX_CHUNK).contains(&self.chunk)
             && self.chunk.is_multiple_of(4096);
-        let end = (self.zone as u128) * (self.zones as u128) + self.data_off as u128;
+        // In u128: a crafted superblock (with a valid checksum) must not overflow a sum.
+        let wide = |v: u64| v as u128;
+        let end = wide(self.zone) * (self.zones as u128) + wide(self.data_off);
         if !chunk_ok
             || self.devices == 0
+            || self.devices > 64
             || self.zone == 0
             || !self.zone.is_multiple_of(self.chunk as u64)
             || self.journal_off < SUPERBLOCK_AREA
-            || self.ckpt_off < self.journal_off + self.journal_len
-            || (self.data_off as u128) < self.ckpt_off as u128 + 2 * self.ckpt_len as u128
-            || end > self.device_len as u128
+            || wide(self.ckpt_off) < wide(self.journal_off) + wide(self.journal_len)
+            || wide(self.data_off) < wide(self.ckpt_off) + 2 * wide(self.ckpt_len)
+            || end > wide(self.device_len)
             || self.codec != crate::codec::CODEC_ID
         {
             return Err(format!("{self:?}"));
@@ -277,6 +283,45 @@ mod tests {
         #[test]
         fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
             let _ = Layout::decode(&bytes);
+        }
+
+        /// Structure-aware: well-formed superblocks with a valid checksum and hostile fields
+        /// (the checksum gates nothing an attacker who writes the device cannot compute). Decoding
+        /// never panics, and whatever it accepts is a layout whose every area lies within the
+        /// device, in order.
+        #[test]
+        fn checksummed_hostile_superblocks_decode_safely(
+            f in proptest::collection::vec(any::<u64>(), 10),
+            small in proptest::collection::vec(any::<u32>(), 4),
+            index in any::<u16>(),
+            devices in any::<u16>(),
+            pick in proptest::collection::vec(0u8..4, 10),
+        ) {
+            // Each field is either hostile (any value) or one of a few edge values, so that the
+            // sanity checks are reached with sums near their limits.
+            let edge = |v: u64, p: u8| match p { 0 => v, 1 => u64::MAX - (v & 0xffff), 2 => v & 0xffff_ffff, _ => (v & 0xff) << 20 };
+            let l = Layout {
+                store_id: f[0],
+                devices,
+                device_len: edge(f[1], pick[1]),
+                chunk: if pick[0] == 0 { small[0] } else { 1 << (12 + small[0] % 9) },
+                zone: edge(f[2], pick[2]),
+                zones: small[1],
+                journal_off: edge(f[3], pick[3]),
+                journal_len: edge(f[4], pick[4]),
+                ckpt_off: edge(f[5], pick[5]),
+                ckpt_len: edge(f[6], pick[6]),
+                data_off: edge(f[7], pick[7]),
+                codec: if pick[8] == 0 { small[2] } else { crate::codec::CODEC_ID },
+            };
+            if let Ok(Some((d, i, _, _))) = Layout::decode_flags(&l.encode_flags(index, small[3])) {
+                prop_assert_eq!(d, l);
+                prop_assert!(i < d.devices && d.devices <= 64);
+                prop_assert!(d.journal_off >= SUPERBLOCK_AREA);
+                prop_assert!(d.journal_off.checked_add(d.journal_len).is_some_and(|e| e <= d.ckpt_off));
+                prop_assert!(d.ckpt_len.checked_mul(2).and_then(|c| c.checked_add(d.ckpt_off)).is_some_and(|e| e <= d.data_off));
+                prop_assert!(d.zone.checked_mul(d.zones as u64).and_then(|z| z.checked_add(d.data_off)).is_some_and(|e| e <= d.device_len));
+            }
         }
 
         #[test]
