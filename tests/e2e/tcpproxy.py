@@ -29,6 +29,8 @@ class Proxy:
         self.cond = threading.Condition()
         self.conns = set()
         self.listener = None
+        self.sent = bytearray()  # what clients sent upstream, when `record` is set
+        self.record = False
         self._listen()
 
     def _listen(self):
@@ -90,6 +92,9 @@ class Proxy:
                 if not data:
                     dst.shutdown(socket.SHUT_WR)
                     return
+                if self.record and src is conn.socks[0]:
+                    with self.cond:
+                        self.sent.extend(data)
                 dst.sendall(data)
             except (OSError, ValueError):
                 return

@@ -11,6 +11,7 @@ import hashlib
 import os
 import subprocess
 import unittest
+import zlib
 import urllib.error
 import urllib.request
 
@@ -323,7 +324,68 @@ class ConformanceTest(unittest.TestCase):
         e2 = self.s3.upload_part(Bucket=b, Key="multi", UploadId=up, PartNumber=2, Body=b"b")["ETag"]
         self.s3.complete_multipart_upload(Bucket=b, Key="multi", UploadId=up, MultipartUpload={
             "Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]})
-        self.assertEqual(self.error(self.s3.get_object, Bucket=b, Key="multi", PartNumber=2)[1], "NotImplemented")
+        r = self.s3.get_object(Bucket=b, Key="multi", PartNumber=2)
+        self.assertEqual((r["Body"].read(), r["PartsCount"], r["ContentRange"]), (b"b", 2, f"bytes {5 << 20}-{5 << 20}/{(5 << 20) + 1}"))
+        self.assertEqual(self.s3.head_object(Bucket=b, Key="multi", PartNumber=1)["ContentLength"], 5 << 20)
+        self.assertEqual(self.error(self.s3.get_object, Bucket=b, Key="multi", PartNumber=3)[:2], (416, "InvalidPartNumber"))
+        # An overwrite by a single PUT: the old part boundaries no longer apply.
+        self.s3.put_object(Bucket=b, Key="multi", Body=b"now single")
+        self.assertEqual(self.s3.get_object(Bucket=b, Key="multi", PartNumber=1)["Body"].read(), b"now single")
+        self.assertEqual(self.error(self.s3.get_object, Bucket=b, Key="multi", PartNumber=2)[:2], (416, "InvalidPartNumber"))
+
+    def test_multipart_checksums_and_object_attributes(self):
+        b, s3 = self.bucket, self.s3
+        parts = [os.urandom(5 << 20), os.urandom(5 << 20), b"tail"]
+        sums = [base64.b64encode(hashlib.sha256(p).digest()).decode() for p in parts]
+        up = s3.create_multipart_upload(Bucket=b, Key="sum", ChecksumAlgorithm="SHA256")
+        self.assertEqual((up["ChecksumAlgorithm"], up["ChecksumType"]), ("SHA256", "COMPOSITE"))
+        listed = []
+        # The second part is sent without any checksum (boto3 adds a CRC32 unless told not to):
+        # the gateway computes the upload's.
+        bare = srv.client(request_checksum_calculation="when_required")
+        for n, (p, want) in enumerate(zip(parts, sums), 1):
+            if n == 2:
+                r = bare.upload_part(Bucket=b, Key="sum", UploadId=up["UploadId"], PartNumber=n, Body=p)
+            else:
+                r = s3.upload_part(Bucket=b, Key="sum", UploadId=up["UploadId"], PartNumber=n, Body=p,
+                                   ChecksumSHA256=want)
+            self.assertEqual(r["ChecksumSHA256"], want)
+            listed.append({"PartNumber": n, "ETag": r["ETag"], "ChecksumSHA256": want})
+        self.assertEqual([p["ChecksumSHA256"] for p in s3.list_parts(Bucket=b, Key="sum", UploadId=up["UploadId"])["Parts"]], sums)
+        composite = base64.b64encode(hashlib.sha256(b"".join(base64.b64decode(x) for x in sums)).digest()).decode() + "-3"
+        wrong = dict(listed[0], ChecksumSHA256=sums[1])
+        self.assertEqual(self.error(s3.complete_multipart_upload, Bucket=b, Key="sum", UploadId=up["UploadId"],
+                                    MultipartUpload={"Parts": [wrong] + listed[1:]})[1], "InvalidPart")
+        self.assertEqual(self.error(s3.complete_multipart_upload, Bucket=b, Key="sum", UploadId=up["UploadId"],
+                                    ChecksumSHA256=sums[0] + "-3", MultipartUpload={"Parts": listed})[1], "BadDigest")
+        self.assertEqual(self.error(s3.head_object, Bucket=b, Key="sum")[0], 404, "a refused completion wrote")
+        r = s3.complete_multipart_upload(Bucket=b, Key="sum", UploadId=up["UploadId"], ChecksumSHA256=composite,
+                                         MultipartUpload={"Parts": listed})
+        self.assertEqual((r["ChecksumSHA256"], r["ChecksumType"]), (composite, "COMPOSITE"))
+        h = s3.head_object(Bucket=b, Key="sum", ChecksumMode="ENABLED")
+        self.assertEqual((h["ChecksumSHA256"], h["ChecksumType"]), (composite, "COMPOSITE"))
+        g = s3.get_object(Bucket=b, Key="sum", PartNumber=2, ChecksumMode="ENABLED")
+        self.assertEqual((g["Body"].read(), g["ChecksumSHA256"]), (parts[1], sums[1]))
+        a = s3.get_object_attributes(Bucket=b, Key="sum", MaxParts=2, PartNumberMarker=1,
+                                     ObjectAttributes=["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"])
+        self.assertEqual(a["ETag"], r["ETag"].strip('"'))
+        self.assertEqual((a["ObjectSize"], a["StorageClass"]), (sum(map(len, parts)), "STANDARD"))
+        self.assertEqual(a["Checksum"]["ChecksumSHA256"], composite)
+        op = a["ObjectParts"]
+        self.assertEqual((op["TotalPartsCount"], op["IsTruncated"]), (3, False))
+        self.assertEqual([(p["PartNumber"], p["Size"], p["ChecksumSHA256"]) for p in op["Parts"]],
+                         [(2, 5 << 20, sums[1]), (3, 4, sums[2])])
+        # A CRC upload asked for FULL_OBJECT: the CRC of the whole object, not of the parts'.
+        up = s3.create_multipart_upload(Bucket=b, Key="crc", ChecksumAlgorithm="CRC32", ChecksumType="FULL_OBJECT")
+        e = s3.upload_part(Bucket=b, Key="crc", UploadId=up["UploadId"], PartNumber=1, Body=b"hello ",
+                           ChecksumAlgorithm="CRC32")["ETag"]
+        self.assertEqual(self.error(s3.upload_part, Bucket=b, Key="crc", UploadId=up["UploadId"], PartNumber=2,
+                                    Body=b"x", ChecksumAlgorithm="SHA1")[1], "InvalidRequest")
+        r = s3.complete_multipart_upload(Bucket=b, Key="crc", UploadId=up["UploadId"],
+                                         MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e}]})
+        self.assertEqual(r["ChecksumCRC32"], base64.b64encode(zlib.crc32(b"hello ").to_bytes(4, "big")).decode())
+        self.assertEqual(self.error(s3.create_multipart_upload, Bucket=b, Key="x", ChecksumAlgorithm="SHA256",
+                                    ChecksumType="FULL_OBJECT")[1], "InvalidRequest")
 
     def test_conditional_writes_and_completions(self):
         b, s3 = self.bucket, self.s3

@@ -5,6 +5,8 @@ directly into moto are GET misses served through the cache (whole and ranged); l
 and bucket operations pass through; backend hints are forwarded; and while moto is down writes are
 kept on flash and flushed once it is back."""
 
+import base64
+import hashlib
 import os
 import shutil
 import signal
@@ -121,6 +123,32 @@ class S3BackendTest(unittest.TestCase):
         self.assertEqual(got["Metadata"]["reo-etag"], put["ETag"].strip('"'))
         head = self.s3.head_object(Bucket="wbk", Key="docs/a.bin")
         self.assertEqual((head["ETag"], head["ContentType"], head["Metadata"]), (put["ETag"], "text/x-reo", {"colour": "blue"}))
+
+    def test_write_backs_carry_the_bytes_sha256(self):
+        # What the gateway sends the store, seen through a recording proxy: every upload carries
+        # x-amz-checksum-sha256 of its bytes, for the store to check (moto does not). Parts of a
+        # multipart upload (objects over 64 MiB) go through the same payload path of
+        # object_store, which adds the header the same way.
+        from types import SimpleNamespace
+        from tcpproxy import Proxy
+        proxy = Proxy(moto.port)
+        proxy.record = True
+        other = reo_over(SimpleNamespace(endpoint=f"http://127.0.0.1:{proxy.port}", port=proxy.port))
+        try:
+            s3 = other.client()
+            s3.create_bucket(Bucket="sums")
+            small, large = os.urandom(200_000), os.urandom(20 << 20)
+            s3.put_object(Bucket="sums", Key="small", Body=small)
+            s3.put_object(Bucket="sums", Key="large", Body=large)
+            admin(BIN, other, "flush")
+            sent = bytes(proxy.sent).lower()
+            for what, body in (("a small PUT", small), ("a large PUT", large)):
+                want = base64.b64encode(hashlib.sha256(body).digest()).lower()
+                self.assertTrue(b"x-amz-checksum-sha256: " + want in sent, what)
+        finally:
+            self.assertEqual(other.stop(), 0)
+            other.cleanup()
+            proxy.close()
 
     def test_miss_from_moto_whole_and_ranged(self):
         data = os.urandom(200_000)

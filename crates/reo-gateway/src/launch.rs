@@ -34,6 +34,8 @@ pub struct ServeConfig {
     pub access_key: Option<String>,
     pub secret_key: Option<String>,
     pub max_body: u64,
+    /// Bytes of request bodies held in memory at once (`None`: [`crate::s3::default_memory_budget`]).
+    pub memory_budget: Option<u64>,
     /// Minimum age of an unflushed object before it is written back.
     pub flush_delay: std::time::Duration,
     /// Write-policy rules (`BUCKET[/PREFIX]=POLICY`); write-back where none matches.
@@ -203,6 +205,12 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         BackendChoice::Local(_) => None,
     };
     let users = Arc::new(users(cfg)?);
+    if let Some(b) = cfg.memory_budget.filter(|&b| b < cfg.max_body) {
+        return Err(format!(
+            "server.memory_budget ({b} bytes) is below the largest body accepted ({} bytes): such a body could never be stored",
+            cfg.max_body
+        ));
+    }
     let device_io = Arc::new(crate::device_io::DeviceIoTable::default());
     let (store, formatted) = open_store(cfg, &device_io)?;
     // One device's worth of user bytes: dirty data (replicated on every device) still fits.
@@ -251,6 +259,9 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         replacement_devices: cfg.replacement_devices.clone(),
         replays: Default::default(),
         denials: Default::default(),
+        budget: crate::budget::MemoryBudget::new(
+            cfg.memory_budget.unwrap_or_else(|| crate::s3::default_memory_budget(cfg.max_body)),
+        ),
     };
     // A rebuild the last run did not finish (the store found its device still marked
     // rebuilding) goes on, in the cache's priority order; the admin status follows it.

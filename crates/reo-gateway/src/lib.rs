@@ -16,6 +16,8 @@
 mod accept;
 pub mod api;
 pub mod backend;
+pub mod budget;
+pub mod checksum;
 pub mod denials;
 pub mod device_files;
 pub mod device_io;

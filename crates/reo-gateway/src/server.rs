@@ -99,6 +99,12 @@ pub fn metrics(api: &Api) -> String {
     emit("reo_store", store);
     emit("reo_gateway", serde_json::to_value(gw.counters()).unwrap_or_default());
     out.push_str(&format!("reo_gateway_denied_requests_total {}\n", api.denials.total()));
+    out.push_str(&format!(
+        "reo_gateway_body_bytes_in_memory {}\nreo_gateway_memory_budget_bytes {}\nreo_gateway_memory_budget_refusals_total {}\n",
+        api.budget.used(),
+        api.budget.limit(),
+        api.budget.refused()
+    ));
     let (objects, bytes) = gw.dirty();
     out.push_str(&format!("reo_gateway_dirty_objects {objects}\nreo_gateway_dirty_bytes {bytes}\n"));
     out.push_str(&format!("reo_gateway_flush_lag_seconds {:.3}\n", gw.flush_lag_secs()));
@@ -200,7 +206,7 @@ pub async fn serve(
     opts: ServerOptions,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let s3 = ReoS3 { gw: api.gw.clone(), limits: opts.limits, users: opts.users.clone() };
+    let s3 = ReoS3 { gw: api.gw.clone(), limits: opts.limits, users: opts.users.clone(), budget: api.budget.clone() };
     let mut b = S3ServiceBuilder::new(s3.clone());
     b.set_auth(crate::users::access::KeyAuth(opts.users.clone()));
     b.set_access(crate::users::access::RoleAccess(opts.users.clone()));
@@ -240,6 +246,7 @@ pub async fn serve(
             let (scrape_api, denials, metrics_token) = (scrape_api.clone(), denials.clone(), metrics_token.clone());
             let cont = Continue::of(&req);
             let (method, path) = (req.method().clone(), req.uri().path().to_string());
+            let attributes = crate::s3::parts::is_attributes_request(req.method(), req.uri());
             async move {
                 let t = std::time::Instant::now();
                 let id = ids.next();
@@ -263,6 +270,19 @@ pub async fn serve(
                     )),
                     (None, crate::scrape::Bearer::Absent) => hyper::service::Service::call(&service, req).await,
                 };
+                if let (true, Ok(resp)) = (attributes, &mut r) {
+                    if resp.status().is_success() {
+                        // Small (1,000 parts at most); see `unquote_etag` for why.
+                        match std::mem::take(resp.body_mut()).store_all_limited(4 << 20).await {
+                            Ok(body) => *resp.body_mut() = s3s::Body::from(crate::s3::parts::unquote_etag(&body)),
+                            Err(e) => {
+                                *resp.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
+                                *resp.body_mut() = s3s::Body::from(format!("GetObjectAttributes: {e}\n"));
+                            }
+                        }
+                        resp.headers_mut().remove(http::header::CONTENT_LENGTH);
+                    }
+                }
                 latency.observe(op, t.elapsed());
                 if let Ok(resp) = &r {
                     let status = resp.status().as_u16();

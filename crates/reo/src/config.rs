@@ -43,6 +43,7 @@ pub struct ServerSection {
     pub max_connections: Option<usize>,
     pub replacement_devices: Option<Vec<PathBuf>>,
     pub multipart_expiry: Option<String>,
+    pub memory_budget: Option<String>,
     pub tls_listen: Option<String>,
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
@@ -100,6 +101,7 @@ pub struct BackendSection {
     pub secret_access_key: Option<String>,
     pub session_token: Option<String>,
     pub allow_http: Option<bool>,
+    pub upload_checksum: Option<bool>,
     pub connect_timeout: Option<String>,
     pub timeout: Option<String>,
 }
@@ -150,6 +152,7 @@ impl BackendSection {
             ("secret_access_key", self.secret_access_key.is_some()),
             ("session_token", self.session_token.is_some()),
             ("allow_http", self.allow_http.is_some()),
+            ("upload_checksum", self.upload_checksum.is_some()),
             ("connect_timeout", self.connect_timeout.is_some()),
         ];
         match self.kind.as_deref().unwrap_or("local") {
@@ -185,6 +188,7 @@ impl BackendSection {
                     secret_access_key: self.secret_access_key.clone(),
                     session_token: self.session_token.clone(),
                     allow_http: self.allow_http.unwrap_or(false),
+                    no_upload_checksum: !self.upload_checksum.unwrap_or(true),
                 };
                 s.validate()?;
                 Ok(BackendChoice::S3(s))
@@ -210,6 +214,7 @@ pub fn backend_flag(value: &str, file: &BackendChoice) -> Result<BackendChoice, 
         s.session_token = f.session_token.clone();
         s.allow_http |= f.allow_http;
         s.deadlines = f.deadlines;
+        s.no_upload_checksum = f.no_upload_checksum;
     }
     s.validate().map_err(|e| format!("--backend {value}: {e}"))?;
     Ok(BackendChoice::S3(s))
@@ -268,6 +273,7 @@ pub struct Settings {
     pub max_connections: Option<usize>,
     pub replacement_devices: Vec<PathBuf>,
     pub multipart_expiry: Option<std::time::Duration>,
+    pub memory_budget: Option<u64>,
     pub metrics_token: Option<String>,
     pub metrics_listen: Option<SocketAddr>,
     pub tls_listen: Option<SocketAddr>,
@@ -418,6 +424,10 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
             (Some(t), None) => Some(metrics_token("metrics.token", t)?),
             (None, Some(p)) => Some(metrics_token("metrics.token_file", read_first_line(p)?)?),
             (None, None) => None,
+        },
+        memory_budget: match size(name, "server.memory_budget", &f.server.memory_budget)? {
+            Some(b) if b < 1 << 20 => return Err(format!("{name}: server.memory_budget: at least 1MiB")),
+            b => b,
         },
         tls_listen: f
             .server

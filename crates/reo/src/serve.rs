@@ -160,6 +160,7 @@ pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
             .stuck_read_fail_after
             .unwrap_or(reo_store::StoreConfig::default().stuck_read_fail_after),
         replacement_devices: f.replacement_devices.clone(),
+        memory_budget: f.memory_budget,
         multipart_expiry: f.multipart_expiry.unwrap_or(reo_gateway::gateway::DEFAULT_MULTIPART_EXPIRY),
         local_timeout: f.local_timeout.unwrap_or(reo_gateway::backend::s3::Deadlines::default().call),
     };

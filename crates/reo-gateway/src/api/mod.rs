@@ -53,6 +53,8 @@ pub struct Api {
     pub replays: Arc<replay::ReplayGuard>,
     /// Requests answered 401 or 403.
     pub denials: Arc<crate::denials::Denials>,
+    /// Bytes of request bodies held in memory ([`crate::budget`]).
+    pub budget: Arc<crate::budget::MemoryBudget>,
 }
 
 /// A JSON answer.
@@ -265,6 +267,7 @@ mod tests {
             replacement_devices: Vec::new(),
             replays: Default::default(),
             denials: Default::default(),
+            budget: crate::budget::MemoryBudget::new(1 << 30),
         };
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let text = rt.block_on(async {

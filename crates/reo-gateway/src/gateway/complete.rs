@@ -1,5 +1,9 @@
 //! CompleteMultipartUpload: the listed parts concatenated and stored through the normal write
-//! path with ETag `md5(part md5s)-N`.
+//! path with ETag `md5(part md5s)-N`; for an upload created with a checksum algorithm, the
+//! object's checksum is the parts' composite (`digest(part digests)-N`) or, for a CRC asked as
+//! FULL_OBJECT, the CRC of the whole object, checked against what the request states before
+//! anything is written. The part boundaries and checksums go to the part tables
+//! ([`super::part_table`]) before the answer.
 //!
 //! Crash-safe and repeatable. The steps, under the upload's lock ([`super::multipart::Uploads::lock`],
 //! so a concurrent completion of the same upload waits and then finds the answer):
@@ -20,9 +24,76 @@ use std::fs;
 
 use s3s::{s3_error, S3Result};
 
-use super::multipart::{io, Done, PartInfo, MIN_PART};
+use super::multipart::{io, Done, PartInfo, Upload, MIN_PART};
+use super::part_table::{PartEntry, PartTable};
 use super::Gateway;
 use crate::backend::ObjectInfo;
+use crate::checksum::Algo;
+
+/// The checksums a CompleteMultipartUpload request states: one per listed part (in the list's
+/// order; `None` where the list gives none) and the object's.
+#[derive(Debug, Default, Clone)]
+pub struct Claimed {
+    pub parts: Vec<Option<(Algo, String)>>,
+    pub object: Option<(Algo, String)>,
+    /// The object's size (`x-amz-mp-object-size`).
+    pub size: Option<u64>,
+}
+
+/// The object's checksum entries (`x-amz-checksum-<algorithm>`, `x-amz-checksum-type`) from the
+/// upload's algorithm, checked against the request's claims.
+fn object_checksum(u: &Upload, used: &[&PartInfo], data: &[u8], claimed: &Claimed) -> S3Result<Vec<(String, String)>> {
+    let Some(c) = u.checksum else {
+        if claimed.object.is_some() || claimed.parts.iter().any(Option::is_some) {
+            return Err(s3_error!(
+                InvalidRequest,
+                "the upload was created without a checksum algorithm: its parts and object have no checksum to compare"
+            ));
+        }
+        return Ok(Vec::new());
+    };
+    let a = c.algorithm;
+    for (i, p) in used.iter().enumerate() {
+        let Some(have) = &p.checksum else {
+            return Err(s3_error!(InvalidPart, "part {} has no {} checksum", p.number, a.name()));
+        };
+        match claimed.parts.get(i).cloned().flatten() {
+            Some((b, _)) if b != a => {
+                return Err(s3_error!(
+                    InvalidRequest,
+                    "part {}: the upload's checksum algorithm is {}",
+                    p.number,
+                    a.name()
+                ))
+            }
+            Some((_, v)) if v != *have => {
+                return Err(s3_error!(
+                    InvalidPart,
+                    "part {}: its {} checksum differs from the one listed",
+                    p.number,
+                    a.name()
+                ))
+            }
+            _ => {}
+        }
+    }
+    let value = if c.full_object {
+        a.digest_b64(data)
+    } else {
+        a.composite(used.iter().filter_map(|p| p.checksum.as_deref()))
+            .ok_or_else(|| s3_error!(InternalError, "a staged part checksum is not a {} digest", a.name()))?
+    };
+    match &claimed.object {
+        Some((b, _)) if *b != a => {
+            return Err(s3_error!(InvalidRequest, "the upload's checksum algorithm is {}, not {}", a.name(), b.name()))
+        }
+        Some((_, v)) if *v != value => {
+            return Err(s3_error!(BadDigest, "The {} you specified did not match the calculated checksum.", a.name()))
+        }
+        _ => {}
+    }
+    Ok(vec![(a.header().to_string(), value), ("x-amz-checksum-type".to_string(), c.type_name().to_string())])
+}
 
 /// A step of a completion after which a test makes it stop, as if the process had died.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,18 +116,21 @@ impl Gateway {
         listed: &[(i32, String)],
         max_object: u64,
     ) -> S3Result<ObjectInfo> {
-        self.complete_upload_if(bucket, key, id, listed, max_object, None::<fn(Option<&ObjectInfo>) -> S3Result<()>>)
+        let none = None::<fn(Option<&ObjectInfo>) -> S3Result<()>>;
+        self.complete_upload_if(bucket, key, id, listed, &Claimed::default(), max_object, none)
     }
 
-    /// [`Gateway::complete_upload`], writing the object only if `check` accepts the key's
-    /// current info (a conditional completion, If-Match / If-None-Match; see
-    /// [`Gateway::put_if`]). A refused completion leaves the upload as it was.
+    /// [`Gateway::complete_upload`] with the request's `claimed` checksums, writing the object
+    /// only if `check` accepts the key's current info (a conditional completion, If-Match /
+    /// If-None-Match; see [`Gateway::put_if`]). A refused completion leaves the upload as it was.
+    #[allow(clippy::too_many_arguments)] // the request's parts, claims, limit and condition
     pub fn complete_upload_if<F>(
         &self,
         bucket: &str,
         key: &str,
         id: &str,
         listed: &[(i32, String)],
+        claimed: &Claimed,
         max_object: u64,
         check: Option<F>,
     ) -> S3Result<ObjectInfo>
@@ -86,12 +160,20 @@ impl Gateway {
                 "the parts add up to {total} bytes; this gateway's object limit is {max_object} (--max-body-mib)"
             ));
         }
+        if claimed.size.is_some_and(|s| s != total) {
+            return Err(s3_error!(
+                InvalidRequest,
+                "x-amz-mp-object-size says {} bytes; the listed parts add up to {total}",
+                claimed.size.unwrap_or_default()
+            ));
+        }
         if parts.windows(2).any(|w| w[1].0 <= w[0].0) {
             return Err(s3_error!(InvalidPartOrder, "parts must be listed in ascending order, each once"));
         }
         let d = self.uploads.path(id)?;
         let mut data = Vec::with_capacity(total as usize);
         let mut md5s = Vec::new();
+        let mut used = Vec::with_capacity(parts.len());
         for (i, (n, etag)) in parts.iter().enumerate() {
             let Some(p) = have.get(n).filter(|p| p.etag == *etag) else {
                 return Err(s3_error!(InvalidPart, "part {n} was not uploaded or its ETag differs"));
@@ -107,16 +189,27 @@ impl Gateway {
             let raw: Vec<u8> =
                 (0..p.etag.len() / 2).filter_map(|i| u8::from_str_radix(&p.etag[2 * i..2 * i + 2], 16).ok()).collect();
             md5s.extend_from_slice(&raw);
+            used.push(p);
         }
+        let mut system = u.system.clone();
+        system.extend(object_checksum(&u, &used, &data, claimed)?);
         let etag = format!("{}-{}", crate::keys::md5_hex(&md5s), parts.len());
         let info = ObjectInfo {
             etag,
             content_type: u.content_type.clone(),
             user_meta: u.user_meta.clone(),
-            system: u.system.clone(),
+            system,
             ..Default::default()
         };
         let info = self.put_if(bucket, key, &data, info, check)?;
+        let table = PartTable {
+            bucket: bucket.to_string(),
+            key: key.to_string(),
+            etag: info.etag.clone(),
+            checksum_type: u.checksum.map(|c| c.type_name().to_string()),
+            parts: used.iter().map(|p| PartEntry { size: p.size, checksum: p.checksum.clone() }).collect(),
+        };
+        self.part_tables.save(&table).map_err(io)?;
         self.crash_point(Step::Stored)?;
         self.uploads.finish(id, &Done { info: info.clone(), parts: Some(parts) })?;
         self.crash_point(Step::Recorded)?;

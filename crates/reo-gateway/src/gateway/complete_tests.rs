@@ -27,10 +27,11 @@ fn whole() -> Vec<u8> {
 
 /// An upload of `bkt/mp` with two parts; its id and (number, ETag) parts.
 fn upload(gw: &Gateway) -> (String, Vec<(i32, String)>) {
-    let id = gw.uploads.create("bkt", "mp", ObjectInfo { content_type: "a/b".into(), ..Default::default() }).unwrap();
+    let id =
+        gw.uploads.create("bkt", "mp", ObjectInfo { content_type: "a/b".into(), ..Default::default() }, None).unwrap();
     let u = gw.uploads.get("bkt", "mp", &id).unwrap();
-    let e1 = gw.uploads.put_part(&u, 1, &part1()).unwrap();
-    let e2 = gw.uploads.put_part(&u, 2, b"second part").unwrap();
+    let e1 = gw.uploads.put_part(&u, 1, &part1()).unwrap().0;
+    let e2 = gw.uploads.put_part(&u, 2, b"second part").unwrap().0;
     (id, vec![(1, e1), (2, e2)])
 }
 

@@ -44,7 +44,7 @@
 //! construct, `else` included (edition 2021). Take what is needed into a local first.
 
 mod buckets;
-mod complete;
+pub mod complete;
 #[cfg(test)]
 mod complete_tests;
 #[cfg(test)]
@@ -60,6 +60,7 @@ pub mod fresh;
 mod guard;
 pub mod multipart;
 pub mod outage;
+pub mod part_table;
 pub mod pending;
 pub mod policy;
 #[cfg(test)]
@@ -117,6 +118,8 @@ pub struct Gateway {
     pub(crate) wake: (Mutex<bool>, Condvar),
     pub(crate) counters: Mutex<GatewayCounters>,
     pub(crate) uploads: multipart::Uploads,
+    /// Part boundaries of objects completed from multipart uploads.
+    pub(crate) part_tables: part_table::PartTables,
     pub(crate) stopping: std::sync::atomic::AtomicBool,
     /// Minimum age (ns) of an unflushed object before the flusher writes it (coalesces rewrites).
     pub(crate) flush_delay_ns: std::sync::atomic::AtomicU64,
@@ -168,6 +171,8 @@ impl Gateway {
             Pending::open(&state_dir.join("pending")).map_err(|e| format!("{}: {e}", state_dir.display()))?;
         let uploads = multipart::Uploads::open(&state_dir.join("uploads"))
             .map_err(|e| format!("{}: {e}", state_dir.display()))?;
+        let part_tables = part_table::PartTables::open(&state_dir.join("parts"))
+            .map_err(|e| format!("{}: {e}", state_dir.display()))?;
         recover::reconcile(&mut pending, &cache).map_err(|e| format!("recovering the unflushed writes: {e}"))?;
         let health = Arc::new(outage::BackendHealth::default());
         let raw_backend = backend;
@@ -193,6 +198,7 @@ impl Gateway {
             wake: (Mutex::new(false), Condvar::new()),
             counters: Mutex::new(GatewayCounters::default()),
             uploads,
+            part_tables,
             stopping: Default::default(),
             flush_delay_ns: Default::default(),
             multipart_expiry_ns: std::sync::atomic::AtomicU64::new(DEFAULT_MULTIPART_EXPIRY.as_nanos() as u64),
@@ -247,13 +253,23 @@ impl Gateway {
         self.multipart_expiry_ns.store(d.as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Removes the open multipart uploads older than the expiry (the flusher's thread calls it
-    /// at start and hourly); returns how many.
+    /// Removes the open multipart uploads older than the expiry, and part tables of objects
+    /// replaced since (the flusher's thread calls it at start and hourly); returns how many
+    /// uploads went.
     pub fn expire_uploads(&self) -> usize {
         let age = std::time::Duration::from_nanos(self.multipart_expiry_ns.load(std::sync::atomic::Ordering::Relaxed));
         let n = self.uploads.expire(age, now_ns());
         if n > 0 {
             tracing::info!("removed {n} multipart uploads abandoned for over {age:?}");
+        }
+        // Tables of objects overwritten or deleted since (a backend that cannot answer keeps
+        // them: a table is only used while its ETag matches anyway).
+        let stale = self.part_tables.sweep(|bucket, key, etag| match self.head(bucket, key) {
+            Ok(info) => info.etag == etag,
+            Err(e) => *e.code() != s3s::S3ErrorCode::NoSuchKey,
+        });
+        if stale > 0 {
+            tracing::debug!("removed {stale} part tables of replaced objects");
         }
         n
     }

@@ -37,6 +37,30 @@ pub struct Upload {
     /// Standard headers the object gets ([`ObjectInfo::system`]).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub system: BTreeMap<String, String>,
+    /// The checksum the upload was created with: every part gets one, and the object the
+    /// parts' composite (or, for a CRC, its full-object) checksum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<UploadChecksum>,
+}
+
+/// A multipart upload's checksum algorithm and type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UploadChecksum {
+    pub algorithm: crate::checksum::Algo,
+    /// FULL_OBJECT (a CRC of the whole object) rather than COMPOSITE (a digest of the parts'
+    /// digests, `-N`).
+    pub full_object: bool,
+}
+
+impl UploadChecksum {
+    /// S3's name of the type.
+    pub fn type_name(&self) -> &'static str {
+        if self.full_object {
+            "FULL_OBJECT"
+        } else {
+            "COMPOSITE"
+        }
+    }
 }
 
 /// A part as listed.
@@ -46,6 +70,8 @@ pub struct PartInfo {
     pub etag: String,
     pub size: u64,
     pub mtime_ns: u64,
+    /// Its checksum (base64) in the upload's algorithm, if the upload has one.
+    pub checksum: Option<String>,
 }
 
 /// What `done.json` holds: the completed object's info and the parts it was made of (numbers and
@@ -159,7 +185,13 @@ impl Uploads {
 
     /// A new upload of `bucket/key`; the object gets `meta`'s content type, user and system
     /// metadata.
-    pub fn create(&self, bucket: &str, key: &str, meta: ObjectInfo) -> S3Result<String> {
+    pub fn create(
+        &self,
+        bucket: &str,
+        key: &str,
+        meta: ObjectInfo,
+        checksum: Option<UploadChecksum>,
+    ) -> S3Result<String> {
         let id = format!("{:x}{:x}", now_ns(), self.seq.fetch_add(1, Ordering::Relaxed));
         let d = self.path(&id)?;
         fs::create_dir_all(&d).map_err(io)?;
@@ -171,6 +203,7 @@ impl Uploads {
             user_meta: meta.user_meta,
             initiated_ns: now_ns(),
             system: meta.system,
+            checksum,
         };
         let bytes = serde_json::to_vec(&u).expect("serializable");
         write_durable(&d, "upload.json", self.seq.fetch_add(1, Ordering::Relaxed), &bytes).map_err(io)?;
@@ -199,13 +232,21 @@ impl Uploads {
         Ok(u)
     }
 
-    pub fn put_part(&self, u: &Upload, n: i32, data: &[u8]) -> S3Result<String> {
+    /// Stages part `n`; answers its ETag and, if the upload has a checksum algorithm, its
+    /// checksum.
+    pub fn put_part(&self, u: &Upload, n: i32, data: &[u8]) -> S3Result<(String, Option<String>)> {
         if !(1..=MAX_PARTS).contains(&n) {
             return Err(s3_error!(InvalidArgument, "part number {n} is outside 1..=10000"));
         }
         let d = self.path(&u.id)?;
         let etag = crate::keys::md5_hex(data);
         let tag = self.seq.fetch_add(1, Ordering::Relaxed);
+        // The checksum as the MD5: written before the part, so a part never passes with the
+        // checksum of the one it replaced.
+        let sum = u.checksum.map(|c| c.algorithm.digest_b64(data));
+        if let Some(sum) = &sum {
+            write_durable(&d, &format!("part-{n:05}.sum"), tag, sum.as_bytes()).map_err(io)?;
+        }
         let tmp = d.join(format!("tmp-{n}-{tag}"));
         {
             use std::io::Write;
@@ -218,7 +259,7 @@ impl Uploads {
         write_durable(&d, &format!("part-{n:05}.md5"), tag, etag.as_bytes()).map_err(io)?;
         fs::rename(&tmp, d.join(format!("part-{n:05}"))).map_err(io)?;
         fs::File::open(&d).and_then(|f| f.sync_all()).map_err(io)?;
-        Ok(etag)
+        Ok((etag, sum))
     }
 
     pub fn parts(&self, u: &Upload) -> S3Result<Vec<PartInfo>> {
@@ -235,7 +276,8 @@ impl Uploads {
                 .ok()
                 .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
                 .map_or(0, |d| d.as_nanos() as u64);
-            out.push(PartInfo { number, etag, size: m.len(), mtime_ns });
+            let checksum = fs::read_to_string(d.join(format!("{name}.sum"))).ok();
+            out.push(PartInfo { number, etag, size: m.len(), mtime_ns, checksum });
         }
         out.sort_by_key(|p| p.number);
         Ok(out)

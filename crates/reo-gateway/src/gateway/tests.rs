@@ -182,12 +182,13 @@ fn multipart_etag_is_md5_of_md5s() {
     const MAX: u64 = 1 << 30;
     let rig = Rig::new();
     let (gw, _) = rig.open();
-    let id = gw.uploads.create("bkt", "mp", ObjectInfo { content_type: "a/b".into(), ..Default::default() }).unwrap();
+    let id =
+        gw.uploads.create("bkt", "mp", ObjectInfo { content_type: "a/b".into(), ..Default::default() }, None).unwrap();
     let u = gw.uploads.get("bkt", "mp", &id).unwrap();
     let p1 = vec![1u8; 5 << 20];
-    let e1 = gw.uploads.put_part(&u, 1, &p1).unwrap();
-    let e2 = gw.uploads.put_part(&u, 2, b"tail").unwrap();
-    let too_small = gw.uploads.put_part(&u, 3, b"x").unwrap();
+    let e1 = gw.uploads.put_part(&u, 1, &p1).unwrap().0;
+    let e2 = gw.uploads.put_part(&u, 2, b"tail").unwrap().0;
+    let too_small = gw.uploads.put_part(&u, 3, b"x").unwrap().0;
     let err = gw.complete_upload("bkt", "mp", &id, &[(1, e1.clone()), (2, e2.clone())], 1 << 20).unwrap_err();
     assert_eq!(*err.code(), s3s::S3ErrorCode::EntityTooLarge);
     let err = gw.complete_upload("bkt", "mp", &id, &[(2, e2.clone()), (3, too_small)], MAX).unwrap_err();

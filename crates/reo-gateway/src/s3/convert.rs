@@ -42,19 +42,39 @@ const RESERVE_AHEAD: usize = 64 << 20;
 /// Reads a request body of at most `limit` bytes into a sector-aligned buffer: the flash store
 /// then writes the object's full chunks from it as they are, with no copy (`reo_store`'s
 /// `lay_out.rs`). Room for the declared length (Content-Length, up to [`RESERVE_AHEAD`]) is
-/// reserved at once; the buffer doubles as more arrives. Each byte is written once.
-pub async fn collect(body: Option<StreamingBlob>, limit: u64) -> S3Result<AlignedBuf> {
-    let Some(mut b) = body else { return Ok(AlignedBuf::with_capacity(0)) };
+/// reserved at once; the buffer doubles as more arrives. Each byte is written once. Its
+/// allocation is reserved in `budget` ([`crate::budget`]) until the returned reservation is
+/// dropped.
+pub async fn collect(
+    body: Option<StreamingBlob>,
+    limit: u64,
+    budget: &std::sync::Arc<crate::budget::MemoryBudget>,
+) -> S3Result<(AlignedBuf, crate::budget::Reservation)> {
+    let mut held = budget.reserve();
+    let Some(mut b) = body else { return Ok((AlignedBuf::with_capacity(0), held)) };
     let hint = b.remaining_length().exact().unwrap_or(0);
-    let mut out = AlignedBuf::with_capacity((hint as u64).min(limit).min(RESERVE_AHEAD as u64) as usize);
+    if hint as u64 > limit {
+        return Err(s3_error!(EntityTooLarge, "the body exceeds this gateway's limit of {limit} bytes"));
+    }
+    let ahead = (hint as u64).min(limit).min(RESERVE_AHEAD as u64);
+    held.grow(ahead)?;
+    let mut reserved = ahead;
+    let mut out = AlignedBuf::with_capacity(ahead as usize);
     while let Some(chunk) = b.next().await {
         let chunk = chunk.map_err(|e| super::integrity::body_error(&e))?;
         if out.len() as u64 + chunk.len() as u64 > limit {
             return Err(s3_error!(EntityTooLarge, "the body exceeds this gateway's limit of {limit} bytes"));
         }
+        // The buffer's allocation is reserved before it grows (it doubles).
+        let len = out.len() + chunk.len();
+        let cap = if len > out.capacity() { len.max(2 * out.capacity()) } else { out.capacity() } as u64;
+        if cap > reserved {
+            held.grow(cap - reserved)?;
+            reserved = cap;
+        }
         out.extend_from_slice(&chunk);
     }
-    Ok(out)
+    Ok((out, held))
 }
 
 fn cond_matches(c: &ETagCondition, etag: &str) -> bool {

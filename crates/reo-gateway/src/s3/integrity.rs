@@ -17,84 +17,11 @@
 use std::collections::BTreeMap;
 
 use http::HeaderMap;
-use s3s::crypto::{Checksum, Crc32, Crc32c, Crc64Nvme, Md5, Sha1, Sha256};
+use s3s::crypto::{Checksum, Md5};
 use s3s::dto::{ChecksumAlgorithm, ChecksumMode, PutObjectInput, UploadPartInput};
 use s3s::{s3_error, S3Error, S3Result};
 
-/// A flexible checksum algorithm of S3.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Algo {
-    Crc32,
-    Crc32c,
-    Crc64Nvme,
-    Sha1,
-    Sha256,
-}
-
-impl Algo {
-    pub const ALL: [Algo; 5] = [Algo::Crc32, Algo::Crc32c, Algo::Crc64Nvme, Algo::Sha1, Algo::Sha256];
-
-    /// The name S3 uses (`x-amz-sdk-checksum-algorithm`, `ChecksumAlgorithm`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Algo::Crc32 => ChecksumAlgorithm::CRC32,
-            Algo::Crc32c => ChecksumAlgorithm::CRC32C,
-            Algo::Crc64Nvme => ChecksumAlgorithm::CRC64NVME,
-            Algo::Sha1 => ChecksumAlgorithm::SHA1,
-            Algo::Sha256 => ChecksumAlgorithm::SHA256,
-        }
-    }
-
-    /// Its header, `x-amz-checksum-…`.
-    pub fn header(self) -> &'static str {
-        match self {
-            Algo::Crc32 => "x-amz-checksum-crc32",
-            Algo::Crc32c => "x-amz-checksum-crc32c",
-            Algo::Crc64Nvme => "x-amz-checksum-crc64nvme",
-            Algo::Sha1 => "x-amz-checksum-sha1",
-            Algo::Sha256 => "x-amz-checksum-sha256",
-        }
-    }
-
-    fn of_name(name: &str) -> Option<Algo> {
-        Algo::ALL.into_iter().find(|a| a.name().eq_ignore_ascii_case(name))
-    }
-
-    /// The algorithm a request names (`x-amz-checksum-algorithm`), or S3's error.
-    pub fn named(name: &str) -> S3Result<Algo> {
-        Algo::of_name(name).ok_or_else(|| s3_error!(InvalidRequest, "Checksum algorithm {name:?} is not valid."))
-    }
-
-    /// The digest of `data`, base64 as S3 sends it.
-    pub fn digest_b64(self, data: &[u8]) -> String {
-        b64_encode(&self.digest(data))
-    }
-
-    fn of_header(name: &str) -> Option<Algo> {
-        Algo::ALL.into_iter().find(|a| a.header().eq_ignore_ascii_case(name))
-    }
-
-    /// Digest length in bytes.
-    fn len(self) -> usize {
-        match self {
-            Algo::Crc32 | Algo::Crc32c => 4,
-            Algo::Crc64Nvme => 8,
-            Algo::Sha1 => 20,
-            Algo::Sha256 => 32,
-        }
-    }
-
-    /// The digest of `data`.
-    pub fn digest(self, data: &[u8]) -> Vec<u8> {
-        match self {
-            Algo::Crc32 => Crc32::checksum(data).to_vec(),
-            Algo::Crc32c => Crc32c::checksum(data).to_vec(),
-            Algo::Crc64Nvme => Crc64Nvme::checksum(data).to_vec(),
-            Algo::Sha1 => Sha1::checksum(data).as_ref().to_vec(),
-            Algo::Sha256 => Sha256::checksum(data).as_ref().to_vec(),
-        }
-    }
-}
+pub use crate::checksum::Algo;
 
 /// The digest fields of a PUT or an UploadPart (headers, or a POST's form fields).
 #[derive(Default)]
@@ -172,6 +99,7 @@ impl Verified {
 macro_rules! with_checksums {
     ($ty:ident { $($f:ident: $v:expr),* $(,)? }, $sums:expr) => {{
         let [checksum_crc32, checksum_crc32c, checksum_crc64nvme, checksum_sha1, checksum_sha256] = $sums;
+        #[allow(clippy::needless_update)] // some outputs have no other fields
         $ty {
             $($f: $v,)*
             checksum_crc32,
@@ -200,13 +128,7 @@ pub fn checksums_of(system: &BTreeMap<String, String>) -> BTreeMap<String, Strin
     system.iter().filter(|(k, _)| k.starts_with("x-amz-checksum-")).map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
-fn b64(s: &str) -> Option<Vec<u8>> {
-    base64_simd::STANDARD.decode_to_vec(s.trim()).ok()
-}
-
-fn b64_encode(b: &[u8]) -> String {
-    base64_simd::STANDARD.encode_to_string(b)
-}
+use crate::checksum::{b64, b64_encode};
 
 impl Claims {
     /// Parses and checks the form of the digests a request sent; `headers` for `x-amz-trailer`.
@@ -239,7 +161,7 @@ impl Claims {
         }
         if let Some(&(a, v)) = sent.checksums.first() {
             match b64(v) {
-                Some(d) if d.len() == a.len() => c.checksum = Some((a, d)),
+                Some(d) if d.len() == a.digest_len() => c.checksum = Some((a, d)),
                 _ => return Err(s3_error!(InvalidRequest, "Value for {} header is invalid.", a.header())),
             }
         }
@@ -297,7 +219,7 @@ impl Claims {
                     }
                 };
                 match b64(&value) {
-                    Some(d) if d.len() == a.len() => Some((a, d)),
+                    Some(d) if d.len() == a.digest_len() => Some((a, d)),
                     _ => return Err(s3_error!(InvalidRequest, "Value for {} trailer is invalid.", a.header())),
                 }
             }

@@ -13,6 +13,7 @@ mod integrity;
 mod list;
 mod multipart;
 mod objects;
+pub mod parts;
 mod unsupported;
 
 use std::sync::Arc;
@@ -35,6 +36,11 @@ impl Default for Limits {
     }
 }
 
+/// The default memory budget of request bodies: 2 GiB, at least twice the body limit.
+pub fn default_memory_budget(max_body: u64) -> u64 {
+    (2u64 << 30).max(2 * max_body)
+}
+
 /// The S3 service over a gateway.
 #[derive(Clone)]
 pub struct ReoS3 {
@@ -42,6 +48,8 @@ pub struct ReoS3 {
     pub limits: Limits,
     /// Who signed a request (ListBuckets shows a user the buckets of its scopes).
     pub users: Arc<crate::users::Users>,
+    /// Bytes of bodies and assembled objects held in memory at once.
+    pub budget: Arc<crate::budget::MemoryBudget>,
 }
 
 /// Runs blocking gateway work off the async threads.
@@ -98,6 +106,9 @@ impl S3 for ReoS3 {
     }
     async fn head_object(&self, req: S3Request<HeadObjectInput>) -> R<HeadObjectOutput> {
         self.op_head_object(req).await
+    }
+    async fn get_object_attributes(&self, req: S3Request<GetObjectAttributesInput>) -> R<GetObjectAttributesOutput> {
+        self.op_get_object_attributes(req).await
     }
     async fn put_object(&self, req: S3Request<PutObjectInput>) -> R<PutObjectOutput> {
         self.op_put_object(req).await

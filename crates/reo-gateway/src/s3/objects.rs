@@ -4,10 +4,11 @@
 use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 
-use super::convert::{check_conditions, collect, custom_error, etag, timestamp};
+use super::convert::{check_conditions, collect, etag, timestamp};
 use super::copy_source::source_of;
 use super::headers::{object_output, user_meta, Overrides, Standard};
 use super::integrity::{checksums_of, wants_checksum, with_checksums, Algo, Claims, Sent};
+use super::parts::{apply_part, part_of};
 use super::{blocking, unsupported, ReoS3, R};
 use crate::backend::ObjectInfo;
 
@@ -20,28 +21,12 @@ fn byte_range(range: Option<&Range>, size: u64) -> S3Result<Option<(u64, u64)>> 
     }
 }
 
-/// `partNumber` of a GET or HEAD: part 1 of an object stored by a single PUT is all of it; a
-/// completed multipart upload's part boundaries are not kept, so its parts cannot be told apart
-/// and asking for one is refused rather than answered with the whole object.
-fn check_part(part: Option<i32>, range: bool, info: &ObjectInfo) -> S3Result<()> {
-    let Some(n) = part else { return Ok(()) };
-    if range {
-        return Err(s3_error!(InvalidRequest, "Cannot specify both Range header and partNumber query parameter"));
-    }
-    if info.etag.contains('-') {
-        return Err(s3_error!(
-            NotImplemented,
-            "this gateway does not keep the part boundaries of a completed multipart upload: ask for a Range"
-        ));
-    }
-    if n != 1 {
-        return Err(custom_error(
-            "InvalidPartNumber",
-            http::StatusCode::RANGE_NOT_SATISFIABLE,
-            "The requested partnumber is not satisfiable",
-        ));
-    }
-    Ok(())
+/// The type of an object's stored checksum (`COMPOSITE` for a multipart object's, else
+/// `FULL_OBJECT`), if it has one.
+fn checksum_type(info: &ObjectInfo) -> Option<ChecksumType> {
+    let has = Algo::ALL.iter().any(|a| info.system.contains_key(a.header()));
+    let t = info.system.get("x-amz-checksum-type").cloned().unwrap_or_else(|| "FULL_OBJECT".into());
+    has.then(|| ChecksumType::from(t))
 }
 
 /// The check of a conditional write (PutObject, CompleteMultipartUpload) against the key's
@@ -87,10 +72,10 @@ impl ReoS3 {
             expires: i.response_expires.take(),
         };
         let checksums = wants_checksum(i.checksum_mode.as_ref());
-        let (info, plan, range) = blocking(move || {
+        let (info, plan, range, part) = blocking(move || {
             let _r = gw.read_lock(&i.bucket, &i.key);
             let info = gw.head(&i.bucket, &i.key)?;
-            check_part(i.part_number, i.range.is_some(), &info)?;
+            let part = part_of(&gw, &i.bucket, &i.key, i.part_number, i.range.is_some(), &info)?;
             check_conditions(
                 &info,
                 i.if_match.as_ref(),
@@ -98,23 +83,31 @@ impl ReoS3 {
                 i.if_modified_since.as_ref(),
                 i.if_unmodified_since.as_ref(),
             )?;
-            let range = byte_range(i.range.as_ref(), info.size)?;
+            let range = match &part {
+                Some(p) => Some(p.range),
+                None => byte_range(i.range.as_ref(), info.size)?,
+            };
             let (start, end) = range.unwrap_or((0, info.size));
             let plan = gw.read_plan(&i.bucket, &i.key, &info, start, end)?;
-            Ok((info, plan, range))
+            Ok((info, plan, range, part))
         })
         .await?;
         // A backend failure before the first byte is still an error status; after it, the body is
         // cut off (the client sees a short read).
         plan.opened().await?;
-        // A checksum is of the whole object: a range's bytes cannot be checked against it.
-        let checksums = checksums && range.is_none();
+        // A checksum is of the whole object (or of the part asked for): a range's bytes cannot be
+        // checked against it.
+        let whole = checksums && range.is_none();
         let mut out = GetObjectOutput {
             content_length: Some(plan.len as i64),
             content_range: range.map(|(s, e)| format!("bytes {s}-{}/{}", e.saturating_sub(1), info.size)),
             body: Some(StreamingBlob::wrap(plan.into_stream())),
-            ..object_output!(GetObjectOutput, &info, checksums)
+            checksum_type: whole.then(|| checksum_type(&info)).flatten(),
+            ..object_output!(GetObjectOutput, &info, whole)
         };
+        if let Some(p) = part {
+            apply_part!(out, p, checksums);
+        }
         let o = overrides;
         out.content_type = o.content_type.or(out.content_type);
         out.cache_control = o.cache_control.or(out.cache_control);
@@ -130,10 +123,10 @@ impl ReoS3 {
         let i = req.input;
         unsupported::head(&i)?;
         let checksums = wants_checksum(i.checksum_mode.as_ref());
-        let info = blocking(move || {
+        let (info, part) = blocking(move || {
             let _r = gw.read_lock(&i.bucket, &i.key);
             let info = gw.head(&i.bucket, &i.key)?;
-            check_part(i.part_number, i.range.is_some(), &info)?;
+            let part = part_of(&gw, &i.bucket, &i.key, i.part_number, i.range.is_some(), &info)?;
             check_conditions(
                 &info,
                 i.if_match.as_ref(),
@@ -141,13 +134,19 @@ impl ReoS3 {
                 i.if_modified_since.as_ref(),
                 i.if_unmodified_since.as_ref(),
             )?;
-            Ok(info)
+            Ok((info, part))
         })
         .await?;
-        Ok(S3Response::new(HeadObjectOutput {
+        let mut out = HeadObjectOutput {
             content_length: Some(info.size as i64),
-            ..object_output!(HeadObjectOutput, &info, checksums)
-        }))
+            checksum_type: checksums.then(|| checksum_type(&info)).flatten(),
+            ..object_output!(HeadObjectOutput, &info, checksums && part.is_none())
+        };
+        if let Some(p) = part {
+            out.content_length = Some((p.range.1 - p.range.0) as i64);
+            apply_part!(out, p, checksums);
+        }
+        Ok(S3Response::new(out))
     }
 
     pub(super) async fn op_put_object(&self, req: S3Request<PutObjectInput>) -> R<PutObjectOutput> {
@@ -157,7 +156,7 @@ impl ReoS3 {
         let claims = Claims::parse(&Sent::of_put(&i), &req.headers)?;
         let mut info = ObjectInfo { user_meta: user_meta(i.metadata.take())?, ..Default::default() };
         Standard::of_put(&i)?.store(&mut info.system);
-        let data = collect(i.body.take(), self.limits.max_body).await?;
+        let (data, _held) = collect(i.body.take(), self.limits.max_body, &self.budget).await?;
         let verified = claims.verify(&data, req.trailing_headers.as_ref())?;
         info.content_type = i.content_type.unwrap_or_else(|| "binary/octet-stream".into());
         // Computed by the Content-MD5 check: not a second time.

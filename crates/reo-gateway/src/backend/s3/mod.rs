@@ -145,6 +145,9 @@ impl S3Backend {
             .with_secret_access_key(&self.creds.secret)
             .with_retry(retry)
             .with_client_options(options);
+        if !self.settings.no_upload_checksum {
+            b = b.with_checksum_algorithm(object_store::aws::Checksum::SHA256);
+        }
         if let Some(t) = &self.creds.token {
             b = b.with_token(t);
         }

@@ -20,6 +20,10 @@ pub struct S3Settings {
     pub allow_http: bool,
     /// How long a call may take ([`Deadlines`]).
     pub deadlines: Deadlines,
+    /// Send no `x-amz-checksum-sha256` with uploads (for a store that refuses the header).
+    /// Otherwise every PUT and part carries the SHA-256 of its bytes, which the store checks:
+    /// a write-back damaged between the gateway and the store is refused, not kept.
+    pub no_upload_checksum: bool,
 }
 
 /// How long a call to the S3 backend may take: a hung or partitioned store must fail the call in
