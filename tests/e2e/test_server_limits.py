@@ -82,6 +82,46 @@ class ServerLimitsTest(unittest.TestCase):
         s3.put_object(Bucket="budget", Key="second", Body=body)
         self.assertEqual(s3.get_object(Bucket="budget", Key="second")["Body"].read(), body)
 
+    def test_a_trickling_body_is_cut_off_and_nothing_stored(self):
+        from botocore.auth import S3SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+        from botocore.exceptions import ClientError
+        from server import ACCESS, SECRET
+        srv = self.start('body_idle_timeout = "2s"\nheader_timeout = "2s"\nmax_requests_per_connection = 3\n')
+        s3 = srv.client()
+        s3.create_bucket(Bucket="slow")
+        req = AWSRequest(method="PUT", url=f"{srv.endpoint}/slow/k",
+                         headers={"Content-Length": "1000", "x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
+        S3SigV4Auth(Credentials(ACCESS, SECRET), "s3", "us-east-1").add_auth(req)
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=30) as c:
+            head = "PUT /slow/k HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in req.headers.items())
+            c.sendall((head + f"Host: 127.0.0.1:{srv.port}\r\n\r\n").encode() + b"x" * 10)
+            start = time.time()
+            answer = c.recv(4096)
+            waited = time.time() - start
+        self.assertIn(b" 400 ", answer.split(b"\r\n")[0])
+        self.assertIn(b"RequestTimeout", answer)
+        self.assertLess(waited, 20)
+        with self.assertRaises(ClientError):
+            s3.head_object(Bucket="slow", Key="k")
+        # An idle keep-alive connection is closed too (the header timeout covers the wait for
+        # the next request's header).
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=30) as c:
+            c.sendall(f"GET /_reo/health HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n\r\n".encode())
+            self.assertIn(b"200 OK", c.recv(4096))
+            start = time.time()
+            self.assertEqual(c.recv(4096), b"", "the idle connection stayed open")
+            self.assertLess(time.time() - start, 20)
+        # The third request of a connection is its last.
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=30) as c:
+            for i in range(3):
+                c.sendall(f"GET /_reo/health HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n\r\n".encode())
+                answer = c.recv(4096)
+                self.assertIn(b"200 OK", answer)
+                self.assertEqual(b"connection: close" in answer.lower(), i == 2, answer)
+            self.assertEqual(c.recv(4096), b"")
+
     def test_an_unfinished_header_is_cut_off(self):
         srv = self.start('header_timeout = "1s"\n')
         s = self.connect(srv)

@@ -76,6 +76,10 @@ pub struct ServeConfig {
     /// Block devices a device replacement may use (`[server] replacement_devices`); any other
     /// replacement is a new file inside the data directory.
     pub replacement_devices: Vec<PathBuf>,
+    /// What a request body must keep up.
+    pub body_limits: crate::slow_body::BodyLimits,
+    /// Requests one connection may carry before the server closes it.
+    pub max_requests_per_connection: u64,
     /// Open multipart uploads older than this are removed.
     pub multipart_expiry: std::time::Duration,
     /// The deadline of a local directory backend's calls ([`crate::backend::deadline`]; an S3
@@ -284,6 +288,8 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         header_timeout: cfg.header_timeout,
         max_connections: cfg.max_connections,
         metrics_token: cfg.metrics_token.clone(),
+        body_limits: cfg.body_limits,
+        max_requests_per_connection: cfg.max_requests_per_connection,
     };
     // Certificates are read before anything listens: a bad file stops the start.
     let tls = cfg.tls.as_ref().map(|t| crate::tls::acceptor(&t.cert, &t.key).map(|a| (t.listen, a))).transpose()?;

@@ -33,5 +33,6 @@ pub mod s3;
 pub mod scrape;
 pub mod server;
 mod sigv2;
+pub mod slow_body;
 pub mod tls;
 pub mod users;

@@ -39,6 +39,10 @@ pub struct ServerOptions {
     pub max_connections: Option<usize>,
     /// The bearer token Prometheus scrapes `/metrics` with ([`crate::scrape`]).
     pub metrics_token: Option<String>,
+    /// What a request body must keep up ([`crate::slow_body`]).
+    pub body_limits: crate::slow_body::BodyLimits,
+    /// Requests one connection may carry; the last answer closes it.
+    pub max_requests_per_connection: u64,
 }
 
 /// S3's bucket-name rules, plus `_reo` so `/_reo/...` paths reach the custom routes (the backend
@@ -232,18 +236,25 @@ pub async fn serve(
     let (tcp, tls): (Vec<TcpListener>, Vec<_>) = listeners.into_iter().map(|l| (l.tcp, l.tls)).unzip();
     let mut acceptor = crate::accept::Acceptor::new(tcp, max_connections);
     let handshake_timeout = opts.header_timeout;
+    let body_limits = opts.body_limits;
+    let max_requests = opts.max_requests_per_connection.max(1);
     loop {
         let (socket, which, permit) = tokio::select! {
             s = acceptor.accept() => s,
             _ = &mut shutdown => break,
         };
         let peer = socket.peer_addr().ok();
+        // Requests served on this connection: past the limit, the answer closes it (a client
+        // cannot keep one connection, and what it holds, for ever).
+        let served = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let (service, latency, ids) = (service.clone(), latency.clone(), ids.clone());
         let (scrape_api, denials, metrics_token) = (scrape_api.clone(), denials.clone(), metrics_token.clone());
+        let served = served.clone();
         let timed = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
             let op = crate::metrics::operation(req.method(), req.uri().path());
             let (service, latency, ids) = (service.clone(), latency.clone(), ids.clone());
             let (scrape_api, denials, metrics_token) = (scrape_api.clone(), denials.clone(), metrics_token.clone());
+            let last = served.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1 >= max_requests;
             let cont = Continue::of(&req);
             let (method, path) = (req.method().clone(), req.uri().path().to_string());
             let attributes = crate::s3::parts::is_attributes_request(req.method(), req.uri());
@@ -268,7 +279,10 @@ pub async fn serve(
                         http::StatusCode::UNAUTHORIZED,
                         "the bearer token is not this server's [metrics] token\n".into(),
                     )),
-                    (None, crate::scrape::Bearer::Absent) => hyper::service::Service::call(&service, req).await,
+                    (None, crate::scrape::Bearer::Absent) => {
+                        let req = req.map(|b| s3s::Body::http_body(crate::slow_body::MinRate::new(b, body_limits)));
+                        service.call(req).await
+                    }
                 };
                 if let (true, Ok(resp)) = (attributes, &mut r) {
                     if resp.status().is_success() {
@@ -292,6 +306,9 @@ pub async fn serve(
                 }
                 if let Ok(resp) = &mut r {
                     close_after_early_answer(cont, resp);
+                    if last {
+                        resp.headers_mut().insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
+                    }
                     ids.stamp(&id, resp);
                 }
                 if let Ok(resp) = &r {

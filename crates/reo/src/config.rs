@@ -44,6 +44,9 @@ pub struct ServerSection {
     pub replacement_devices: Option<Vec<PathBuf>>,
     pub multipart_expiry: Option<String>,
     pub memory_budget: Option<String>,
+    pub body_idle_timeout: Option<String>,
+    pub body_min_rate: Option<String>,
+    pub max_requests_per_connection: Option<u64>,
     pub tls_listen: Option<String>,
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
@@ -274,6 +277,9 @@ pub struct Settings {
     pub replacement_devices: Vec<PathBuf>,
     pub multipart_expiry: Option<std::time::Duration>,
     pub memory_budget: Option<u64>,
+    pub body_idle_timeout: Option<std::time::Duration>,
+    pub body_min_rate: Option<u64>,
+    pub max_requests_per_connection: Option<u64>,
     pub metrics_token: Option<String>,
     pub metrics_listen: Option<SocketAddr>,
     pub tls_listen: Option<SocketAddr>,
@@ -428,6 +434,17 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
         memory_budget: match size(name, "server.memory_budget", &f.server.memory_budget)? {
             Some(b) if b < 1 << 20 => return Err(format!("{name}: server.memory_budget: at least 1MiB")),
             b => b,
+        },
+        body_idle_timeout: f
+            .server
+            .body_idle_timeout
+            .as_deref()
+            .map(|v| positive_duration("server.body_idle_timeout", v))
+            .transpose()?,
+        body_min_rate: size(name, "server.body_min_rate", &f.server.body_min_rate)?,
+        max_requests_per_connection: match f.server.max_requests_per_connection {
+            Some(0) => return Err(format!("{name}: server.max_requests_per_connection: at least 1")),
+            n => n,
         },
         tls_listen: f
             .server

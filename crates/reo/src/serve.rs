@@ -161,6 +161,15 @@ pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
             .unwrap_or(reo_store::StoreConfig::default().stuck_read_fail_after),
         replacement_devices: f.replacement_devices.clone(),
         memory_budget: f.memory_budget,
+        max_requests_per_connection: f.max_requests_per_connection.unwrap_or(10_000),
+        body_limits: {
+            let d = reo_gateway::slow_body::BodyLimits::default();
+            reo_gateway::slow_body::BodyLimits {
+                idle: f.body_idle_timeout.unwrap_or(d.idle),
+                min_rate: f.body_min_rate.unwrap_or(d.min_rate),
+                ..d
+            }
+        },
         multipart_expiry: f.multipart_expiry.unwrap_or(reo_gateway::gateway::DEFAULT_MULTIPART_EXPIRY),
         local_timeout: f.local_timeout.unwrap_or(reo_gateway::backend::s3::Deadlines::default().call),
     };

@@ -250,6 +250,12 @@ pub fn body_error(e: &dyn std::fmt::Display) -> S3Error {
             http::StatusCode::BAD_REQUEST,
             "The provided 'x-amz-content-sha256' header does not match what was computed.",
         )
+    } else if m.contains("RequestTimeout") {
+        super::convert::custom_error(
+            "RequestTimeout",
+            http::StatusCode::BAD_REQUEST,
+            "Your socket connection to the server was not read from or written to within the timeout period.",
+        )
     } else if m.contains("SignatureMismatch") {
         s3_error!(SignatureDoesNotMatch, "a chunk signature of the aws-chunked body does not match")
     } else {
