@@ -1,7 +1,8 @@
 //! `POST /_reo/hints` (submit; answers the `request_id`), `GET /_reo/hints` (the hints in force),
 //! `DELETE /_reo/hints/{id}` (withdraw; its pins are released). A user submits and cancels hints
 //! on keys it may write, sees those on keys it may read, and has at most
-//! [`MAX_HINTS_PER_USER`] in force; an admin has no scope and no per-user limit.
+//! [`MAX_HINTS_PER_USER`] in force whose pins hold at most a quarter of the cache (pins past it
+//! are listed in the hint's `pins_refused`); an admin has no scope and no per-user limit.
 
 use http::StatusCode;
 
@@ -29,8 +30,11 @@ pub fn submit(api: &Api, user: &User, body: &[u8]) -> Reply {
     if !may(user, Access::Write, &spec) {
         return Reply::denied(user, format_args!("hint on {} (outside its scopes)", spec.bucket));
     }
-    let per_user = if user.role == Role::Admin { MAX_HINTS } else { MAX_HINTS_PER_USER };
-    match api.hints.submit_for(spec, Some(&user.name), per_user) {
+    let admin = user.role == Role::Admin;
+    let per_user = if admin { MAX_HINTS } else { MAX_HINTS_PER_USER };
+    // A user's pins may hold at most a quarter of the cache: pinned bytes are not evictable.
+    let pin_limit = (!admin).then(|| api.gw.cache.config().capacity_bytes / 4);
+    match api.hints.submit_for(spec, Some(&user.name), per_user, pin_limit) {
         Ok(id) => Reply::ok(serde_json::json!({ "request_id": id })),
         Err(e) => Reply::error(StatusCode::BAD_REQUEST, e),
     }

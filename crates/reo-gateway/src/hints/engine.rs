@@ -41,6 +41,12 @@ pub struct HintCounters {
     pub errors: u64,
 }
 
+/// What a hint's owner may still pin while it is applied, and what it could not.
+struct PinBudget {
+    left: Option<u64>,
+    refused: Vec<String>,
+}
+
 /// The hints in force and the thread applying them.
 pub struct HintEngine {
     gw: Arc<Gateway>,
@@ -110,12 +116,20 @@ impl HintEngine {
 
     /// Validates and records a hint; it is applied at its lease start (the next tick if due).
     pub fn submit(&self, spec: HintSpec) -> Result<String, String> {
-        self.submit_for(spec, None, MAX_HINTS)
+        self.submit_for(spec, None, MAX_HINTS, None)
     }
 
-    /// [`HintEngine::submit`] for a user, who may have at most `per_owner` hints in force; the
-    /// whole set is bounded by [`MAX_HINTS`] (each change rewrites its file).
-    pub fn submit_for(&self, spec: HintSpec, owner: Option<&str>, per_owner: usize) -> Result<String, String> {
+    /// [`HintEngine::submit`] for a user, who may have at most `per_owner` hints in force and
+    /// pins holding at most `pin_limit` bytes (pins past it are not made, and listed in the
+    /// hint's `pins_refused`); the whole set is bounded by [`MAX_HINTS`] (each change rewrites
+    /// its file).
+    pub fn submit_for(
+        &self,
+        spec: HintSpec,
+        owner: Option<&str>,
+        per_owner: usize,
+        pin_limit: Option<u64>,
+    ) -> Result<String, String> {
         spec.validate()?;
         let mut store = self.store();
         if store.hints.len() >= MAX_HINTS {
@@ -126,7 +140,9 @@ impl HintEngine {
                 return Err(format!("user {o} has {per_owner} hints in force, its limit; cancel some first"));
             }
         }
-        let id = store.add(spec, owner.map(str::to_string)).map_err(|e| format!("cannot persist the hint: {e}"))?;
+        let id = store
+            .add(spec, owner.map(str::to_string), pin_limit)
+            .map_err(|e| format!("cannot persist the hint: {e}"))?;
         drop(store);
         self.count(|c| c.submitted += 1);
         Ok(id)
@@ -195,9 +211,10 @@ impl HintEngine {
             if self.stopping.load(Ordering::SeqCst) {
                 return;
             }
+            let mut pins = self.pin_budget(&h);
             let (pinned, bytes, backend_result) = match h.spec.target {
                 Target::Cache => {
-                    let (p, b) = self.apply(&h.spec);
+                    let (p, b) = self.apply(&h.spec, &mut pins);
                     (p, b, None)
                 }
                 Target::Backend => (Vec::new(), 0, Some(self.forward(&h.spec))),
@@ -212,6 +229,7 @@ impl HintEngine {
                 stored.pinned = pinned;
                 stored.prefetched_bytes = bytes;
                 stored.backend_result = backend_result;
+                stored.pins_refused = pins.refused;
                 if let Err(e) = s.save() {
                     tracing::error!("cannot persist the hints: {e}");
                 }
@@ -257,8 +275,27 @@ impl HintEngine {
         keys
     }
 
+    /// Bytes an object holds in the cache (0 when it is not there).
+    fn cached_size(&self, bucket: &str, key: &str) -> u64 {
+        self.gw.cache.info(cache_key(bucket, key).as_bytes()).map_or(0, |i| i.size)
+    }
+
+    /// What `h`'s owner may still pin: its limit less what its other active hints pin now.
+    fn pin_budget(&self, h: &Hint) -> PinBudget {
+        let Some(limit) = h.pin_limit else { return PinBudget { left: None, refused: Vec::new() } };
+        let others: Vec<Hint> = self
+            .store()
+            .hints
+            .values()
+            .filter(|o| o.owner == h.owner && o.request_id != h.request_id && o.state == HintState::Active)
+            .cloned()
+            .collect();
+        let used: u64 = others.iter().flat_map(|o| o.pinned.iter().map(|k| self.cached_size(&o.spec.bucket, k))).sum();
+        PinBudget { left: Some(limit.saturating_sub(used)), refused: Vec::new() }
+    }
+
     /// Applies a hint now; returns the keys it pinned and the bytes it prefetched.
-    fn apply(&self, spec: &HintSpec) -> (Vec<String>, u64) {
+    fn apply(&self, spec: &HintSpec, pins: &mut PinBudget) -> (Vec<String>, u64) {
         let mut pinned = Vec::new();
         let mut bytes = 0;
         if let Some(m) = &spec.reorganize {
@@ -276,7 +313,15 @@ impl HintEngine {
                 Intent::Prefetch => bytes += self.prefetch(&spec.bucket, &key, spec.range),
                 Intent::Pin => {
                     bytes += self.prefetch(&spec.bucket, &key, None);
+                    let size = self.cached_size(&spec.bucket, &key);
+                    if pins.left.is_some_and(|left| size > left) {
+                        pins.refused.push(key);
+                        continue;
+                    }
                     if self.gw.cache.pin(ck.as_bytes(), until_ns) {
+                        if let Some(left) = &mut pins.left {
+                            *left -= size;
+                        }
                         pinned.push(key);
                     }
                 }

@@ -173,6 +173,12 @@ pub struct Hint {
     /// The user who submitted it (its hints count against the user's limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    /// The most bytes the owner's pins may hold at once (`None`: no limit, an admin's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin_limit: Option<u64>,
+    /// Keys this hint would have pinned but the owner's pin limit did not allow.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pins_refused: Vec<String>,
 }
 
 impl HintSpec {

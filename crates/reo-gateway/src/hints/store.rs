@@ -38,7 +38,7 @@ impl HintStore {
     }
 
     /// Records a new hint of `owner` (a user's name) and persists; returns its request id.
-    pub fn add(&mut self, spec: HintSpec, owner: Option<String>) -> std::io::Result<String> {
+    pub fn add(&mut self, spec: HintSpec, owner: Option<String>, pin_limit: Option<u64>) -> std::io::Result<String> {
         let id = format!("h{:08}", self.next_id);
         self.next_id += 1;
         let h = Hint {
@@ -49,6 +49,8 @@ impl HintStore {
             prefetched_bytes: 0,
             backend_result: None,
             owner,
+            pin_limit,
+            pins_refused: Vec::new(),
         };
         self.hints.insert(id.clone(), h);
         self.save()?;
@@ -100,8 +102,8 @@ mod tests {
         let path = dir.join("hints.json");
         let _ = std::fs::remove_file(&path);
         let mut s = HintStore::open(&path).unwrap();
-        let a = s.add(spec("x"), Some("app".into())).unwrap();
-        let b = s.add(spec("y"), None).unwrap();
+        let a = s.add(spec("x"), Some("app".into()), None).unwrap();
+        let b = s.add(spec("y"), None, None).unwrap();
         s.hints.get_mut(&a).unwrap().state = HintState::Active;
         s.hints.remove(&b);
         s.save().unwrap();
@@ -110,7 +112,7 @@ mod tests {
         assert_eq!(r.hints[&a].state, HintState::Active);
         assert_eq!(r.hints[&a].spec, spec("x"));
         assert_eq!(r.hints[&a].owner.as_deref(), Some("app"));
-        let c = r.add(spec("z"), None).unwrap();
+        let c = r.add(spec("z"), None, None).unwrap();
         assert!(c != a && c != b);
         assert!(!dir.join("hints.json.tmp").exists());
         std::fs::remove_dir_all(&dir).unwrap();

@@ -175,3 +175,31 @@ fn reorganize_does_not_move_bytes_onto_a_key_rewritten_since_the_listing() {
     let i = gw.head("bkt", "new/a").unwrap();
     assert_eq!(gw.read("bkt", "new/a", &i, 0, i.size).unwrap(), new);
 }
+
+#[test]
+fn a_users_pins_stay_within_its_pin_limit() {
+    let rig = Rig::new();
+    let (gw, backend) = rig.open();
+    for k in ["a", "b", "c"] {
+        let data = vec![3u8; 100_000];
+        backend.put("bkt", k, &data, &info(&data)).unwrap();
+    }
+    let e = HintEngine::open(gw.clone(), &rig.dir.join("state"), 0).unwrap();
+    let now = unix_now();
+    // 250,000 bytes for the user: two objects of 100,000, not three.
+    e.submit_for(spec("a", Intent::Pin, now, now + 100), Some("app"), 10, Some(250_000)).unwrap();
+    e.submit_for(spec("b", Intent::Pin, now, now + 100), Some("app"), 10, Some(250_000)).unwrap();
+    e.submit_for(spec("c", Intent::Pin, now, now + 100), Some("app"), 10, Some(250_000)).unwrap();
+    // Another user's pins count against its own limit only.
+    let mut other = spec("c", Intent::Pin, now, now + 100);
+    other.app_id = "other".into();
+    e.submit_for(other, Some("other"), 10, Some(250_000)).unwrap();
+    e.tick(now);
+    let hints = e.list();
+    let app: Vec<_> = hints.iter().filter(|h| h.owner.as_deref() == Some("app")).collect();
+    let pinned: usize = app.iter().map(|h| h.pinned.len()).sum();
+    let refused: Vec<&String> = app.iter().flat_map(|h| h.pins_refused.iter()).collect();
+    assert_eq!((pinned, refused.len()), (2, 1), "{hints:?}");
+    let theirs = hints.iter().find(|h| h.owner.as_deref() == Some("other")).unwrap();
+    assert_eq!(theirs.pinned, vec!["c".to_string()]);
+}
