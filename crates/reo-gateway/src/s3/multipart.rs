@@ -125,10 +125,13 @@ impl ReoS3 {
         unsupported::upload_part_copy(&i)?;
         let mut source = source_of!(i)?;
         source.range = i.copy_source_range.as_deref().map(parse_range).transpose()?;
-        let (gw, limit) = (self.gw.clone(), self.limits.max_body);
+        let (gw, limit, budget) = (self.gw.clone(), self.limits.max_body, self.budget.clone());
         let e = blocking(move || {
             let u = gw.uploads.get(&i.bucket, &i.key, &i.upload_id)?;
             let (_, data) = source.read(&gw, limit)?;
+            // Counted in the memory budget while it is staged (refused at once past it).
+            let mut held = budget.reserve();
+            held.grow(data.len() as u64)?;
             let (e, sum) = gw.uploads.put_part(&u, i.part_number, &data)?;
             Ok((e, u.checksum.map(|c| fields_of(c.algorithm, sum)).unwrap_or_default()))
         })

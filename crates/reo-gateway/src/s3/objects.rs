@@ -242,9 +242,12 @@ impl ReoS3 {
             None
         };
         let new_checksum = i.checksum_algorithm.as_ref().map(|a| Algo::named(a.as_str())).transpose()?;
-        let limit = self.limits.max_body;
+        let (limit, budget) = (self.limits.max_body, self.budget.clone());
         let info = blocking(move || {
             let (src, data) = source.read(&gw, limit)?;
+            // Counted in the memory budget while it is stored (refused at once past it).
+            let mut held = budget.reserve();
+            held.grow(data.len() as u64)?;
             let mut info = ObjectInfo {
                 content_type: src.content_type,
                 user_meta: src.user_meta,
