@@ -249,7 +249,6 @@ pub async fn serve(
         let served = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let (service, latency, ids) = (service.clone(), latency.clone(), ids.clone());
         let (scrape_api, denials, metrics_token) = (scrape_api.clone(), denials.clone(), metrics_token.clone());
-        let served = served.clone();
         let timed = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
             let op = crate::metrics::operation(req.method(), req.uri().path());
             let (service, latency, ids) = (service.clone(), latency.clone(), ids.clone());

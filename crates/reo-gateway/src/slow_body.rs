@@ -48,13 +48,15 @@ pub struct MinRate<B> {
     started: Instant,
     last: Instant,
     bytes: u64,
-    timer: Pin<Box<Sleep>>,
+    /// Made the first time the body waits: most bodies (empty ones, those already buffered by
+    /// the kernel) never do, and a request should not pay for a timer it does not use.
+    timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl<B> MinRate<B> {
     pub fn new(inner: B, limits: BodyLimits) -> MinRate<B> {
         let now = Instant::now();
-        MinRate { inner, limits, started: now, last: now, bytes: 0, timer: Box::pin(tokio::time::sleep(limits.idle)) }
+        MinRate { inner, limits, started: now, last: now, bytes: 0, timer: None }
     }
 
     /// When the body is next too slow if nothing more arrives: the idle limit, or the moment
@@ -99,9 +101,10 @@ where
                         this.bytes, this.limits.min_rate, this.limits.grace, this.limits.idle
                     ))))));
                 }
-                this.timer.as_mut().reset(deadline);
+                let timer = this.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+                timer.as_mut().reset(deadline);
                 // Registers the waker for the deadline; the inner body's wakes it sooner.
-                let _ = this.timer.as_mut().poll(cx);
+                let _ = timer.as_mut().poll(cx);
                 Poll::Pending
             }
         }
