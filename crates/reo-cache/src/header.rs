@@ -10,9 +10,18 @@
 //! | key len u16 | key | etag len u8 | etag | content-type len u8 | content-type
 //! | (version 2) metadata count u8 | { name len u8 | name | value len u16 | value } × count
 //! | (version 3) system metadata count u8 | { name len u8 | name | value len u16 | value } × count
+//! | (version 4) write id u64
 //! ```
 //!
-//! Version 1 (no user metadata) and version 2 (no system metadata) headers are still read.
+//! Version 1 (no user metadata), version 2 (no system metadata) and version 3 (no write id)
+//! headers are still read (write id 0).
+//!
+//! The write id ties together the fragments of a *streamed* write
+//! ([`crate::StreamedPut`]): its fragments after the first are written while the body still
+//! arrives, before the ETag and checksums are known, so they carry an empty ETag and no
+//! metadata; the first fragment, written last, carries the object's metadata. A version of an
+//! object is then (size, write id) instead of (size, ETag). Write id 0: an ordinary write, every
+//! fragment carries the full metadata.
 //! System metadata are the object's standard headers and checksum (`cache-control`, …,
 //! `x-amz-checksum-crc32`), named as their HTTP headers in lower case.
 //!
@@ -23,7 +32,7 @@
 use crate::object::Class;
 
 const MAGIC: &[u8; 4] = b"RCB1";
-const VERSION: u8 = 3;
+const VERSION: u8 = 4;
 
 /// Most bytes of user metadata (names plus values) a blob header carries (S3 allows 2 KiB).
 pub const MAX_USER_META: usize = 8 << 10;
@@ -53,6 +62,8 @@ pub struct BlobHeader {
     pub user: Vec<(String, String)>,
     /// System metadata (header name, value) pairs.
     pub system: Vec<(String, String)>,
+    /// The streamed write the blob belongs to (0: none; see the module doc).
+    pub write: u64,
 }
 
 /// A header to encode, borrowing its strings: the write path encodes one per blob without
@@ -70,6 +81,7 @@ pub struct HeaderRef<'a> {
     pub content_type: &'a str,
     pub user: &'a [(String, String)],
     pub system: &'a [(String, String)],
+    pub write: u64,
 }
 
 impl HeaderRef<'_> {
@@ -91,7 +103,7 @@ impl HeaderRef<'_> {
         };
         let (user, system) = (pairs(self.user), pairs(self.system));
         v.clear();
-        v.reserve_exact(34 + self.key.len().min(u16::MAX as usize) + etag.len() + ct.len() + user + system);
+        v.reserve_exact(42 + self.key.len().min(u16::MAX as usize) + etag.len() + ct.len() + user + system);
         v.extend_from_slice(MAGIC);
         v.push(VERSION);
         v.push(match self.kind {
@@ -112,6 +124,7 @@ impl HeaderRef<'_> {
         v.extend_from_slice(ct);
         encode_pairs(self.user, v);
         encode_pairs(self.system, v);
+        v.extend_from_slice(&self.write.to_le_bytes());
     }
 }
 
@@ -144,11 +157,12 @@ impl BlobHeader {
             content_type: &self.content_type,
             user: &self.user,
             system: &self.system,
+            write: self.write,
         }
         .encode()
     }
 
-    /// Decodes; `None` for anything that is not a well-formed version-1 header (never panics).
+    /// Decodes; `None` for anything that is not a well-formed header of a known version (never panics).
     pub fn decode(b: &[u8]) -> Option<BlobHeader> {
         let mut r = b;
         let mut take = |n: usize| -> Option<&[u8]> {
@@ -193,6 +207,7 @@ impl BlobHeader {
                 list.push((name, value));
             }
         }
+        let write = if version >= 4 { u64_of(take(8)?) } else { 0 };
         Some(BlobHeader {
             kind,
             dirty: flags & 1 != 0,
@@ -205,6 +220,7 @@ impl BlobHeader {
             content_type,
             user,
             system,
+            write,
         })
     }
 }
@@ -239,6 +255,7 @@ mod tests {
             content_type: "image/jpeg".into(),
             user: vec![("camera".into(), "x100".into()), ("é".into(), String::new())],
             system: vec![("cache-control".into(), "max-age=60".into())],
+            write: 0x0123_4567_89ab_cdef,
         }
     }
 
@@ -271,19 +288,25 @@ mod tests {
         for n in 0..b.len() {
             assert!(BlobHeader::decode(&b[..n]).is_none(), "truncated to {n}");
         }
-        b[4] = 4;
+        b[4] = 5;
         assert!(BlobHeader::decode(&b).is_none());
-        // A version-1 header (no metadata sections) still decodes, and so does a version 2 one.
-        let v1 = BlobHeader { user: Vec::new(), system: Vec::new(), ..sample() };
+        // Headers of versions 1 to 3 (no metadata sections, no system metadata, no write id)
+        // still decode.
+        let v1 = BlobHeader { user: Vec::new(), system: Vec::new(), write: 0, ..sample() };
         let mut b = v1.encode();
         b[4] = 1;
-        b.truncate(b.len() - 2); // the empty metadata counts
+        b.truncate(b.len() - 10); // the empty metadata counts and the write id
         assert_eq!(BlobHeader::decode(&b), Some(v1));
-        let v2 = BlobHeader { system: Vec::new(), ..sample() };
+        let v2 = BlobHeader { system: Vec::new(), write: 0, ..sample() };
         let mut b = v2.encode();
         b[4] = 2;
-        b.pop(); // the empty system metadata count
+        b.truncate(b.len() - 9); // the empty system metadata count and the write id
         assert_eq!(BlobHeader::decode(&b), Some(v2));
+        let v3 = BlobHeader { write: 0, ..sample() };
+        let mut b = v3.encode();
+        b[4] = 3;
+        b.truncate(b.len() - 8);
+        assert_eq!(BlobHeader::decode(&b), Some(v3));
     }
 
     proptest! {

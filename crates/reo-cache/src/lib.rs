@@ -44,7 +44,8 @@ pub use dedup::{new_dedup, Chunk, DedupKind, DedupOutcome, DedupPolicy, Fingerpr
 pub use failure_plan::{FailureAction, FailurePlan, FailurePoint};
 pub use manager::{
     object_version, Access, AccessHistory, Cache, ControlReply, FillOutcome, GetResult, ObjectInfo, ObjectMeta,
-    ObjectStatus, Piece, Pieces, PutReceipt, SenseCode, SweepReport, WriteError, MAX_CONTROL_MESSAGE, MAX_KEY_LEN,
+    ObjectStatus, Piece, Pieces, PutReceipt, SenseCode, StreamedPut, SweepReport, WriteError, MAX_CONTROL_MESSAGE,
+    MAX_KEY_LEN,
 };
 pub use object::Class;
 pub use policy::{new_policy, InsertError, Key, Policy, PolicyKind};

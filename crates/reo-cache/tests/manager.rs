@@ -230,6 +230,7 @@ fn an_undone_free_of_a_newer_clean_blob_does_not_beat_a_dirty_write() {
             content_type: "t",
             user: &[],
             system: &[],
+            write: 0,
         }
         .encode();
         let store = c.store().clone();

@@ -89,6 +89,7 @@ fn cleaner_still_drops_real_leftovers() {
         content_type: String::new(),
         user: Vec::new(),
         system: Vec::new(),
+        write: 0,
     }
     .encode();
     let loc = store.put(&header, &[1; 10], &PutOptions::new(Scheme::Replicate(2))).unwrap();

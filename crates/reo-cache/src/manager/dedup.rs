@@ -180,6 +180,7 @@ impl Cache {
             content_type: String::new(),
             user: Vec::new(),
             system: Vec::new(),
+            write: 0,
         }
         .encode();
         let body = z.as_deref().unwrap_or(data);

@@ -154,6 +154,14 @@ enum Moving {
     Fragment(u32, u32),
     /// Dedup content blob with this fingerprint.
     Content(Vec<u8>),
+    /// Fragment of a streamed write in progress (write id, fragment, object key).
+    Staged(u64, u32, Vec<u8>),
+}
+
+/// The slot of fragment `frag` of streamed write `write` in [`State::staged`] (its first
+/// fragment is never staged).
+fn staged_slot(s: &mut State, write: u64, frag: u32) -> Option<&mut Option<Location>> {
+    s.staged.get_mut(&write)?.get_mut((frag as usize).checked_sub(1)?)
 }
 
 /// The cache's say in cleaning one band.
@@ -173,6 +181,11 @@ impl GcHandler for Cleaner<'_> {
                 return orphan(c, &mut s, loc);
             }
             self.moving.insert(loc.seq, Moving::Content(h.key));
+            return GcDecision::Relocate;
+        }
+        if h.write != 0 && staged_slot(&mut s, h.write, h.fragment).is_some_and(|l| l.as_ref() == Some(loc)) {
+            // Not indexed yet, but its writer will install it: moved, never dropped.
+            self.moving.insert(loc.seq, Moving::Staged(h.write, h.fragment, h.key));
             return GcDecision::Relocate;
         }
         let Some(slot) = s.index.find(&h.key) else { return orphan(c, &mut s, loc) };
@@ -200,12 +213,23 @@ impl GcHandler for Cleaner<'_> {
     }
 
     fn relocated(&mut self, old: &Location, new: &Location) {
+        let c = self.cache;
         let (slot, frag) = match self.moving.get(&old.seq) {
             Some(Moving::Fragment(slot, frag)) => (*slot, *frag),
             Some(Moving::Content(fp)) => return self.cache.content_moved(fp, old, new),
+            Some(Moving::Staged(write, frag, key)) => {
+                let mut s = c.lock();
+                if let Some(l) = staged_slot(&mut s, *write, *frag).filter(|l| l.as_ref() == Some(old)) {
+                    *l = Some(*new);
+                    s.stats.gc_write_bytes += new.len;
+                    return;
+                }
+                // Installed meanwhile (the index points at the old copy: moved below like any
+                // fragment), or abandoned (nobody points at either: the new copy is freed).
+                (s.index.find(key).unwrap_or(u32::MAX), *frag)
+            }
             None => return,
         };
-        let c = self.cache;
         let mut s = c.lock();
         s.stats.gc_write_bytes += new.len;
         if s.location(slot, frag, c.cfg.fragment_size).as_ref() == Some(old) {
@@ -230,12 +254,22 @@ impl GcHandler for Cleaner<'_> {
     }
 
     fn lost(&mut self, loc: &Location, err: &StoreError) {
+        let c = self.cache;
         let (slot, frag) = match self.moving.get(&loc.seq) {
             Some(Moving::Fragment(slot, frag)) => (*slot, *frag),
             Some(Moving::Content(fp)) => return self.cache.content_lost(fp, loc),
+            Some(Moving::Staged(write, frag, key)) => {
+                // Its writer finds the fragment gone and refuses the write (nothing was
+                // acknowledged); installed meanwhile, it is a lost fragment like any other.
+                let mut s = c.lock();
+                if let Some(l) = staged_slot(&mut s, *write, *frag).filter(|l| l.as_ref() == Some(loc)) {
+                    *l = None;
+                    return;
+                }
+                (s.index.find(key).unwrap_or(u32::MAX), *frag)
+            }
             None => return,
         };
-        let c = self.cache;
         let mut s = c.lock();
         if s.location(slot, frag, c.cfg.fragment_size).as_ref() != Some(loc) {
             return;

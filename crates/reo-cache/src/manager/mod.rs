@@ -15,7 +15,8 @@
 //! never `put`, `read`, `gc`, `scrub`, `replace_device` or a `Sync` free, which do I/O, wait, or
 //! take the cleaner's lock.
 //!
-//! Files: `read.rs` (get), `write.rs` (fill, put, mark clean, delete), `evict.rs` (freeing space:
+//! Files: `read.rs` (get), `write.rs` (fill, put, mark clean, delete), `streamed.rs` (a put whose
+//! body arrives in pieces), `evict.rs` (freeing space:
 //! policy evictions, the cleaner's handler for both eviction modes), `restart.rs` (rebuilding the
 //! index from the store after a restart).
 
@@ -28,6 +29,7 @@ mod history;
 mod read;
 mod rebuild;
 mod restart;
+mod streamed;
 mod write;
 
 use std::collections::HashMap;
@@ -47,6 +49,7 @@ pub use control::{ControlReply, MAX_CONTROL_MESSAGE};
 pub use health::{Access, ObjectStatus, SenseCode, SweepReport};
 pub use history::AccessHistory;
 pub use read::{GetResult, Piece, Pieces};
+pub use streamed::StreamedPut;
 pub use write::{object_version, FillOutcome, ObjectMeta, PutReceipt, WriteError, MAX_KEY_LEN};
 
 /// The state of one object, for queries (seed 000's per-object status, SDCC's query API).
@@ -120,6 +123,10 @@ pub(crate) struct State {
     /// whose blobs were put with the lock dropped compares this with the value it saw before its
     /// puts, and only if it moved checks that its blobs are still live before installing them.
     pub orphans_freed: u64,
+    /// Streamed writes in progress (write id → location of each fragment after the first; `None`
+    /// once lost): blobs the index does not know yet that the cleaner must keep
+    /// ([`crate::StreamedPut`]).
+    pub staged: HashMap<u64, Vec<Option<Location>>>,
 }
 
 /// Invalidations remembered before the map is reset (≈ 1.5 MiB).
@@ -241,6 +248,7 @@ impl Cache {
             invalidated: HashMap::default(),
             epoch_floor: 0,
             orphans_freed: 0,
+            staged: HashMap::new(),
         };
         let cache = Cache { store, cfg, classes, state: Mutex::new(state) };
         cache.rebuild_from_store()?;

@@ -2,7 +2,10 @@
 //! cache serves what it held and still knows which objects are dirty.
 //!
 //! A crash can leave two versions of an object on flash (an overwrite whose old blobs' frees were
-//! not yet durable, or an interrupted write). A version is the pair (object size, ETag). Rules:
+//! not yet durable, or an interrupted write). A version is the pair (object size, ETag), or for a
+//! streamed write (object size, write id), its first fragment alone carrying the ETag
+//! ([`crate::header`]); a streamed write puts that fragment last, so an interrupted one is
+//! incomplete. Rules:
 //! a dirty version counts only if all its fragments are present (an unacknowledged write that
 //! stopped half-way must not shadow the acknowledged one); a complete dirty version wins over
 //! clean ones (dirty data is only ever replaced with durable frees, so a newer clean blob of
@@ -22,6 +25,8 @@ use crate::header::{BlobHeader, BlobKind};
 /// One version of one object found on flash.
 struct Version {
     size: u64,
+    /// The streamed write (0: none).
+    write: u64,
     etag: String,
     dirty: bool,
     class: crate::object::Class,
@@ -46,12 +51,15 @@ impl Cache {
                 continue;
             }
             let versions = objects.entry(h.key).or_default();
-            let v = match versions.iter_mut().position(|v| v.size == h.object_size && v.etag == h.etag) {
+            let same =
+                |v: &Version| v.size == h.object_size && v.write == h.write && (h.write != 0 || v.etag == h.etag);
+            let v = match versions.iter().position(same) {
                 Some(i) => &mut versions[i],
                 None => {
                     versions.push(Version {
                         size: h.object_size,
-                        etag: h.etag,
+                        write: h.write,
+                        etag: String::new(),
                         dirty: h.dirty,
                         class: h.class,
                         newest: 0,
@@ -61,6 +69,10 @@ impl Cache {
                     versions.last_mut().expect("pushed")
                 }
             };
+            // Only the first fragment of a streamed write carries the ETag.
+            if h.write == 0 || h.fragment == 0 {
+                v.etag = h.etag;
+            }
             v.newest = v.newest.max(loc.seq);
             // Blobs come in sequence order: a later copy of a fragment is newer.
             if let Some(old) = v.frags.insert(h.fragment, loc) {

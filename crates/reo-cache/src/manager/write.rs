@@ -90,7 +90,7 @@ thread_local! {
 }
 
 /// An encoded blob header whose buffer returns to [`SPARE_HEADER`] when dropped.
-struct EncodedHeader(Vec<u8>);
+pub(crate) struct EncodedHeader(Vec<u8>);
 
 impl std::ops::Deref for EncodedHeader {
     type Target = [u8];
@@ -105,27 +105,42 @@ impl Drop for EncodedHeader {
     }
 }
 
+/// The encoded header of fragment `frag` of `key` (an object of `size` bytes), of streamed
+/// write `write` (0: none; see [`crate::header`]).
+pub(crate) fn encode_header(
+    key: &[u8],
+    size: u64,
+    frag: u32,
+    state: (bool, Class),
+    meta: &ObjectMeta,
+    write: u64,
+) -> EncodedHeader {
+    let mut buf = EncodedHeader(SPARE_HEADER.take());
+    let (dirty, class) = state;
+    HeaderRef {
+        kind: BlobKind::Fragment,
+        dirty,
+        class,
+        object_size: size,
+        fragment: frag,
+        mtime_ns: meta.mtime_ns,
+        key,
+        etag: &meta.etag,
+        content_type: &meta.content_type,
+        user: &meta.user,
+        system: &meta.system,
+        write,
+    }
+    .encode_into(&mut buf.0);
+    buf
+}
+
 impl Cache {
     fn header(&self, key: &[u8], size: u64, frag: u32, dirty: bool, class: Class, meta: &ObjectMeta) -> EncodedHeader {
-        let mut buf = EncodedHeader(SPARE_HEADER.take());
-        HeaderRef {
-            kind: BlobKind::Fragment,
-            dirty,
-            class,
-            object_size: size,
-            fragment: frag,
-            mtime_ns: meta.mtime_ns,
-            key,
-            etag: &meta.etag,
-            content_type: &meta.content_type,
-            user: &meta.user,
-            system: &meta.system,
-        }
-        .encode_into(&mut buf.0);
-        buf
+        encode_header(key, size, frag, (dirty, class), meta, 0)
     }
 
-    fn check_size(&self, key: &[u8], size: u64, meta: &ObjectMeta) -> Result<(), WriteError> {
+    pub(crate) fn check_size(&self, key: &[u8], size: u64, meta: &ObjectMeta) -> Result<(), WriteError> {
         if key.len() > MAX_KEY_LEN {
             return Err(WriteError::TooLarge(format!(
                 "key of {} bytes exceeds the cache's limit of {MAX_KEY_LEN}",
@@ -404,7 +419,7 @@ impl Cache {
                     }
                 }
             }
-            match self.install(key, size, class, dirty, &locs, version_tag(&meta.etag), seen)? {
+            match self.install(key, size, class, dirty, locs.clone(), version_tag(&meta.etag), seen, None)? {
                 Some(done) => break done,
                 None => {
                     // The cleaner (run by a later fragment's `make_room`, or by another thread)
@@ -425,27 +440,42 @@ impl Cache {
         Ok(PutReceipt { version: object_version(&meta.etag, size, meta.mtime_ns) })
     }
 
-    /// Installs a new version of `key` made of `locs`; returns the blobs to free (the old
-    /// version's and evicted ones). On failure the old version is kept and the new blobs freed.
-    /// `None` (nothing changed, nothing freed) if the cleaner freed one of `locs` as an orphan
-    /// since the writer saw `seen`.
+    /// Installs a new version of `key` made of `locs` (followed by the fragments of streamed
+    /// write `staged`, taken from [`State::staged`] under the lock); returns the blobs to free
+    /// (the old version's and evicted ones). On failure the old version is kept and the new
+    /// blobs freed. `None` (nothing changed, nothing freed, `staged` still staged) if the cleaner
+    /// freed one of `locs` as an orphan since the writer saw `seen`.
     #[allow(clippy::too_many_arguments)]
-    fn install(
+    pub(crate) fn install(
         &self,
         key: &[u8],
         size: u64,
         class: Class,
         dirty: bool,
-        locs: &[Location],
+        mut locs: Vec<Location>,
         tag: u32,
         seen: u64,
+        staged: Option<u64>,
     ) -> Result<Option<(Vec<Location>, bool)>, WriteError> {
         let fs = self.cfg.fragment_size;
         let mut s = self.lock();
-        if self.lost_to_cleaner(&s, seen, locs) {
+        if self.lost_to_cleaner(&s, seen, &locs) {
             s.stats.wasted_write_bytes += locs.iter().map(|l| l.len).sum::<u64>();
             return Ok(None);
         }
+        if let Some(w) = staged {
+            let rest = s.staged.remove(&w).unwrap_or_default();
+            if rest.iter().any(Option::is_none) {
+                // A fragment was unreadable when the cleaner moved it: the write is refused
+                // whole (the caller frees the rest).
+                s.staged.insert(w, rest);
+                return Err(WriteError::Full(
+                    "a fragment of the write was unreadable when the cleaner moved it".into(),
+                ));
+            }
+            locs.extend(rest.into_iter().flatten());
+        }
+        let locs = &locs[..];
         s.invalidate(key);
         let slot = match s.index.find(key) {
             Some(slot) => slot,

@@ -1,0 +1,215 @@
+//! [`StreamedPut`]: a write-back client write whose body arrives in pieces, so that the caller
+//! never holds more than a fragment or two of it.
+//!
+//! The fragments after the first are written (dirty, durable) as they arrive, before the
+//! object's ETag and checksums are known: their headers carry the write's id and no metadata
+//! ([`crate::header`]). The first fragment is kept in memory and written last, by
+//! [`StreamedPut::finish`], with the object's metadata; then the whole version is installed at
+//! once, exactly as [`Cache::put`] installs one. Until then:
+//!
+//! - readers see the previous version (nothing is indexed);
+//! - the cleaner keeps the staged blobs ([`super::State::staged`]) and moves them if it must;
+//! - a crash leaves a version without its first fragment: incomplete, so restart recovery
+//!   drops it and keeps the acknowledged one (`restart.rs`);
+//! - an abandoned write (the client went away, a digest did not match) frees its blobs when the
+//!   [`StreamedPut`] is dropped.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use reo_store::Durability;
+
+use super::evict::free_all;
+use super::write::{encode_header, object_version, placement_of, version_tag};
+use super::{frag_count, frag_len, Cache, ObjectMeta, PutReceipt, WriteError};
+use crate::object::Class;
+
+/// Distinguishes the write ids of one process (mixed with the start time and the key).
+static WRITES: AtomicU64 = AtomicU64::new(0);
+
+/// A write-back write in progress: push its fragments in order with [`StreamedPut::push`], then
+/// [`StreamedPut::finish`] it with the object's metadata. Dropped unfinished, it leaves no trace.
+pub struct StreamedPut {
+    cache: Arc<Cache>,
+    key: Vec<u8>,
+    size: u64,
+    write: u64,
+    /// Fragment 0's bytes, written last.
+    first: Vec<u8>,
+    /// The next fragment [`StreamedPut::push`] takes.
+    next: u32,
+    finished: bool,
+}
+
+impl Cache {
+    /// Starts a write-back write of `size` bytes to `key` (see the module doc). Refused at once
+    /// if the object cannot be cached dirty (too large for the cache or the format).
+    pub fn start_put(self: &Arc<Self>, key: &[u8], size: u64, now_ns: u64) -> Result<StreamedPut, WriteError> {
+        self.check_size(key, size, &ObjectMeta::default())?;
+        if size > self.cfg.capacity_bytes && self.cfg.eviction == crate::config::EvictionMode::CacheBased {
+            return Err(WriteError::TooLarge(format!(
+                "{size} bytes exceeds the cache capacity {}",
+                self.cfg.capacity_bytes
+            )));
+        }
+        let n = frag_count(size, self.cfg.fragment_size) as usize;
+        let mut mix = Vec::with_capacity(key.len() + 16);
+        mix.extend_from_slice(&now_ns.to_le_bytes());
+        mix.extend_from_slice(&WRITES.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+        mix.extend_from_slice(key);
+        let mut s = self.lock();
+        let mut write = placement_of(&mix).max(1);
+        while s.staged.contains_key(&write) {
+            write = write.wrapping_add(1).max(1);
+        }
+        s.staged.insert(write, vec![None; n - 1]);
+        drop(s);
+        Ok(StreamedPut {
+            cache: self.clone(),
+            key: key.to_vec(),
+            size,
+            write,
+            first: Vec::new(),
+            next: 0,
+            finished: false,
+        })
+    }
+}
+
+impl StreamedPut {
+    /// How many bytes the next [`StreamedPut::push`] takes (0 when all have been pushed).
+    pub fn next_len(&self) -> usize {
+        let fs = self.cache.cfg.fragment_size;
+        if u64::from(self.next) >= frag_count(self.size, fs) {
+            return 0;
+        }
+        frag_len(self.size, self.next, fs) as usize
+    }
+
+    /// The cache's fragment size: the length of every piece but the last.
+    pub fn fragment_len(&self) -> usize {
+        self.cache.cfg.fragment_size as usize
+    }
+
+    /// Whether the next [`StreamedPut::push`] is of the first fragment, which is only kept in
+    /// memory (no I/O).
+    pub fn next_is_kept(&self) -> bool {
+        self.next == 0
+    }
+
+    /// The object's size.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The next fragment's bytes: exactly [`StreamedPut::next_len`] of them. Fragments after
+    /// the first are written now, durable on every device their class needs.
+    pub fn push(&mut self, piece: &[u8]) -> Result<(), WriteError> {
+        let want = self.next_len();
+        if piece.len() != want || (want == 0 && self.next > 0) {
+            return Err(WriteError::TooLarge(format!(
+                "fragment {} of a {}-byte write is {} bytes, not {want}",
+                self.next,
+                self.size,
+                piece.len()
+            )));
+        }
+        if self.next == 0 {
+            self.first = piece.to_vec();
+            self.next = 1;
+            return Ok(());
+        }
+        let c = &self.cache;
+        let header =
+            encode_header(&self.key, self.size, self.next, (true, Class::Dirty), &ObjectMeta::default(), self.write);
+        let scheme = c.classes.of(Class::Dirty);
+        for _ in 0..4 {
+            let seen = c.lock().orphans_freed;
+            let loc = c.put_blob(&header, piece, scheme, true, placement_of(&self.key))?;
+            let mut s = c.lock();
+            // Freed as an orphan before it was staged: written again.
+            if c.lost_to_cleaner(&s, seen, &[loc]) {
+                s.stats.wasted_write_bytes += loc.len;
+                continue;
+            }
+            let slot = s.staged.get_mut(&self.write).and_then(|v| v.get_mut(self.next as usize - 1));
+            *slot.expect("staged until finished or dropped") = Some(loc);
+            self.next += 1;
+            return Ok(());
+        }
+        Err(WriteError::Full("the cleaner kept reclaiming the write's own blobs".into()))
+    }
+
+    /// Writes the first fragment with `meta` (the object's ETag, checksums, …) and installs the
+    /// version: from here it is the object, durable and dirty, as after [`Cache::put`].
+    pub fn finish(mut self, meta: &ObjectMeta, now_ns: u64) -> Result<PutReceipt, WriteError> {
+        if self.next_len() != 0 || self.next == 0 {
+            return Err(WriteError::TooLarge(format!(
+                "the write of {} bytes was finished after {} of its fragments",
+                self.size, self.next
+            )));
+        }
+        let c = self.cache.clone();
+        c.check_size(&self.key, self.size, meta)?;
+        let header = encode_header(&self.key, self.size, 0, (true, Class::Dirty), meta, self.write);
+        let scheme = c.classes.of(Class::Dirty);
+        for _ in 0..4 {
+            let seen = {
+                let mut s = c.lock();
+                s.now = s.now.max(now_ns);
+                s.orphans_freed
+            };
+            let loc = c.put_blob(&header, &self.first, scheme, true, placement_of(&self.key))?;
+            let installed = c.install(
+                &self.key,
+                self.size,
+                Class::Dirty,
+                true,
+                vec![loc],
+                version_tag(&meta.etag),
+                seen,
+                Some(self.write),
+            );
+            match installed {
+                Ok(Some((to_free, _))) => {
+                    self.finished = true;
+                    c.lock().stats.original_write_bytes += self.size;
+                    // A replaced dirty version must not come back after a crash.
+                    free_all(&c.store, &to_free, Durability::Sync);
+                    return Ok(PutReceipt { version: object_version(&meta.etag, self.size, meta.mtime_ns) });
+                }
+                // The first fragment was freed as an orphan before its install: written again.
+                Ok(None) => free_all(&c.store, &[loc], Durability::Sync),
+                // Refused whole: `install` freed what it took (the staged fragments and this one)
+                // unless a staged fragment was lost, in which case they are still staged.
+                Err(e) => {
+                    self.finished = !c.lock().staged.contains_key(&self.write);
+                    if !self.finished {
+                        free_all(&c.store, &[loc], Durability::Sync);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Err(WriteError::Full("the cleaner kept reclaiming the write's own blobs".into()))
+    }
+}
+
+impl Drop for StreamedPut {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        let c = &self.cache;
+        let staged: Vec<_> = {
+            let mut s = c.lock();
+            let v = s.staged.remove(&self.write).unwrap_or_default();
+            let v: Vec<_> = v.into_iter().flatten().collect();
+            s.stats.wasted_write_bytes += v.iter().map(|l| l.len).sum::<u64>();
+            v
+        };
+        // Without its first fragment the version is incomplete: restart recovery drops it even
+        // if these frees are lost in a crash.
+        free_all(&c.store, &staged, Durability::None);
+    }
+}
