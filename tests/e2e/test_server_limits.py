@@ -43,44 +43,54 @@ class ServerLimitsTest(unittest.TestCase):
         return s
 
     def test_bodies_in_memory_are_bounded_by_the_budget(self):
-        # One upload holds its declared 6 MiB (sent slowly, unfinished): a second 6 MiB PUT does
-        # not fit the 8 MiB budget and gets 503 SlowDown; once the first is gone, it fits.
+        # A write-back PUT streams into the cache: however large its body, it holds three
+        # fragments in memory (the piece being read, the piece being written, the first fragment
+        # kept for last). Two slow 6 MiB uploads hold 3 MiB each of the 8 MiB budget; a third
+        # PUT does not fit and gets 503 SlowDown; once the slow ones are gone, it fits.
         from botocore.auth import S3SigV4Auth
         from botocore.awsrequest import AWSRequest
         from botocore.credentials import Credentials
         from botocore.exceptions import ClientError
+        from reoapi import metric
         from server import ACCESS, SECRET
         srv = self.start('memory_budget = "8MiB"\nmax_body = "8MiB"\n')
         s3 = srv.client()
         s3.create_bucket(Bucket="budget")
-        url = f"{srv.endpoint}/budget/slow"
-        req = AWSRequest(method="PUT", url=url, headers={"Content-Length": str(6 << 20),
-                                                          "x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
-        S3SigV4Auth(Credentials(ACCESS, SECRET), "s3", "us-east-1").add_auth(req)
-        slow = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
-        head = f"PUT /budget/slow HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in req.headers.items())
-        slow.sendall((head + f"Host: 127.0.0.1:{srv.port}\r\n\r\n").encode() + b"x" * (1 << 20))
-        try:
+        fragment = 1 << 20
+        slow = []
+        for i in range(2):
+            url = f"{srv.endpoint}/budget/slow{i}"
+            req = AWSRequest(method="PUT", url=url, headers={"Content-Length": str(6 << 20),
+                                                              "x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
+            S3SigV4Auth(Credentials(ACCESS, SECRET), "s3", "us-east-1").add_auth(req)
+            c = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+            slow.append(c)
+            head = f"PUT /budget/slow{i} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in req.headers.items())
+            c.sendall((head + f"Host: 127.0.0.1:{srv.port}\r\n\r\n").encode() + b"x" * (2 << 20))
             deadline = time.time() + 30
-            while True:  # until the first body's reservation shows in the metrics
-                from reoapi import metric
-                if metric(srv, "reo_gateway_body_bytes_in_memory") >= 6 << 20:
-                    break
+            while metric(srv, "reo_gateway_body_bytes_in_memory") < (i + 1) * 3 * fragment:
                 self.assertLess(time.time(), deadline)
                 time.sleep(0.05)
+        try:
+            # Streamed: 2 MiB of each body arrived, 6 MiB declared, 3 MiB held each.
+            self.assertEqual(metric(srv, "reo_gateway_body_bytes_in_memory"), 6 * fragment)
             with self.assertRaises(ClientError) as e:
                 s3.put_object(Bucket="budget", Key="second", Body=os.urandom(6 << 20))
             self.assertEqual(e.exception.response["Error"]["Code"], "SlowDown")
             self.assertGreaterEqual(metric(srv, "reo_gateway_memory_budget_refusals_total"), 1)
         finally:
-            slow.close()
+            for c in slow:
+                c.close()
         deadline = time.time() + 30
         while metric(srv, "reo_gateway_body_bytes_in_memory") > 0:
-            self.assertLess(time.time(), deadline, "the abandoned body's bytes were not released")
+            self.assertLess(time.time(), deadline, "the abandoned bodies' bytes were not released")
             time.sleep(0.05)
         body = os.urandom(6 << 20)
         s3.put_object(Bucket="budget", Key="second", Body=body)
         self.assertEqual(s3.get_object(Bucket="budget", Key="second")["Body"].read(), body)
+        for i in range(2):
+            with self.assertRaises(ClientError):
+                s3.head_object(Bucket="budget", Key=f"slow{i}")
 
     def test_a_trickling_body_is_cut_off_and_nothing_stored(self):
         from botocore.auth import S3SigV4Auth

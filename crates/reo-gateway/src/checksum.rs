@@ -89,6 +89,17 @@ impl Algo {
         matches!(self, Algo::Crc32 | Algo::Crc32c | Algo::Crc64Nvme)
     }
 
+    /// An incremental digest: the same as [`Algo::digest`] of the bytes given to it in order.
+    pub fn hasher(self) -> Hasher {
+        match self {
+            Algo::Crc32 => Hasher::Crc32(Crc32::new()),
+            Algo::Crc32c => Hasher::Crc32c(Crc32c::new()),
+            Algo::Crc64Nvme => Hasher::Crc64Nvme(Crc64Nvme::new()),
+            Algo::Sha1 => Hasher::Sha1(Sha1::new()),
+            Algo::Sha256 => Hasher::Sha256(Sha256::new()),
+        }
+    }
+
     /// The digest of `data`.
     pub fn digest(self, data: &[u8]) -> Vec<u8> {
         match self {
@@ -97,6 +108,37 @@ impl Algo {
             Algo::Crc64Nvme => Crc64Nvme::checksum(data).to_vec(),
             Algo::Sha1 => Sha1::checksum(data).as_ref().to_vec(),
             Algo::Sha256 => Sha256::checksum(data).as_ref().to_vec(),
+        }
+    }
+}
+
+/// A digest being computed ([`Algo::hasher`]).
+pub enum Hasher {
+    Crc32(Crc32),
+    Crc32c(Crc32c),
+    Crc64Nvme(Crc64Nvme),
+    Sha1(Sha1),
+    Sha256(Sha256),
+}
+
+impl Hasher {
+    pub fn update(&mut self, data: &[u8]) {
+        match self {
+            Hasher::Crc32(h) => h.update(data),
+            Hasher::Crc32c(h) => h.update(data),
+            Hasher::Crc64Nvme(h) => h.update(data),
+            Hasher::Sha1(h) => h.update(data),
+            Hasher::Sha256(h) => h.update(data),
+        }
+    }
+
+    pub fn finalize(self) -> Vec<u8> {
+        match self {
+            Hasher::Crc32(h) => h.finalize().to_vec(),
+            Hasher::Crc32c(h) => h.finalize().to_vec(),
+            Hasher::Crc64Nvme(h) => h.finalize().to_vec(),
+            Hasher::Sha1(h) => h.finalize().as_ref().to_vec(),
+            Hasher::Sha256(h) => h.finalize().as_ref().to_vec(),
         }
     }
 }

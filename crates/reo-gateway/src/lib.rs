@@ -16,6 +16,7 @@
 mod accept;
 pub mod api;
 pub mod backend;
+pub mod body;
 pub mod budget;
 pub mod checksum;
 pub mod denials;

@@ -1,5 +1,5 @@
-//! CompleteMultipartUpload: the listed parts concatenated and stored through the normal write
-//! path with ETag `md5(part md5s)-N`; for an upload created with a checksum algorithm, the
+//! CompleteMultipartUpload: the listed parts streamed from their files into the normal write
+//! path ([`Gateway::incoming_put`]: write-back into the cache as they are read) with ETag `md5(part md5s)-N`; for an upload created with a checksum algorithm, the
 //! object's checksum is the parts' composite (`digest(part digests)-N`) or, for a CRC asked as
 //! FULL_OBJECT, the CRC of the whole object, checked against what the request states before
 //! anything is written. The part boundaries and checksums go to the part tables
@@ -21,14 +21,22 @@
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+
+use reo_media::AlignedBuf;
 
 use s3s::{s3_error, S3Result};
 
+use super::incoming::IncomingPut;
 use super::multipart::{io, Done, PartInfo, Upload, MIN_PART};
 use super::part_table::{PartEntry, PartTable};
 use super::Gateway;
 use crate::backend::ObjectInfo;
-use crate::checksum::Algo;
+use crate::body::BodySink;
+use crate::budget::MemoryBudget;
+use crate::checksum::{Algo, Hasher};
 
 /// The checksums a CompleteMultipartUpload request states: one per listed part (in the list's
 /// order; `None` where the list gives none) and the object's.
@@ -42,7 +50,13 @@ pub struct Claimed {
 
 /// The object's checksum entries (`x-amz-checksum-<algorithm>`, `x-amz-checksum-type`) from the
 /// upload's algorithm, checked against the request's claims.
-fn object_checksum(u: &Upload, used: &[&PartInfo], data: &[u8], claimed: &Claimed) -> S3Result<Vec<(String, String)>> {
+/// `full`: the whole object's digest in the upload's algorithm, for a FULL_OBJECT checksum.
+fn object_checksum(
+    u: &Upload,
+    used: &[&PartInfo],
+    full: Option<Vec<u8>>,
+    claimed: &Claimed,
+) -> S3Result<Vec<(String, String)>> {
     let Some(c) = u.checksum else {
         if claimed.object.is_some() || claimed.parts.iter().any(Option::is_some) {
             return Err(s3_error!(
@@ -78,7 +92,7 @@ fn object_checksum(u: &Upload, used: &[&PartInfo], data: &[u8], claimed: &Claime
         }
     }
     let value = if c.full_object {
-        a.digest_b64(data)
+        crate::checksum::b64_encode(&full.unwrap_or_default())
     } else {
         a.composite(used.iter().filter_map(|p| p.checksum.as_deref()))
             .ok_or_else(|| s3_error!(InternalError, "a staged part checksum is not a {} digest", a.name()))?
@@ -95,6 +109,38 @@ fn object_checksum(u: &Upload, used: &[&PartInfo], data: &[u8], claimed: &Claime
     Ok(vec![(a.header().to_string(), value), ("x-amz-checksum-type".to_string(), c.type_name().to_string())])
 }
 
+/// Feeds the files of `parts` (in the upload directory `dir`) to `sink` in its pieces, and to
+/// `full` (the whole object's checksum) if given.
+fn feed(dir: &Path, parts: &[&PartInfo], sink: &mut IncomingPut, full: &mut Option<Hasher>) -> S3Result<()> {
+    let plen = sink.piece_len();
+    let mut buf = AlignedBuf::zeroed(plen);
+    let (mut fill, mut wrote) = (0, false);
+    let mut emit = |piece: &[u8], sink: &mut IncomingPut| {
+        if let Some(h) = full.as_mut() {
+            h.update(piece);
+        }
+        sink.write(piece)
+    };
+    for p in parts {
+        let mut f = fs::File::open(dir.join(format!("part-{:05}", p.number))).map_err(io)?;
+        loop {
+            let n = f.read(&mut buf[fill..]).map_err(io)?;
+            if n == 0 {
+                break;
+            }
+            fill += n;
+            if fill == plen {
+                emit(&buf[..], sink)?;
+                (fill, wrote) = (0, true);
+            }
+        }
+    }
+    if fill > 0 || !wrote {
+        emit(&buf[..fill], sink)?;
+    }
+    Ok(())
+}
+
 /// A step of a completion after which a test makes it stop, as if the process had died.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Step {
@@ -106,8 +152,8 @@ pub(crate) enum Step {
 
 impl Gateway {
     /// Completes upload `id` with the listed (number, etag) parts; repeating a completed upload
-    /// with the same parts returns the same info (see the module doc). The assembled object may
-    /// not exceed `max_object` bytes (it is assembled in memory).
+    /// with the same parts returns the same info (see the module doc). The object may not exceed
+    /// `max_object` bytes.
     pub fn complete_upload(
         &self,
         bucket: &str,
@@ -117,13 +163,16 @@ impl Gateway {
         max_object: u64,
     ) -> S3Result<ObjectInfo> {
         let none = None::<fn(Option<&ObjectInfo>) -> S3Result<()>>;
-        self.complete_upload_if(bucket, key, id, listed, &Claimed::default(), max_object, none)
+        let budget = MemoryBudget::new(u64::MAX);
+        self.complete_upload_if(bucket, key, id, listed, &Claimed::default(), (max_object, &budget), none)
     }
 
     /// [`Gateway::complete_upload`] with the request's `claimed` checksums, writing the object
     /// only if `check` accepts the key's current info (a conditional completion, If-Match /
     /// If-None-Match; see [`Gateway::put_if`]). A refused completion leaves the upload as it was.
-    #[allow(clippy::too_many_arguments)] // the request's parts, claims, limit and condition
+    /// `limits`: the object's maximum size, and the memory budget of an object collected for
+    /// the backend ([`Gateway::incoming_put`]).
+    #[allow(clippy::too_many_arguments)] // the request's parts, claims, limits and condition
     pub fn complete_upload_if<F>(
         &self,
         bucket: &str,
@@ -131,12 +180,13 @@ impl Gateway {
         id: &str,
         listed: &[(i32, String)],
         claimed: &Claimed,
-        max_object: u64,
+        limits: (u64, &Arc<MemoryBudget>),
         check: Option<F>,
     ) -> S3Result<ObjectInfo>
     where
         F: FnOnce(Option<&ObjectInfo>) -> S3Result<()>,
     {
+        let (max_object, budget) = limits;
         let _one_at_a_time = self.uploads.lock(id)?;
         let u = self.uploads.load(bucket, key, id)?;
         let parts: Vec<(i32, String)> = listed.iter().map(|(n, e)| (*n, e.trim_matches('"').to_string())).collect();
@@ -171,7 +221,6 @@ impl Gateway {
             return Err(s3_error!(InvalidPartOrder, "parts must be listed in ascending order, each once"));
         }
         let d = self.uploads.path(id)?;
-        let mut data = Vec::with_capacity(total as usize);
         let mut md5s = Vec::new();
         let mut used = Vec::with_capacity(parts.len());
         for (i, (n, etag)) in parts.iter().enumerate() {
@@ -185,14 +234,20 @@ impl Gateway {
                     p.size
                 ));
             }
-            data.extend_from_slice(&fs::read(d.join(format!("part-{n:05}"))).map_err(io)?);
             let raw: Vec<u8> =
                 (0..p.etag.len() / 2).filter_map(|i| u8::from_str_radix(&p.etag[2 * i..2 * i + 2], 16).ok()).collect();
             md5s.extend_from_slice(&raw);
             used.push(p);
         }
+        // The parts stream into the object's write (write-back: the cache, as they are read).
+        let mut sink = self.incoming_put(bucket, key, Some(total), budget, max_object)?;
+        // The piece being read and what the sink keeps (a collected object reserves its own).
+        let mut held = budget.reserve();
+        held.grow((sink.piece_len() + sink.kept()) as u64)?;
+        let mut full = u.checksum.filter(|c| c.full_object).map(|c| c.algorithm.hasher());
+        feed(&d, &used, &mut sink, &mut full)?;
         let mut system = u.system.clone();
-        system.extend(object_checksum(&u, &used, &data, claimed)?);
+        system.extend(object_checksum(&u, &used, full.map(Hasher::finalize), claimed)?);
         let etag = format!("{}-{}", crate::keys::md5_hex(&md5s), parts.len());
         let info = ObjectInfo {
             etag,
@@ -201,7 +256,7 @@ impl Gateway {
             system,
             ..Default::default()
         };
-        let info = self.put_if(bucket, key, &data, info, check)?;
+        let info = self.put_incoming(bucket, key, sink, info, check)?;
         let table = PartTable {
             bucket: bucket.to_string(),
             key: key.to_string(),

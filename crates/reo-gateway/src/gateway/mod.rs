@@ -58,9 +58,13 @@ pub mod flusher;
 mod flushing;
 pub mod fresh;
 mod guard;
+pub mod incoming;
+#[cfg(test)]
+mod incoming_tests;
 pub mod multipart;
 pub mod outage;
 pub mod part_table;
+pub mod part_writer;
 pub mod pending;
 pub mod policy;
 #[cfg(test)]

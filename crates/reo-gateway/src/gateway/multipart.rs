@@ -20,6 +20,7 @@ use s3s::{s3_error, S3Result};
 use serde::{Deserialize, Serialize};
 
 use super::now_ns;
+use super::part_writer::PartWriter;
 use crate::backend::ObjectInfo;
 
 /// S3's minimum size of every part but the last.
@@ -107,7 +108,7 @@ pub(crate) fn io(e: std::io::Error) -> s3s::S3Error {
 
 /// Writes `dir/name` atomically and durably: a temporary file fsync'ed, renamed into place, the
 /// directory fsync'ed. `tag` makes the temporary name unique among concurrent writers.
-fn write_durable(dir: &Path, name: &str, tag: u64, bytes: &[u8]) -> std::io::Result<()> {
+pub(super) fn write_durable(dir: &Path, name: &str, tag: u64, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let tmp = dir.join(format!("tmp-{name}-{tag}"));
     let mut f = fs::File::create(&tmp)?;
@@ -232,33 +233,24 @@ impl Uploads {
         Ok(u)
     }
 
-    /// Stages part `n`; answers its ETag and, if the upload has a checksum algorithm, its
-    /// checksum.
-    pub fn put_part(&self, u: &Upload, n: i32, data: &[u8]) -> S3Result<(String, Option<String>)> {
+    /// A writer of part `n` of `u`, its body received into a staging file as it arrives
+    /// ([`PartWriter`]).
+    pub fn begin_part(&self, u: &Upload, n: i32) -> S3Result<PartWriter> {
         if !(1..=MAX_PARTS).contains(&n) {
             return Err(s3_error!(InvalidArgument, "part number {n} is outside 1..=10000"));
         }
-        let d = self.path(&u.id)?;
+        PartWriter::create(self.path(&u.id)?, n, self.seq.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Stages part `n` from memory; answers its ETag and, if the upload has a checksum
+    /// algorithm, its checksum.
+    pub fn put_part(&self, u: &Upload, n: i32, data: &[u8]) -> S3Result<(String, Option<String>)> {
+        use crate::body::BodySink;
+        let mut w = self.begin_part(u, n)?;
+        w.write(data)?;
         let etag = crate::keys::md5_hex(data);
-        let tag = self.seq.fetch_add(1, Ordering::Relaxed);
-        // The checksum as the MD5: written before the part, so a part never passes with the
-        // checksum of the one it replaced.
         let sum = u.checksum.map(|c| c.algorithm.digest_b64(data));
-        if let Some(sum) = &sum {
-            write_durable(&d, &format!("part-{n:05}.sum"), tag, sum.as_bytes()).map_err(io)?;
-        }
-        let tmp = d.join(format!("tmp-{n}-{tag}"));
-        {
-            use std::io::Write;
-            let mut f = fs::File::create(&tmp).map_err(io)?;
-            f.write_all(data).and_then(|_| f.sync_all()).map_err(io)?;
-        }
-        // The MD5 first: a crash between the two renames leaves a part whose MD5 does not match
-        // its bytes, which completion refuses (InvalidPart), never a part that passes for the
-        // one acknowledged before it.
-        write_durable(&d, &format!("part-{n:05}.md5"), tag, etag.as_bytes()).map_err(io)?;
-        fs::rename(&tmp, d.join(format!("part-{n:05}"))).map_err(io)?;
-        fs::File::open(&d).and_then(|f| f.sync_all()).map_err(io)?;
+        w.commit(&etag, sum.as_deref())?;
         Ok((etag, sum))
     }
 

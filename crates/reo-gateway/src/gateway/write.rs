@@ -28,6 +28,13 @@ use super::policy::WritePolicy;
 use super::{meta_of, now_ns, Gateway};
 use crate::backend::ObjectInfo;
 
+/// The bytes of a write: in memory, or staged in the cache as they arrived
+/// ([`super::incoming`]).
+pub(crate) enum Payload<'a> {
+    Bytes(&'a [u8]),
+    Staged(reo_cache::StreamedPut),
+}
+
 impl Gateway {
     /// Stores a whole object (write-back; write-around if the cache cannot hold it).
     pub fn put(&self, bucket: &str, key: &str, data: &[u8], info: ObjectInfo) -> S3Result<ObjectInfo> {
@@ -44,12 +51,18 @@ impl Gateway {
         bucket: &str,
         key: &str,
         data: &[u8],
-        mut info: ObjectInfo,
+        info: ObjectInfo,
         check: Option<F>,
     ) -> S3Result<ObjectInfo>
     where
         F: FnOnce(Option<&ObjectInfo>) -> S3Result<()>,
     {
+        self.store_if(bucket, key, Payload::Bytes(data), info, check)
+    }
+
+    /// Refuses a key the gateway cannot store or its backend cannot take (checked before a body
+    /// is read, and again when it is stored).
+    pub(crate) fn check_target(&self, key: &str) -> S3Result<()> {
         crate::keys::validate_key(key).map_err(|m| {
             use s3s::S3ErrorCode::{InvalidArgument, KeyTooLongError};
             s3s::S3Error::with_message(
@@ -58,15 +71,58 @@ impl Gateway {
             )
         })?;
         // Refused now rather than acknowledged and then never flushable.
-        self.backend.check_key(key).map_err(backend_err)?;
+        self.backend.check_key(key).map_err(backend_err)
+    }
+
+    /// Refuses a write-back write of `size` more bytes while writes must slow down (the backend
+    /// is failing, or the dirty budget is spent).
+    pub(crate) fn check_dirty_room(&self, size: u64) -> S3Result<()> {
+        if let Some(why) = self.health.slowdown_reason() {
+            self.count_slowdown();
+            return Err(s3_error!(SlowDown, "{why}"));
+        }
+        let limit = self.dirty_limit.load(std::sync::atomic::Ordering::Relaxed);
+        if self.dirty().1 + size > limit {
+            self.count_slowdown();
+            return Err(s3_error!(
+                SlowDown,
+                "{limit} bytes of writes are waiting for the backend (the dirty budget); retry later"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The write of `payload` behind [`Gateway::put_if`] and [`Gateway::put_incoming`]. A body
+    /// staged in the cache ([`Payload::Staged`]) can only be stored write-back.
+    pub(crate) fn store_if<F>(
+        &self,
+        bucket: &str,
+        key: &str,
+        payload: Payload<'_>,
+        mut info: ObjectInfo,
+        check: Option<F>,
+    ) -> S3Result<ObjectInfo>
+    where
+        F: FnOnce(Option<&ObjectInfo>) -> S3Result<()>,
+    {
+        self.check_target(key)?;
         // Held from the bucket check until the write is recorded ([`super::buckets`]).
         let _writing = self.buckets.begin_write(bucket)?;
         self.check_bucket(bucket)?;
-        info.size = data.len() as u64;
-        info.mtime_ns = now_ns();
-        if info.etag.is_empty() {
-            info.etag = crate::keys::md5_hex(data);
+        let data = match &payload {
+            Payload::Bytes(d) => Some(*d),
+            Payload::Staged(p) => {
+                info.size = p.size();
+                None
+            }
+        };
+        if let Some(d) = data {
+            info.size = d.len() as u64;
+            if info.etag.is_empty() {
+                info.etag = crate::keys::md5_hex(d);
+            }
         }
+        info.mtime_ns = now_ns();
         let ck = cache_key(bucket, key);
         // policy() refuses read-only scopes.
         let policy = self.policy(bucket, key)?;
@@ -78,28 +134,27 @@ impl Gateway {
                 Err(e) => return Err(e),
             }
         }
+        // A staged body is in the cache only: if the policy changed while it arrived, the client
+        // sends it again.
+        let whole = || {
+            data.ok_or_else(|| s3_error!(SlowDown, "the bucket's write policy changed while the body arrived; retry"))
+        };
         let limit = self.dirty_limit.load(std::sync::atomic::Ordering::Relaxed);
         match policy {
-            WritePolicy::WriteAround => return self.write_around(bucket, key, &ck, data, info),
-            WritePolicy::WriteThrough => return self.write_through(bucket, key, &ck, data, info),
+            WritePolicy::WriteAround => return self.write_around(bucket, key, &ck, whole()?, info),
+            WritePolicy::WriteThrough => return self.write_through(bucket, key, &ck, whole()?, info),
             WritePolicy::WriteBack | WritePolicy::ReadOnly if info.size > limit => {
-                return self.write_around(bucket, key, &ck, data, info)
+                return self.write_around(bucket, key, &ck, whole()?, info)
             }
             WritePolicy::WriteBack | WritePolicy::ReadOnly => {}
         }
-        if let Some(why) = self.health.slowdown_reason() {
-            self.count_slowdown();
-            return Err(s3_error!(SlowDown, "{why}"));
-        }
-        if self.dirty().1 + info.size > limit {
-            self.count_slowdown();
-            return Err(s3_error!(
-                SlowDown,
-                "{limit} bytes of writes are waiting for the backend (the dirty budget); retry later"
-            ));
-        }
+        self.check_dirty_room(info.size)?;
         let (mut pp, prev) = self.record_write(bucket, key, &info)?;
-        match self.cache.put(ck.as_bytes(), data, &meta_of(&info), true, now_ns()) {
+        let written = match payload {
+            Payload::Bytes(d) => self.cache.put(ck.as_bytes(), d, &meta_of(&info), true, now_ns()),
+            Payload::Staged(p) => p.finish(&meta_of(&info), now_ns()),
+        };
+        match written {
             Ok(r) => {
                 pp.version = r.version;
                 self.pending().map.insert(ck, pp);
@@ -111,9 +166,12 @@ impl Gateway {
                 self.count_slowdown();
                 Err(s3_error!(SlowDown, "the cache has no room for more unflushed writes ({m}); retry later"))
             }
-            Err(WriteError::TooLarge(_)) => {
+            Err(WriteError::TooLarge(m)) => {
                 self.undo_record(&ck, prev);
-                self.write_around(bucket, key, &ck, data, info)
+                match data {
+                    Some(d) => self.write_around(bucket, key, &ck, d, info),
+                    None => Err(s3_error!(EntityTooLarge, "{m}")),
+                }
             }
             Err(e) => {
                 self.undo_record(&ck, prev);

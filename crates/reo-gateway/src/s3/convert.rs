@@ -1,16 +1,13 @@
-//! Conversions between the gateway's types and s3s's DTOs: timestamps, ETags, metadata, bodies
-//! (collected with a size limit), conditional requests, URL encoding of listed keys.
+//! Conversions between the gateway's types and s3s's DTOs: timestamps, ETags, metadata,
+//! conditional requests, URL encoding of listed keys.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, UNIX_EPOCH};
 
-use futures::StreamExt;
-use s3s::dto::{ETag, ETagCondition, Metadata, StreamingBlob, Timestamp, TimestampFormat};
-use s3s::stream::ByteStream;
+use s3s::dto::{ETag, ETagCondition, Metadata, Timestamp, TimestampFormat};
 use s3s::{s3_error, S3Error, S3ErrorCode, S3Result};
 
 use crate::backend::ObjectInfo;
-use reo_media::AlignedBuf;
 
 pub fn timestamp(ns: u64) -> Timestamp {
     Timestamp::from(UNIX_EPOCH + Duration::from_nanos(ns))
@@ -33,48 +30,6 @@ pub fn custom_error(code: &'static str, status: http::StatusCode, message: impl 
     let mut e = S3Error::with_message(S3ErrorCode::Custom(code.into()), message.into());
     e.set_status_code(status);
     e
-}
-
-/// Most bytes reserved for a body before they arrive: a request declaring a huge length and then
-/// stalling holds no more than this.
-const RESERVE_AHEAD: usize = 64 << 20;
-
-/// Reads a request body of at most `limit` bytes into a sector-aligned buffer: the flash store
-/// then writes the object's full chunks from it as they are, with no copy (`reo_store`'s
-/// `lay_out.rs`). Room for the declared length (Content-Length, up to [`RESERVE_AHEAD`]) is
-/// reserved at once; the buffer doubles as more arrives. Each byte is written once. Its
-/// allocation is reserved in `budget` ([`crate::budget`]) until the returned reservation is
-/// dropped.
-pub async fn collect(
-    body: Option<StreamingBlob>,
-    limit: u64,
-    budget: &std::sync::Arc<crate::budget::MemoryBudget>,
-) -> S3Result<(AlignedBuf, crate::budget::Reservation)> {
-    let mut held = budget.reserve();
-    let Some(mut b) = body else { return Ok((AlignedBuf::with_capacity(0), held)) };
-    let hint = b.remaining_length().exact().unwrap_or(0);
-    if hint as u64 > limit {
-        return Err(s3_error!(EntityTooLarge, "the body exceeds this gateway's limit of {limit} bytes"));
-    }
-    let ahead = (hint as u64).min(limit).min(RESERVE_AHEAD as u64);
-    held.grow(ahead)?;
-    let mut reserved = ahead;
-    let mut out = AlignedBuf::with_capacity(ahead as usize);
-    while let Some(chunk) = b.next().await {
-        let chunk = chunk.map_err(|e| super::integrity::body_error(&e))?;
-        if out.len() as u64 + chunk.len() as u64 > limit {
-            return Err(s3_error!(EntityTooLarge, "the body exceeds this gateway's limit of {limit} bytes"));
-        }
-        // The buffer's allocation is reserved before it grows (it doubles).
-        let len = out.len() + chunk.len();
-        let cap = if len > out.capacity() { len.max(2 * out.capacity()) } else { out.capacity() } as u64;
-        if cap > reserved {
-            held.grow(cap - reserved)?;
-            reserved = cap;
-        }
-        out.extend_from_slice(&chunk);
-    }
-    Ok((out, held))
 }
 
 fn cond_matches(c: &ETagCondition, etag: &str) -> bool {

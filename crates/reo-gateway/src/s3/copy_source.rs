@@ -4,6 +4,7 @@
 //! the conditions (any failing one is `412 PreconditionFailed`, a GET's 304 cases included, as S3
 //! answers a copy).
 
+use crate::budget::Reservation;
 use s3s::dto::{CopySource, ETagCondition, Timestamp};
 use s3s::{s3_error, S3ErrorCode, S3Result};
 
@@ -66,8 +67,9 @@ impl Source {
         })
     }
 
-    /// The source's info and the bytes of its range (at most `limit` of them).
-    pub fn read(&self, gw: &Gateway, limit: u64) -> S3Result<(ObjectInfo, Vec<u8>)> {
+    /// The source's info and the bytes of its range (at most `limit` of them), reserved in
+    /// `held` before they are read.
+    pub fn read(&self, gw: &Gateway, limit: u64, held: &mut Reservation) -> S3Result<(ObjectInfo, Vec<u8>)> {
         let _read = gw.read_lock(&self.bucket, &self.key);
         let src = gw.head(&self.bucket, &self.key)?;
         check_conditions(
@@ -102,6 +104,7 @@ impl Source {
                 end - start
             ));
         }
+        held.grow(end - start)?;
         let data = gw.read(&self.bucket, &self.key, &src, start, end)?;
         Ok((src, data))
     }

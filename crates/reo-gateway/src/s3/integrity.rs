@@ -7,17 +7,17 @@
 //!   it while it is read; a mismatch ends the stream with an error that [`body_error`] turns into
 //!   S3's `XAmzContentSHA256Mismatch`. aws-chunked bodies: s3s checks each chunk's signature and
 //!   the trailer's ([`body_error`]: `SignatureDoesNotMatch`).
-//! - `Content-MD5`: [`Claims::verify`] (`BadDigest`); its MD5 is the object's ETag, so it is not
-//!   computed twice.
+//! - `Content-MD5`: [`Claims::check`] (`BadDigest`); the body's MD5 is computed anyway (it is the
+//!   object's ETag).
 //! - One flexible checksum, `x-amz-checksum-{crc32,crc32c,crc64nvme,sha1,sha256}`, as a header or
-//!   as the aws-chunked trailer `x-amz-trailer` announces: [`Claims::verify`] (`BadDigest`).
+//!   as the aws-chunked trailer `x-amz-trailer` announces: [`Claims::check`] (`BadDigest`),
+//!   computed as the body streams ([`crate::body::Digests`] with [`Claims::algo`]).
 //!
 //! Malformed digests are refused before the body is read (`InvalidDigest`, `InvalidRequest`).
 
 use std::collections::BTreeMap;
 
 use http::HeaderMap;
-use s3s::crypto::{Checksum, Md5};
 use s3s::dto::{ChecksumAlgorithm, ChecksumMode, PutObjectInput, UploadPartInput};
 use s3s::{s3_error, S3Error, S3Result};
 
@@ -73,7 +73,7 @@ pub struct Claims {
 /// What the body was found to match.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Verified {
-    /// The body's MD5 (hex) when it was computed: the ETag.
+    /// The body's MD5 (hex): the ETag.
     pub md5_hex: Option<String>,
     /// The flexible checksum the client sent (base64), checked.
     pub checksum: Option<(Algo, String)>,
@@ -193,17 +193,27 @@ impl Claims {
         Ok(c)
     }
 
+    /// The flexible checksum algorithm the body is to be checked against (sent as a header, or
+    /// announced for the trailer), which [`crate::body::Digests`] computes as it streams.
+    pub fn algo(&self) -> Option<Algo> {
+        self.checksum.as_ref().map(|(a, _)| *a).or(self.trailer)
+    }
+
     /// Checks the whole body against the claims, the trailer's among them (its stream has been
     /// read to the end, so s3s has verified and handed over the trailers).
     pub fn verify(&self, body: &[u8], trailers: Option<&s3s::TrailingHeaders>) -> S3Result<Verified> {
-        let mut v = Verified::default();
-        if let Some(want) = &self.md5 {
-            let got = Md5::checksum(body);
-            if got.as_ref() != want.as_slice() {
-                return Err(s3_error!(BadDigest, "The Content-MD5 you specified did not match what we received."));
-            }
-            v.md5_hex = Some(got.as_ref().iter().map(|b| format!("{b:02x}")).collect());
+        let mut d = crate::body::Digests::new(self.algo());
+        d.update(body);
+        self.check(&d.finish(), trailers)
+    }
+
+    /// [`Claims::verify`] of a body whose digests were computed as it streamed (with
+    /// [`Claims::algo`]).
+    pub fn check(&self, got: &crate::body::Digested, trailers: Option<&s3s::TrailingHeaders>) -> S3Result<Verified> {
+        if self.md5.as_ref().is_some_and(|want| got.md5[..] != want[..]) {
+            return Err(s3_error!(BadDigest, "The Content-MD5 you specified did not match what we received."));
         }
+        let mut v = Verified { md5_hex: Some(got.md5_hex()), checksum: None };
         let claimed = match (&self.checksum, self.trailer) {
             (Some((a, d)), _) => Some((*a, d.clone())),
             (None, Some(a)) => {
@@ -226,7 +236,8 @@ impl Claims {
             (None, None) => None,
         };
         if let Some((a, want)) = claimed {
-            if a.digest(body) != want {
+            let matches = got.checksum.as_ref().is_some_and(|(b, d)| *b == a && *d == want);
+            if !matches {
                 return Err(s3_error!(
                     BadDigest,
                     "The {} you specified did not match the calculated checksum.",

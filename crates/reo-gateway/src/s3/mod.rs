@@ -14,6 +14,7 @@ mod list;
 mod multipart;
 mod objects;
 pub mod parts;
+mod receive;
 mod unsupported;
 
 use std::sync::Arc;

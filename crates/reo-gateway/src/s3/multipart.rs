@@ -3,11 +3,12 @@
 use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response};
 
-use super::convert::{collect, etag, timestamp, url_encode};
+use super::convert::{etag, timestamp, url_encode};
 use super::copy_source::{parse_range, source_of};
 use super::headers::{user_meta, Standard};
 use super::integrity::{stored_checksums, with_checksums, Claims, Sent};
 use super::objects::write_precondition;
+use super::receive::receive;
 use super::{blocking, unsupported, ReoS3, R};
 use crate::backend::ObjectInfo;
 use crate::checksum::Algo;
@@ -89,12 +90,13 @@ impl ReoS3 {
         let mut i = req.input;
         unsupported::upload_part(&i)?;
         let claims = Claims::parse(&Sent::of_part(&i), &req.headers)?;
-        let (data, _held) = collect(i.body.take(), self.limits.max_body, &self.budget).await?;
-        let verified = claims.verify(&data, req.trailing_headers.as_ref())?;
         let gw = self.gw.clone();
-        let sent = verified.checksum.as_ref().map(|(a, _)| *a);
-        let (e, sum, algorithm) = blocking(move || {
-            let u = gw.uploads.get(&i.bucket, &i.key, &i.upload_id)?;
+        let sent = claims.algo();
+        let (bucket, key, id, n) = (i.bucket.clone(), i.key.clone(), i.upload_id.clone(), i.part_number);
+        // The upload and the part's checksum algorithm are checked before the body is read; the
+        // body goes to the part's staging file as it arrives.
+        let (writer, algorithm) = blocking(move || {
+            let u = gw.uploads.get(&bucket, &key, &id)?;
             let algorithm = u.checksum.map(|c| c.algorithm);
             if let (Some(a), Some(s)) = (algorithm, sent) {
                 if a != s {
@@ -106,10 +108,16 @@ impl ReoS3 {
                     ));
                 }
             }
-            let (e, sum) = gw.uploads.put_part(&u, i.part_number, &data)?;
-            Ok((e, sum, algorithm))
+            Ok((gw.uploads.begin_part(&u, n)?, algorithm))
         })
         .await?;
+        let (writer, digested) =
+            receive(i.body.take(), self.limits.max_body, &self.budget, writer, sent.or(algorithm)).await?;
+        let verified = claims.check(&digested, req.trailing_headers.as_ref())?;
+        let e = digested.md5_hex();
+        let sum = algorithm.and(digested.checksum.as_ref()).map(|(_, d)| crate::checksum::b64_encode(d));
+        let (tag, sum2) = (e.clone(), sum.clone());
+        blocking(move || writer.commit(&tag, sum2.as_deref())).await?;
         let fields = match algorithm {
             Some(a) => fields_of(a, sum),
             None => verified.fields(),
@@ -128,10 +136,10 @@ impl ReoS3 {
         let (gw, limit, budget) = (self.gw.clone(), self.limits.max_body, self.budget.clone());
         let e = blocking(move || {
             let u = gw.uploads.get(&i.bucket, &i.key, &i.upload_id)?;
-            let (_, data) = source.read(&gw, limit)?;
-            // Counted in the memory budget while it is staged (refused at once past it).
+            // Counted in the memory budget before it is read, while it is staged (refused at
+            // once past it).
             let mut held = budget.reserve();
-            held.grow(data.len() as u64)?;
+            let (_, data) = source.read(&gw, limit, &mut held)?;
             let (e, sum) = gw.uploads.put_part(&u, i.part_number, &data)?;
             Ok((e, u.checksum.map(|c| fields_of(c.algorithm, sum)).unwrap_or_default()))
         })
@@ -172,17 +180,18 @@ impl ReoS3 {
         let (bucket, key) = (i.bucket.clone(), i.key.clone());
         let (max, budget) = (self.limits.max_body, self.budget.clone());
         let info = blocking(move || {
-            // The object is assembled in memory: its size is reserved first.
-            let mut held = budget.reserve();
-            if let Ok(u) = gw.uploads.load(&i.bucket, &i.key, &i.upload_id) {
-                let have = gw.uploads.parts(&u).unwrap_or_default();
-                let total: u64 =
-                    listed.iter().filter_map(|(n, _)| have.iter().find(|p| p.number == *n)).map(|p| p.size).sum();
-                held.grow(total.min(max))?;
-            }
             let conditional = i.if_none_match.is_some() || i.if_match.is_some();
             let check = write_precondition(i.if_none_match.as_ref(), i.if_match.as_ref(), &i.key);
-            gw.complete_upload_if(&i.bucket, &i.key, &i.upload_id, &listed, &claimed, max, conditional.then_some(check))
+            let limits = (max, &budget);
+            gw.complete_upload_if(
+                &i.bucket,
+                &i.key,
+                &i.upload_id,
+                &listed,
+                &claimed,
+                limits,
+                conditional.then_some(check),
+            )
         })
         .await?;
         let checksum_type = info.system.get("x-amz-checksum-type").map(|t| ChecksumType::from(t.clone()));

@@ -4,13 +4,15 @@
 use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 
-use super::convert::{check_conditions, collect, etag, timestamp};
+use super::convert::{check_conditions, etag, timestamp};
 use super::copy_source::source_of;
 use super::headers::{object_output, user_meta, Overrides, Standard};
 use super::integrity::{checksums_of, wants_checksum, with_checksums, Algo, Claims, Sent};
 use super::parts::{apply_part, part_of};
+use super::receive::receive;
 use super::{blocking, unsupported, ReoS3, R};
 use crate::backend::ObjectInfo;
+use s3s::stream::ByteStream;
 
 /// The `[start, end)` byte range a Range header asks of an object of `size` bytes.
 fn byte_range(range: Option<&Range>, size: u64) -> S3Result<Option<(u64, u64)>> {
@@ -156,22 +158,23 @@ impl ReoS3 {
         let claims = Claims::parse(&Sent::of_put(&i), &req.headers)?;
         let mut info = ObjectInfo { user_meta: user_meta(i.metadata.take())?, ..Default::default() };
         Standard::of_put(&i)?.store(&mut info.system);
-        let (data, _held) = collect(i.body.take(), self.limits.max_body, &self.budget).await?;
-        let verified = claims.verify(&data, req.trailing_headers.as_ref())?;
-        info.content_type = i.content_type.unwrap_or_else(|| "binary/octet-stream".into());
-        // Computed by the Content-MD5 check: not a second time.
-        info.etag = verified.md5_hex.clone().unwrap_or_default();
+        info.content_type = i.content_type.take().unwrap_or_else(|| "binary/octet-stream".into());
+        let (bucket, key) = (i.bucket, i.key);
+        // Where the body goes is decided before it is read (write-back: into the cache as it
+        // arrives; see `gateway::incoming`), and so is everything it could be refused for.
+        let size = i.body.as_ref().and_then(|b| b.remaining_length().exact()).map(|n| n as u64);
+        let sink = self.gw.incoming_put(&bucket, &key, size, &self.budget, self.limits.max_body)?;
+        let (sink, digested) = receive(i.body.take(), self.limits.max_body, &self.budget, sink, claims.algo()).await?;
+        let verified = claims.check(&digested, req.trailing_headers.as_ref())?;
+        info.etag = digested.md5_hex();
         verified.store(&mut info.system);
         let gw = self.gw.clone();
-        let (bucket, key) = (i.bucket, i.key);
         let (if_none, if_match) = (i.if_none_match, i.if_match);
         let info = blocking(move || {
-            if if_none.is_none() && if_match.is_none() {
-                return gw.put(&bucket, &key, &data, info);
-            }
             // Checked by the gateway under the key's lock, so no other write lands in between.
+            let conditional = if_none.is_some() || if_match.is_some();
             let check = write_precondition(if_none.as_ref(), if_match.as_ref(), &key);
-            gw.put_if(&bucket, &key, &data, info, Some(check))
+            gw.put_incoming(&bucket, &key, sink, info, conditional.then_some(check))
         })
         .await?;
         Ok(S3Response::new(with_checksums!(PutObjectOutput { e_tag: Some(etag(&info.etag)) }, verified.fields())))
@@ -244,10 +247,10 @@ impl ReoS3 {
         let new_checksum = i.checksum_algorithm.as_ref().map(|a| Algo::named(a.as_str())).transpose()?;
         let (limit, budget) = (self.limits.max_body, self.budget.clone());
         let info = blocking(move || {
-            let (src, data) = source.read(&gw, limit)?;
-            // Counted in the memory budget while it is stored (refused at once past it).
+            // Counted in the memory budget before it is read, while it is stored (refused at
+            // once past it).
             let mut held = budget.reserve();
-            held.grow(data.len() as u64)?;
+            let (src, data) = source.read(&gw, limit, &mut held)?;
             let mut info = ObjectInfo {
                 content_type: src.content_type,
                 user_meta: src.user_meta,
