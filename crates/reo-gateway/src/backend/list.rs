@@ -26,54 +26,106 @@ pub struct ListPage {
     pub next_after: Option<String>,
 }
 
-/// Pages `entries` (sorted by key, all starting with the prefix, all after `q.after`).
+/// Pages `entries` (sorted by key).
 pub fn page(entries: impl IntoIterator<Item = ListEntry>, q: &ListQuery) -> ListPage {
-    let delim = q.delimiter.as_deref().filter(|d| !d.is_empty());
-    let mut out = ListPage::default();
-    let mut count = 0usize;
-    let mut last: Option<String> = None;
+    let mut p = Pager::new(q);
     for e in entries {
+        if p.push(e) {
+            break;
+        }
+    }
+    p.finish()
+}
+
+/// A page built from entries offered one at a time in key order, so that a caller can fetch them
+/// in pieces and stop as soon as the page is decided ([`Pager::push`]).
+pub struct Pager<'q> {
+    q: &'q ListQuery,
+    delim: Option<&'q str>,
+    out: ListPage,
+    count: usize,
+    last: Option<String>,
+    /// The common prefix of the last entry offered, if it fell into one.
+    group: Option<String>,
+    done: bool,
+}
+
+impl<'q> Pager<'q> {
+    pub fn new(q: &'q ListQuery) -> Pager<'q> {
+        let delim = q.delimiter.as_deref().filter(|d| !d.is_empty());
+        Pager { q, delim, out: ListPage::default(), count: 0, last: None, group: None, done: false }
+    }
+
+    /// Entries and common prefixes on the page so far.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Whether the listing groups keys by a delimiter.
+    pub fn grouped(&self) -> bool {
+        self.delim.is_some()
+    }
+
+    /// The common prefix the last entry offered fell into, if any: every further key under it
+    /// is skipped, so the caller may resume after the whole group.
+    pub fn open_group(&self) -> Option<&str> {
+        self.group.as_deref()
+    }
+
+    /// Offers the next entry; true once the page is decided (nothing more is needed).
+    pub fn push(&mut self, e: ListEntry) -> bool {
+        let q = self.q;
+        if self.done {
+            return true;
+        }
         if !e.key.starts_with(&q.prefix) || e.key.as_str() <= q.after.as_str() {
-            continue;
+            return false;
         }
         // Resuming after a common prefix: skip the rest of its keys.
-        if let Some(d) = delim {
+        if let Some(d) = self.delim {
             if q.after.ends_with(d) && q.after.starts_with(&q.prefix) && e.key.starts_with(&q.after) {
-                continue;
+                return false;
             }
         }
-        let group = delim.and_then(|d| {
+        let group = self.delim.and_then(|d| {
             let rest = &e.key[q.prefix.len()..];
             rest.find(d).map(|i| e.key[..q.prefix.len() + i + d.len()].to_string())
         });
         if let Some(g) = &group {
-            if out.common_prefixes.last() == Some(g) {
-                continue;
+            if self.out.common_prefixes.last() == Some(g) {
+                return false;
             }
         }
         // MaxKeys=0 asks for nothing and, as S3 answers it, is not truncated: a paginator that
         // follows IsTruncated would otherwise ask again forever (there is no token to give).
         if q.max_keys == 0 {
-            return out;
+            self.done = true;
+            return true;
         }
-        if count == q.max_keys {
-            out.truncated = true;
-            out.next_after = last;
-            return out;
+        if self.count == q.max_keys {
+            self.out.truncated = true;
+            self.out.next_after = self.last.take();
+            self.done = true;
+            return true;
         }
-        count += 1;
+        self.count += 1;
+        self.group.clone_from(&group);
         match group {
             Some(g) => {
-                last = Some(g.clone());
-                out.common_prefixes.push(g);
+                self.last = Some(g.clone());
+                self.out.common_prefixes.push(g);
             }
             None => {
-                last = Some(e.key.clone());
-                out.contents.push(e);
+                self.last = Some(e.key.clone());
+                self.out.contents.push(e);
             }
         }
+        false
     }
-    out
+
+    pub fn finish(self) -> ListPage {
+        self.out
+    }
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 
 use super::advice::{self, Address, Advice, AdviceReport};
+use super::key_index::KeyIndex;
 use super::{BResult, Backend, BackendError, BucketInfo, ChunkIter, ListEntry, ObjectInfo};
 use crate::keys::{decode_segment, key_path, validate_bucket, validate_key};
 
@@ -66,17 +67,12 @@ impl Iterator for FileChunks {
     }
 }
 
-/// A key found by a listing walk, before its sidecar is read.
-struct Found {
-    key: String,
-    data: PathBuf,
-    meta: PathBuf,
-}
-
 /// A directory of buckets.
 pub struct LocalBackend {
     root: PathBuf,
     tmp_seq: AtomicU64,
+    /// The keys of listed buckets in order ([`KeyIndex`]).
+    keys: KeyIndex,
 }
 
 fn io_err(what: &str, p: &Path, e: std::io::Error) -> BackendError {
@@ -99,13 +95,13 @@ impl LocalBackend {
     /// The backend rooted at `root`, not created if missing: it is down (every operation an I/O
     /// error) until the directory appears.
     pub fn attach(root: &Path) -> LocalBackend {
-        LocalBackend { root: root.to_path_buf(), tmp_seq: AtomicU64::new(0) }
+        LocalBackend { root: root.to_path_buf(), tmp_seq: AtomicU64::new(0), keys: KeyIndex::default() }
     }
 
     /// Opens (creating if needed) the backend rooted at `root`.
     pub fn open(root: &Path) -> BResult<LocalBackend> {
         fs::create_dir_all(root).map_err(|e| io_err("create", root, e))?;
-        Ok(LocalBackend { root: root.to_path_buf(), tmp_seq: AtomicU64::new(0) })
+        Ok(LocalBackend { root: root.to_path_buf(), tmp_seq: AtomicU64::new(0), keys: KeyIndex::default() })
     }
 
     fn bucket_dir(&self, bucket: &str) -> BResult<PathBuf> {
@@ -210,10 +206,9 @@ impl LocalBackend {
     }
 
     /// Collects the keys under `dir` (whose key prefix is `kprefix`, `pending` an unfinished
-    /// chunked segment) that start with `prefix` and sort after `after`.
-    /// Data and sidecar paths are collected first; the caller reads the sidecars of the entries
-    /// it keeps. Directories whose keys all sort before `after` are skipped.
-    fn walk(&self, dir: &Path, kprefix: &str, pending: &str, q: &(&str, &str), out: &mut Vec<Found>) -> BResult<()> {
+    /// chunked segment) that start with `prefix` and sort after `after`, unordered.
+    /// Directories whose keys all sort before `after` are skipped.
+    fn walk(&self, dir: &Path, kprefix: &str, pending: &str, q: &(&str, &str), out: &mut Vec<String>) -> BResult<()> {
         let (prefix, after) = *q;
         let rd = match fs::read_dir(dir) {
             Ok(rd) => rd,
@@ -236,9 +231,7 @@ impl LocalBackend {
                     let Some(seg) = decode_segment(&joined) else { continue };
                     let key = format!("{kprefix}{seg}");
                     if key.starts_with(prefix) && key.as_str() > after {
-                        let mut meta = path.clone();
-                        meta.set_file_name(format!("m.{enc}"));
-                        out.push(Found { key, data: path, meta });
+                        out.push(key);
                     }
                 }
                 "d" => {
@@ -320,6 +313,7 @@ impl Backend for LocalBackend {
             return Err(BackendError::BucketNotEmpty(bucket.into()));
         }
         fs::remove_dir_all(&d).map_err(|e| io_err("remove", &d, e))?;
+        self.keys.forget(bucket);
         sync_dir(&self.root)
     }
 
@@ -328,6 +322,8 @@ impl Backend for LocalBackend {
         let dir = dpath.parent().expect("has a parent");
         Self::create_below(&self.root.join(bucket), dir)?;
         self.write_atomic(&dpath, data)?;
+        // Listed from here: a reader derives the info of data without a sidecar.
+        self.keys.insert(bucket, key);
         let meta = serde_json::to_vec(info).expect("serializable");
         self.write_atomic(&mpath, &meta)
     }
@@ -378,6 +374,7 @@ impl Backend for LocalBackend {
                 Err(e) => return Err(io_err("remove", p, e)),
             }
         }
+        self.keys.remove(bucket, key);
         let dir = d.parent().expect("has a parent");
         let _ = sync_dir(dir);
         self.prune(&self.root.join(bucket), dir);
@@ -386,15 +383,19 @@ impl Backend for LocalBackend {
 
     fn list(&self, bucket: &str, prefix: &str, after: &str, limit: usize) -> BResult<Vec<ListEntry>> {
         let d = self.existing_bucket(bucket)?;
-        let mut found = Vec::new();
-        self.walk(&d, "", "", &(prefix, after), &mut found)?;
-        found.sort_by(|a, b| a.key.cmp(&b.key));
-        found.truncate(limit);
-        let mut out = Vec::with_capacity(found.len());
-        for f in found {
-            match self.read_info(&f.data, &f.meta, &f.key) {
-                Ok(info) => out.push(ListEntry { key: f.key, info }),
-                Err(BackendError::NoSuchKey(_)) => {} // deleted meanwhile
+        let walk = || {
+            let mut found = Vec::new();
+            self.walk(&d, "", "", &("", ""), &mut found)?;
+            Ok(found.into_iter().collect())
+        };
+        let keys = self.keys.page(bucket, prefix, after, limit, walk)?;
+        let mut out = Vec::with_capacity(keys.len());
+        for key in keys {
+            let (data, meta) = self.paths(bucket, &key)?;
+            match self.read_info(&data, &meta, &key) {
+                Ok(info) => out.push(ListEntry { key, info }),
+                // Deleted meanwhile, or by another process: walked again next time.
+                Err(BackendError::NoSuchKey(_)) => self.keys.forget(bucket),
                 Err(e) => return Err(e),
             }
         }

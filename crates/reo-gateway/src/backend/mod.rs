@@ -14,6 +14,7 @@
 
 pub mod advice;
 pub mod deadline;
+mod key_index;
 pub mod list;
 pub mod local;
 pub mod s3;

@@ -61,6 +61,9 @@ mod guard;
 pub mod incoming;
 #[cfg(test)]
 mod incoming_tests;
+mod listing;
+#[cfg(test)]
+mod listing_tests;
 pub mod multipart;
 pub mod outage;
 pub mod part_table;
@@ -88,7 +91,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLock
 use reo_cache::{Cache, ObjectMeta};
 use s3s::{s3_error, S3Result};
 
-use crate::backend::{Backend, ListEntry, ListPage, ListQuery, ObjectInfo};
+use crate::backend::{Backend, ObjectInfo};
 use errors::backend_err;
 use pending::{cache_key, Pending};
 use policy::{PolicyRule, WritePolicy};
@@ -363,32 +366,5 @@ impl Gateway {
             }
         }
         self.backend.head(bucket, key).map_err(backend_err)
-    }
-
-    /// A listing page: the backend's keys merged with unflushed writes.
-    pub fn list(&self, bucket: &str, q: &ListQuery) -> S3Result<ListPage> {
-        // Pending writes are taken before the backend is listed: one the flusher writes meanwhile
-        // is then in both (the pending copy wins), never in neither.
-        let (pending, deleted) = {
-            let p = self.pending();
-            (p.in_bucket(bucket, &q.prefix), p.deleted_in_bucket(bucket, &q.prefix))
-        };
-        // Without grouping, max-keys + 1 backend entries fill a page (pending writes only add),
-        // plus one for each pending delete (each may take one of them away: a page cut short would
-        // read as the listing's end); with a delimiter, a page may stand for any number of keys.
-        let grouped = q.delimiter.as_deref().is_some_and(|d| !d.is_empty());
-        let limit = if grouped { usize::MAX } else { q.max_keys.saturating_add(1).saturating_add(deleted.len()) };
-        let mut backend = self.backend.list(bucket, &q.prefix, &q.after, limit).map_err(backend_err)?;
-        if !deleted.is_empty() {
-            let gone: std::collections::BTreeSet<String> = deleted.into_iter().collect();
-            backend.retain(|e| !gone.contains(&e.key));
-        }
-        if !pending.is_empty() {
-            let over: std::collections::BTreeMap<String, ObjectInfo> = pending.into_iter().collect();
-            backend.retain(|e| !over.contains_key(&e.key));
-            backend.extend(over.into_iter().map(|(key, info)| ListEntry { key, info }));
-            backend.sort_by(|a, b| a.key.cmp(&b.key));
-        }
-        Ok(crate::backend::list::page(backend, q))
     }
 }

@@ -139,6 +139,21 @@ impl Pending {
         self.range(bucket, prefix).filter(|p| p.deleted).map(|p| p.key.clone()).collect()
     }
 
+    /// The first `limit` pending states of `bucket` under `prefix` that sort after key `after`,
+    /// in key order: `(key, Some(info))` for an unflushed write, `(key, None)` for a tombstone.
+    pub fn after(&self, bucket: &str, prefix: &str, after: &str, limit: usize) -> Vec<(String, Option<ObjectInfo>)> {
+        use std::ops::Bound;
+        let scope = cache_key(bucket, prefix);
+        let start =
+            if after >= prefix { Bound::Excluded(cache_key(bucket, after)) } else { Bound::Included(scope.clone()) };
+        self.map
+            .range((start, Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(&scope))
+            .take(limit)
+            .map(|(_, p)| (p.key.clone(), (!p.deleted).then(|| p.info.clone())))
+            .collect()
+    }
+
     fn range<'a>(&'a self, bucket: &str, prefix: &str) -> impl Iterator<Item = &'a PendingPut> + 'a {
         let start = cache_key(bucket, prefix);
         self.map.range(start.clone()..).take_while(move |(k, _)| k.starts_with(&start)).map(|(_, p)| p)
