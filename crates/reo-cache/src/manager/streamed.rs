@@ -17,6 +17,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use reo_media::AlignedBuf;
 use reo_store::Durability;
 
 use super::evict::free_all;
@@ -34,8 +35,9 @@ pub struct StreamedPut {
     key: Vec<u8>,
     size: u64,
     write: u64,
-    /// Fragment 0's bytes, written last.
-    first: Vec<u8>,
+    /// Fragment 0's bytes, written last (sector-aligned: the store writes its full chunks from
+    /// them without a copy).
+    first: AlignedBuf,
     /// The next fragment [`StreamedPut::push`] takes.
     next: u32,
     finished: bool,
@@ -69,7 +71,7 @@ impl Cache {
             key: key.to_vec(),
             size,
             write,
-            first: Vec::new(),
+            first: AlignedBuf::with_capacity(0),
             next: 0,
             finished: false,
         })
@@ -115,7 +117,8 @@ impl StreamedPut {
             )));
         }
         if self.next == 0 {
-            self.first = piece.to_vec();
+            self.first = AlignedBuf::with_capacity(piece.len());
+            self.first.extend_from_slice(piece);
             self.next = 1;
             return Ok(());
         }

@@ -156,9 +156,11 @@ impl Backend for Deadline {
         self.run(self.call, "DeleteBucket", move |b| b.delete_bucket(&bucket))
     }
     fn put(&self, bucket: &str, key: &str, data: &[u8], info: &ObjectInfo) -> BResult<()> {
-        let (bucket, key, info) = (bucket.to_string(), key.to_string(), info.clone());
         // Owned by the call's thread, which may outlive this one.
-        let data = Bytes::copy_from_slice(data);
+        self.put_owned(bucket, key, Bytes::copy_from_slice(data), info)
+    }
+    fn put_owned(&self, bucket: &str, key: &str, data: Bytes, info: &ObjectInfo) -> BResult<()> {
+        let (bucket, key, info) = (bucket.to_string(), key.to_string(), info.clone());
         let deadline = self.call + Duration::from_secs((data.len() as u64).div_ceil(1 << 20));
         self.run(deadline, "a PUT", move |b| b.put(&bucket, &key, &data, &info))
     }

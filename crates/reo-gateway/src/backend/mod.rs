@@ -121,6 +121,11 @@ pub trait Backend: Send + Sync + 'static {
     /// Writes the whole object atomically (readers see the old or the new object, never a mix)
     /// and durably. `info.size` and `info.etag` describe `data`.
     fn put(&self, bucket: &str, key: &str, data: &[u8], info: &ObjectInfo) -> BResult<()>;
+    /// [`Backend::put`] of bytes the caller hands over: a backend (or wrapper) that moves the
+    /// call to another thread or task takes them without a copy. Default: [`Backend::put`].
+    fn put_owned(&self, bucket: &str, key: &str, data: Bytes, info: &ObjectInfo) -> BResult<()> {
+        self.put(bucket, key, &data, info)
+    }
     fn head(&self, bucket: &str, key: &str) -> BResult<ObjectInfo>;
     /// Bytes `[start, end)` (clamped to the object) and the object's info.
     fn get_range(&self, bucket: &str, key: &str, start: u64, end: u64) -> BResult<(Vec<u8>, ObjectInfo)>;

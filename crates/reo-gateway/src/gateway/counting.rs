@@ -143,6 +143,10 @@ impl Backend for Counting {
         self.write_fault()?;
         self.inner.put(bucket, key, data, info)
     }
+    fn put_owned(&self, bucket: &str, key: &str, data: bytes::Bytes, info: &ObjectInfo) -> BResult<()> {
+        self.write_fault()?;
+        self.inner.put_owned(bucket, key, data, info)
+    }
     fn head(&self, bucket: &str, key: &str) -> BResult<ObjectInfo> {
         if self.down.load(Ordering::SeqCst) {
             return Err(BackendError::Io("connection refused (test)".into()));

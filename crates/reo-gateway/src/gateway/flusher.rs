@@ -173,7 +173,7 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
             return Ok(()); // overwritten since the snapshot: the next round takes the new version
         }
         debug_assert_eq!(cache_key(&p.bucket, &p.key), ck);
-        let data = if p.deleted { Vec::new() } else { read_dirty(gw, ck, &p)? };
+        let data = if p.deleted { bytes::Bytes::new() } else { read_dirty(gw, ck, &p)? };
         (p, data, gw.flushing.begin(ck))
     };
     let r = if p.deleted {
@@ -184,7 +184,7 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
             Err(e) => Err(e),
         }
     } else {
-        gw.raw_backend.put(&p.bucket, &p.key, &data, &p.info)
+        gw.raw_backend.put_owned(&p.bucket, &p.key, data.clone(), &p.info)
     };
     drop(call);
     match r {
@@ -237,11 +237,16 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
     Ok(())
 }
 
-/// The bytes of the unflushed write `p` of `ck`, from flash.
-fn read_dirty(gw: &Gateway, ck: &str, p: &super::pending::PendingPut) -> Result<Vec<u8>, FlushError> {
+/// The bytes of the unflushed write `p` of `ck`, from flash, in one buffer (the backend's put
+/// takes a whole object); a fragment's own buffer is freed as soon as it is copied.
+fn read_dirty(gw: &Gateway, ck: &str, p: &super::pending::PendingPut) -> Result<bytes::Bytes, FlushError> {
     let r = gw.cache.get(ck.as_bytes(), 0, u64::MAX, now_ns()).map_err(|e| FlushError::Local(e.to_string()))?;
     if !r.is_hit() && p.info.size > 0 {
         return Err(FlushError::Local(format!("unflushed object {ck:?} is not fully on flash")));
     }
-    Ok(r.pieces.into_iter().flat_map(|x| x.data.unwrap_or_default()).collect())
+    let mut out = Vec::with_capacity(r.pieces.iter().map(|x| x.data.as_ref().map_or(0, |d| d.len())).sum());
+    for piece in r.pieces {
+        out.extend_from_slice(&piece.data.unwrap_or_default());
+    }
+    Ok(bytes::Bytes::from(out))
 }

@@ -53,6 +53,9 @@ impl Backend for Guarded {
     fn put(&self, bucket: &str, key: &str, data: &[u8], info: &ObjectInfo) -> BResult<()> {
         self.call(|b| b.put(bucket, key, data, info))
     }
+    fn put_owned(&self, bucket: &str, key: &str, data: bytes::Bytes, info: &ObjectInfo) -> BResult<()> {
+        self.call(|b| b.put_owned(bucket, key, data, info))
+    }
     fn head(&self, bucket: &str, key: &str) -> BResult<ObjectInfo> {
         self.call(|b| b.head(bucket, key))
     }

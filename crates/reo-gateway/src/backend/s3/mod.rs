@@ -212,10 +212,13 @@ impl Backend for S3Backend {
     }
 
     fn put(&self, bucket: &str, key: &str, data: &[u8], info: &ObjectInfo) -> BResult<()> {
+        self.put_owned(bucket, key, Bytes::copy_from_slice(data), info)
+    }
+
+    fn put_owned(&self, bucket: &str, key: &str, data: Bytes, info: &ObjectInfo) -> BResult<()> {
         let store = self.store(bucket)?;
         let path = key_path(key)?;
         let attrs = attributes(info);
-        let data = Bytes::copy_from_slice(data);
         let r = self.run(self.settings.deadlines.transfer(data.len() as u64), async move {
             if data.len() > MULTIPART_THRESHOLD {
                 put_multipart(store, path, data, attrs).await
