@@ -1,18 +1,22 @@
-//! The load generator's HTTP/1.1 client: one keep-alive connection per client thread, every
-//! request SigV4-signed with `reo admin`'s signer (payload `UNSIGNED-PAYLOAD`, which s3s accepts,
-//! so a PUT does not hash its body on the client), responses read by `Content-Length` (or
-//! chunked) into a reused buffer.
+//! The load generator's HTTP/1.1 client: one keep-alive connection per client thread (plain TCP,
+//! or TLS with rustls verifying the server against a given CA), every request SigV4-signed with
+//! `reo admin`'s signer (payload `UNSIGNED-PAYLOAD`, which s3s accepts, so a PUT does not hash its
+//! body on the client), responses read by `Content-Length` (or chunked) into a reused buffer.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::admin::sigv4;
 
+/// A connection's byte stream: TCP, or TLS over TCP.
+trait Io: Read + Write + Send {}
+impl<T: Read + Write + Send> Io for T {}
+
 /// One connection to the server under test.
 pub struct Conn {
-    r: BufReader<TcpStream>,
-    w: TcpStream,
+    io: BufReader<Box<dyn Io>>,
     host: String,
     access_key: String,
     secret_key: String,
@@ -20,15 +24,47 @@ pub struct Conn {
     pub body: Vec<u8>,
 }
 
+/// A TLS client configuration that trusts the certificates of the PEM file `ca` (and nothing
+/// else), with the provider the server uses.
+pub fn tls_client(ca: &std::path::Path) -> Result<Arc<rustls::ClientConfig>, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_file_iter(ca).map_err(|e| format!("--tls-ca {}: {e}", ca.display()))? {
+        roots.add(c.map_err(|e| format!("--tls-ca {}: {e}", ca.display()))?).map_err(|e| format!("--tls-ca: {e}"))?;
+    }
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let cfg = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(cfg))
+}
+
 impl Conn {
-    pub fn connect(host: &str, access_key: &str, secret_key: &str) -> Result<Conn, String> {
+    /// Connects to `host` (over TLS with `tls`, the server named by its IP address).
+    pub fn connect(
+        host: &str,
+        access_key: &str,
+        secret_key: &str,
+        tls: Option<&Arc<rustls::ClientConfig>>,
+    ) -> Result<Conn, String> {
         let s = TcpStream::connect(host).map_err(|e| format!("cannot connect to {host}: {e}"))?;
         s.set_nodelay(true).map_err(|e| e.to_string())?;
         s.set_read_timeout(Some(Duration::from_secs(120))).map_err(|e| e.to_string())?;
-        let w = s.try_clone().map_err(|e| e.to_string())?;
+        let io: Box<dyn Io> = match tls {
+            None => Box::new(s),
+            Some(cfg) => {
+                let ip = host.rsplit_once(':').map_or(host, |(h, _)| h);
+                let name = rustls::pki_types::ServerName::try_from(ip.to_string())
+                    .map_err(|e| format!("TLS server name {ip:?}: {e}"))?;
+                let conn = rustls::ClientConnection::new(cfg.clone(), name).map_err(|e| format!("TLS: {e}"))?;
+                Box::new(rustls::StreamOwned::new(conn, s))
+            }
+        };
         Ok(Conn {
-            r: BufReader::with_capacity(256 << 10, s),
-            w,
+            io: BufReader::with_capacity(256 << 10, io),
             host: host.into(),
             access_key: access_key.into(),
             secret_key: secret_key.into(),
@@ -39,26 +75,49 @@ impl Conn {
     /// Sends a signed request (`path` unencoded, no query) and reads the answer; returns the
     /// status (the body is in [`Conn::body`]).
     pub fn call(&mut self, method: &str, path: &str, body: &[u8]) -> Result<u16, String> {
+        self.call_query(method, path, &[], body)
+    }
+
+    /// [`Conn::call`] with query parameters (unencoded).
+    pub fn call_query(
+        &mut self,
+        method: &str,
+        path: &str,
+        query: &[(String, String)],
+        body: &[u8],
+    ) -> Result<u16, String> {
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
         let date = sigv4::amz_date(now);
         let headers = [("host".to_string(), self.host.clone())];
         let payload_hash = "UNSIGNED-PAYLOAD";
-        let req = sigv4::Request { method, path, query: &[], headers: &headers, payload_hash };
+        let req = sigv4::Request { method, path, query, headers: &headers, payload_hash };
         let auth = sigv4::authorization(&req, &self.access_key, &self.secret_key, &date);
+        let qs: Vec<String> = query
+            .iter()
+            .map(|(k, v)| format!("{}={}", sigv4::uri_encode(k, false), sigv4::uri_encode(v, false)))
+            .collect();
+        let target = if qs.is_empty() {
+            sigv4::uri_encode(path, true)
+        } else {
+            format!("{}?{}", sigv4::uri_encode(path, true), qs.join("&"))
+        };
         let head = format!(
-            "{method} {} HTTP/1.1\r\nHost: {}\r\nx-amz-date: {date}\r\nx-amz-content-sha256: {payload_hash}\r\n\
+            "{method} {target} HTTP/1.1\r\nHost: {}\r\nx-amz-date: {date}\r\nx-amz-content-sha256: {payload_hash}\r\n\
              Authorization: {auth}\r\nContent-Length: {}\r\n\r\n",
-            sigv4::uri_encode(path, true),
             self.host,
             body.len()
         );
-        self.w.write_all(head.as_bytes()).and_then(|_| self.w.write_all(body)).map_err(|e| format!("sending: {e}"))?;
+        let w = self.io.get_mut();
+        w.write_all(head.as_bytes())
+            .and_then(|_| w.write_all(body))
+            .and_then(|_| w.flush())
+            .map_err(|e| format!("sending: {e}"))?;
         self.read_response()
     }
 
     fn line(&mut self) -> Result<String, String> {
         let mut l = String::new();
-        match self.r.read_line(&mut l) {
+        match self.io.read_line(&mut l) {
             Ok(0) => Err("the server closed the connection".into()),
             Ok(_) => Ok(l.trim_end().to_string()),
             Err(e) => Err(format!("reading the answer: {e}")),
@@ -106,6 +165,6 @@ impl Conn {
     fn read_exact_append(&mut self, n: usize) -> Result<(), String> {
         let at = self.body.len();
         self.body.resize(at + n, 0);
-        self.r.read_exact(&mut self.body[at..]).map_err(|e| format!("reading the body: {e}"))
+        self.io.read_exact(&mut self.body[at..]).map_err(|e| format!("reading the body: {e}"))
     }
 }

@@ -6,12 +6,19 @@ use std::time::Instant;
 
 use super::client::Conn;
 
-/// The server's address and key pair.
+/// The server's address and key pair, and the TLS configuration to reach it with (if any).
 #[derive(Clone)]
 pub struct Target {
     pub host: String,
     pub access_key: String,
     pub secret_key: String,
+    pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+}
+
+impl Target {
+    pub fn connect(&self) -> Result<Conn, String> {
+        Conn::connect(&self.host, &self.access_key, &self.secret_key, self.tls.as_ref())
+    }
 }
 
 /// What a phase measured.
@@ -55,7 +62,7 @@ where
             .map(|c| {
                 let (op, barrier) = (&op, &barrier);
                 s.spawn(move || -> Result<(Vec<f64>, u64, u64), String> {
-                    let conn = Conn::connect(&t.host, &t.access_key, &t.secret_key);
+                    let conn = t.connect();
                     barrier.wait();
                     let mut conn = conn?;
                     let (mut lat, mut bytes, mut slow) = (Vec::with_capacity(per_client), 0, 0);
@@ -111,4 +118,23 @@ pub fn put(conn: &mut Conn, path: &str, data: &[u8]) -> Result<Option<u64>, Stri
         503 => Ok(None),
         s => Err(format!("PUT {path}: status {s}: {}", String::from_utf8_lossy(&conn.body))),
     }
+}
+
+/// A ListObjectsV2 page of `bucket` after `start_after`; checks that it holds `max_keys` keys.
+pub fn list_page(conn: &mut Conn, bucket: &str, start_after: &str, max_keys: usize) -> Result<Option<u64>, String> {
+    let q = [
+        ("list-type".to_string(), "2".to_string()),
+        ("max-keys".to_string(), max_keys.to_string()),
+        ("start-after".to_string(), start_after.to_string()),
+    ];
+    let status = conn.call_query("GET", &format!("/{bucket}"), &q, &[])?;
+    let body = String::from_utf8_lossy(&conn.body);
+    if status != 200 {
+        return Err(format!("LIST {bucket}: status {status}: {body}"));
+    }
+    let n = body.matches("<Key>").count();
+    if n != max_keys {
+        return Err(format!("LIST {bucket} after {start_after:?}: {n} keys, not {max_keys}"));
+    }
+    Ok(Some(conn.body.len() as u64))
 }

@@ -6,12 +6,16 @@
 //!    written straight into a fresh local backend directory: `small` objects of
 //!    4 KiB and `large` objects of 4 MiB (deterministic bytes).
 //! 2. A child `reo serve --direct-io` (this binary) starts on temporary device files over that
-//!    backend, with a generated key pair, on a free loopback port.
+//!    backend, with a generated key pair, on a free loopback port (HTTPS with `--tls-cert`,
+//!    `--tls-key` and `--tls-ca`: the same load over TLS, the client verifying the server).
 //! 3. Every object is read twice (misses fill the cache, then hits), each body checked.
 //! 4. Measured: GET hits of 4 KiB objects (ops/s, p50/p99), the raw read pass of the device
 //!    files (`bench store`'s raw read: one thread per file, O_DIRECT, sequential 2 MiB reads),
 //!    GET hits of 4 MiB objects (MiB/s, p50/p99), a second raw pass (the two are averaged, so
-//!    drift affects both sides alike), PUTs of 64 KiB objects (write-back; ops/s, p50/p99).
+//!    drift affects both sides alike), PUTs of 64 KiB objects (write-back; ops/s, p50/p99),
+//!    PUTs of 4 MiB objects (write-back, streamed into the cache; MiB/s), and ListObjectsV2 pages
+//!    of 100 keys at random places in a bucket of 1,000 keys and in one of 10,000 (ms per page:
+//!    a page should cost the same in both).
 //! 5. The server is stopped with SIGTERM and the directory removed.
 //!
 //! The last line on stdout is one JSON object. Both sides use O_DIRECT: neither read is served
@@ -51,12 +55,28 @@ pub struct BenchGatewayArgs {
     /// Print only the JSON object on stdout (progress still goes to stderr).
     #[arg(long)]
     pub json: bool,
+    /// Serve and load over HTTPS with this certificate chain (PEM; for 127.0.0.1), its key
+    /// (`--tls-key`) and the CA that signed it (`--tls-ca`, which the client trusts).
+    #[arg(long, requires_all = ["tls_key", "tls_ca"])]
+    pub tls_cert: Option<PathBuf>,
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    #[arg(long, requires = "tls_cert")]
+    pub tls_ca: Option<PathBuf>,
 }
 
 const SMALL: usize = 4 << 10;
 const LARGE: usize = 4 << 20;
 const PUT_SIZE: usize = 64 << 10;
 const BUCKET: &str = "bench";
+/// Keys in the two listing buckets.
+const LISTED: [usize; 2] = [1_000, 10_000];
+/// Keys per listing page.
+const LIST_PAGE: usize = 100;
+
+fn listed_key(i: usize) -> String {
+    format!("k/{i:06}")
+}
 
 fn progress(msg: impl std::fmt::Display) {
     eprintln!("bench gateway: {msg}");
@@ -87,7 +107,18 @@ fn start_server(dir: &Path, a: &BenchGatewayArgs, t: &Target) -> Result<Server, 
         .arg(dir.join("data"))
         .arg("--backend")
         .arg(dir.join("backend"))
-        .args(["--listen", &t.host, "--access-key", &t.access_key, "--secret-key", &t.secret_key])
+        .args(match (&a.tls_cert, &a.tls_key) {
+            (Some(c), Some(k)) => vec![
+                "--tls-listen".into(),
+                t.host.clone(),
+                "--tls-cert".into(),
+                path_str(c),
+                "--tls-key".into(),
+                path_str(k),
+            ],
+            _ => vec!["--listen".to_string(), t.host.clone()],
+        })
+        .args(["--access-key", &t.access_key, "--secret-key", &t.secret_key])
         .args(["--devices", &a.devices.to_string(), "--device-mib", &a.device_mib.to_string(), "--direct-io"])
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())
@@ -102,7 +133,7 @@ fn start_server(dir: &Path, a: &BenchGatewayArgs, t: &Target) -> Result<Server, 
             let log = std::fs::read_to_string(dir.join("serve.log")).unwrap_or_default();
             return Err(format!("reo serve exited ({st}) before answering:\n{log}"));
         }
-        if let Ok(mut c) = client::Conn::connect(&t.host, &t.access_key, &t.secret_key) {
+        if let Ok(mut c) = t.connect() {
             if c.call("GET", "/_reo/health", &[]) == Ok(200) {
                 return Ok(server);
             }
@@ -113,6 +144,10 @@ fn start_server(dir: &Path, a: &BenchGatewayArgs, t: &Target) -> Result<Server, 
         // Polling a starting process: there is no event to wait on across processes.
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+fn path_str(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
 }
 
 fn free_port() -> Result<u16, String> {
@@ -157,6 +192,9 @@ pub fn run(a: &BenchGatewayArgs) -> Result<ExitCode, String> {
             "get4m_p99_ms",
             "put64k_ops",
             "put64k_p99_ms",
+            "put4m_mibps",
+            "list1k_page_ms",
+            "list10k_page_ms",
             "raw_read_mibps",
             "get4m_vs_raw",
         ] {
@@ -185,10 +223,20 @@ fn bench(root: &Path, a: &BenchGatewayArgs) -> Result<serde_json::Value, String>
             backend.put(BUCKET, &format!("{name}/{i}"), d, &info).map_err(|e| e.to_string())?;
         }
     }
+    progress(format_args!("writing the listing buckets: {} and {} empty objects", LISTED[0], LISTED[1]));
+    for n in LISTED {
+        let bucket = format!("list{n}");
+        backend.create_bucket(&bucket).map_err(|e| e.to_string())?;
+        let info = ObjectInfo { etag: reo_gateway::keys::md5_hex(b""), ..Default::default() };
+        for i in 0..n {
+            backend.put(&bucket, &listed_key(i), b"", &info).map_err(|e| e.to_string())?;
+        }
+    }
     let t = Target {
         host: format!("127.0.0.1:{}", free_port()?),
         access_key: "BENCHACCESSKEY".into(),
         secret_key: "bench-secret-key".into(),
+        tls: a.tls_ca.as_deref().map(client::tls_client).transpose()?,
     };
     // Every byte of the device files written once before the server formats them (as `bench
     // store` does): a sparse file's holes read as zeros without touching the disk, which would
@@ -258,15 +306,38 @@ fn bench(root: &Path, a: &BenchGatewayArgs) -> Result<serde_json::Value, String>
         p64.p99_ms,
         p64.slowdowns
     ));
+    let big = bytes_of(998, LARGE);
+    let p4m = load::run(&t, a.clients, 4 * scale, |c, cl, i| put(c, &format!("/{BUCKET}/P/{cl}/{i}"), &big))?;
+    progress(format_args!(
+        "PUT 4 MiB (write-back, streamed): {:.0} MiB/s, p50 {:.2} ms, p99 {:.2} ms, {} SlowDown",
+        p4m.mib_per_sec(),
+        p4m.p50_ms,
+        p4m.p99_ms,
+        p4m.slowdowns
+    ));
+    let mut list_ms = Vec::new();
+    for n in LISTED {
+        let bucket = format!("list{n}");
+        let l = load::run(&t, 1, 50 * scale, |c, _, i| {
+            let at = (i * 7919) % (n - LIST_PAGE);
+            load::list_page(c, &bucket, &listed_key(at), LIST_PAGE)
+        })?;
+        let per_page = l.secs * 1e3 / l.ops as f64;
+        progress(format_args!("LIST pages of {LIST_PAGE} in a bucket of {n} keys: {per_page:.2} ms per page"));
+        list_ms.push(per_page);
+    }
     let ratio = g4m.mib_per_sec() / raw;
     progress(format_args!("GET 4 MiB / raw read = {ratio:.2} (target ≥ 0.8)"));
     let r2 = |x: f64| (x * 100.0).round() / 100.0;
     Ok(serde_json::json!({
         "devices": a.devices, "device_mib": a.device_mib, "clients": a.clients, "direct_io": true,
+        "tls": a.tls_cert.is_some(),
         "get4k_ops": r2(g4k.ops_per_sec()), "get4k_p50_ms": r2(g4k.p50_ms), "get4k_p99_ms": r2(g4k.p99_ms),
         "get4m_mibps": r2(g4m.mib_per_sec()), "get4m_p50_ms": r2(g4m.p50_ms), "get4m_p99_ms": r2(g4m.p99_ms),
         "put64k_ops": r2(p64.ops_per_sec()), "put64k_p50_ms": r2(p64.p50_ms), "put64k_p99_ms": r2(p64.p99_ms),
         "put64k_slowdowns": p64.slowdowns,
+        "put4m_mibps": r2(p4m.mib_per_sec()), "put4m_p99_ms": r2(p4m.p99_ms), "put4m_slowdowns": p4m.slowdowns,
+        "list1k_page_ms": r2(list_ms[0]), "list10k_page_ms": r2(list_ms[1]),
         "raw_read_mibps": r2(raw), "get4m_vs_raw": r2(ratio),
     }))
 }
