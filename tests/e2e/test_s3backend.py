@@ -150,6 +150,35 @@ class S3BackendTest(unittest.TestCase):
             other.cleanup()
             proxy.close()
 
+    def test_a_listing_page_asks_the_store_for_about_a_page(self):
+        # 3,000 keys under one prefix and one more beside it, put straight into moto. A page of
+        # one common prefix asks moto for two small pages (the group, then past it), not for the
+        # whole bucket (which takes four of its 1,000-key pages).
+        from concurrent.futures import ThreadPoolExecutor
+        from types import SimpleNamespace
+        from tcpproxy import Proxy
+        self.moto.create_bucket(Bucket="many")
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda i: moto.client().put_object(Bucket="many", Key=f"a/{i:05}", Body=b""), range(3000)))
+        self.moto.put_object(Bucket="many", Key="b", Body=b"")
+        proxy = Proxy(moto.port)
+        other = reo_over(SimpleNamespace(endpoint=f"http://127.0.0.1:{proxy.port}", port=proxy.port))
+        try:
+            s3 = other.client()
+            proxy.record = True
+            page = s3.list_objects_v2(Bucket="many", Delimiter="/", MaxKeys=1)
+            self.assertEqual([p["Prefix"] for p in page["CommonPrefixes"]], ["a/"])
+            self.assertTrue(page["IsTruncated"])
+            asked = bytes(proxy.sent).count(b"list-type=2")
+            self.assertLessEqual(asked, 2, f"{asked} listings of the store for one page")
+            rest = s3.list_objects_v2(Bucket="many", Delimiter="/", ContinuationToken=page["NextContinuationToken"])
+            self.assertEqual([o["Key"] for o in rest["Contents"]], ["b"])
+            self.assertFalse(rest["IsTruncated"])
+        finally:
+            self.assertEqual(other.stop(), 0)
+            other.cleanup()
+            proxy.close()
+
     def test_miss_from_moto_whole_and_ranged(self):
         data = os.urandom(200_000)
         mput = self.moto.put_object(Bucket="wbk", Key="direct/x", Body=data, ContentType="image/png",
