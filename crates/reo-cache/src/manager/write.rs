@@ -465,9 +465,12 @@ impl Cache {
         }
         if let Some(w) = staged {
             let rest = s.staged.remove(&w).unwrap_or_default();
-            if rest.iter().any(Option::is_none) {
-                // A fragment was unreadable when the cleaner moved it: the write is refused
-                // whole (the caller frees the rest).
+            // A fragment unreadable when the cleaner moved it, or lost with its devices while
+            // the body arrived (a device sweep or a scrub only sees indexed blobs): the write is
+            // refused whole, before it is acknowledged (the caller frees the rest).
+            let lost =
+                |l: &Option<Location>| l.as_ref().is_none_or(|l| self.store.health(l) == reo_store::BlobHealth::Lost);
+            if rest.iter().any(lost) {
                 s.staged.insert(w, rest);
                 return Err(WriteError::Full(
                     "a fragment of the write was unreadable when the cleaner moved it".into(),

@@ -162,7 +162,7 @@ impl Backend for Deadline {
     fn put_owned(&self, bucket: &str, key: &str, data: Bytes, info: &ObjectInfo) -> BResult<()> {
         let (bucket, key, info) = (bucket.to_string(), key.to_string(), info.clone());
         let deadline = self.call + Duration::from_secs((data.len() as u64).div_ceil(1 << 20));
-        self.run(deadline, "a PUT", move |b| b.put(&bucket, &key, &data, &info))
+        self.run(deadline, "a PUT", move |b| b.put_owned(&bucket, &key, data, &info))
     }
     fn head(&self, bucket: &str, key: &str) -> BResult<ObjectInfo> {
         let (bucket, key) = (bucket.to_string(), key.to_string());

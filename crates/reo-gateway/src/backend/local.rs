@@ -388,18 +388,28 @@ impl Backend for LocalBackend {
             self.walk(&d, "", "", &("", ""), &mut found)?;
             Ok(found.into_iter().collect())
         };
-        let keys = self.keys.page(bucket, prefix, after, limit, walk)?;
-        let mut out = Vec::with_capacity(keys.len());
-        for key in keys {
-            let (data, meta) = self.paths(bucket, &key)?;
-            match self.read_info(&data, &meta, &key) {
-                Ok(info) => out.push(ListEntry { key, info }),
-                // Deleted meanwhile, or by another process: walked again next time.
-                Err(BackendError::NoSuchKey(_)) => self.keys.forget(bucket),
-                Err(e) => return Err(e),
+        let mut out = Vec::with_capacity(limit.min(1024));
+        let mut cursor = after.to_string();
+        // A page is short only at the end of the listing (the caller reads a short page as its
+        // end): an indexed key found gone is dropped from the index and the page filled on.
+        loop {
+            let want = limit - out.len();
+            let keys = self.keys.page(bucket, prefix, &cursor, want, walk)?;
+            let end = keys.len() < want;
+            for key in keys {
+                let (data, meta) = self.paths(bucket, &key)?;
+                match self.read_info(&data, &meta, &key) {
+                    Ok(info) => out.push(ListEntry { key: key.clone(), info }),
+                    // Deleted meanwhile, or by another process.
+                    Err(BackendError::NoSuchKey(_)) => self.keys.remove(bucket, &key),
+                    Err(e) => return Err(e),
+                }
+                cursor = key;
+            }
+            if end || out.len() >= limit {
+                return Ok(out);
             }
         }
-        Ok(out)
     }
 
     fn advise(&self, bucket: &str, address: &Address, advice: Advice) -> BResult<AdviceReport> {

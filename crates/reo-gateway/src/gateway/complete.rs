@@ -240,7 +240,8 @@ impl Gateway {
             used.push(p);
         }
         // The parts stream into the object's write (write-back: the cache, as they are read).
-        let mut sink = self.incoming_put(bucket, key, Some(total), budget, max_object)?;
+        let meta = ObjectInfo { user_meta: u.user_meta.clone(), system: u.system.clone(), ..Default::default() };
+        let mut sink = self.incoming_put(bucket, key, &meta, Some(total), budget, max_object)?;
         // The piece being read and what the sink keeps (a collected object reserves its own).
         let mut held = budget.reserve();
         held.grow((sink.piece_len() + sink.kept()) as u64)?;

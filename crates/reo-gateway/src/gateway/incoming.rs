@@ -64,13 +64,27 @@ impl BodySink for IncomingPut {
     }
 }
 
+/// Room left in a blob header's metadata for the checksum a body adds once it is verified.
+const CHECKSUM_ROOM: usize = 128;
+
+/// Whether `meta`'s metadata fit a blob header (else the cache refuses the object, which is then
+/// written around it: known before the body, so it is not streamed into the cache first).
+fn fits_blob_header(meta: &ObjectInfo) -> bool {
+    let bytes =
+        |m: &std::collections::BTreeMap<String, String>| m.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
+    let (user, system) = (bytes(&meta.user_meta), bytes(&meta.system) + CHECKSUM_ROOM);
+    let max = reo_cache::header::MAX_USER_META;
+    user <= max && system <= max && meta.user_meta.len() < 255 && meta.system.len() < 250
+}
+
 impl Gateway {
-    /// Where the body of a PUT of `key` (of `size` bytes, if declared) goes; see the module doc.
-    /// A collected body may hold at most `limit` bytes.
+    /// Where the body of a PUT of `key` (of `size` bytes, if declared, with the metadata of
+    /// `meta`) goes; see the module doc. A collected body may hold at most `limit` bytes.
     pub fn incoming_put(
         &self,
         bucket: &str,
         key: &str,
+        meta: &ObjectInfo,
         size: Option<u64>,
         budget: &Arc<MemoryBudget>,
         limit: u64,
@@ -79,7 +93,7 @@ impl Gateway {
         let dirty_limit = self.dirty_limit.load(std::sync::atomic::Ordering::Relaxed);
         let policy = self.policy(bucket, key)?;
         if let (WritePolicy::WriteBack, Some(size)) = (policy, size) {
-            if size <= dirty_limit.min(limit) {
+            if size <= dirty_limit.min(limit) && fits_blob_header(meta) {
                 self.check_dirty_room(size)?;
                 match self.cache.start_put(cache_key(bucket, key).as_bytes(), size, now_ns()) {
                     Ok(p) => return Ok(IncomingPut::Staged(p)),

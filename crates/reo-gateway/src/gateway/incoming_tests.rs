@@ -42,7 +42,7 @@ fn a_streamed_put_replaces_the_object_only_when_stored() {
     let budget = MemoryBudget::new(u64::MAX);
     let old = gw.put("bkt", "k", b"old bytes", info()).unwrap();
     let data: Vec<u8> = (0..300_000u32).map(|i| (i * 13) as u8).collect();
-    let mut sink = gw.incoming_put("bkt", "k", Some(data.len() as u64), &budget, 1 << 30).unwrap();
+    let mut sink = gw.incoming_put("bkt", "k", &info(), Some(data.len() as u64), &budget, 1 << 30).unwrap();
     assert!(matches!(sink, IncomingPut::Staged(_)), "write-back streams into the cache");
     let etag = feed(&mut sink, &data);
     assert_eq!(gw.head("bkt", "k").unwrap().etag, old.etag, "not visible before it is stored");
@@ -52,7 +52,7 @@ fn a_streamed_put_replaces_the_object_only_when_stored() {
     assert_eq!((head.etag.as_str(), head.size), (etag.as_str(), data.len() as u64));
     assert_eq!(gw.read("bkt", "k", &head, 0, head.size).unwrap(), data);
     // An empty object streams too.
-    let mut sink = gw.incoming_put("bkt", "empty", Some(0), &budget, 1 << 30).unwrap();
+    let mut sink = gw.incoming_put("bkt", "empty", &info(), Some(0), &budget, 1 << 30).unwrap();
     let etag = feed(&mut sink, &[]);
     gw.put_incoming("bkt", "empty", sink, ObjectInfo { etag, ..info() }, none()).unwrap();
     assert_eq!(gw.head("bkt", "empty").unwrap().size, 0);
@@ -67,21 +67,21 @@ fn an_abandoned_or_crashed_body_leaves_the_previous_version() {
     let v1 = gw.put("bkt", "k", &old, info()).unwrap();
     let blobs = gw.cache.store().blob_count();
     let data = vec![7u8; 250_000];
-    let mut sink = gw.incoming_put("bkt", "k", Some(data.len() as u64), &budget, 1 << 30).unwrap();
+    let mut sink = gw.incoming_put("bkt", "k", &info(), Some(data.len() as u64), &budget, 1 << 30).unwrap();
     feed(&mut sink, &data);
     // The digests did not match: the request is refused and the sink dropped.
     drop(sink);
     assert_eq!(gw.cache.store().blob_count(), blobs, "the staged fragments are freed");
     assert_eq!(gw.head("bkt", "k").unwrap().etag, v1.etag);
     // A body shorter than declared never completes.
-    let mut sink = gw.incoming_put("bkt", "k", Some(data.len() as u64), &budget, 1 << 30).unwrap();
+    let mut sink = gw.incoming_put("bkt", "k", &info(), Some(data.len() as u64), &budget, 1 << 30).unwrap();
     let e = sink.write(&data[..10]).unwrap_err();
     assert_eq!(e.code().as_str(), "IncompleteBody");
     drop(sink);
     // The process dies with a body half-way in the cache: its staged fragments are on flash
     // (made durable here, the worst case), the write never stored. (The forgotten sink keeps
     // the old store alive, idle: the devices are reopened under it.)
-    let mut sink = gw.incoming_put("bkt", "k", Some(data.len() as u64), &budget, 1 << 30).unwrap();
+    let mut sink = gw.incoming_put("bkt", "k", &info(), Some(data.len() as u64), &budget, 1 << 30).unwrap();
     feed(&mut sink, &data);
     std::mem::forget(sink);
     let store = gw.cache.store().clone();
@@ -99,13 +99,17 @@ fn bodies_the_backend_takes_whole_are_collected_and_refusals_come_first() {
     let (gw, _) = rig.open();
     let budget = MemoryBudget::new(u64::MAX);
     // Size unknown, or larger than the dirty budget (written around the cache).
-    let sink = gw.incoming_put("bkt", "k", None, &budget, 1 << 30).unwrap();
+    let sink = gw.incoming_put("bkt", "k", &info(), None, &budget, 1 << 30).unwrap();
     assert!(matches!(sink, IncomingPut::Collected(_)));
-    let sink = gw.incoming_put("bkt", "k", Some(1 << 29), &budget, 1 << 30).unwrap();
+    let sink = gw.incoming_put("bkt", "k", &info(), Some(1 << 29), &budget, 1 << 30).unwrap();
     assert!(matches!(sink, IncomingPut::Collected(_)));
     // Over the body limit, or a key the gateway cannot store: refused before the body.
-    let e = gw.incoming_put("bkt", "k", Some(2 << 30), &budget, 1 << 30).err().unwrap();
+    let e = gw.incoming_put("bkt", "k", &info(), Some(2 << 30), &budget, 1 << 30).err().unwrap();
     assert_eq!(e.code().as_str(), "EntityTooLarge");
-    let e = gw.incoming_put("bkt", &"x".repeat(1025), Some(1), &budget, 1 << 30).err().unwrap();
+    let e = gw.incoming_put("bkt", &"x".repeat(1025), &info(), Some(1), &budget, 1 << 30).err().unwrap();
     assert_eq!(e.code().as_str(), "KeyTooLongError");
+    // Metadata too large for a blob header: written around the cache, as before streaming.
+    let big = ObjectInfo { system: [("content-disposition".to_string(), "x".repeat(9000))].into(), ..info() };
+    let sink = gw.incoming_put("bkt", "k", &big, Some(10), &budget, 1 << 30).unwrap();
+    assert!(matches!(sink, IncomingPut::Collected(_)));
 }

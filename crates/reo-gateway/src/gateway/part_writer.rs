@@ -35,18 +35,26 @@ impl PartWriter {
     }
 
     /// Puts the part in place with its MD5 (`etag`, hex) and checksum (base64, if the upload has
-    /// an algorithm); see the module doc.
+    /// an algorithm); see the module doc. An upload completed or aborted while the body arrived
+    /// took its directory away: `NoSuchUpload`, as S3 answers.
     pub fn commit(mut self, etag: &str, checksum: Option<&str>) -> S3Result<()> {
-        let file = self.file.take().expect("open until committed");
-        file.sync_all().map_err(io)?;
-        drop(file);
+        let gone = |e: std::io::Error| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                s3s::s3_error!(NoSuchUpload, "the upload was completed or aborted while the part arrived")
+            } else {
+                io(e)
+            }
+        };
+        self.file.as_ref().expect("open until committed").sync_all().map_err(gone)?;
         let n = self.number;
         if let Some(sum) = checksum {
-            write_durable(&self.dir, &format!("part-{n:05}.sum"), self.tag, sum.as_bytes()).map_err(io)?;
+            write_durable(&self.dir, &format!("part-{n:05}.sum"), self.tag, sum.as_bytes()).map_err(gone)?;
         }
-        write_durable(&self.dir, &format!("part-{n:05}.md5"), self.tag, etag.as_bytes()).map_err(io)?;
-        fs::rename(&self.tmp, self.dir.join(format!("part-{n:05}"))).map_err(io)?;
-        fs::File::open(&self.dir).and_then(|f| f.sync_all()).map_err(io)
+        write_durable(&self.dir, &format!("part-{n:05}.md5"), self.tag, etag.as_bytes()).map_err(gone)?;
+        fs::rename(&self.tmp, self.dir.join(format!("part-{n:05}"))).map_err(gone)?;
+        // In place: nothing left for the drop to remove.
+        self.file = None;
+        fs::File::open(&self.dir).and_then(|f| f.sync_all()).map_err(gone)
     }
 }
 

@@ -1,6 +1,6 @@
 //! Reading a request body into a [`BodySink`] as it arrives: cut into the sink's pieces, each
 //! digested and written on the blocking pool while the next one is read from the network (one
-//! write in flight, so a body costs two pieces of memory whatever its size).
+//! write in flight, so a body costs three pieces of memory whatever its size).
 
 use std::sync::Arc;
 
@@ -77,11 +77,11 @@ pub async fn receive<S: BodySink>(
     if declared.is_some_and(|n| n as u64 > limit) {
         return Err(too_large());
     }
-    // The piece being read, the one being written, and what the sink keeps (no more than the
-    // body, when its length is declared).
+    // The piece being read, the one being written, the spare one, and what the sink keeps (no
+    // more than the body, when its length is declared).
     let small = declared.unwrap_or(usize::MAX);
     let mut held = budget.reserve();
-    held.grow((2 * plen.min(small) + sink.kept().min(small)) as u64)?;
+    held.grow(((3 * plen).min(small) + sink.kept().min(small)) as u64)?;
     let mut pipe = Pipe { idle: Some((sink, Digests::new(algo))), busy: None, spare: None };
     let mut buf = AlignedBuf::with_capacity(plen.min(small));
     let (mut total, mut pieces) = (0u64, 0u64);
