@@ -70,7 +70,7 @@ fn record() -> impl Strategy<Value = Record> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
     fn replaying_hostile_records_never_panics(records in proptest::collection::vec(record(), 1..24)) {

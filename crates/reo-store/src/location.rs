@@ -5,6 +5,11 @@ use crate::scheme::Scheme;
 /// Device index meaning "all devices of the row" (every scheme but isolated placement).
 pub const ROW_BAND: u16 = u16::MAX;
 
+/// Sequence numbers the store assigns lie below this bound: one per nanosecond would
+/// take 146 years to reach it. A record or checkpoint beyond it is garbage (only a hostile or
+/// corrupt device carries one), and keeping it would leave no successor to assign.
+pub const SEQ_LIMIT: u64 = 1 << 62;
+
 /// The address of one blob: enough to read it with no lookup (the row geometry is computed from
 /// the scheme, the length and the store's layout).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -286,7 +286,10 @@ fn apply(inner: &Inner, rec: Record, last_seq: &mut u64) {
     match rec {
         Record::Put { loc, header } => {
             let Some(band) = inner.bands.get(loc.band as usize) else { return };
-            if loc.scheme.validate(n).is_err() || (loc.scheme.is_isolated() && loc.device as usize >= n) {
+            if loc.seq >= crate::location::SEQ_LIMIT
+                || loc.scheme.validate(n).is_err()
+                || (loc.scheme.is_isolated() && loc.device as usize >= n)
+            {
                 return;
             }
             let sectors = inner.sectors(&loc);
@@ -410,7 +413,10 @@ fn recover(
         .unwrap_or_default();
     let replayed = !batches.is_empty();
     last_seq = last_seq.max(apply_by_band(&inner, batches.into_iter().flatten()));
-    inner.next_seq.store(ckpt.next_seq.max(last_seq + 1), std::sync::atomic::Ordering::Release);
+    // `last_seq` is below the limit (records beyond it are not applied); a checkpoint's counter
+    // beyond it is clamped rather than trusted.
+    let next_seq = ckpt.next_seq.min(crate::location::SEQ_LIMIT).max(last_seq + 1);
+    inner.next_seq.store(next_seq, std::sync::atomic::Ordering::Release);
     fail_stale(&inner, &mut report);
     resume_one(&inner, rebuilding, &mut report);
     *inner.jpos.lock().unwrap_or_else(|e| e.into_inner()) = JournalPos {
