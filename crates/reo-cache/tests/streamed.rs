@@ -119,3 +119,33 @@ fn the_cleaner_moves_staged_blobs_instead_of_freeing_them() {
     assert!(c.mark_clean(b"b/s", r.version).unwrap(), "the relocated version flushes");
     assert_eq!(whole(&c, b"b/s"), d);
 }
+
+#[test]
+fn a_clean_streamed_copy_is_clean_and_a_crashed_one_never_comes_back() {
+    let devs = devices(4, 64);
+    let old = content(6, (2 * FRAG) as usize);
+    let d = content(7, (3 * FRAG + 7) as usize);
+    {
+        let c = Arc::new(open(&devs, cfg(8 << 20)));
+        c.put(b"b/o", &old, &meta(), false, 1).unwrap();
+        let mut w = c.start_clean_put(b"b/o", d.len() as u64, 2).expect("admitted");
+        push_all(&mut w, &d);
+        assert_eq!(whole(&c, b"b/o"), old, "invisible until finished");
+        let m = ObjectMeta { etag: "\"c1\"".into(), ..meta() };
+        w.finish(&m, 3).unwrap();
+        assert_eq!(whole(&c, b"b/o"), d);
+        assert!(!c.info(b"b/o").unwrap().dirty, "a write-through copy is clean");
+        assert_eq!(c.dirty_version_of(b"b/o"), None);
+        // A second copy cut short by a crash (the backend never got it: no first fragment).
+        let mut w = c.start_clean_put(b"b/p", d.len() as u64, 4).expect("admitted");
+        push_all(&mut w, &d);
+        std::mem::forget(w);
+        let store = c.store().clone();
+        drop(c);
+        store.flush().unwrap();
+    }
+    let c = open(&devs, cfg(8 << 20));
+    assert_eq!(whole(&c, b"b/o"), d);
+    let r = c.get(b"b/p", 0, u64::MAX, 100).unwrap();
+    assert!(r.size.is_none(), "the unfinished copy is dropped at restart, not served in part: {:?}", r.size);
+}

@@ -91,7 +91,8 @@ impl Cache {
             let best = versions
                 .iter()
                 .enumerate()
-                .filter(|(_, v)| !v.dirty || complete(v))
+                // A streamed write without its first fragment was never finished, dirty or clean.
+                .filter(|(_, v)| (v.write == 0 || v.frags.contains_key(&0)) && (!v.dirty || complete(v)))
                 .max_by_key(|(_, v)| (v.dirty, v.newest))
                 .map(|(i, _)| i);
             for (i, mut v) in versions.into_iter().enumerate() {

@@ -1,7 +1,9 @@
-//! [`StreamedPut`]: a write-back client write whose body arrives in pieces, so that the caller
-//! never holds more than a fragment or two of it.
+//! [`StreamedPut`]: a client write whose body arrives in pieces, so that the caller never holds
+//! more than a fragment or two of it: a write-back write ([`Cache::start_put`], dirty) or the
+//! clean copy of a write-through write ([`Cache::start_clean_put`], finished once the backend
+//! holds the object).
 //!
-//! The fragments after the first are written (dirty, durable) as they arrive, before the
+//! The fragments after the first are written (durable, if dirty) as they arrive, before the
 //! object's ETag and checksums are known: their headers carry the write's id and no metadata
 //! ([`crate::header`]). The first fragment is kept in memory and written last, by
 //! [`StreamedPut::finish`], with the object's metadata; then the whole version is installed at
@@ -9,8 +11,8 @@
 //!
 //! - readers see the previous version (nothing is indexed);
 //! - the cleaner keeps the staged blobs ([`super::State::staged`]) and moves them if it must;
-//! - a crash leaves a version without its first fragment: incomplete, so restart recovery
-//!   drops it and keeps the acknowledged one (`restart.rs`);
+//! - a crash leaves a version without its first fragment, which restart recovery drops, dirty
+//!   or clean, and keeps the acknowledged one (`restart.rs`);
 //! - an abandoned write (the client went away, a digest did not match) frees its blobs when the
 //!   [`StreamedPut`] is dropped.
 
@@ -21,19 +23,22 @@ use reo_media::AlignedBuf;
 use reo_store::Durability;
 
 use super::evict::free_all;
-use super::write::{encode_header, object_version, placement_of, version_tag};
+use super::write::{admission_refusal, encode_header, object_version, placement_of, version_tag};
 use super::{frag_count, frag_len, Cache, ObjectMeta, PutReceipt, WriteError};
+use crate::admission::Request;
 use crate::object::Class;
 
 /// Distinguishes the write ids of one process (mixed with the start time and the key).
 static WRITES: AtomicU64 = AtomicU64::new(0);
 
-/// A write-back write in progress: push its fragments in order with [`StreamedPut::push`], then
+/// A streamed write in progress: push its fragments in order with [`StreamedPut::push`], then
 /// [`StreamedPut::finish`] it with the object's metadata. Dropped unfinished, it leaves no trace.
 pub struct StreamedPut {
     cache: Arc<Cache>,
     key: Vec<u8>,
     size: u64,
+    /// Dirty (write-back) or clean (a write-through copy).
+    dirty: bool,
     write: u64,
     /// Fragment 0's bytes, written last (sector-aligned: the store writes its full chunks from
     /// them without a copy).
@@ -54,6 +59,31 @@ impl Cache {
                 self.cfg.capacity_bytes
             )));
         }
+        Ok(self.staged_put(key, size, true, now_ns))
+    }
+
+    /// Starts the clean copy of a write-through write of `size` bytes to `key`, to be finished
+    /// once the backend holds the object. `None` if the cache does not take it: admission
+    /// refuses it, it cannot be cached, or the cache deduplicates (whose clean writes go through
+    /// [`Cache::put`]). The caller drops the key's cached copy either way: it is stale.
+    pub fn start_clean_put(self: &Arc<Self>, key: &[u8], size: u64, now_ns: u64) -> Option<StreamedPut> {
+        self.check_size(key, size, &ObjectMeta::default()).ok()?;
+        {
+            let mut s = self.lock();
+            if s.dedup.is_some() {
+                return None;
+            }
+            s.now = s.now.max(now_ns);
+            let req = Request::write(self.admission_key(key), 0, size, now_ns)
+                .with_occupancy(s.policy.used_bytes(), self.cfg.capacity_bytes);
+            if admission_refusal(s.admitter.decide(&req)).is_some() {
+                return None;
+            }
+        }
+        Some(self.staged_put(key, size, false, now_ns))
+    }
+
+    fn staged_put(self: &Arc<Self>, key: &[u8], size: u64, dirty: bool, now_ns: u64) -> StreamedPut {
         let n = frag_count(size, self.cfg.fragment_size) as usize;
         let mut mix = Vec::with_capacity(key.len() + 16);
         mix.extend_from_slice(&now_ns.to_le_bytes());
@@ -66,15 +96,16 @@ impl Cache {
         }
         s.staged.insert(write, vec![None; n - 1]);
         drop(s);
-        Ok(StreamedPut {
+        StreamedPut {
             cache: self.clone(),
             key: key.to_vec(),
             size,
+            dirty,
             write,
             first: AlignedBuf::with_capacity(0),
             next: 0,
             finished: false,
-        })
+        }
     }
 }
 
@@ -105,7 +136,7 @@ impl StreamedPut {
     }
 
     /// The next fragment's bytes: exactly [`StreamedPut::next_len`] of them. Fragments after
-    /// the first are written now, durable on every device their class needs.
+    /// the first are written now (if dirty, durable on every device their class needs).
     pub fn push(&mut self, piece: &[u8]) -> Result<(), WriteError> {
         let want = self.next_len();
         if piece.len() != want || (want == 0 && self.next > 0) {
@@ -123,12 +154,13 @@ impl StreamedPut {
             return Ok(());
         }
         let c = &self.cache;
+        let class = self.class();
         let header =
-            encode_header(&self.key, self.size, self.next, (true, Class::Dirty), &ObjectMeta::default(), self.write);
-        let scheme = c.classes.of(Class::Dirty);
+            encode_header(&self.key, self.size, self.next, (self.dirty, class), &ObjectMeta::default(), self.write);
+        let scheme = c.classes.of(class);
         for _ in 0..4 {
             let seen = c.lock().orphans_freed;
-            let loc = c.put_blob(&header, piece, scheme, true, placement_of(&self.key))?;
+            let loc = c.put_blob(&header, piece, scheme, self.dirty, placement_of(&self.key))?;
             let mut s = c.lock();
             // Freed as an orphan before it was staged: written again.
             if c.lost_to_cleaner(&s, seen, &[loc]) {
@@ -143,8 +175,16 @@ impl StreamedPut {
         Err(WriteError::Full("the cleaner kept reclaiming the write's own blobs".into()))
     }
 
+    fn class(&self) -> Class {
+        if self.dirty {
+            Class::Dirty
+        } else {
+            Class::Cold
+        }
+    }
+
     /// Writes the first fragment with `meta` (the object's ETag, checksums, …) and installs the
-    /// version: from here it is the object, durable and dirty, as after [`Cache::put`].
+    /// version: from here it is the object, as after [`Cache::put`] (if dirty, durable).
     pub fn finish(mut self, meta: &ObjectMeta, now_ns: u64) -> Result<PutReceipt, WriteError> {
         if self.next_len() != 0 || self.next == 0 {
             return Err(WriteError::TooLarge(format!(
@@ -154,47 +194,61 @@ impl StreamedPut {
         }
         let c = self.cache.clone();
         c.check_size(&self.key, self.size, meta)?;
-        let header = encode_header(&self.key, self.size, 0, (true, Class::Dirty), meta, self.write);
-        let scheme = c.classes.of(Class::Dirty);
+        let class = self.class();
+        let header = encode_header(&self.key, self.size, 0, (self.dirty, class), meta, self.write);
+        let scheme = c.classes.of(class);
         for _ in 0..4 {
             let seen = {
                 let mut s = c.lock();
                 s.now = s.now.max(now_ns);
                 s.orphans_freed
             };
-            let loc = c.put_blob(&header, &self.first, scheme, true, placement_of(&self.key))?;
+            let loc = c.put_blob(&header, &self.first, scheme, self.dirty, placement_of(&self.key))?;
             let installed = c.install(
                 &self.key,
                 self.size,
-                Class::Dirty,
-                true,
+                class,
+                self.dirty,
                 vec![loc],
                 version_tag(&meta.etag),
                 seen,
                 Some(self.write),
             );
             match installed {
-                Ok(Some((to_free, _))) => {
+                Ok(Some((to_free, old_dirty))) => {
                     self.finished = true;
                     c.lock().stats.original_write_bytes += self.size;
                     // A replaced dirty version must not come back after a crash.
-                    free_all(&c.store, &to_free, Durability::Sync);
+                    let durability = if self.dirty || old_dirty { Durability::Sync } else { Durability::None };
+                    free_all(&c.store, &to_free, durability);
                     return Ok(PutReceipt { version: object_version(&meta.etag, self.size, meta.mtime_ns) });
                 }
                 // The first fragment was freed as an orphan before its install: written again.
-                Ok(None) => free_all(&c.store, &[loc], Durability::Sync),
+                Ok(None) => free_all(&c.store, &[loc], self.undo()),
                 // Refused whole: `install` freed what it took (the staged fragments and this one)
                 // unless a staged fragment was lost, in which case they are still staged.
                 Err(e) => {
                     self.finished = !c.lock().staged.contains_key(&self.write);
                     if !self.finished {
-                        free_all(&c.store, &[loc], Durability::Sync);
+                        free_all(&c.store, &[loc], self.undo());
                     }
                     return Err(e);
                 }
             }
         }
         Err(WriteError::Full("the cleaner kept reclaiming the write's own blobs".into()))
+    }
+}
+
+impl StreamedPut {
+    /// How an uninstalled first fragment is freed: durably if dirty (a complete dirty version
+    /// would win over the acknowledged one after a crash).
+    fn undo(&self) -> Durability {
+        if self.dirty {
+            Durability::Sync
+        } else {
+            Durability::None
+        }
     }
 }
 
