@@ -65,8 +65,9 @@ class Moto:
                             config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
 
 
-def reo_over(moto, flag=False):
-    """A reo serve whose backend is `moto`, configured by reo.toml (or the --backend flag)."""
+def reo_over(moto, flag=False, policies=()):
+    """A reo serve whose backend is `moto`, configured by reo.toml (or the --backend flag), with
+    the write `policies` given (`scope=policy`)."""
     srv = Server(BIN, device_mib=32)
     if flag:
         srv.extra = ["--backend", f"s3+http://127.0.0.1:{moto.port}"]
@@ -77,6 +78,8 @@ def reo_over(moto, flag=False):
             f.write(f'[backend]\nkind = "s3"\nendpoint = "{moto.endpoint}"\nallow_http = true\n'
                     f'region = "us-east-1"\naccess_key_id = "{MOTO_KEY}"\nsecret_access_key = "{MOTO_SECRET}"\n')
         srv.extra = ["--config", cfg]
+    for p in policies:
+        srv.extra += ["--write-policy", p]
     srv.start()
     return srv
 
@@ -126,9 +129,9 @@ class S3BackendTest(unittest.TestCase):
 
     def test_write_backs_carry_the_bytes_sha256(self):
         # What the gateway sends the store, seen through a recording proxy: every upload carries
-        # x-amz-checksum-sha256 of its bytes, for the store to check (moto does not). Parts of a
-        # multipart upload (objects over 64 MiB) go through the same payload path of
-        # object_store, which adds the header the same way.
+        # x-amz-checksum-sha256 of its bytes, for the store to check (moto does not). The flusher
+        # streams an object over 8 MiB as a multipart upload of 8 MiB parts, each part carrying
+        # its own bytes' checksum.
         from types import SimpleNamespace
         from tcpproxy import Proxy
         proxy = Proxy(moto.port)
@@ -142,7 +145,10 @@ class S3BackendTest(unittest.TestCase):
             s3.put_object(Bucket="sums", Key="large", Body=large)
             admin(BIN, other, "flush")
             sent = bytes(proxy.sent).lower()
-            for what, body in (("a small PUT", small), ("a large PUT", large)):
+            part = 8 << 20
+            pieces = [("a small PUT", small)] + [(f"part {i // part + 1} of a large PUT", large[i:i + part])
+                                                 for i in range(0, len(large), part)]
+            for what, body in pieces:
                 want = base64.b64encode(hashlib.sha256(body).digest()).lower()
                 self.assertTrue(b"x-amz-checksum-sha256: " + want in sent, what)
         finally:
@@ -292,6 +298,51 @@ class S3BackendTest(unittest.TestCase):
         self.assertEqual(wait_for(lambda: result(hid), "the backend hint"),
                          "checked it exists (S3 has no read-ahead to request) on 1 objects, 1000 bytes")
         self.assertEqual(wait_for(lambda: result(mid), "the failing hint"), 'error: key "h/none" does not exist')
+
+
+class StreamedBackendWritesTest(unittest.TestCase):
+    """Write-through and write-around bodies stream into the store as they arrive: one that ends
+    within a part is one PUT with the body's MD5 as its ETag; a larger one is a multipart upload,
+    begun before its MD5 is known, whose ETag is the store's own `md5(part md5s)-N` unless the
+    client sent Content-MD5. Whatever it is, the client, the gateway and the store agree on it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = reo_over(moto, policies=["swr/through/=write-through", "swr/around/=write-around"])
+        cls.srv.client().create_bucket(Bucket="swr")
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.srv.stop()
+        cls.srv.cleanup()
+        assert rc == 0, rc
+
+    def test_bodies_stream_into_the_store_with_one_etag_everywhere(self):
+        import base64
+        import hashlib
+        s3, store = self.srv.client(), moto.client()
+        big, small = os.urandom((20 << 20) + 1234), os.urandom(100_000)
+        for mode in ("through", "around"):
+            for name, body, md5_header in (("big", big, False), ("big-md5", big, True), ("small", small, False)):
+                key = f"{mode}/{name}"
+                kw = {"ContentMD5": base64.b64encode(hashlib.md5(body).digest()).decode()} if md5_header else {}
+                etag = s3.put_object(Bucket="swr", Key=key, Body=body, ContentType="x/y",
+                                     Metadata={"k": "v"}, **kw)["ETag"]
+                if body is big and not md5_header:
+                    self.assertTrue(etag.strip('"').endswith("-3"), f"{key}: {etag}")
+                else:
+                    self.assertEqual(etag, f'"{hashlib.md5(body).hexdigest()}"', key)
+                # In the store at once, with its metadata, before any flush.
+                held = store.get_object(Bucket="swr", Key=key)
+                self.assertEqual((held["Body"].read() == body, held["ContentType"], held["Metadata"].get("k")),
+                                 (True, "x/y", "v"), key)
+                head = s3.head_object(Bucket="swr", Key=key)
+                self.assertEqual((head["ETag"], head["ContentLength"]), (etag, len(body)), key)
+                kept = store.head_object(Bucket="swr", Key=key)
+                self.assertEqual(kept["Metadata"].get("reo-etag") or kept["ETag"].strip('"'), etag.strip('"'), key)
+                self.assertEqual(s3.get_object(Bucket="swr", Key=key)["Body"].read(), body, key)
+        # Nothing is left half-uploaded in the store.
+        self.assertFalse(store.list_multipart_uploads(Bucket="swr").get("Uploads"))
 
 
 class BackendDownTest(unittest.TestCase):

@@ -93,14 +93,17 @@ class ServerLimitsTest(unittest.TestCase):
             with self.assertRaises(ClientError):
                 s3.head_object(Bucket="budget", Key=f"slow{i}")
 
-    def test_large_puts_and_completions_stream_through_bounded_memory(self):
-        # A 64 MiB PUT and a 64 MiB multipart upload (parts of 8 MiB, then the completion): the
-        # bodies stream into the cache and the part files, and the completion streams its parts,
-        # so the server's peak memory grows by far less than one object (it held each body, and
-        # the completed object, whole). The flusher is held off: it writes the backend one whole
-        # object at a time, outside the request path.
+    def test_large_puts_completions_and_flushes_stream_through_bounded_memory(self):
+        # 64 MiB objects every way a body reaches flash or the backend: a write-back PUT (into the
+        # cache), a multipart upload (parts of 8 MiB into part files, then the completion), a
+        # write-through PUT (into the backend and a clean copy) and a write-around PUT (into the
+        # backend); then the flusher writes the write-back objects to the backend a fragment at a
+        # time. The server's peak memory grows by far less than one object throughout.
         import hashlib
-        srv = Server(BIN, device_mib=512, extra=["--flush-delay-ms", "600000"])
+        from reoapi import admin
+        srv = Server(BIN, device_mib=512, extra=["--flush-delay-ms", "600000",
+                                                 "--write-policy", "big/through/=write-through",
+                                                 "--write-policy", "big/around/=write-around"])
         srv.start()
         self.addCleanup(srv.cleanup)
         self.addCleanup(srv.stop)
@@ -113,8 +116,11 @@ class ServerLimitsTest(unittest.TestCase):
 
         size, part = 64 << 20, 8 << 20
         body = os.urandom(size)
+        want = hashlib.md5(body).hexdigest()
         base = peak_mib()
-        s3.put_object(Bucket="big", Key="put", Body=body)
+        for key in ("put", "through/put", "around/put"):
+            etag = s3.put_object(Bucket="big", Key=key, Body=body)["ETag"]
+            self.assertEqual(etag, f'"{want}"', key)
         up = s3.create_multipart_upload(Bucket="big", Key="mpu")["UploadId"]
         parts = []
         for i in range(size // part):
@@ -124,8 +130,15 @@ class ServerLimitsTest(unittest.TestCase):
         s3.complete_multipart_upload(Bucket="big", Key="mpu", UploadId=up, MultipartUpload={"Parts": parts})
         grew = peak_mib() - base
         self.assertLess(grew, 32, f"peak memory grew by {grew:.0f} MiB for 64 MiB objects")
-        want = hashlib.md5(body).hexdigest()
-        for key in ("put", "mpu"):
+        # Both write-back objects go to the backend now (the flusher held three copies of an
+        # object once, then two).
+        admin(BIN, srv, "flush", "--timeout", "120s")
+        grew = peak_mib() - base
+        self.assertLess(grew, 32, f"peak memory grew by {grew:.0f} MiB once 64 MiB objects were flushed")
+        files = [f for _, _, fs in os.walk(os.path.join(srv.backend_dir, "big")) for f in fs]
+        self.assertEqual(sorted(f for f in files if f.startswith("o.")), ["o.mpu", "o.put", "o.put", "o.put"])
+        self.assertFalse([f for f in files if f.startswith("t.")], "no temporary file is left")
+        for key in ("put", "through/put", "around/put", "mpu"):
             got = s3.get_object(Bucket="big", Key=key)["Body"].read()
             self.assertEqual(hashlib.md5(got).hexdigest(), want, key)
 

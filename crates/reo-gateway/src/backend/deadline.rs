@@ -23,6 +23,7 @@ use bytes::Bytes;
 use super::workers::Workers;
 use super::{
     Address, Advice, AdviceReport, BResult, Backend, BackendError, BucketInfo, ChunkIter, ListEntry, ObjectInfo,
+    ObjectWriter,
 };
 
 /// Abandoned calls outstanding beyond which calls fail at once.
@@ -31,6 +32,12 @@ pub const MAX_STUCK: usize = 64;
 /// See the module doc.
 pub struct Deadline {
     inner: Arc<dyn Backend>,
+    runner: Runner,
+}
+
+/// Runs calls on [`Workers`]' threads, each waited for at most its deadline.
+#[derive(Clone)]
+struct Runner {
     call: Duration,
     stuck: Arc<AtomicUsize>,
     workers: Arc<Workers>,
@@ -45,12 +52,12 @@ struct Slot<T> {
 impl Deadline {
     /// `inner` with a deadline of `call` on each call (a PUT: `call` plus a second per MiB).
     pub fn new(inner: Arc<dyn Backend>, call: Duration) -> Deadline {
-        Deadline { inner, call, stuck: Arc::default(), workers: Workers::new() }
+        Deadline { inner, runner: Runner { call, stuck: Arc::default(), workers: Workers::new() } }
     }
 
     /// Abandoned calls outstanding now.
     pub fn stuck(&self) -> usize {
-        self.stuck.load(Ordering::Relaxed)
+        self.runner.stuck.load(Ordering::Relaxed)
     }
 
     fn run<T: Send + 'static>(
@@ -59,6 +66,23 @@ impl Deadline {
         what: &str,
         f: impl FnOnce(&dyn Backend) -> BResult<T> + Send + 'static,
     ) -> BResult<T> {
+        let inner = self.inner.clone();
+        self.runner.run(deadline, what, move || f(inner.as_ref()))
+    }
+}
+
+/// `call` plus a second per MiB of `bytes` (the deadline of a transfer).
+fn transfer(call: Duration, bytes: u64) -> Duration {
+    call + Duration::from_secs(bytes.min(1 << 40).div_ceil(1 << 20))
+}
+
+impl Runner {
+    fn run<T: Send + 'static>(
+        &self,
+        deadline: Duration,
+        what: &str,
+        f: impl FnOnce() -> BResult<T> + Send + 'static,
+    ) -> BResult<T> {
         let stuck = self.stuck.load(Ordering::Relaxed);
         if stuck >= MAX_STUCK {
             return Err(BackendError::Io(format!(
@@ -66,10 +90,10 @@ impl Deadline {
             )));
         }
         let slot = Arc::new(Slot { state: Mutex::new((None, false)), done: Condvar::new() });
-        let (inner, s, counter) = (self.inner.clone(), slot.clone(), self.stuck.clone());
+        let (s, counter) = (slot.clone(), self.stuck.clone());
         self.workers
             .run(Box::new(move || {
-                let r = f(inner.as_ref());
+                let r = f();
                 let mut st = s.state.lock().unwrap_or_else(|e| e.into_inner());
                 if st.1 {
                     counter.fetch_sub(1, Ordering::Relaxed); // abandoned: nobody waits for it
@@ -139,21 +163,83 @@ fn chunks(mut it: ChunkIter, call: Duration) -> ChunkIter {
     }
 }
 
+/// A streamed write's calls, each within the deadline of its bytes; after a failure (a stuck
+/// call keeps the writer) every further call fails. Dropped uncommitted, the inner writer is
+/// dropped on a worker thread (its abort may block on the same hung mount).
+///
+/// The module doc's deadline of a PUT holds per piece: a second per MiB of the piece, and of the
+/// object for the commit (which syncs it).
+struct DeadlineWriter {
+    writer: Arc<Mutex<Option<Box<dyn ObjectWriter>>>>,
+    runner: Runner,
+    limit: usize,
+    failed: bool,
+}
+
+impl DeadlineWriter {
+    fn call<T: Send + 'static>(
+        &mut self,
+        deadline: Duration,
+        f: impl FnOnce(&mut Option<Box<dyn ObjectWriter>>) -> BResult<T> + Send + 'static,
+    ) -> BResult<T> {
+        if self.failed {
+            return Err(BackendError::Io("an earlier call of this write failed".into()));
+        }
+        let slot = self.writer.clone();
+        let r = self.runner.run(deadline, "a PUT", move || {
+            let mut held = slot.lock().unwrap_or_else(|e| e.into_inner());
+            if held.is_none() {
+                return Err(BackendError::Io("the write was abandoned".into()));
+            }
+            f(&mut held)
+        });
+        self.failed = r.is_err();
+        r
+    }
+}
+
+impl ObjectWriter for DeadlineWriter {
+    fn write(&mut self, piece: Bytes) -> BResult<()> {
+        let deadline = transfer(self.runner.call, piece.len() as u64);
+        self.call(deadline, move |w| w.as_mut().expect("checked by call").write(piece))
+    }
+
+    fn commit(mut self: Box<Self>, info: &ObjectInfo) -> BResult<String> {
+        let deadline = transfer(self.runner.call, info.size);
+        let info = info.clone();
+        self.call(deadline, move |w| w.take().expect("checked by call").commit(&info))
+    }
+
+    fn buffer_limit(&self) -> usize {
+        self.limit
+    }
+}
+
+impl Drop for DeadlineWriter {
+    fn drop(&mut self) {
+        // Held by a stuck call: dropped with that call's last reference when it ends.
+        let taken = self.writer.try_lock().ok().and_then(|mut w| w.take());
+        if let Some(w) = taken {
+            let _ = self.runner.workers.run(Box::new(move || drop(w)));
+        }
+    }
+}
+
 impl Backend for Deadline {
     fn list_buckets(&self) -> BResult<Vec<BucketInfo>> {
-        self.run(self.call, "ListBuckets", |b| b.list_buckets())
+        self.run(self.runner.call, "ListBuckets", |b| b.list_buckets())
     }
     fn create_bucket(&self, bucket: &str) -> BResult<()> {
         let bucket = bucket.to_string();
-        self.run(self.call, "CreateBucket", move |b| b.create_bucket(&bucket))
+        self.run(self.runner.call, "CreateBucket", move |b| b.create_bucket(&bucket))
     }
     fn head_bucket(&self, bucket: &str) -> BResult<BucketInfo> {
         let bucket = bucket.to_string();
-        self.run(self.call, "HeadBucket", move |b| b.head_bucket(&bucket))
+        self.run(self.runner.call, "HeadBucket", move |b| b.head_bucket(&bucket))
     }
     fn delete_bucket(&self, bucket: &str) -> BResult<()> {
         let bucket = bucket.to_string();
-        self.run(self.call, "DeleteBucket", move |b| b.delete_bucket(&bucket))
+        self.run(self.runner.call, "DeleteBucket", move |b| b.delete_bucket(&bucket))
     }
     fn put(&self, bucket: &str, key: &str, data: &[u8], info: &ObjectInfo) -> BResult<()> {
         // Owned by the call's thread, which may outlive this one.
@@ -161,41 +247,53 @@ impl Backend for Deadline {
     }
     fn put_owned(&self, bucket: &str, key: &str, data: Bytes, info: &ObjectInfo) -> BResult<()> {
         let (bucket, key, info) = (bucket.to_string(), key.to_string(), info.clone());
-        let deadline = self.call + Duration::from_secs((data.len() as u64).div_ceil(1 << 20));
+        let deadline = transfer(self.runner.call, data.len() as u64);
         self.run(deadline, "a PUT", move |b| b.put_owned(&bucket, &key, data, &info))
+    }
+    fn put_stream(self: Arc<Self>, bucket: &str, key: &str, info: &ObjectInfo) -> BResult<Box<dyn ObjectWriter>> {
+        let (bucket, key, info) = (bucket.to_string(), key.to_string(), info.clone());
+        let inner = self.inner.clone();
+        let w = self.runner.run(self.runner.call, "a PUT", move || inner.put_stream(&bucket, &key, &info))?;
+        let limit = w.buffer_limit();
+        Ok(Box::new(DeadlineWriter {
+            writer: Arc::new(Mutex::new(Some(w))),
+            runner: self.runner.clone(),
+            limit,
+            failed: false,
+        }))
     }
     fn head(&self, bucket: &str, key: &str) -> BResult<ObjectInfo> {
         let (bucket, key) = (bucket.to_string(), key.to_string());
-        self.run(self.call, "a HEAD", move |b| b.head(&bucket, &key))
+        self.run(self.runner.call, "a HEAD", move |b| b.head(&bucket, &key))
     }
     fn get_range(&self, bucket: &str, key: &str, start: u64, end: u64) -> BResult<(Vec<u8>, ObjectInfo)> {
         let (bucket, key) = (bucket.to_string(), key.to_string());
-        let deadline = self.call + Duration::from_secs(end.saturating_sub(start).min(1 << 40).div_ceil(1 << 20));
+        let deadline = transfer(self.runner.call, end.saturating_sub(start));
         self.run(deadline, "a GET", move |b| b.get_range(&bucket, &key, start, end))
     }
     fn get_stream(&self, bucket: &str, key: &str, start: u64, end: u64) -> BResult<(ObjectInfo, ChunkIter)> {
         let (bucket, key) = (bucket.to_string(), key.to_string());
-        let call = self.call;
+        let call = self.runner.call;
         let (info, it) = self.run(call, "a GET", move |b| b.get_stream(&bucket, &key, start, end))?;
         Ok((info, chunks(it, call)))
     }
     fn delete(&self, bucket: &str, key: &str) -> BResult<()> {
         let (bucket, key) = (bucket.to_string(), key.to_string());
-        self.run(self.call, "a DELETE", move |b| b.delete(&bucket, &key))
+        self.run(self.runner.call, "a DELETE", move |b| b.delete(&bucket, &key))
     }
     fn list(&self, bucket: &str, prefix: &str, after: &str, limit: usize) -> BResult<Vec<ListEntry>> {
         let (bucket, prefix, after) = (bucket.to_string(), prefix.to_string(), after.to_string());
-        self.run(self.call, "a listing", move |b| b.list(&bucket, &prefix, &after, limit))
+        self.run(self.runner.call, "a listing", move |b| b.list(&bucket, &prefix, &after, limit))
     }
     fn check_key(&self, key: &str) -> BResult<()> {
         self.inner.check_key(key)
     }
     fn advise(&self, bucket: &str, address: &Address, advice: Advice) -> BResult<AdviceReport> {
         let (bucket, address) = (bucket.to_string(), address.clone());
-        self.run(self.call, "a backend hint", move |b| b.advise(&bucket, &address, advice))
+        self.run(self.runner.call, "a backend hint", move |b| b.advise(&bucket, &address, advice))
     }
     fn probe(&self) -> BResult<()> {
-        self.run(self.call, "a probe", |b| b.probe())
+        self.run(self.runner.call, "a probe", |b| b.probe())
     }
 }
 
@@ -208,10 +306,18 @@ mod tests {
     use super::Deadline;
     use crate::backend::{Backend, BackendError, LocalBackend, ObjectInfo};
 
-    /// A local backend whose HEADs hang while `hung` is set (a mount gone away).
+    /// A local backend whose HEADs hang while `hung` is set (a mount gone away), and its PUTs
+    /// while `puts_hung` is.
     struct Hanging {
         inner: LocalBackend,
         hung: Arc<AtomicBool>,
+        puts_hung: Arc<AtomicBool>,
+    }
+
+    fn wait_while(flag: &AtomicBool) {
+        while flag.load(Ordering::SeqCst) {
+            std::thread::park_timeout(Duration::from_millis(5));
+        }
     }
 
     impl Backend for Hanging {
@@ -228,12 +334,11 @@ mod tests {
             self.inner.delete_bucket(b)
         }
         fn put(&self, b: &str, k: &str, d: &[u8], i: &ObjectInfo) -> crate::backend::BResult<()> {
+            wait_while(&self.puts_hung);
             self.inner.put(b, k, d, i)
         }
         fn head(&self, b: &str, k: &str) -> crate::backend::BResult<ObjectInfo> {
-            while self.hung.load(Ordering::SeqCst) {
-                std::thread::park_timeout(Duration::from_millis(5));
-            }
+            wait_while(&self.hung);
             self.inner.head(b, k)
         }
         fn get_range(&self, b: &str, k: &str, s: u64, e: u64) -> crate::backend::BResult<(Vec<u8>, ObjectInfo)> {
@@ -259,7 +364,7 @@ mod tests {
     fn a_hung_call_fails_at_its_deadline_and_the_rest_go_on() {
         let dir = std::env::temp_dir().join(format!("reo-deadline-{}-{}", std::process::id(), line!()));
         let hung = Arc::new(AtomicBool::new(true));
-        let inner = Hanging { inner: LocalBackend::open(&dir).unwrap(), hung: hung.clone() };
+        let inner = Hanging { inner: LocalBackend::open(&dir).unwrap(), hung: hung.clone(), puts_hung: Arc::default() };
         let d = Deadline::new(Arc::new(inner), Duration::from_millis(200));
         d.create_bucket("bkt").unwrap();
         d.put("bkt", "k", b"bytes", &ObjectInfo { size: 5, etag: "e".into(), ..Default::default() }).unwrap();
@@ -274,6 +379,29 @@ mod tests {
         assert_eq!(chunks.map(|c| c.unwrap().to_vec()).collect::<Vec<_>>().concat(), b"bytes");
         hung.store(false, Ordering::SeqCst);
         assert_eq!(d.head("bkt", "k").unwrap().size, 5);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn streamed_writes_conform_and_a_hung_commit_fails_at_its_deadline() {
+        let dir = std::env::temp_dir().join(format!("reo-deadline-{}-{}", std::process::id(), line!()));
+        let local: Arc<dyn Backend> = Arc::new(LocalBackend::open(&dir).unwrap());
+        let d = Arc::new(Deadline::new(local, Duration::from_secs(30)));
+        d.create_bucket("bkt").unwrap();
+        crate::backend::writer::conformance(d);
+        // A backend that takes whole objects only (the default writer), its PUTs hung.
+        let puts_hung = Arc::new(AtomicBool::new(true));
+        let inner =
+            Hanging { inner: LocalBackend::open(&dir).unwrap(), hung: Arc::default(), puts_hung: puts_hung.clone() };
+        let d = Arc::new(Deadline::new(Arc::new(inner), Duration::from_millis(200)));
+        let mut w = d.clone().put_stream("bkt", "k", &ObjectInfo::default()).unwrap();
+        w.write(bytes::Bytes::from_static(b"bytes")).unwrap();
+        let t = Instant::now();
+        let e = w.commit(&ObjectInfo { size: 5, etag: "e".into(), ..Default::default() }).unwrap_err();
+        assert!(matches!(&e, BackendError::Io(m) if m.contains("within")), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(10));
+        assert_eq!(d.stuck(), 1);
+        puts_hung.store(false, Ordering::SeqCst);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

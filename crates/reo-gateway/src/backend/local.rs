@@ -13,6 +13,9 @@
 //!
 //! Backend hints become `posix_fadvise` on the data files (see [`super::advice`]).
 //!
+//! Streamed writes ([`Backend::put_stream`]) go to a temporary file beside the object's, renamed
+//! into place at the commit; a whole-object [`Backend::put`] is one such write.
+//!
 //! Streamed reads ([`Backend::get_stream`]) open the data file first and read it in
 //! [`STREAM_CHUNK`] pieces as the caller pulls them (on its blocking thread); an overwrite renames
 //! a new file into place, so the open file keeps serving the version it was opened at.
@@ -21,13 +24,14 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 
 use super::advice::{self, Address, Advice, AdviceReport};
 use super::key_index::KeyIndex;
-use super::{BResult, Backend, BackendError, BucketInfo, ChunkIter, ListEntry, ObjectInfo};
+use super::{BResult, Backend, BackendError, BucketInfo, ChunkIter, ListEntry, ObjectInfo, ObjectWriter};
 use crate::keys::{decode_segment, key_path, validate_bucket, validate_key};
 
 /// The bucket's own metadata file (creation time) inside its directory.
@@ -72,7 +76,7 @@ pub struct LocalBackend {
     root: PathBuf,
     tmp_seq: AtomicU64,
     /// The keys of listed buckets in order ([`KeyIndex`]).
-    keys: KeyIndex,
+    keys: Arc<KeyIndex>,
 }
 
 fn io_err(what: &str, p: &Path, e: std::io::Error) -> BackendError {
@@ -91,17 +95,87 @@ fn sync_dir(p: &Path) -> BResult<()> {
     File::open(p).and_then(|f| f.sync_all()).map_err(|e| io_err("fsync directory", p, e))
 }
 
+/// Writes `bytes` to `path` atomically and durably through the temporary file `tmp`.
+fn write_atomic_via(tmp: &Path, path: &Path, bytes: &[u8]) -> BResult<()> {
+    let r = (|| {
+        let mut f = OpenOptions::new().write(true).create_new(true).open(tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(tmp, path)
+    })();
+    if let Err(e) = r {
+        let _ = fs::remove_file(tmp);
+        return Err(io_err("write", path, e));
+    }
+    sync_dir(path.parent().expect("object paths have a parent"))
+}
+
+/// An object of the local backend being written ([`Backend::put_stream`], and [`Backend::put`]
+/// through it): a temporary file beside the object's, renamed over it at the commit (data
+/// first, then the sidecar). Dropped uncommitted, it removes the temporary file.
+struct LocalWriter {
+    /// Open until the commit.
+    file: Option<File>,
+    tmp: PathBuf,
+    meta_tmp: PathBuf,
+    data: PathBuf,
+    meta: PathBuf,
+    bucket: String,
+    key: String,
+    keys: Arc<KeyIndex>,
+    written: u64,
+}
+
+impl LocalWriter {
+    fn append(&mut self, bytes: &[u8]) -> BResult<()> {
+        let f = self.file.as_mut().expect("open until committed");
+        f.write_all(bytes).map_err(|e| io_err("write", &self.tmp, e))?;
+        self.written += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn finish(mut self, info: &ObjectInfo) -> BResult<()> {
+        super::writer::check_size(info, self.written)?;
+        let f = self.file.take().expect("open until committed");
+        f.sync_all().and_then(|_| fs::rename(&self.tmp, &self.data)).map_err(|e| io_err("write", &self.data, e))?;
+        sync_dir(self.data.parent().expect("has a parent"))?;
+        // Listed from here: a reader derives the info of data without a sidecar.
+        self.keys.insert(&self.bucket, &self.key);
+        let meta = serde_json::to_vec(info).expect("serializable");
+        write_atomic_via(&self.meta_tmp, &self.meta, &meta)
+    }
+}
+
+impl ObjectWriter for LocalWriter {
+    fn write(&mut self, piece: Bytes) -> BResult<()> {
+        self.append(&piece)
+    }
+
+    fn commit(self: Box<Self>, info: &ObjectInfo) -> BResult<String> {
+        self.finish(info)?;
+        Ok(info.etag.clone())
+    }
+}
+
+impl Drop for LocalWriter {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
+}
+
 impl LocalBackend {
     /// The backend rooted at `root`, not created if missing: it is down (every operation an I/O
     /// error) until the directory appears.
     pub fn attach(root: &Path) -> LocalBackend {
-        LocalBackend { root: root.to_path_buf(), tmp_seq: AtomicU64::new(0), keys: KeyIndex::default() }
+        LocalBackend { root: root.to_path_buf(), tmp_seq: AtomicU64::new(0), keys: Arc::default() }
     }
 
     /// Opens (creating if needed) the backend rooted at `root`.
     pub fn open(root: &Path) -> BResult<LocalBackend> {
         fs::create_dir_all(root).map_err(|e| io_err("create", root, e))?;
-        Ok(LocalBackend { root: root.to_path_buf(), tmp_seq: AtomicU64::new(0), keys: KeyIndex::default() })
+        Ok(LocalBackend { root: root.to_path_buf(), tmp_seq: AtomicU64::new(0), keys: Arc::default() })
     }
 
     fn bucket_dir(&self, bucket: &str) -> BResult<PathBuf> {
@@ -162,21 +236,36 @@ impl LocalBackend {
         Ok((data, meta))
     }
 
+    /// A temporary file's path beside `path` (named so that listings skip it).
+    fn tmp_beside(&self, path: &Path) -> PathBuf {
+        let dir = path.parent().expect("object paths have a parent");
+        dir.join(format!("t.{}.{}", std::process::id(), self.tmp_seq.fetch_add(1, Ordering::Relaxed)))
+    }
+
     /// Writes `bytes` to `path` atomically and durably.
     fn write_atomic(&self, path: &Path, bytes: &[u8]) -> BResult<()> {
-        let dir = path.parent().expect("object paths have a parent");
-        let tmp = dir.join(format!("t.{}.{}", std::process::id(), self.tmp_seq.fetch_add(1, Ordering::Relaxed)));
-        let r = (|| {
-            let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-            f.write_all(bytes)?;
-            f.sync_all()?;
-            fs::rename(&tmp, path)
-        })();
-        if let Err(e) = r {
-            let _ = fs::remove_file(&tmp);
-            return Err(io_err("write", path, e));
-        }
-        sync_dir(dir)
+        write_atomic_via(&self.tmp_beside(path), path, bytes)
+    }
+
+    /// A writer of `key` ([`LocalWriter`]): its directories are made and its temporary file
+    /// created.
+    fn writer(&self, bucket: &str, key: &str) -> BResult<LocalWriter> {
+        let (data, meta) = self.paths(bucket, key)?;
+        let dir = data.parent().expect("has a parent");
+        Self::create_below(&self.root.join(bucket), dir)?;
+        let (tmp, meta_tmp) = (self.tmp_beside(&data), self.tmp_beside(&meta));
+        let file = OpenOptions::new().write(true).create_new(true).open(&tmp).map_err(|e| io_err("create", &tmp, e))?;
+        Ok(LocalWriter {
+            file: Some(file),
+            tmp,
+            meta_tmp,
+            data,
+            meta,
+            bucket: bucket.into(),
+            key: key.into(),
+            keys: self.keys.clone(),
+            written: 0,
+        })
     }
 
     /// Info of the object whose data file is `data` (see the module doc for the fallback).
@@ -318,14 +407,13 @@ impl Backend for LocalBackend {
     }
 
     fn put(&self, bucket: &str, key: &str, data: &[u8], info: &ObjectInfo) -> BResult<()> {
-        let (dpath, mpath) = self.paths(bucket, key)?;
-        let dir = dpath.parent().expect("has a parent");
-        Self::create_below(&self.root.join(bucket), dir)?;
-        self.write_atomic(&dpath, data)?;
-        // Listed from here: a reader derives the info of data without a sidecar.
-        self.keys.insert(bucket, key);
-        let meta = serde_json::to_vec(info).expect("serializable");
-        self.write_atomic(&mpath, &meta)
+        let mut w = self.writer(bucket, key)?;
+        w.append(data)?;
+        w.finish(info)
+    }
+
+    fn put_stream(self: Arc<Self>, bucket: &str, key: &str, _info: &ObjectInfo) -> BResult<Box<dyn ObjectWriter>> {
+        Ok(Box::new(self.writer(bucket, key)?))
     }
 
     fn head(&self, bucket: &str, key: &str) -> BResult<ObjectInfo> {

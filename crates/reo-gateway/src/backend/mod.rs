@@ -11,6 +11,9 @@
 //! chunks, which the gateway's miss path forwards to clients as they arrive). `get_stream` has a
 //! default implementation over `get_range` (one chunk), so a backend only overrides it when it can
 //! do better (the local backend reads its file in [`local::STREAM_CHUNK`] pieces).
+//!
+//! Writes come in two forms too: [`Backend::put`] (a whole object) and [`Backend::put_stream`]
+//! (an [`ObjectWriter`] taking the object a piece at a time, visible whole at its commit).
 
 pub mod advice;
 pub mod deadline;
@@ -21,9 +24,11 @@ pub mod s3;
 #[cfg(test)]
 mod tests;
 mod workers;
+pub mod writer;
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 pub use advice::{Address, Advice, AdviceReport};
 use bytes::Bytes;
@@ -31,6 +36,7 @@ use bytes::Bytes;
 pub use list::{ListPage, ListQuery};
 pub use local::LocalBackend;
 pub use s3::S3Backend;
+pub use writer::ObjectWriter;
 
 /// What a backend keeps about an object besides its bytes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -125,6 +131,16 @@ pub trait Backend: Send + Sync + 'static {
     /// call to another thread or task takes them without a copy. Default: [`Backend::put`].
     fn put_owned(&self, bucket: &str, key: &str, data: Bytes, info: &ObjectInfo) -> BResult<()> {
         self.put(bucket, key, &data, info)
+    }
+    /// Opens a writer of `key` ([`writer`]): the object is written a piece at a time and
+    /// appears whole at the commit. `info` holds what is known before the body (content type,
+    /// user and system metadata; `etag` empty if not known yet). The bucket is checked here.
+    ///
+    /// Default: [`writer::Buffered`] (the pieces collected, then [`Backend::put_owned`]).
+    fn put_stream(self: Arc<Self>, bucket: &str, key: &str, info: &ObjectInfo) -> BResult<Box<dyn ObjectWriter>> {
+        let _ = info;
+        self.head_bucket(bucket)?;
+        Ok(Box::new(writer::Buffered::new(self, bucket, key)))
     }
     fn head(&self, bucket: &str, key: &str) -> BResult<ObjectInfo>;
     /// Bytes `[start, end)` (clamped to the object) and the object's info.

@@ -127,3 +127,11 @@ fn a_key_removed_behind_the_index_does_not_cut_a_page_short() {
     assert!(matches!(b.delete_bucket("bkt"), Err(BackendError::BucketNotEmpty(_))));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn streamed_writes_conform() {
+    let (b, dir) = backend();
+    b.create_bucket("bkt").unwrap();
+    writer::conformance(std::sync::Arc::new(b));
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -240,7 +240,14 @@ impl Gateway {
             used.push(p);
         }
         // The parts stream into the object's write (write-back: the cache, as they are read).
-        let meta = ObjectInfo { user_meta: u.user_meta.clone(), system: u.system.clone(), ..Default::default() };
+        let etag = format!("{}-{}", crate::keys::md5_hex(&md5s), parts.len());
+        let meta = ObjectInfo {
+            etag: etag.clone(),
+            content_type: u.content_type.clone(),
+            user_meta: u.user_meta.clone(),
+            system: u.system.clone(),
+            ..Default::default()
+        };
         let mut sink = self.incoming_put(bucket, key, &meta, Some(total), budget, max_object)?;
         // The piece being read and what the sink keeps (a collected object reserves its own).
         let mut held = budget.reserve();
@@ -249,7 +256,6 @@ impl Gateway {
         feed(&d, &used, &mut sink, &mut full)?;
         let mut system = u.system.clone();
         system.extend(object_checksum(&u, &used, full.map(Hasher::finalize), claimed)?);
-        let etag = format!("{}-{}", crate::keys::md5_hex(&md5s), parts.len());
         let info = ObjectInfo {
             etag,
             content_type: u.content_type.clone(),

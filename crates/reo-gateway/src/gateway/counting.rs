@@ -147,6 +147,15 @@ impl Backend for Counting {
         self.write_fault()?;
         self.inner.put_owned(bucket, key, data, info)
     }
+    fn put_stream(
+        self: Arc<Self>,
+        bucket: &str,
+        key: &str,
+        info: &ObjectInfo,
+    ) -> BResult<Box<dyn crate::backend::ObjectWriter>> {
+        self.write_fault()?;
+        self.inner.clone().put_stream(bucket, key, info)
+    }
     fn head(&self, bucket: &str, key: &str) -> BResult<ObjectInfo> {
         if self.down.load(Ordering::SeqCst) {
             return Err(BackendError::Io("connection refused (test)".into()));

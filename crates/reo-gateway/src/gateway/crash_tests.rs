@@ -175,6 +175,30 @@ fn the_flusher_holds_no_lock_while_the_backend_writes() {
 }
 
 #[test]
+fn a_flush_is_abandoned_when_its_object_is_rewritten_while_it_is_read() {
+    let rig = Rig::new();
+    let (gw, backend, counting) = rig.open_counting();
+    // Several fragments: the flusher reads them one at a time, after its first, without a lock.
+    let v1: Vec<u8> = (0..300_000u32).map(|i| i as u8).collect();
+    gw.put("bkt", "k", &v1, info()).unwrap();
+    counting.before_write.set(false);
+    let round = {
+        let gw = gw.clone();
+        std::thread::spawn(move || flusher::round(&gw))
+    };
+    counting.before_write.wait_reached(1);
+    let v2: Vec<u8> = (0..300_000u32).map(|i| (i * 5 + 1) as u8).collect();
+    gw.put("bkt", "k", &v2, info()).unwrap();
+    counting.before_write.set(true);
+    assert!(!round.join().unwrap());
+    // Neither version half and half: the flush of v1 was abandoned before its commit.
+    assert!(matches!(backend.head("bkt", "k"), Err(crate::backend::BackendError::NoSuchKey(_))));
+    assert!(!flusher::round(&gw));
+    assert_eq!(backend.get_range("bkt", "k", 0, u64::MAX).unwrap().0, v2);
+    assert_eq!(gw.dirty().0, 0);
+}
+
+#[test]
 fn a_write_through_waits_for_the_flush_of_its_key() {
     let rig = Rig::new();
     let (gw, backend, counting) = rig.open_counting();

@@ -1,8 +1,9 @@
 //! The flusher: a thread that writes unflushed (dirty) objects to the backend, then marks them
-//! clean in the cache and forgets their pending record. One object at a time; the backend call
-//! holds no lock, and the pending state is retired only if no write or delete replaced it
-//! meanwhile ([`flush_one`] gives the steps); failures are retried
-//! with exponential backoff (100 ms doubling to 30 s) and counted. While the backend's own I/O
+//! clean in the cache and forgets their pending record. One object at a time, streamed from
+//! flash a fragment at a time (the flusher holds one fragment, whatever the object's size); the
+//! backend call holds no lock, and the pending state is retired only if no write or delete
+//! replaced it meanwhile ([`flush_one`] gives the steps); failures are retried with exponential
+//! backoff (100 ms doubling to 30 s) and counted. While the backend's own I/O
 //! fails, a round stops at its first such failure (one probe per backoff, not one per object).
 //! Backend write failures mark the backend down and the next success marks it up again
 //! ([`super::outage`]); a wake-up (a write, `reo admin flush`) retries at once. A bucket missing
@@ -155,9 +156,12 @@ impl std::fmt::Display for FlushError {
 /// pending state, in three steps:
 ///
 /// 1. under the key's stripe, shared (reads go on; writes wait, briefly): the pending state at
-///    `version` and, for a write, its bytes from flash; the key is marked as being flushed;
+///    `version` and, for a write, its first fragment from flash; the key is marked as being
+///    flushed;
 /// 2. holding no lock: the backend call (a slow or hung backend holds up nothing the cache can
-///    answer), then the key's mark is cleared;
+///    answer) — for a write, a streamed backend write fed a fragment at a time
+///    ([`write_streamed`]), abandoned if the object changes while it is read — then the key's
+///    mark is cleared;
 /// 3. under the stripe, exclusive: unless a newer write or delete replaced the state meanwhile
 ///    (it is flushed in its turn), the state is retired — a write's record first loses its `prev`
 ///    (the backend holds the write now: the state before it must never be restored), the object
@@ -166,25 +170,27 @@ impl std::fmt::Display for FlushError {
 ///    recovery flushes again (idempotent) or finds retired.
 fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
     use FlushError::Local;
-    let (p, data, call) = {
+    let (p, first, call) = {
         let _r = gw.stripe_shared(ck);
         let Some(p) = gw.pending().map.get(ck).cloned() else { return Ok(()) };
         if p.version != version {
             return Ok(()); // overwritten since the snapshot: the next round takes the new version
         }
         debug_assert_eq!(cache_key(&p.bucket, &p.key), ck);
-        let data = if p.deleted { bytes::Bytes::new() } else { read_dirty(gw, ck, &p)? };
-        (p, data, gw.flushing.begin(ck))
+        let first = if p.deleted { None } else { Some(read_window(gw, ck, &p, 0, None)?) };
+        (p, first, gw.flushing.begin(ck))
     };
-    let r = if p.deleted {
-        match gw.raw_backend.delete(&p.bucket, &p.key) {
+    let r = match first {
+        None => match gw.raw_backend.delete(&p.bucket, &p.key) {
             // A bucket deleted behind the gateway's back holds no key either: the delete is
             // done (retrying it would fail for ever and mark the backend down).
             Ok(()) | Err(BackendError::NoSuchKey(_)) | Err(BackendError::NoSuchBucket(_)) => Ok(()),
             Err(e) => Err(e),
-        }
-    } else {
-        gw.raw_backend.put_owned(&p.bucket, &p.key, data.clone(), &p.info)
+        },
+        Some((token, bytes)) => match write_streamed(gw, ck, &p, token, bytes)? {
+            Some(r) => r,
+            None => return Ok(()), // rewritten while it was read: the newer state is flushed next
+        },
     };
     drop(call);
     match r {
@@ -233,20 +239,66 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
     }
     let mut c = gw.counters.lock().unwrap_or_else(|e| e.into_inner());
     c.flushed_objects += 1;
-    c.flushed_bytes += data.len() as u64;
+    c.flushed_bytes += p.info.size;
     Ok(())
 }
 
-/// The bytes of the unflushed write `p` of `ck`, from flash, in one buffer (the backend's put
-/// takes a whole object); a fragment's own buffer is freed as soon as it is copied.
-fn read_dirty(gw: &Gateway, ck: &str, p: &super::pending::PendingPut) -> Result<bytes::Bytes, FlushError> {
-    let r = gw.cache.get(ck.as_bytes(), 0, u64::MAX, now_ns()).map_err(|e| FlushError::Local(e.to_string()))?;
+/// The fragment-sized window of the unflushed write `p` of `ck` that begins at `start`, from
+/// flash, and the cache's token of the version read. With `token` (a later window), `None` if
+/// the object changed since the first window was read.
+fn read_window(
+    gw: &Gateway,
+    ck: &str,
+    p: &super::pending::PendingPut,
+    start: u64,
+    token: Option<u64>,
+) -> Result<(u64, bytes::Bytes), FlushError> {
+    let end = (start + gw.cache.config().fragment_size).min(p.info.size);
+    let r = gw
+        .cache
+        .get_shared(ck.as_bytes(), start, end, now_ns(), false)
+        .map_err(|e| FlushError::Local(e.to_string()))?;
     if !r.is_hit() && p.info.size > 0 {
         return Err(FlushError::Local(format!("unflushed object {ck:?} is not fully on flash")));
     }
-    let mut out = Vec::with_capacity(r.pieces.iter().map(|x| x.data.as_ref().map_or(0, |d| d.len())).sum());
+    let mut out = bytes::BytesMut::with_capacity((end - start) as usize);
     for piece in r.pieces {
-        out.extend_from_slice(&piece.data.unwrap_or_default());
+        for b in piece.data.map(reo_store::ReadBytes::into_bytes).into_iter().flatten() {
+            out.extend_from_slice(&b);
+        }
     }
-    Ok(bytes::Bytes::from(out))
+    Ok((token.unwrap_or(r.token), out.freeze()))
+}
+
+/// Writes the unflushed write `p` of `ck` to the backend a window at a time, beginning with
+/// `first` (read with the cache's `token`): the flusher holds one window, whatever the object's
+/// size. `None` if the object was rewritten or deleted while it was read (the backend write is
+/// abandoned, leaving the backend as it was); else the backend's answer.
+fn write_streamed(
+    gw: &Gateway,
+    ck: &str,
+    p: &super::pending::PendingPut,
+    token: u64,
+    first: bytes::Bytes,
+) -> Result<Option<crate::backend::BResult<()>>, FlushError> {
+    let mut w = match gw.raw_backend.clone().put_stream(&p.bucket, &p.key, &p.info) {
+        Ok(w) => w,
+        Err(e) => return Ok(Some(Err(e))),
+    };
+    let mut at = first.len() as u64;
+    if let Err(e) = w.write(first) {
+        return Ok(Some(Err(e)));
+    }
+    while at < p.info.size {
+        let (_, window) = read_window(gw, ck, p, at, Some(token))?;
+        // The window may be of a newer version: checked after the read, as a GET's are.
+        if gw.cache.changed_since(ck.as_bytes(), token) {
+            return Ok(None);
+        }
+        at += window.len() as u64;
+        if let Err(e) = w.write(window) {
+            return Ok(Some(Err(e)));
+        }
+    }
+    Ok(Some(w.commit(&p.info).map(|_| ())))
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::outage::BackendHealth;
 use crate::backend::{
     Address, Advice, AdviceReport, BResult, Backend, BackendError, BucketInfo, ChunkIter, ListEntry, ObjectInfo,
+    ObjectWriter,
 };
 
 /// See the module doc.
@@ -27,13 +28,40 @@ impl Guarded {
             return Err(e);
         }
         let r = f(self.inner.as_ref());
-        match &r {
-            Err(BackendError::Io(m)) => self.health.record_failure(m),
-            // Refused before anything was sent (a name the backend cannot hold): no answer.
-            Err(BackendError::Invalid(_)) => {}
-            _ => self.health.record_success(),
-        }
+        record(&self.health, &r);
         r
+    }
+}
+
+/// Records a call's answer in the backend's health.
+fn record<T>(health: &BackendHealth, r: &BResult<T>) {
+    match r {
+        Err(BackendError::Io(m)) => health.record_failure(m),
+        // Refused before anything was sent (a name the backend cannot hold): no answer.
+        Err(BackendError::Invalid(_)) => {}
+        _ => health.record_success(),
+    }
+}
+
+/// A streamed write whose calls' answers go into the backend's health, as every call's do.
+struct GuardedWriter {
+    inner: Box<dyn ObjectWriter>,
+    health: Arc<BackendHealth>,
+}
+
+impl ObjectWriter for GuardedWriter {
+    fn write(&mut self, piece: bytes::Bytes) -> BResult<()> {
+        let r = self.inner.write(piece);
+        record(&self.health, &r);
+        r
+    }
+    fn commit(self: Box<Self>, info: &ObjectInfo) -> BResult<String> {
+        let r = self.inner.commit(info);
+        record(&self.health, &r);
+        r
+    }
+    fn buffer_limit(&self) -> usize {
+        self.inner.buffer_limit()
     }
 }
 
@@ -55,6 +83,10 @@ impl Backend for Guarded {
     }
     fn put_owned(&self, bucket: &str, key: &str, data: bytes::Bytes, info: &ObjectInfo) -> BResult<()> {
         self.call(|b| b.put_owned(bucket, key, data, info))
+    }
+    fn put_stream(self: Arc<Self>, bucket: &str, key: &str, info: &ObjectInfo) -> BResult<Box<dyn ObjectWriter>> {
+        let inner = self.call(|_| self.inner.clone().put_stream(bucket, key, info))?;
+        Ok(Box::new(GuardedWriter { inner, health: self.health.clone() }))
     }
     fn head(&self, bucket: &str, key: &str) -> BResult<ObjectInfo> {
         self.call(|b| b.head(bucket, key))

@@ -1,8 +1,11 @@
 //! [`IncomingPut`]: where a PUT's body goes while it arrives. A write-back PUT of a declared
 //! size streams into the cache ([`reo_cache::StreamedPut`]: its fragments land on flash as they
-//! arrive, the object appears whole once its digests are checked and it is recorded); the other
-//! paths hand the backend a whole object, so their body is collected, counted in the memory
-//! budget ([`crate::body::Collected`]).
+//! arrive, the object appears whole once its digests are checked and it is recorded). A
+//! write-through or write-around PUT streams into the backend ([`crate::backend::ObjectWriter`],
+//! committed once its digests are checked) and, if write-through, into a clean copy on flash
+//! finished after the backend's commit. Only a write-back body of undeclared size (chunked
+//! without a decoded length) is collected, counted in the memory budget
+//! ([`crate::body::Collected`]).
 //!
 //! Everything a PUT can be refused for without its body — the key, the bucket's policy and
 //! scope, the dirty budget, the backend failing — is checked by [`Gateway::incoming_put`]
@@ -13,33 +16,49 @@ use std::sync::Arc;
 use reo_cache::{StreamedPut, WriteError};
 use s3s::{s3_error, S3Result};
 
+use super::dirty_claims::DirtyClaim;
+use super::errors::backend_err;
 use super::pending::cache_key;
 use super::policy::WritePolicy;
 use super::write::Payload;
 use super::{now_ns, Gateway};
-use crate::backend::ObjectInfo;
+use crate::backend::{ObjectInfo, ObjectWriter};
 use crate::body::{BodySink, Collected};
 use crate::budget::MemoryBudget;
 
 /// See the module doc.
 pub enum IncomingPut {
-    /// Write-back: in the cache as it arrives.
-    Staged(StreamedPut),
-    /// Collected for the backend.
+    /// Write-back: in the cache as it arrives, its size claimed in the dirty budget.
+    Staged(StreamedPut, DirtyClaim),
+    /// Write-through or write-around: in the backend as it arrives.
+    Streamed(BackendPut),
+    /// Collected whole.
     Collected(Collected),
 }
+
+/// A body on its way into the backend, and into a clean copy on flash if write-through.
+pub struct BackendPut {
+    pub(crate) writer: Box<dyn ObjectWriter>,
+    pub(crate) copy: Option<StreamedPut>,
+    pub(crate) written: u64,
+}
+
+/// Pieces of a body streamed to the backend without a copy on flash.
+const BACKEND_PIECE: usize = 1 << 20;
 
 impl BodySink for IncomingPut {
     fn piece_len(&self) -> usize {
         match self {
-            IncomingPut::Staged(p) => p.fragment_len(),
+            IncomingPut::Staged(p, _) => p.fragment_len(),
+            IncomingPut::Streamed(b) => b.copy.as_ref().map_or(BACKEND_PIECE, StreamedPut::fragment_len),
             IncomingPut::Collected(c) => c.piece_len(),
         }
     }
 
     fn next_in_memory(&self) -> bool {
         match self {
-            IncomingPut::Staged(p) => p.next_is_kept(),
+            IncomingPut::Staged(p, _) => p.next_is_kept(),
+            IncomingPut::Streamed(_) => false,
             IncomingPut::Collected(_) => true,
         }
     }
@@ -47,18 +66,32 @@ impl BodySink for IncomingPut {
     fn kept(&self) -> usize {
         match self {
             // The first fragment, written last ([`StreamedPut`]).
-            IncomingPut::Staged(p) => p.fragment_len(),
+            IncomingPut::Staged(p, _) => p.fragment_len(),
+            // The copy's first fragment and what the backend's writer gathers (a part).
+            IncomingPut::Streamed(b) => {
+                b.copy.as_ref().map_or(0, StreamedPut::fragment_len).saturating_add(b.writer.buffer_limit())
+            }
             IncomingPut::Collected(_) => 0,
         }
     }
 
     fn write(&mut self, piece: &[u8]) -> S3Result<()> {
+        let flash = |e: WriteError| match e {
+            WriteError::TooLarge(m) => s3_error!(IncompleteBody, "the body is not the size it declared: {m}"),
+            WriteError::Full(m) => s3_error!(SlowDown, "the cache has no room for more unflushed writes ({m})"),
+            e => s3_error!(ServiceUnavailable, "flash write failed: {e}"),
+        };
         match self {
-            IncomingPut::Staged(p) => p.push(piece).map_err(|e| match e {
-                WriteError::TooLarge(m) => s3_error!(IncompleteBody, "the body is not the size it declared: {m}"),
-                WriteError::Full(m) => s3_error!(SlowDown, "the cache has no room for more unflushed writes ({m})"),
-                e => s3_error!(ServiceUnavailable, "flash write failed: {e}"),
-            }),
+            IncomingPut::Staged(p, _) => p.push(piece).map_err(flash),
+            IncomingPut::Streamed(b) => {
+                b.writer.write(bytes::Bytes::copy_from_slice(piece)).map_err(backend_err)?;
+                b.written += piece.len() as u64;
+                // A clean copy that fails is only not cached.
+                if b.copy.as_mut().is_some_and(|c| c.push(piece).is_err()) {
+                    b.copy = None;
+                }
+                Ok(())
+            }
             IncomingPut::Collected(c) => c.write(piece),
         }
     }
@@ -92,18 +125,34 @@ impl Gateway {
         self.check_target(key)?;
         let dirty_limit = self.dirty_limit.load(std::sync::atomic::Ordering::Relaxed);
         let policy = self.policy(bucket, key)?;
-        if let (WritePolicy::WriteBack, Some(size)) = (policy, size) {
+        let ck = cache_key(bucket, key);
+        if policy == WritePolicy::WriteBack {
+            let Some(size) = size else {
+                return Collected::new(budget.reserve(), 0, limit).map(IncomingPut::Collected);
+            };
             if size <= dirty_limit.min(limit) && fits_blob_header(meta) {
-                self.check_dirty_room(size)?;
-                match self.cache.start_put(cache_key(bucket, key).as_bytes(), size, now_ns()) {
-                    Ok(p) => return Ok(IncomingPut::Staged(p)),
-                    // Larger than the cache: write-around, collected.
+                let claim = self.dirty_claims.claim(size);
+                self.check_dirty_room(size, size)?;
+                match self.cache.start_put(ck.as_bytes(), size, now_ns()) {
+                    Ok(p) => return Ok(IncomingPut::Staged(p, claim)),
+                    // Larger than the cache: write-around.
                     Err(WriteError::TooLarge(_)) => {}
                     Err(e) => return Err(s3_error!(ServiceUnavailable, "flash write failed: {e}")),
                 }
             }
         }
-        Collected::new(budget.reserve(), size.unwrap_or(0), limit).map(IncomingPut::Collected)
+        if size.is_some_and(|n| n > limit) {
+            return Err(s3_error!(EntityTooLarge, "the body exceeds this gateway's limit of {limit} bytes"));
+        }
+        let opened = ObjectInfo { size: size.unwrap_or(0), ..meta.clone() };
+        let writer = self.backend.clone().put_stream(bucket, key, &opened).map_err(backend_err)?;
+        let copy = match (policy, size) {
+            (WritePolicy::WriteThrough, Some(size)) if fits_blob_header(meta) => {
+                self.cache.start_clean_put(ck.as_bytes(), size, now_ns())
+            }
+            _ => None,
+        };
+        Ok(IncomingPut::Streamed(BackendPut { writer, copy, written: 0 }))
     }
 
     /// Stores a PUT whose body `incoming` received (and whose digests the caller checked), if
@@ -121,7 +170,8 @@ impl Gateway {
         F: FnOnce(Option<&ObjectInfo>) -> S3Result<()>,
     {
         match incoming {
-            IncomingPut::Staged(p) => self.store_if(bucket, key, Payload::Staged(p), info, check),
+            IncomingPut::Staged(p, c) => self.store_if(bucket, key, Payload::Staged(p, c), info, check),
+            IncomingPut::Streamed(b) => self.store_if(bucket, key, Payload::Streamed(b), info, check),
             IncomingPut::Collected(c) => self.store_if(bucket, key, Payload::Bytes(c.bytes()), info, check),
         }
     }

@@ -51,6 +51,7 @@ mod complete_tests;
 pub(crate) mod counting;
 #[cfg(test)]
 mod crash_tests;
+mod dirty_claims;
 pub mod errors;
 mod fetch;
 pub(crate) mod flight;
@@ -136,6 +137,8 @@ pub struct Gateway {
     pub(crate) flush_before_ns: std::sync::atomic::AtomicU64,
     /// Unflushed bytes beyond which writes get 503 SlowDown (the high watermark).
     pub(crate) dirty_limit: std::sync::atomic::AtomicU64,
+    /// Dirty room promised to write-back bodies still arriving.
+    pub(crate) dirty_claims: dirty_claims::DirtyClaims,
     rules: RwLock<Vec<PolicyRule>>,
     /// Whether the backend is down (from its answers) and the buckets known to exist.
     pub health: Arc<outage::BackendHealth>,
@@ -212,6 +215,7 @@ impl Gateway {
             flush_before_ns: Default::default(),
             // Half the cache: room is left for cleaning (rewriting flushed objects clean).
             dirty_limit: std::sync::atomic::AtomicU64::new(dirty_limit),
+            dirty_claims: Default::default(),
             rules: RwLock::new(Vec::new()),
             health,
             fetch,

@@ -23,16 +23,18 @@ use reo_cache::WriteError;
 use s3s::{s3_error, S3Result};
 
 use super::errors::backend_err;
+use super::incoming::BackendPut;
 use super::pending::{cache_key, PendingPut};
 use super::policy::WritePolicy;
 use super::{meta_of, now_ns, Gateway};
 use crate::backend::ObjectInfo;
 
-/// The bytes of a write: in memory, or staged in the cache as they arrived
-/// ([`super::incoming`]).
+/// The bytes of a write: in memory, staged in the cache as they arrived, or written to the
+/// backend as they arrived and not yet committed ([`super::incoming`]).
 pub(crate) enum Payload<'a> {
     Bytes(&'a [u8]),
-    Staged(reo_cache::StreamedPut),
+    Staged(reo_cache::StreamedPut, super::dirty_claims::DirtyClaim),
+    Streamed(BackendPut),
 }
 
 impl Gateway {
@@ -75,14 +77,16 @@ impl Gateway {
     }
 
     /// Refuses a write-back write of `size` more bytes while writes must slow down (the backend
-    /// is failing, or the dirty budget is spent).
-    pub(crate) fn check_dirty_room(&self, size: u64) -> S3Result<()> {
+    /// is failing, or the dirty budget is spent: unflushed bytes, and the room claimed by bodies
+    /// still arriving, `own` of them by this write's own claim).
+    pub(crate) fn check_dirty_room(&self, size: u64, own: u64) -> S3Result<()> {
         if let Some(why) = self.health.slowdown_reason() {
             self.count_slowdown();
             return Err(s3_error!(SlowDown, "{why}"));
         }
         let limit = self.dirty_limit.load(std::sync::atomic::Ordering::Relaxed);
-        if self.dirty().1 + size > limit {
+        let claimed = self.dirty_claims.total().saturating_sub(own);
+        if self.dirty().1 + claimed + size > limit {
             self.count_slowdown();
             return Err(s3_error!(
                 SlowDown,
@@ -111,8 +115,12 @@ impl Gateway {
         self.check_bucket(bucket)?;
         let data = match &payload {
             Payload::Bytes(d) => Some(*d),
-            Payload::Staged(p) => {
+            Payload::Staged(p, _) => {
                 info.size = p.size();
+                None
+            }
+            Payload::Streamed(b) => {
+                info.size = b.written;
                 None
             }
         };
@@ -134,6 +142,12 @@ impl Gateway {
                 Err(e) => return Err(e),
             }
         }
+        // Written to the backend as it arrived: committed whatever the policy is now (the
+        // backend is where every policy's data ends up).
+        let payload = match payload {
+            Payload::Streamed(b) => return self.commit_streamed(bucket, key, &ck, b, info),
+            p => p,
+        };
         // A staged body is in the cache only: if the policy changed while it arrived, the client
         // sends it again.
         let whole = || {
@@ -148,11 +162,17 @@ impl Gateway {
             }
             WritePolicy::WriteBack | WritePolicy::ReadOnly => {}
         }
-        self.check_dirty_room(info.size)?;
+        let own = match &payload {
+            Payload::Staged(_, claim) => claim.bytes(),
+            _ => 0,
+        };
+        self.check_dirty_room(info.size, own)?;
         let (mut pp, prev) = self.record_write(bucket, key, &info)?;
         let written = match payload {
             Payload::Bytes(d) => self.cache.put(ck.as_bytes(), d, &meta_of(&info), true, now_ns()),
-            Payload::Staged(p) => p.finish(&meta_of(&info), now_ns()),
+            // The claim is released with the payload, once the bytes count as unflushed.
+            Payload::Staged(p, _claim) => p.finish(&meta_of(&info), now_ns()),
+            Payload::Streamed(_) => unreachable!("committed above"),
         };
         match written {
             Ok(r) => {
@@ -207,6 +227,36 @@ impl Gateway {
         // A clean copy lost in a crash is only a miss.
         if self.cache.put(ck.as_bytes(), data, &meta_of(&info), false, now_ns()).is_err() {
             self.cache.delete(ck.as_bytes());
+        }
+        Ok(info)
+    }
+
+    /// Commits a body written to the backend as it arrived (write-through or write-around),
+    /// then finishes its clean copy on flash, if it has one: the backend first, as for
+    /// [`Gateway::write_through`]. The caller holds the key's stripe lock. The ETag is the one
+    /// the backend reports from now on ([`crate::backend::ObjectWriter::commit`]).
+    fn commit_streamed(
+        &self,
+        bucket: &str,
+        key: &str,
+        ck: &str,
+        put: BackendPut,
+        mut info: ObjectInfo,
+    ) -> S3Result<ObjectInfo> {
+        let BackendPut { writer, copy, .. } = put;
+        let mut etag = None;
+        self.write_backend(ck, || {
+            etag = Some(writer.commit(&info)?);
+            Ok(())
+        })?;
+        info.etag = etag.expect("set by the commit");
+        let cached = copy.map(|c| c.finish(&meta_of(&info), now_ns()).is_ok());
+        // A clean copy lost in a crash is only a miss; one that failed is dropped.
+        if cached == Some(false) {
+            self.cache.delete(ck.as_bytes());
+        }
+        if cached.is_none() && self.policy(bucket, key)? != WritePolicy::WriteThrough {
+            self.counters.lock().unwrap_or_else(|e| e.into_inner()).write_around += 1;
         }
         Ok(info)
     }

@@ -199,6 +199,20 @@ impl Claims {
         self.checksum.as_ref().map(|(a, _)| *a).or(self.trailer)
     }
 
+    /// Keeps the checksum sent as a header with the object's metadata before the body is read
+    /// (a backend that fixes metadata before the last byte needs it then); the body is still
+    /// checked against it, and refused if it does not match.
+    pub fn store_claimed(&self, system: &mut BTreeMap<String, String>) {
+        if let Some((a, d)) = &self.checksum {
+            system.insert(a.header().to_owned(), b64_encode(d));
+        }
+    }
+
+    /// The MD5 the client sent (Content-MD5), in hex: the body's ETag if it is accepted.
+    pub fn md5_hex(&self) -> Option<String> {
+        self.md5.as_ref().map(|d| d.iter().map(|b| format!("{b:02x}")).collect())
+    }
+
     /// Checks the whole body against the claims, the trailer's among them (its stream has been
     /// read to the end, so s3s has verified and handed over the trailers).
     pub fn verify(&self, body: &[u8], trailers: Option<&s3s::TrailingHeaders>) -> S3Result<Verified> {

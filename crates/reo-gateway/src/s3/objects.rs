@@ -163,6 +163,9 @@ impl ReoS3 {
         // Where the body goes is decided before it is read (write-back: into the cache as it
         // arrives; see `gateway::incoming`), and so is everything it could be refused for.
         let size = i.body.as_ref().and_then(|b| b.remaining_length().exact()).map(|n| n as u64);
+        // Known before the body if the client sent it (a backend may need it up front).
+        info.etag = claims.md5_hex().unwrap_or_default();
+        claims.store_claimed(&mut info.system);
         let sink = self.gw.incoming_put(&bucket, &key, &info, size, &self.budget, self.limits.max_body)?;
         let (sink, digested) = receive(i.body.take(), self.limits.max_body, &self.budget, sink, claims.algo()).await?;
         let verified = claims.check(&digested, req.trailing_headers.as_ref())?;

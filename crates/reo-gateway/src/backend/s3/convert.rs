@@ -106,7 +106,10 @@ pub(super) fn attributes(info: &ObjectInfo) -> Attributes {
             None => a.insert(Attribute::Metadata(format!("{SYSTEM_META}{k}").into()), v.clone().into()),
         };
     }
-    a.insert(Attribute::Metadata(ETAG_META.into()), info.etag.clone().into());
+    // Not known when a streamed write's upload begins ([`super::writer`]).
+    if !info.etag.is_empty() {
+        a.insert(Attribute::Metadata(ETAG_META.into()), info.etag.clone().into());
+    }
     a
 }
 

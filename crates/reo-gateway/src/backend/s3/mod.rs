@@ -12,7 +12,8 @@
 //!   others have no such metadata: their S3 ETag is used, without quotes. The name `reo-etag` is
 //!   reserved. Listings report S3's ETag (S3 lists no metadata).
 //! * Objects above [`MULTIPART_THRESHOLD`] are uploaded in parts of [`PART_SIZE`] (S3 refuses
-//!   single PUTs above 5 GiB).
+//!   single PUTs above 5 GiB). Streamed writes ([`Backend::put_stream`]) are parts as they come
+//!   ([`writer`]).
 //! * Keys an object_store path cannot hold unchanged (`a//b`, `/a`, `a/`, `.`/`..` segments,
 //!   control characters) are refused with a message saying so.
 
@@ -22,6 +23,7 @@ pub mod errors;
 #[cfg(test)]
 mod moto_tests;
 pub mod settings;
+mod writer;
 mod xml;
 
 use std::collections::{BTreeMap, HashMap};
@@ -36,7 +38,7 @@ use object_store::path::Path;
 use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore, PutOptions, PutPayload, RetryConfig};
 
 use super::advice::{self, Address, Advice, AdviceReport};
-use super::{BResult, Backend, BackendError, BucketInfo, ListEntry, ObjectInfo};
+use super::{BResult, Backend, BackendError, BucketInfo, ListEntry, ObjectInfo, ObjectWriter};
 use crate::keys::validate_bucket;
 use convert::{attributes, object_info, put_multipart};
 use errors::{key_path, list_dir, map_err, normalize_etag, raw};
@@ -48,6 +50,27 @@ pub const ETAG_META: &str = "reo-etag";
 pub const MULTIPART_THRESHOLD: usize = 64 << 20;
 /// Part size of multipart uploads.
 pub const PART_SIZE: usize = 16 << 20;
+
+/// Runs `fut` on the runtime of `rt` and waits for it (from a thread outside it), at most
+/// `deadline`: then the call fails with `Io` (and `fut` is dropped, closing its connection).
+fn run_on<T: Send + 'static>(
+    rt: &tokio::runtime::Handle,
+    deadline: Duration,
+    fut: impl Future<Output = T> + Send + 'static,
+) -> BResult<T> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    rt.spawn(async move {
+        let _ = tx.send(tokio::time::timeout(deadline, fut).await);
+    });
+    match rx.recv() {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(_)) => Err(BackendError::Io(format!(
+            "the S3 backend did not answer within {:.1} s (backend.timeout)",
+            deadline.as_secs_f64()
+        ))),
+        Err(_) => Err(BackendError::Io("the S3 request was abandoned (shutting down?)".into())),
+    }
+}
 
 /// An S3-compatible object store as the gateway's backend.
 pub struct S3Backend {
@@ -104,18 +127,7 @@ impl S3Backend {
     /// Runs `fut` on the backend's runtime and waits for it (callable from any thread), at most
     /// `deadline`: then the call fails with `Io` (and `fut` is dropped, closing its connection).
     fn run<T: Send + 'static>(&self, deadline: Duration, fut: impl Future<Output = T> + Send + 'static) -> BResult<T> {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        self.rt.as_ref().expect("present until drop").spawn(async move {
-            let _ = tx.send(tokio::time::timeout(deadline, fut).await);
-        });
-        match rx.recv() {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(_)) => Err(BackendError::Io(format!(
-                "the S3 backend did not answer within {:.1} s (backend.timeout)",
-                deadline.as_secs_f64()
-            ))),
-            Err(_) => Err(BackendError::Io("the S3 request was abandoned (shutting down?)".into())),
-        }
+        run_on(self.rt.as_ref().expect("present until drop").handle(), deadline, fut)
     }
 
     /// The object_store client of `bucket`.
@@ -228,6 +240,15 @@ impl Backend for S3Backend {
             }
         })?;
         r.map_err(|e| self.not_found(bucket, map_err(e, bucket, key)))
+    }
+
+    fn put_stream(self: Arc<Self>, bucket: &str, key: &str, info: &ObjectInfo) -> BResult<Box<dyn ObjectWriter>> {
+        let store = self.store(bucket)?;
+        let path = key_path(key)?;
+        // Checked now: a missing bucket would otherwise be found only at the first part.
+        self.head_bucket(bucket)?;
+        let rt = self.rt.as_ref().expect("present until drop").handle().clone();
+        Ok(Box::new(writer::S3Writer::new(rt, store, path, (bucket, key), info, self.settings.deadlines)))
     }
 
     fn head(&self, bucket: &str, key: &str) -> BResult<ObjectInfo> {

@@ -2,7 +2,8 @@
 //! loopback port (installed by `scripts/test.sh`: `python3 -m pip install "moto[server]"`). Bucket
 //! pass-through, attributes and the gateway's ETag, ranges (clamped, past the end), listing
 //! semantics (byte prefixes, start-after, limits, odd keys), multipart uploads, deletes, errors,
-//! backend hints, and an unreachable store answering `Io` within the retry budget.
+//! backend hints, streamed writes (the conformance suite every backend runs), and an unreachable
+//! store answering `Io` within the retry budget.
 
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
@@ -137,6 +138,14 @@ fn the_backend_trait_against_moto() {
     b.delete_bucket("bkt").unwrap();
     assert!(matches!(b.head_bucket("bkt"), Err(BackendError::NoSuchBucket(_))));
     assert!(matches!(b.delete_bucket("bkt"), Err(BackendError::NoSuchBucket(_))));
+}
+
+#[test]
+fn streamed_writes_conform_against_moto() {
+    let moto = Moto::start();
+    let b = std::sync::Arc::new(backend(moto.port));
+    b.create_bucket("bkt").unwrap();
+    crate::backend::writer::conformance(b);
 }
 
 #[test]
