@@ -13,8 +13,9 @@
 //!
 //! Backend hints become `posix_fadvise` on the data files (see [`super::advice`]).
 //!
-//! Streamed writes ([`Backend::put_stream`]) go to a temporary file beside the object's, renamed
-//! into place at the commit; a whole-object [`Backend::put`] is one such write.
+//! Streamed writes ([`Backend::put_stream`]) go to a temporary file in the bucket's `t.writing`
+//! directory, renamed into place at the commit; a whole-object [`Backend::put`] is one such
+//! write. What a crash leaves there is removed when the backend is next opened.
 //!
 //! Streamed reads ([`Backend::get_stream`]) open the data file first and read it in
 //! [`STREAM_CHUNK`] pieces as the caller pulls them (on its blocking thread); an overwrite renames
@@ -36,6 +37,10 @@ use crate::keys::{decode_segment, key_path, validate_bucket, validate_key};
 
 /// The bucket's own metadata file (creation time) inside its directory.
 const BUCKET_META: &str = "b.bucket";
+
+/// The directory of a bucket's objects being written ([`LocalWriter`]): a name no key maps to
+/// (listings skip it), emptied when the backend is opened.
+const WRITING: &str = "t.writing";
 
 /// Bytes per chunk of a streamed read.
 pub const STREAM_CHUNK: usize = 1 << 20;
@@ -74,6 +79,8 @@ impl Iterator for FileChunks {
 /// A directory of buckets.
 pub struct LocalBackend {
     root: PathBuf,
+    /// Names this process's temporary files apart from any earlier process's.
+    nonce: u64,
     tmp_seq: AtomicU64,
     /// The keys of listed buckets in order ([`KeyIndex`]).
     keys: Arc<KeyIndex>,
@@ -111,9 +118,11 @@ fn write_atomic_via(tmp: &Path, path: &Path, bytes: &[u8]) -> BResult<()> {
 }
 
 /// An object of the local backend being written ([`Backend::put_stream`], and [`Backend::put`]
-/// through it): a temporary file beside the object's, renamed over it at the commit (data
-/// first, then the sidecar). Dropped uncommitted, it removes the temporary file.
+/// through it): a temporary file in the bucket's [`WRITING`] directory, renamed over the
+/// object's at the commit (data first, then the sidecar). Dropped uncommitted, or if the commit
+/// fails before the rename, it removes the temporary file.
 struct LocalWriter {
+    bucket_dir: PathBuf,
     /// Open until the commit.
     file: Option<File>,
     tmp: PathBuf,
@@ -136,9 +145,12 @@ impl LocalWriter {
 
     fn finish(mut self, info: &ObjectInfo) -> BResult<()> {
         super::writer::check_size(info, self.written)?;
-        let f = self.file.take().expect("open until committed");
+        let dir = self.data.parent().expect("has a parent");
+        LocalBackend::create_below(&self.bucket_dir, dir)?;
+        let f = self.file.as_ref().expect("open until committed");
         f.sync_all().and_then(|_| fs::rename(&self.tmp, &self.data)).map_err(|e| io_err("write", &self.data, e))?;
-        sync_dir(self.data.parent().expect("has a parent"))?;
+        self.file = None; // renamed: nothing to remove
+        sync_dir(dir)?;
         // Listed from here: a reader derives the info of data without a sidecar.
         self.keys.insert(&self.bucket, &self.key);
         let meta = serde_json::to_vec(info).expect("serializable");
@@ -169,13 +181,30 @@ impl LocalBackend {
     /// The backend rooted at `root`, not created if missing: it is down (every operation an I/O
     /// error) until the directory appears.
     pub fn attach(root: &Path) -> LocalBackend {
-        LocalBackend { root: root.to_path_buf(), tmp_seq: AtomicU64::new(0), keys: Arc::default() }
+        let nonce = now_ns() ^ (u64::from(std::process::id()) << 40);
+        let b = LocalBackend { root: root.to_path_buf(), nonce, tmp_seq: AtomicU64::new(0), keys: Arc::default() };
+        b.sweep();
+        b
     }
 
     /// Opens (creating if needed) the backend rooted at `root`.
     pub fn open(root: &Path) -> BResult<LocalBackend> {
         fs::create_dir_all(root).map_err(|e| io_err("create", root, e))?;
-        Ok(LocalBackend { root: root.to_path_buf(), tmp_seq: AtomicU64::new(0), keys: Arc::default() })
+        Ok(Self::attach(root))
+    }
+
+    /// Removes the temporary files of writes a crash or a kill cut short (each bucket's
+    /// [`WRITING`] directory): this process is the directory's only writer.
+    fn sweep(&self) {
+        let Ok(rd) = fs::read_dir(&self.root) else { return };
+        for ent in rd.flatten() {
+            let writing = ent.path().join(WRITING);
+            if writing.is_dir() {
+                if let Err(e) = fs::remove_dir_all(&writing) {
+                    tracing::warn!("cannot remove the unfinished writes in {}: {e}", writing.display());
+                }
+            }
+        }
     }
 
     fn bucket_dir(&self, bucket: &str) -> BResult<PathBuf> {
@@ -239,7 +268,12 @@ impl LocalBackend {
     /// A temporary file's path beside `path` (named so that listings skip it).
     fn tmp_beside(&self, path: &Path) -> PathBuf {
         let dir = path.parent().expect("object paths have a parent");
-        dir.join(format!("t.{}.{}", std::process::id(), self.tmp_seq.fetch_add(1, Ordering::Relaxed)))
+        dir.join(format!("t.{}", self.tmp_name()))
+    }
+
+    /// A file name no other temporary file of this or an earlier process has.
+    fn tmp_name(&self) -> String {
+        format!("{:x}.{}", self.nonce, self.tmp_seq.fetch_add(1, Ordering::Relaxed))
     }
 
     /// Writes `bytes` to `path` atomically and durably.
@@ -247,15 +281,17 @@ impl LocalBackend {
         write_atomic_via(&self.tmp_beside(path), path, bytes)
     }
 
-    /// A writer of `key` ([`LocalWriter`]): its directories are made and its temporary file
-    /// created.
+    /// A writer of `key` ([`LocalWriter`]): its temporary file is created in the bucket's
+    /// [`WRITING`] directory (the key's directories are made at the commit).
     fn writer(&self, bucket: &str, key: &str) -> BResult<LocalWriter> {
         let (data, meta) = self.paths(bucket, key)?;
-        let dir = data.parent().expect("has a parent");
-        Self::create_below(&self.root.join(bucket), dir)?;
-        let (tmp, meta_tmp) = (self.tmp_beside(&data), self.tmp_beside(&meta));
+        let writing = self.root.join(bucket).join(WRITING);
+        Self::create_below(&self.root.join(bucket), &writing)?;
+        let tmp = writing.join(self.tmp_name());
+        let meta_tmp = self.tmp_beside(&meta);
         let file = OpenOptions::new().write(true).create_new(true).open(&tmp).map_err(|e| io_err("create", &tmp, e))?;
         Ok(LocalWriter {
+            bucket_dir: self.root.join(bucket),
             file: Some(file),
             tmp,
             meta_tmp,

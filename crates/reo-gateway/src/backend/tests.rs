@@ -135,3 +135,22 @@ fn streamed_writes_conform() {
     writer::conformance(std::sync::Arc::new(b));
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn writes_cut_short_by_a_crash_leave_nothing_after_a_restart() {
+    let (b, dir) = backend();
+    b.create_bucket("bkt").unwrap();
+    let b = std::sync::Arc::new(b);
+    let mut w = b.clone().put_stream("bkt", "k", &info(b"")).unwrap();
+    w.write(bytes::Bytes::from_static(b"half of a body")).unwrap();
+    std::mem::forget(w); // the process dies mid-body
+    let writing = dir.join("bkt").join("t.writing");
+    assert_eq!(std::fs::read_dir(&writing).unwrap().count(), 1, "its temporary file is there");
+    assert!(b.list("bkt", "", "", 10).unwrap().is_empty(), "and is not an object");
+    drop(b);
+    let b = LocalBackend::open(&dir).unwrap();
+    assert!(!writing.exists() || std::fs::read_dir(&writing).unwrap().count() == 0, "the restart removed it");
+    assert!(matches!(b.head("bkt", "k"), Err(BackendError::NoSuchKey(_))));
+    b.delete_bucket("bkt").unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -251,7 +251,7 @@ impl Gateway {
         let mut sink = self.incoming_put(bucket, key, &meta, Some(total), budget, max_object)?;
         // The piece being read and what the sink keeps (a collected object reserves its own).
         let mut held = budget.reserve();
-        held.grow((sink.piece_len() + sink.kept()) as u64)?;
+        held.grow(sink.piece_len().saturating_add(sink.kept()) as u64)?;
         let mut full = u.checksum.filter(|c| c.full_object).map(|c| c.algorithm.hasher());
         feed(&d, &used, &mut sink, &mut full)?;
         let mut system = u.system.clone();

@@ -3,12 +3,15 @@
 //! a crash used to undo an acknowledged operation, and checks that the restarted gateway serves
 //! the last acknowledged state and flushes exactly it.
 
+use std::sync::Arc;
+
 use s3s::S3ErrorCode;
 
 use super::flusher;
 use super::policy::PolicyRule;
 use super::tests::Rig;
-use crate::backend::{Backend, ObjectInfo};
+use super::Gateway;
+use crate::backend::{Backend, LocalBackend, ObjectInfo};
 
 fn info() -> ObjectInfo {
     ObjectInfo { content_type: "text/plain".into(), ..Default::default() }
@@ -174,11 +177,14 @@ fn the_flusher_holds_no_lock_while_the_backend_writes() {
     assert_eq!(gw.dirty().0, 0);
 }
 
-#[test]
-fn a_flush_is_abandoned_when_its_object_is_rewritten_while_it_is_read() {
+/// A write-back object of several flush windows (of one fragment each: the flusher reads them
+/// one at a time, after its first, without a lock), whose flush is held in its backend call
+/// while `change` rewrites or deletes it. Returns the gateway and the backend under it, the
+/// round over (it reports no failure).
+fn flush_held_while(change: impl FnOnce(&Gateway)) -> (Rig, Arc<Gateway>, Arc<LocalBackend>) {
     let rig = Rig::new();
     let (gw, backend, counting) = rig.open_counting();
-    // Several fragments: the flusher reads them one at a time, after its first, without a lock.
+    gw.flush_window.store(1, std::sync::atomic::Ordering::Relaxed);
     let v1: Vec<u8> = (0..300_000u32).map(|i| i as u8).collect();
     gw.put("bkt", "k", &v1, info()).unwrap();
     counting.before_write.set(false);
@@ -187,15 +193,30 @@ fn a_flush_is_abandoned_when_its_object_is_rewritten_while_it_is_read() {
         std::thread::spawn(move || flusher::round(&gw))
     };
     counting.before_write.wait_reached(1);
-    let v2: Vec<u8> = (0..300_000u32).map(|i| (i * 5 + 1) as u8).collect();
-    gw.put("bkt", "k", &v2, info()).unwrap();
+    change(&gw);
     counting.before_write.set(true);
-    assert!(!round.join().unwrap());
-    // Neither version half and half: the flush of v1 was abandoned before its commit.
+    assert!(!round.join().unwrap(), "not a failure: the object changed");
+    // Neither version half and half, nor a failure: the flush of v1 was abandoned uncommitted.
     assert!(matches!(backend.head("bkt", "k"), Err(crate::backend::BackendError::NoSuchKey(_))));
+    assert_eq!((gw.counters().flushes_abandoned, gw.counters().flush_errors), (1, 0));
     assert!(!flusher::round(&gw));
-    assert_eq!(backend.get_range("bkt", "k", 0, u64::MAX).unwrap().0, v2);
     assert_eq!(gw.dirty().0, 0);
+    (rig, gw, backend)
+}
+
+#[test]
+fn a_flush_is_abandoned_when_its_object_is_rewritten_while_it_is_read() {
+    let v2: Vec<u8> = (0..300_000u32).map(|i| (i * 5 + 1) as u8).collect();
+    let (_rig, _gw, backend) = flush_held_while(|gw| {
+        gw.put("bkt", "k", &v2, info()).unwrap();
+    });
+    assert_eq!(backend.get_range("bkt", "k", 0, u64::MAX).unwrap().0, v2, "the next round flushed v2");
+}
+
+#[test]
+fn a_flush_is_abandoned_when_its_object_is_deleted_while_it_is_read() {
+    let (_rig, _gw, backend) = flush_held_while(|gw| gw.delete("bkt", "k").unwrap());
+    assert!(matches!(backend.head("bkt", "k"), Err(crate::backend::BackendError::NoSuchKey(_))));
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The flusher: a thread that writes unflushed (dirty) objects to the backend, then marks them
 //! clean in the cache and forgets their pending record. One object at a time, streamed from
-//! flash a fragment at a time (the flusher holds one fragment, whatever the object's size); the
-//! backend call holds no lock, and the pending state is retired only if no write or delete
+//! flash a window of 4 MiB at a time (the flusher holds one window, whatever the object's size);
+//! the backend call holds no lock, and the pending state is retired only if no write or delete
 //! replaced it meanwhile ([`flush_one`] gives the steps); failures are retried with exponential
 //! backoff (100 ms doubling to 30 s) and counted. While the backend's own I/O
 //! fails, a round stops at its first such failure (one probe per backoff, not one per object).
@@ -156,12 +156,12 @@ impl std::fmt::Display for FlushError {
 /// pending state, in three steps:
 ///
 /// 1. under the key's stripe, shared (reads go on; writes wait, briefly): the pending state at
-///    `version` and, for a write, its first fragment from flash; the key is marked as being
-///    flushed;
+///    `version` and, for a write, its first window from flash (the whole object, up to
+///    [`WINDOW`]); the key is marked as being flushed;
 /// 2. holding no lock: the backend call (a slow or hung backend holds up nothing the cache can
-///    answer) — for a write, a streamed backend write fed a fragment at a time
-///    ([`write_streamed`]), abandoned if the object changes while it is read — then the key's
-///    mark is cleared;
+///    answer) — for a write larger than a window, a streamed backend write fed a window at a
+///    time ([`write_streamed`]), abandoned if the object changes while it is read — then the
+///    key's mark is cleared;
 /// 3. under the stripe, exclusive: unless a newer write or delete replaced the state meanwhile
 ///    (it is flushed in its turn), the state is retired — a write's record first loses its `prev`
 ///    (the backend holds the write now: the state before it must never be restored), the object
@@ -177,7 +177,7 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
             return Ok(()); // overwritten since the snapshot: the next round takes the new version
         }
         debug_assert_eq!(cache_key(&p.bucket, &p.key), ck);
-        let first = if p.deleted { None } else { Some(read_window(gw, ck, &p, 0, None)?) };
+        let first = if p.deleted { None } else { Some(read_window(gw, ck, &p, 0)?) };
         (p, first, gw.flushing.begin(ck))
     };
     let r = match first {
@@ -187,9 +187,15 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
             Ok(()) | Err(BackendError::NoSuchKey(_)) | Err(BackendError::NoSuchBucket(_)) => Ok(()),
             Err(e) => Err(e),
         },
-        Some((token, bytes)) => match write_streamed(gw, ck, &p, token, bytes)? {
+        // Read whole: one backend call.
+        Some(bytes) if bytes.len() as u64 == p.info.size => gw.raw_backend.put_owned(&p.bucket, &p.key, bytes, &p.info),
+        Some(bytes) => match write_streamed(gw, ck, &p, bytes)? {
             Some(r) => r,
-            None => return Ok(()), // rewritten while it was read: the newer state is flushed next
+            None => {
+                // Rewritten or deleted while it was read: the newer state is flushed next.
+                gw.counters.lock().unwrap_or_else(|e| e.into_inner()).flushes_abandoned += 1;
+                return Ok(());
+            }
         },
     };
     drop(call);
@@ -243,17 +249,18 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
     Ok(())
 }
 
-/// The fragment-sized window of the unflushed write `p` of `ck` that begins at `start`, from
-/// flash, and the cache's token of the version read. With `token` (a later window), `None` if
-/// the object changed since the first window was read.
-fn read_window(
-    gw: &Gateway,
-    ck: &str,
-    p: &super::pending::PendingPut,
-    start: u64,
-    token: Option<u64>,
-) -> Result<(u64, bytes::Bytes), FlushError> {
-    let end = (start + gw.cache.config().fragment_size).min(p.info.size);
+/// Bytes the flusher reads from flash at a time (whole fragments; [`Gateway`]'s
+/// `flush_window`): an object up to this size is written to the backend in one call, a larger
+/// one streamed a window at a time. Each window's fragments are read from the devices at once.
+pub(crate) const WINDOW: u64 = 4 << 20;
+
+/// The window of the unflushed write `p` of `ck` that begins at `start` (at most [`WINDOW`], at
+/// least a fragment), from flash. Read without the key's lock (but the first), it may be of a
+/// newer version or missing: the caller checks the version after the read.
+fn read_window(gw: &Gateway, ck: &str, p: &super::pending::PendingPut, start: u64) -> Result<bytes::Bytes, FlushError> {
+    let fs = gw.cache.config().fragment_size;
+    let window = gw.flush_window.load(std::sync::atomic::Ordering::Relaxed);
+    let end = (start + (window / fs).max(1) * fs).min(p.info.size);
     let r = gw
         .cache
         .get_shared(ck.as_bytes(), start, end, now_ns(), false)
@@ -267,18 +274,22 @@ fn read_window(
             out.extend_from_slice(&b);
         }
     }
-    Ok((token.unwrap_or(r.token), out.freeze()))
+    Ok(out.freeze())
 }
 
 /// Writes the unflushed write `p` of `ck` to the backend a window at a time, beginning with
-/// `first` (read with the cache's `token`): the flusher holds one window, whatever the object's
-/// size. `None` if the object was rewritten or deleted while it was read (the backend write is
-/// abandoned, leaving the backend as it was); else the backend's answer.
+/// `first`: the flusher holds one window, whatever the object's size. `None` if the object was
+/// rewritten or deleted while it was read (the backend write is abandoned, leaving the backend
+/// as it was); else the backend's answer.
+///
+/// Each later window is checked after its read against the version of the key's dirty data (a
+/// new write or a delete changes it, and a version's blobs are freed only once it is replaced),
+/// so bytes of two versions never reach the backend as one object, and nothing but a change of
+/// this key cuts the write short.
 fn write_streamed(
     gw: &Gateway,
     ck: &str,
     p: &super::pending::PendingPut,
-    token: u64,
     first: bytes::Bytes,
 ) -> Result<Option<crate::backend::BResult<()>>, FlushError> {
     let mut w = match gw.raw_backend.clone().put_stream(&p.bucket, &p.key, &p.info) {
@@ -290,11 +301,11 @@ fn write_streamed(
         return Ok(Some(Err(e)));
     }
     while at < p.info.size {
-        let (_, window) = read_window(gw, ck, p, at, Some(token))?;
-        // The window may be of a newer version: checked after the read, as a GET's are.
-        if gw.cache.changed_since(ck.as_bytes(), token) {
+        let window = read_window(gw, ck, p, at);
+        if gw.cache.dirty_version_of(ck.as_bytes()) != Some(p.version) {
             return Ok(None);
         }
+        let window = window?;
         at += window.len() as u64;
         if let Err(e) = w.write(window) {
             return Ok(Some(Err(e)));

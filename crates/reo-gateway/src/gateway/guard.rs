@@ -50,9 +50,12 @@ struct GuardedWriter {
 }
 
 impl ObjectWriter for GuardedWriter {
+    /// A piece may only be buffered (no answer from the backend): only its failure counts.
     fn write(&mut self, piece: bytes::Bytes) -> BResult<()> {
         let r = self.inner.write(piece);
-        record(&self.health, &r);
+        if r.is_err() {
+            record(&self.health, &r);
+        }
         r
     }
     fn commit(self: Box<Self>, info: &ObjectInfo) -> BResult<String> {

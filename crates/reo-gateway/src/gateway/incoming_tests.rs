@@ -118,13 +118,14 @@ fn bodies_around_the_cache_stream_to_the_backend_and_refusals_come_first() {
     assert!(matches!(&sink, IncomingPut::Streamed(b) if b.copy.is_none()));
 }
 
-/// The temporary files of unfinished writes under `dir`.
+/// The temporary files of unfinished writes under `dir` (in `t.writing`, or named `t.*`).
 fn temp_files(dir: &std::path::Path) -> usize {
     let mut n = 0;
     for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let temp = e.file_name().to_string_lossy().starts_with("t.");
         if e.file_type().unwrap().is_dir() {
-            n += temp_files(&e.path());
-        } else if e.file_name().to_string_lossy().starts_with("t.") {
+            n += if temp { std::fs::read_dir(e.path()).unwrap().count() } else { temp_files(&e.path()) };
+        } else if temp {
             n += 1;
         }
     }

@@ -103,6 +103,8 @@ pub struct GatewayCounters {
     pub flushed_objects: u64,
     pub flushed_bytes: u64,
     pub flush_errors: u64,
+    /// Streamed flushes given up because their object was rewritten or deleted meanwhile.
+    pub flushes_abandoned: u64,
     pub write_around: u64,
     /// Write-back deletes applied in the backend by the flusher.
     pub flushed_deletes: u64,
@@ -131,6 +133,8 @@ pub struct Gateway {
     pub(crate) stopping: std::sync::atomic::AtomicBool,
     /// Minimum age (ns) of an unflushed object before the flusher writes it (coalesces rewrites).
     pub(crate) flush_delay_ns: std::sync::atomic::AtomicU64,
+    /// Bytes the flusher reads from flash at a time ([`flusher`]).
+    pub(crate) flush_window: std::sync::atomic::AtomicU64,
     /// Open multipart uploads older than this are removed ([`Gateway::expire_uploads`]).
     multipart_expiry_ns: std::sync::atomic::AtomicU64,
     /// Objects written up to this time (ns) are flushed regardless of the delay ([`Gateway::flush_now`]).
@@ -211,6 +215,7 @@ impl Gateway {
             part_tables,
             stopping: Default::default(),
             flush_delay_ns: Default::default(),
+            flush_window: std::sync::atomic::AtomicU64::new(flusher::WINDOW),
             multipart_expiry_ns: std::sync::atomic::AtomicU64::new(DEFAULT_MULTIPART_EXPIRY.as_nanos() as u64),
             flush_before_ns: Default::default(),
             // Half the cache: room is left for cleaning (rewriting flushed objects clean).

@@ -145,7 +145,7 @@ impl Gateway {
         // Written to the backend as it arrived: committed whatever the policy is now (the
         // backend is where every policy's data ends up).
         let payload = match payload {
-            Payload::Streamed(b) => return self.commit_streamed(bucket, key, &ck, b, info),
+            Payload::Streamed(b) => return self.commit_streamed(&ck, b, info, policy),
             p => p,
         };
         // A staged body is in the cache only: if the policy changed while it arrived, the client
@@ -168,10 +168,10 @@ impl Gateway {
         };
         self.check_dirty_room(info.size, own)?;
         let (mut pp, prev) = self.record_write(bucket, key, &info)?;
-        let written = match payload {
-            Payload::Bytes(d) => self.cache.put(ck.as_bytes(), d, &meta_of(&info), true, now_ns()),
-            // The claim is released with the payload, once the bytes count as unflushed.
-            Payload::Staged(p, _claim) => p.finish(&meta_of(&info), now_ns()),
+        // A staged body's claim is released at the end, once its bytes count as unflushed.
+        let (written, _claim) = match payload {
+            Payload::Bytes(d) => (self.cache.put(ck.as_bytes(), d, &meta_of(&info), true, now_ns()), None),
+            Payload::Staged(p, claim) => (p.finish(&meta_of(&info), now_ns()), Some(claim)),
             Payload::Streamed(_) => unreachable!("committed above"),
         };
         match written {
@@ -237,11 +237,10 @@ impl Gateway {
     /// the backend reports from now on ([`crate::backend::ObjectWriter::commit`]).
     fn commit_streamed(
         &self,
-        bucket: &str,
-        key: &str,
         ck: &str,
         put: BackendPut,
         mut info: ObjectInfo,
+        policy: WritePolicy,
     ) -> S3Result<ObjectInfo> {
         let BackendPut { writer, copy, .. } = put;
         let mut etag = None;
@@ -255,7 +254,7 @@ impl Gateway {
         if cached == Some(false) {
             self.cache.delete(ck.as_bytes());
         }
-        if cached.is_none() && self.policy(bucket, key)? != WritePolicy::WriteThrough {
+        if cached.is_none() && policy != WritePolicy::WriteThrough {
             self.counters.lock().unwrap_or_else(|e| e.into_inner()).write_around += 1;
         }
         Ok(info)

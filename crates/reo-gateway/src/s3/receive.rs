@@ -81,7 +81,7 @@ pub async fn receive<S: BodySink>(
     // more than the body, when its length is declared).
     let small = declared.unwrap_or(usize::MAX);
     let mut held = budget.reserve();
-    held.grow(((3 * plen).min(small) + sink.kept().min(small)) as u64)?;
+    held.grow((3 * plen).min(small).saturating_add(sink.kept().min(small)) as u64)?;
     let mut pipe = Pipe { idle: Some((sink, Digests::new(algo))), busy: None, spare: None };
     let mut buf = AlignedBuf::with_capacity(plen.min(small));
     let (mut total, mut pieces) = (0u64, 0u64);

@@ -1,14 +1,18 @@
 //! [`S3Writer`]: a streamed write to the S3 backend ([`Backend::put_stream`]). The pieces are
-//! gathered into parts; an object that ends within its first part is sent as one PUT at the
-//! commit (its ETag known by then), a larger one as a multipart upload begun when the first part
-//! is full and completed at the commit. Memory: one part.
+//! gathered into parts; an object of at most one part is sent as one PUT at the commit (its ETag
+//! known by then), a larger one as a multipart upload begun when a byte follows the first part
+//! and completed at the commit. Memory: about a part.
 //!
 //! S3 fixes an object's metadata when its multipart upload begins. If the gateway's ETag was
 //! known then (the flusher's writes; a PUT whose client sent Content-MD5), it is stored as
 //! `x-amz-meta-reo-etag` as for every other write. If not (a large write-through or write-around
-//! PUT), the object keeps S3's own ETag, `md5(part md5s)-N`, which the writer computes as the
-//! parts pass and returns from the commit: the client is answered with the ETag the backend
-//! reports from then on, as for a multipart upload.
+//! PUT), the object keeps S3's own ETag, which the commit returns as the completion reported it
+//! (`md5(part md5s)-N` on S3, computed by the writer if the store does not say): the client is
+//! answered with the ETag the backend reports from then on, as for a multipart upload.
+//!
+//! An upload that is abandoned, fails or times out is aborted in the background. One whose
+//! creation timed out has an id nobody learned: a lifecycle rule on the bucket that aborts
+//! incomplete multipart uploads (README.md) removes such leftovers.
 //!
 //! [`Backend::put_stream`]: crate::backend::Backend::put_stream
 
@@ -33,6 +37,9 @@ pub const STREAM_PART: usize = 8 << 20;
 /// S3's limit is 10,000 parts; the size a writer is opened with may be a little short.
 const MAX_PARTS: u64 = 9_000;
 
+/// An upload in progress, shared with the task that completes or aborts it.
+type Upload = Arc<tokio::sync::Mutex<Box<dyn MultipartUpload>>>;
+
 /// See the module doc.
 pub(super) struct S3Writer {
     rt: Handle,
@@ -45,7 +52,7 @@ pub(super) struct S3Writer {
     deadlines: Deadlines,
     part: usize,
     buf: BytesMut,
-    upload: Option<Box<dyn MultipartUpload>>,
+    upload: Option<Upload>,
     /// MD5 of each part sent, for S3's ETag of the upload.
     part_md5s: md5::Md5,
     parts: usize,
@@ -93,26 +100,29 @@ impl S3Writer {
         if self.upload.is_none() {
             let (store, path) = (self.store.clone(), self.path.clone());
             let opts = PutMultipartOptions { attributes: attributes(&self.opened), ..Default::default() };
-            self.upload = Some(self.run(0, async move { store.put_multipart_opts(&path, opts).await })?);
+            let upload = self.run(0, async move { store.put_multipart_opts(&path, opts).await })?;
+            self.upload = Some(Arc::new(tokio::sync::Mutex::new(upload)));
         }
         if self.opened.etag.is_empty() {
             self.part_md5s.update(md5::Md5::digest(&part));
         }
         self.parts += 1;
         let len = part.len() as u64;
-        let fut = self.upload.as_mut().expect("begun above").put_part(PutPayload::from(part));
-        self.run(len, fut)
+        let upload = self.upload.clone().expect("begun above");
+        self.run(len, async move {
+            let sent = upload.lock().await.put_part(PutPayload::from(part));
+            sent.await
+        })
     }
 }
 
 impl ObjectWriter for S3Writer {
     fn write(&mut self, piece: Bytes) -> BResult<()> {
         self.written += piece.len() as u64;
-        if self.buf.is_empty() && piece.len() == self.part {
-            return self.send(piece);
-        }
         self.buf.extend_from_slice(&piece);
-        while self.buf.len() >= self.part {
+        // A full part is sent once more bytes follow it: an object of exactly one part is one
+        // PUT at the commit.
+        while self.buf.len() > self.part {
             let part = self.buf.split_to(self.part).freeze();
             self.send(part)?;
         }
@@ -121,13 +131,13 @@ impl ObjectWriter for S3Writer {
 
     fn commit(mut self: Box<Self>, info: &ObjectInfo) -> BResult<String> {
         check_size(info, self.written)?;
-        if self.upload.is_none() {
+        let Some(upload) = self.upload.clone() else {
             let (store, path) = (self.store.clone(), self.path.clone());
             let data = std::mem::take(&mut self.buf).freeze();
             let opts = PutOptions { attributes: attributes(info), ..Default::default() };
             self.run(info.size, async move { store.put_opts(&path, PutPayload::from(data), opts).await })?;
             return Ok(info.etag.clone());
-        }
+        };
         if !self.opened.etag.is_empty() && self.opened.etag != info.etag {
             return Err(BackendError::Invalid(format!(
                 "the write of {:?} was begun as ETag {} and committed as {}",
@@ -138,33 +148,35 @@ impl ObjectWriter for S3Writer {
             let last = std::mem::take(&mut self.buf).freeze();
             self.send(last)?;
         }
-        let mut upload = self.upload.take().expect("begun");
-        let r = self.run(0, async move {
-            let r = upload.complete().await;
-            if r.is_err() {
-                let _ = upload.abort().await;
-            }
-            r
-        });
-        r?;
+        // Completed or not, the upload is the completion's now: on a failure or a timeout the
+        // writer's drop aborts it (an abort after a completion is refused, harmlessly).
+        let done = self.run(0, async move { upload.lock().await.complete().await })?;
+        self.upload = None;
         if !self.opened.etag.is_empty() {
             return Ok(self.opened.etag.clone());
         }
-        let digest = std::mem::take(&mut self.part_md5s).finalize();
-        Ok(format!("{}-{}", digest.iter().map(|b| format!("{b:02x}")).collect::<String>(), self.parts))
+        // The backend's own ETag, as it will report it; computed if it did not say.
+        Ok(match done.e_tag {
+            Some(e) => super::errors::normalize_etag(&e),
+            None => {
+                let digest = std::mem::take(&mut self.part_md5s).finalize();
+                format!("{}-{}", digest.iter().map(|b| format!("{b:02x}")).collect::<String>(), self.parts)
+            }
+        })
     }
 
     fn buffer_limit(&self) -> usize {
-        self.part
+        // A part and the piece that completes it, in a buffer that may grow to twice its length.
+        2 * self.part
     }
 }
 
 impl Drop for S3Writer {
     fn drop(&mut self) {
-        if let Some(mut upload) = self.upload.take() {
-            // Uncommitted (or failed): its parts would be stored, and billed, until aborted.
+        if let Some(upload) = self.upload.take() {
+            // Uncommitted or failed: its parts would be stored, and billed, until aborted.
             self.rt.spawn(async move {
-                let _ = upload.abort().await;
+                let _ = upload.lock().await.abort().await;
             });
         }
     }
