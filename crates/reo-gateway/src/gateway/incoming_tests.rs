@@ -66,7 +66,7 @@ fn an_abandoned_or_crashed_body_leaves_the_previous_version() {
     let old: Vec<u8> = (0..100_000u32).map(|i| (i * 3) as u8).collect();
     let v1 = gw.put("bkt", "k", &old, info()).unwrap();
     let blobs = gw.cache.store().blob_count();
-    let data = vec![7u8; 250_000];
+    let data = vec![7u8; 400_000]; // more than a streamed body holds: streamed
     let mut sink = gw.incoming_put("bkt", "k", &info(), Some(data.len() as u64), &budget, 1 << 30).unwrap();
     feed(&mut sink, &data);
     // The digests did not match: the request is refused and the sink dropped.
@@ -101,6 +101,13 @@ fn bodies_around_the_cache_stream_to_the_backend_and_refusals_come_first() {
     // Size unknown under write-back: collected (where it goes depends on its size).
     let sink = gw.incoming_put("bkt", "k", &info(), None, &budget, 1 << 30).unwrap();
     assert!(matches!(sink, IncomingPut::Collected(_)));
+    // No larger than the fragments a streamed body holds: collected, then written at once.
+    let fragment = gw.cache.config().fragment_size;
+    let small = super::incoming::STREAM_HOLD * fragment;
+    let sink = gw.incoming_put("bkt", "k", &info(), Some(small), &budget, 1 << 30).unwrap();
+    assert!(matches!(sink, IncomingPut::Collected(_)));
+    let sink = gw.incoming_put("bkt", "k", &info(), Some(small + 1), &budget, 1 << 30).unwrap();
+    assert!(matches!(sink, IncomingPut::Staged(..)));
     // Larger than the dirty budget: written around the cache, streamed to the backend.
     let sink = gw.incoming_put("bkt", "k", &info(), Some(1 << 29), &budget, 1 << 30).unwrap();
     assert!(matches!(&sink, IncomingPut::Streamed(b) if b.copy.is_none()));
