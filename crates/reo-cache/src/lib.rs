@@ -36,6 +36,7 @@ pub mod sim;
 mod slab;
 pub mod stats;
 pub mod thinkey;
+pub mod units;
 
 pub use admission::{Admission, AdmissionConfig, AdmissionKind, AdmissionStats, Admitter, Decision};
 pub use bench::bench_policy;

@@ -223,25 +223,10 @@ pub fn backend_flag(value: &str, file: &BackendChoice) -> Result<BackendChoice, 
     Ok(BackendChoice::S3(s))
 }
 
-/// A size like `4GiB`, `512MiB`, `64KiB`, `10MB` or a plain byte count.
+/// A size like `4GiB`, `512MiB`, `64KiB`, `10MB` or a plain byte count
+/// ([`reo_cache::units::parse_size`], the one parser of sizes).
 pub fn parse_size(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: u64 = num.parse().ok()?;
-    let mul: u64 = match unit.trim() {
-        "" | "B" => 1,
-        "KiB" => 1 << 10,
-        "MiB" => 1 << 20,
-        "GiB" => 1 << 30,
-        "TiB" => 1 << 40,
-        "KB" | "kB" => 1_000,
-        "MB" => 1_000_000,
-        "GB" => 1_000_000_000,
-        "TB" => 1_000_000_000_000,
-        _ => return None,
-    };
-    n.checked_mul(mul)
+    reo_cache::units::parse_size(s).ok()
 }
 
 /// A duration like `250ms`, `30s`, `5m`, `2h` (a whole number and a unit).

@@ -83,23 +83,6 @@ pub struct ReplayArgs {
     skipped: std::rc::Rc<std::cell::Cell<u64>>,
 }
 
-/// Parses `4GiB`, `512MiB`, `64KiB`, `1000` (bytes).
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let num: f64 = num.parse().map_err(|_| format!("{s:?} is not a size like 4GiB, 512MiB or 65536"))?;
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kib" | "kb" => 1 << 10,
-        "m" | "mib" | "mb" => 1 << 20,
-        "g" | "gib" | "gb" => 1 << 30,
-        "t" | "tib" | "tb" => 1 << 40,
-        other => return Err(format!("{s:?}: unknown unit {other:?} (use KiB, MiB, GiB, TiB)")),
-    };
-    Ok((num * mult as f64) as u64)
-}
-
 impl ReplayArgs {
     /// The trace's requests (a fresh pass each call), scaled for real files.
     fn trace(&self) -> Result<Box<dyn Iterator<Item = Result<Request, String>>>, String> {
@@ -153,7 +136,7 @@ impl ReplayArgs {
                 }
                 (bytes as f64 * pct / 100.0) as u64
             }
-            None => parse_size(&self.cache).map_err(|e| format!("--cache: {e}"))?,
+            None => reo_cache::units::parse_size(&self.cache).map_err(|e| format!("--cache: {e}"))?,
         };
         let mut cache = CacheConfig::new(0);
         cache.policy = self.policy.parse::<PolicyKind>().map_err(|e| format!("--policy: {e}"))?;
@@ -165,9 +148,9 @@ impl ReplayArgs {
             "gc" => EvictionMode::GcBased,
             e => return Err(format!("--eviction {e:?}: expected cache or gc")),
         };
-        cache.fragment_size = parse_size(&self.fragment).map_err(|e| format!("--fragment: {e}"))?;
+        cache.fragment_size = reo_cache::units::parse_size(&self.fragment).map_err(|e| format!("--fragment: {e}"))?;
         cache.numeric_keys = true;
-        let chunk = parse_size(&self.chunk).map_err(|e| format!("--chunk: {e}"))?;
+        let chunk = reo_cache::units::parse_size(&self.chunk).map_err(|e| format!("--chunk: {e}"))?;
         let name = format!("{}/{}/{}", self.redundancy, self.policy, self.admission);
         Ok(ReplayConfig {
             name,

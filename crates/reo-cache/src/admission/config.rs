@@ -169,22 +169,6 @@ impl AdmissionConfig {
     }
 }
 
-/// Parses a size with an optional binary suffix.
-fn parse_size(s: &str) -> Option<u64> {
-    let s = s.trim().to_ascii_lowercase();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, suffix) = s.split_at(split);
-    let shift = match suffix {
-        "" | "b" => 0,
-        "k" | "kib" => 10,
-        "m" | "mib" => 20,
-        "g" | "gib" => 30,
-        "t" | "tib" => 40,
-        _ => return None,
-    };
-    num.parse::<u64>().ok()?.checked_mul(1 << shift)
-}
-
 impl FromStr for AdmissionConfig {
     type Err = AdmissionConfigError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -196,7 +180,7 @@ impl FromStr for AdmissionConfig {
             let (k, v) = opt.split_once('=').ok_or_else(|| AdmissionConfigError::UnknownOption(opt.to_string()))?;
             let (k, v) = (k.trim(), v.trim());
             let bad = || AdmissionConfigError::BadValue { option: k.to_string(), value: v.to_string() };
-            let size = || parse_size(v).ok_or_else(bad);
+            let size = || crate::units::parse_size(v).map_err(|_| bad());
             let int = || v.parse::<u64>().map_err(|_| bad());
             let float = || v.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0).ok_or_else(bad);
             match k {
@@ -273,9 +257,6 @@ mod tests {
         assert!(!d.budget.unwrap().dynamic);
         assert_eq!(d.watchlist.min_hits, 5);
         assert_eq!(d.build().name(), "watchlist+budget");
-        assert_eq!(parse_size("4096"), Some(4096));
-        assert_eq!(parse_size("3K"), Some(3072));
-        assert_eq!(parse_size("99999999999T"), None, "overflow");
     }
 
     #[test]

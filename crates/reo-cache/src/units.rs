@@ -1,0 +1,77 @@
+//! Sizes as people write them, parsed the same way everywhere Reo takes one (`reo.toml`, the
+//! command line, `reo replay`, admission specs): a number, optionally with a fraction, then a
+//! unit, case-insensitive, with or without a space between.
+//!
+//! | unit | bytes |
+//! |---|---|
+//! | none, `B` | 1 |
+//! | `KiB`, `MiB`, `GiB`, `TiB`, and the short `K`, `M`, `G`, `T` | 2^10, 2^20, 2^30, 2^40 |
+//! | `KB`, `MB`, `GB`, `TB` | 10^3, 10^6, 10^9, 10^12 |
+//!
+//! A fraction is rounded down to whole bytes (`1.5KiB` is 1,536). A size that does not fit in
+//! 64 bits is refused.
+
+/// The number of bytes `s` names (see the module doc), or why it names none.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let bad = || format!("{s:?} is not a size like 4GiB, 512MiB, 10MB or 65536");
+    let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let mul: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "t" | "tib" => 1 << 40,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        other => return Err(format!("{s:?}: unknown unit {other:?} (use B, KiB, MiB, GiB, TiB, or KB, MB, GB, TB)")),
+    };
+    let (whole, frac) = num.split_once('.').unwrap_or((num, ""));
+    if whole.is_empty() && frac.is_empty() || frac.contains('.') {
+        return Err(bad());
+    }
+    let whole: u64 = if whole.is_empty() { 0 } else { whole.parse().map_err(|_| bad())? };
+    let too_large = || format!("{s:?} is too large");
+    let mut bytes = whole.checked_mul(mul).ok_or_else(too_large)?;
+    if !frac.is_empty() {
+        // Exact in integers: the fraction's digits times the unit, over 10^digits.
+        let digits = frac.len().min(18);
+        let f: u128 = frac[..digits].parse().map_err(|_| bad())?;
+        let part = f * u128::from(mul) / 10u128.pow(digits as u32);
+        bytes = bytes.checked_add(u64::try_from(part).map_err(|_| too_large())?).ok_or_else(too_large)?;
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn binary_and_si_units_everywhere() {
+        assert_eq!(parse_size("65536"), Ok(65536));
+        assert_eq!(parse_size("4GiB"), Ok(4 << 30));
+        assert_eq!(parse_size("4 gib"), Ok(4 << 30));
+        assert_eq!(parse_size("512M"), Ok(512 << 20));
+        assert_eq!(parse_size("3K"), Ok(3072));
+        assert_eq!(parse_size("10MB"), Ok(10_000_000));
+        assert_eq!(parse_size("10mb"), Ok(10_000_000));
+        assert_eq!(parse_size("2kB"), Ok(2_000));
+        assert_eq!(parse_size("1TB"), Ok(1_000_000_000_000));
+        assert_eq!(parse_size("1.5KiB"), Ok(1536));
+        assert_eq!(parse_size("0.5GB"), Ok(500_000_000));
+        assert_eq!(parse_size(".25MiB"), Ok(1 << 18));
+        assert_eq!(parse_size("7B"), Ok(7));
+    }
+
+    #[test]
+    fn nonsense_and_overflow_are_refused() {
+        for s in ["", "lots", "4 PiB", "1.2.3MB", ".", "-1", "99999999999T", "16777216TiB", "1e3"] {
+            assert!(parse_size(s).is_err(), "{s:?}");
+        }
+        assert!(parse_size("4 PiB").unwrap_err().contains("unknown unit"));
+    }
+}
