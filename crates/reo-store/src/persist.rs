@@ -95,7 +95,7 @@ pub(crate) fn writer_loop(inner: Arc<Inner>) {
     // (`recover.rs`); taken before any batch. Should it fail, every batch retries it.
     if inner.jpos.lock().unwrap_or_else(|e| e.into_inner()).wedged {
         if let Err(e) = checkpoint(&inner, false) {
-            eprintln!("reo-store: the checkpoint after recovery failed ({e}); writes wait for the next one");
+            tracing::warn!(error = %e, "the checkpoint after recovery failed; writes wait for the next one");
         }
     }
     while let Some(batch) = inner.journal.take() {

@@ -204,7 +204,12 @@ fn read_stage(inner: &Inner, r: &Resync, queue: &[(u8, Location, u64)], t0: Inst
                     gc = None;
                     let cb = r.ctl().opts.as_ref().and_then(|o| o.on_lost.clone());
                     for loc in &lost {
-                        eprintln!("reo-store: rebuild of device {d}: blob {} is lost (beyond its redundancy)", loc.seq);
+                        tracing::error!(
+                            device = d,
+                            blob = loc.seq,
+                            band = loc.band,
+                            "rebuild: blob lost (beyond its redundancy)"
+                        );
                         if let Some(cb) = &cb {
                             cb(loc);
                         }
@@ -439,12 +444,13 @@ fn finish(inner: &Inner, r: &Resync, t0: Instant) {
         End::Done => {
             c.progress.state = RebuildState::Done;
             c.progress.eta = Some(Duration::ZERO);
-            eprintln!(
-                "reo-store: device {d} rebuilt: {} blobs, {} bytes in {:.2?}, {} lost",
-                c.progress.blobs_done,
-                c.progress.bytes_done,
-                c.progress.elapsed,
-                c.progress.lost.len()
+            tracing::info!(
+                device = d,
+                blobs = c.progress.blobs_done,
+                bytes = c.progress.bytes_done,
+                elapsed = ?c.progress.elapsed,
+                lost = c.progress.lost.len(),
+                "device rebuilt"
             );
         }
         End::Unrecorded(e) => {

@@ -157,7 +157,7 @@ impl Store {
                 std::sync::atomic::Ordering::Release,
             );
             report.rebuilding_device = Some(r.device);
-            eprintln!("reo-store: device {} was being rebuilt; call resume_rebuild to finish", r.device);
+            tracing::info!(device = r.device, "device was being rebuilt; call resume_rebuild to finish");
         }
         Ok((store, report))
     }
@@ -173,7 +173,7 @@ fn upgrade(inner: &Inner, older: &[(usize, u32)]) {
             continue;
         }
         match crate::replace::write_superblock(inner, inner.devices[d].as_ref(), d, flags) {
-            Ok(()) => eprintln!("reo-store: device {d} upgraded to format {FORMAT_VERSION}"),
+            Ok(()) => tracing::info!(device = d, format = FORMAT_VERSION, "device superblock upgraded"),
             Err(e) => {
                 inner.mark_failed(d, &format!("superblock upgrade to format {FORMAT_VERSION} failed: {e}"));
             }
@@ -456,10 +456,11 @@ fn fail_stale(inner: &Inner, report: &mut OpenReport) {
         if !inner.is_failed(d) {
             inner.failed[d].store(true, std::sync::atomic::Ordering::Release);
             report.failed_devices.push(d);
-            eprintln!(
-                "reo-store: device {d} ({}) missed writes while it was failed: it stays failed until it is \
-                 replaced (the same device may be given back to be rebuilt)",
-                inner.devices[d].describe()
+            tracing::warn!(
+                device = d,
+                file = %inner.devices[d].describe(),
+                "device missed writes while it was failed: it stays failed until it is replaced (the same \
+                 device may be given back to be rebuilt)"
             );
         }
         report.stale_devices.push(d);
@@ -480,7 +481,7 @@ fn resume_one(inner: &Inner, rebuilding: &[usize], report: &mut OpenReport) {
     for d in usable {
         inner.failed[d].store(true, std::sync::atomic::Ordering::Release);
         report.failed_devices.push(d);
-        eprintln!("reo-store: device {d} is marked rebuilding too; only one rebuild resumes: it opens failed");
+        tracing::warn!(device = d, "device is marked rebuilding too; only one rebuild resumes: it opens failed");
     }
     report.failed_devices.sort_unstable();
 }

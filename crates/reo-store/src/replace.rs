@@ -125,7 +125,7 @@ impl Store {
             inner.failed[d].store(false, Ordering::SeqCst);
             r.start_seq.store(inner.next_seq.load(Ordering::SeqCst), Ordering::SeqCst);
         }
-        eprintln!("reo-store: device {d} replaced by {}; rebuilding", inner.devices[d].describe());
+        tracing::info!(device = d, by = %inner.devices[d].describe(), "device replaced; rebuilding");
         // The new device gets the whole metadata (a checkpoint), not only later journal batches.
         // Without it the device must not stay up: it holds none of the blobs older than `start`
         // and no rebuild will write them, so its reads would fail their checksums (charging a

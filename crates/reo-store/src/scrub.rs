@@ -63,7 +63,7 @@ impl Store {
         if rep.blobs_restored > 0 {
             if let Err(e) = crate::persist::checkpoint(inner, false) {
                 // The blobs stay restored; the set shrinks on disk with the next checkpoint.
-                eprintln!("reo-store: scrub restored {} blobs but its checkpoint failed: {e}", rep.blobs_restored);
+                tracing::warn!(blobs = rep.blobs_restored, error = %e, "scrub restored blobs but its checkpoint failed");
             }
         }
         rep

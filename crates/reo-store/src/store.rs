@@ -221,7 +221,7 @@ impl Inner {
     pub fn mark_failed(&self, d: usize, why: &str) -> bool {
         let newly = !self.failed[d].swap(true, Ordering::AcqRel);
         if newly {
-            eprintln!("reo-store: device {d} ({}) marked failed: {why}", self.devices[d].describe());
+            tracing::warn!(device = d, file = %self.devices[d].describe(), reason = why, "device marked failed");
         }
         // Its last writes are suspect: it must not come back by itself (`stale.rs`).
         self.mark_stale(d);

@@ -66,8 +66,28 @@ enum BenchWhat {
     Rebuild(bench_rebuild::BenchRebuildArgs),
 }
 
+/// The log filter without `RUST_LOG`: s3s's own error log is off, as it logs every refused
+/// request at ERROR (anonymous clients could flood it); denials are logged by the gateway at a
+/// bounded rate (`reo_gateway::denials`).
+const DEFAULT_LOG: &str = "info,s3s=off";
+
+/// Logs to stderr, `RUST_LOG` filtering (default [`DEFAULT_LOG`]), for every command: the store
+/// and the cache report device failures, rebuilds and data loss through `tracing` whichever
+/// command drives them.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG));
+    use std::io::IsTerminal;
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal()) // no escape codes in log files
+        .try_init();
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    init_logging();
     let result = match cli.command {
         Command::Bench { what: BenchWhat::Store(args) } => bench_store::run(&args),
         Command::Bench { what: BenchWhat::Cache(args) } => bench_cache::run(&args),

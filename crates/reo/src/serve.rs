@@ -85,25 +85,7 @@ pub struct ServeArgs {
     rebuild_bps: Option<u64>,
 }
 
-/// The log filter without `RUST_LOG`: s3s's own error log is off, as it logs every refused
-/// request at ERROR (anonymous clients could flood it); denials are logged by the gateway at a
-/// bounded rate (`reo_gateway::denials`).
-const DEFAULT_LOG: &str = "info,s3s=off";
-
-/// Logs to stderr, `RUST_LOG` filtering (default [`DEFAULT_LOG`]).
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG));
-    use std::io::IsTerminal;
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal()) // no escape codes in log files
-        .try_init();
-}
-
 pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
-    init_logging();
     let f = config::load(a.config.as_deref())?;
     let tls = match (
         a.tls_listen.or(f.tls_listen),

@@ -277,7 +277,7 @@ impl GcHandler for Cleaner<'_> {
         let dirty = s.index.get(slot).is_some_and(|e| e.dirty());
         if dirty {
             let key = String::from_utf8_lossy(&s.index.get(slot).expect("found").key).into_owned();
-            eprintln!("reo-cache: DATA LOSS: dirty fragment {frag} of {key:?} unreadable while cleaning: {err}");
+            tracing::error!(key = %key, fragment = frag, error = %err, "DATA LOSS: dirty fragment unreadable while cleaning");
             s.stats.dirty_lost += 1;
             // The entry stays dirty with the fragment missing: reads report the loss.
         }

@@ -111,9 +111,7 @@ impl Cache {
                             rep.lost_dirty += 1;
                             s.stats.dirty_lost += 1;
                             let key = String::from_utf8_lossy(&s.index.get(slot).expect("listed").key).into_owned();
-                            eprintln!(
-                                "reo-cache: DATA LOSS: dirty fragment {f} of {key:?} lost with the failed devices"
-                            );
+                            tracing::error!(key = %key, fragment = f, "DATA LOSS: dirty fragment lost with the failed devices");
                         } else {
                             rep.lost_clean += 1;
                             forget_fragment(&mut s, slot, f);
@@ -154,10 +152,10 @@ impl Cache {
             }
             if s.index.get(slot).is_some_and(|e| e.dirty()) {
                 s.stats.dirty_lost += 1;
-                eprintln!(
-                    "reo-cache: DATA LOSS: scrub found dirty fragment {} of {:?} unrecoverable",
-                    h.fragment,
-                    String::from_utf8_lossy(&h.key)
+                tracing::error!(
+                    key = %String::from_utf8_lossy(&h.key),
+                    fragment = h.fragment,
+                    "DATA LOSS: scrub found a dirty fragment unrecoverable"
                 );
             } else {
                 forget_fragment(&mut s, slot, h.fragment);

@@ -99,9 +99,9 @@ impl Cache {
                 garbage.append(&mut v.extra);
                 if Some(i) != best {
                     if v.dirty && complete(&v) {
-                        eprintln!(
-                            "reo-cache: restart: an older dirty version of {:?} was superseded by a newer write",
-                            String::from_utf8_lossy(&key)
+                        tracing::info!(
+                            key = %String::from_utf8_lossy(&key),
+                            "restart: an older dirty version was superseded by a newer write"
                         );
                     }
                     garbage.extend(v.frags.into_values());
