@@ -1,7 +1,7 @@
 //! Conversions between the gateway's [`ObjectInfo`] and object_store's answers and options:
 //! GET/HEAD results to info (the gateway's ETag from `x-amz-meta-reo-etag`, else S3's without
-//! quotes; Content-Type; the other `x-amz-meta-*` as user metadata), info to PUT attributes, and
-//! the multipart upload of large objects.
+//! quotes; Content-Type; the other `x-amz-meta-*` as user metadata) and info to the attributes
+//! of a PUT or multipart upload (sent by [`super::writer`]).
 //!
 //! System metadata travel as the headers object_store sends (Cache-Control, Content-Disposition,
 //! Content-Encoding, Content-Language, x-amz-storage-class); the others (Expires, the website
@@ -9,15 +9,11 @@
 //! attribute for them, and the backend's own checksum of a multipart upload would differ anyway.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use bytes::Bytes;
-use object_store::aws::AmazonS3;
-use object_store::path::Path;
-use object_store::{Attribute, Attributes, GetResult, MultipartUpload, ObjectStore, PutMultipartOptions, PutPayload};
+use object_store::{Attribute, Attributes, GetResult};
 
 use super::errors::normalize_etag;
-use super::{ETAG_META, PART_SIZE};
+use super::ETAG_META;
 use crate::backend::ObjectInfo;
 
 /// The [`ObjectInfo`] of a GET or HEAD answer.
@@ -111,28 +107,4 @@ pub(super) fn attributes(info: &ObjectInfo) -> Attributes {
         a.insert(Attribute::Metadata(ETAG_META.into()), info.etag.clone().into());
     }
     a
-}
-
-/// Uploads `data` in parts of [`PART_SIZE`]; the upload is aborted if a part fails.
-pub(super) async fn put_multipart(
-    store: Arc<AmazonS3>,
-    path: Path,
-    data: Bytes,
-    attributes: Attributes,
-) -> object_store::Result<()> {
-    let opts = PutMultipartOptions { attributes, ..Default::default() };
-    let mut upload = store.put_multipart_opts(&path, opts).await?;
-    for chunk in data.chunks(PART_SIZE) {
-        if let Err(e) = upload.put_part(PutPayload::from(data.slice_ref(chunk))).await {
-            let _ = upload.abort().await;
-            return Err(e);
-        }
-    }
-    match upload.complete().await {
-        Ok(_) => Ok(()),
-        Err(e) => {
-            let _ = upload.abort().await;
-            Err(e)
-        }
-    }
 }

@@ -11,9 +11,9 @@
 //!   for the single PUT or multipart upload the flusher sends). Objects written to the bucket by
 //!   others have no such metadata: their S3 ETag is used, without quotes. The name `reo-etag` is
 //!   reserved. Listings report S3's ETag (S3 lists no metadata).
-//! * Objects above [`MULTIPART_THRESHOLD`] are uploaded in parts of [`PART_SIZE`] (S3 refuses
-//!   single PUTs above 5 GiB). Streamed writes ([`Backend::put_stream`]) are parts as they come
-//!   ([`writer`]).
+//! * Every write goes through [`writer`]: objects above one part ([`writer::STREAM_PART`]) are
+//!   uploaded in parts (S3 refuses single PUTs above 5 GiB), as they come for a streamed write
+//!   ([`Backend::put_stream`]).
 //! * Keys an object_store path cannot hold unchanged (`a//b`, `/a`, `a/`, `.`/`..` segments,
 //!   control characters) are refused with a message saying so.
 
@@ -35,21 +35,17 @@ use bytes::Bytes;
 use futures::StreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path;
-use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore, PutOptions, PutPayload, RetryConfig};
+use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
 
 use super::advice::{self, Address, Advice, AdviceReport};
 use super::{BResult, Backend, BackendError, BucketInfo, ListEntry, ObjectInfo, ObjectWriter};
 use crate::keys::validate_bucket;
-use convert::{attributes, object_info, put_multipart};
+use convert::object_info;
 use errors::{key_path, list_dir, map_err, normalize_etag, raw};
 pub use settings::{Credentials, Deadlines, S3Settings};
 
 /// The user-metadata name holding the gateway's ETag.
 pub const ETAG_META: &str = "reo-etag";
-/// Objects larger than this are uploaded in parts.
-pub const MULTIPART_THRESHOLD: usize = 64 << 20;
-/// Part size of multipart uploads.
-pub const PART_SIZE: usize = 16 << 20;
 
 /// Runs `fut` on the runtime of `rt` and waits for it (from a thread outside it), at most
 /// `deadline`: then the call fails with `Io` (and `fut` is dropped, closing its connection).
@@ -227,19 +223,15 @@ impl Backend for S3Backend {
         self.put_owned(bucket, key, Bytes::copy_from_slice(data), info)
     }
 
+    /// One streamed write of the whole object ([`writer`]): one PUT up to a part, else a
+    /// multipart upload.
     fn put_owned(&self, bucket: &str, key: &str, data: Bytes, info: &ObjectInfo) -> BResult<()> {
         let store = self.store(bucket)?;
         let path = key_path(key)?;
-        let attrs = attributes(info);
-        let r = self.run(self.settings.deadlines.transfer(data.len() as u64), async move {
-            if data.len() > MULTIPART_THRESHOLD {
-                put_multipart(store, path, data, attrs).await
-            } else {
-                let opts = PutOptions { attributes: attrs, ..Default::default() };
-                store.put_opts(&path, PutPayload::from(data), opts).await.map(|_| ())
-            }
-        })?;
-        r.map_err(|e| self.not_found(bucket, map_err(e, bucket, key)))
+        let rt = self.rt.as_ref().expect("present until drop").handle().clone();
+        let mut w = Box::new(writer::S3Writer::new(rt, store, path, (bucket, key), info, self.settings.deadlines));
+        let r = w.write(data).and_then(|_| w.commit(info));
+        r.map(|_| ()).map_err(|e| self.not_found(bucket, e))
     }
 
     fn put_stream(self: Arc<Self>, bucket: &str, key: &str, info: &ObjectInfo) -> BResult<Box<dyn ObjectWriter>> {

@@ -9,7 +9,8 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{S3Backend, S3Settings, MULTIPART_THRESHOLD};
+use super::writer::STREAM_PART;
+use super::{S3Backend, S3Settings};
 use crate::backend::{Address, Advice, Backend, BackendError, ObjectInfo};
 
 /// A moto_server child, killed on drop.
@@ -119,7 +120,7 @@ fn the_backend_trait_against_moto() {
     assert_eq!((listed.len(), listed[0].info.size), (1, 100_000));
 
     // Above the threshold: a multipart upload; the gateway's ETag still comes back.
-    let big: Vec<u8> = (0..MULTIPART_THRESHOLD + 1000).map(|i| (i % 251) as u8).collect();
+    let big: Vec<u8> = (0..STREAM_PART + 1000).map(|i| (i % 251) as u8).collect();
     b.put("bkt", "big", &big, &info(&big, "feedface-5")).unwrap();
     assert_eq!(b.head("bkt", "big").unwrap().etag, "feedface-5");
     let end = big.len() as u64;

@@ -119,7 +119,12 @@ impl S3Writer {
 impl ObjectWriter for S3Writer {
     fn write(&mut self, piece: Bytes) -> BResult<()> {
         self.written += piece.len() as u64;
-        self.buf.extend_from_slice(&piece);
+        if self.buf.is_empty() {
+            // Taken over without a copy when the caller hands its only reference (a whole put).
+            self.buf = piece.try_into_mut().unwrap_or_else(|b| BytesMut::from(&b[..]));
+        } else {
+            self.buf.extend_from_slice(&piece);
+        }
         // A full part is sent once more bytes follow it: an object of exactly one part is one
         // PUT at the commit.
         while self.buf.len() > self.part {
