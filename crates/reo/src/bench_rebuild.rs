@@ -7,10 +7,16 @@
 //! rebuild's writes, fdatasync at the end), replaces the device and rebuilds in class order. The
 //! last stdout line is one JSON object: `raw_write_mibps`, `rebuild_write_mibps`, `rebuild_s`,
 //! and per class ("0".."3") `class_bytes` and `class_restored_s`, with the targets checked.
+//!
+//! After the clock stops, the rebuild is checked from the replacement itself (`verify`): a scrub
+//! of every chunk, then every redundant blob read back and compared with what was put while the
+//! other devices are failed, so that the replacement's chunks are the ones read.
 
 use clap::Args;
 use reo_media::{AlignedBuf, FileMedia, FileOptions, Media};
-use reo_store::{Placement, PutOptions, RebuildOptions, RebuildState, Scheme, Store, StoreConfig};
+use reo_store::{
+    Durability, Placement, PutOptions, RebuildOptions, RebuildState, Scheme, ScrubOptions, Store, StoreConfig,
+};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -64,6 +70,13 @@ fn scheme_of(class: u8, n: usize) -> Scheme {
         2 => Scheme::Rs { k: (n - 2) as u8, p: 2 },
         _ => Scheme::None(Placement::Isolated),
     }
+}
+
+/// The bytes of the i-th blob: its index, then zeros.
+fn payload(i: u64, len: u64) -> Vec<u8> {
+    let mut data = vec![0u8; len as usize];
+    data[..8].copy_from_slice(&i.to_le_bytes());
+    data
 }
 
 /// A blob header like the cache's: magic, version, kind, flags (bit 0 dirty), class at offset 7.
@@ -138,7 +151,6 @@ fn bench(args: &BenchRebuildArgs, n: usize, blob: u64, len: u64, dir: &Path) -> 
     let layout = store.layout();
     // Fill: device bytes of live blobs up to the fill level of the zones.
     let capacity = layout.zone * layout.zones as u64 * n as u64;
-    let mut data = vec![0u8; blob as usize];
     let t = Instant::now();
     let mut i = 0u64;
     loop {
@@ -147,9 +159,8 @@ fn bench(args: &BenchRebuildArgs, n: usize, blob: u64, len: u64, dir: &Path) -> 
             break;
         }
         let class = class_of(i);
-        data[..8].copy_from_slice(&i.to_le_bytes());
         let opts = PutOptions::new(scheme_of(class, n)).placement(i);
-        match store.put(&header(class, i), &data, &opts) {
+        match store.put(&header(class, i), &payload(i, blob), &opts) {
             Ok(_) => i += 1,
             Err(reo_store::Error::OutOfSpace { .. }) => break,
             Err(e) => return Err(format!("bench rebuild: fill: {e}")),
@@ -191,7 +202,7 @@ fn bench(args: &BenchRebuildArgs, n: usize, blob: u64, len: u64, dir: &Path) -> 
         class_bytes.insert(c.to_string(), json!(cp.bytes_total));
         class_s.insert(c.to_string(), json!(at));
     }
-    let v = json!({
+    let mut v = json!({
         "bench": "rebuild",
         "devices": n,
         "device_mib": len / MIB,
@@ -211,6 +222,12 @@ fn bench(args: &BenchRebuildArgs, n: usize, blob: u64, len: u64, dir: &Path) -> 
         "class_target_s": class_target,
         "targets_met": met,
     });
+    // Lost blobs (class 3 wholly on the failed device) are dropped, as the cache drops them.
+    for loc in &p.lost {
+        store.free(loc, Durability::None).map_err(|e| format!("bench rebuild: drop a lost blob: {e}"))?;
+    }
+    let verified = verify(&store, n, failed, blob)?;
+    v["verified_blobs"] = json!(verified);
     if !args.json {
         eprintln!(
             "raw write {raw:.0} MiB/s, rebuild {rebuild_mibps:.0} MiB/s ({:.2}x) in {rebuild_s:.2} s, {} lost",
@@ -218,7 +235,50 @@ fn bench(args: &BenchRebuildArgs, n: usize, blob: u64, len: u64, dir: &Path) -> 
             p.lost.len()
         );
     }
-    store.close().map_err(|e| format!("bench rebuild: close: {e}"))?;
+    // `verify` failed every device but the replacement: nothing more to close cleanly.
+    store.kill();
     println!("{v}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Checks what the rebuild wrote onto device `rebuilt`, from that device: a scrub must find every
+/// chunk of every live blob readable and matching its checksum (which binds the blob's sequence
+/// number, so a chunk of another blob fails it); then, with two other devices failed, every
+/// Reed-Solomon blob is read (the replacement is among the k devices left) and, with every other
+/// device failed, every replicated blob (the replacement is the only copy left), and each is
+/// compared byte for byte with what was put. Returns the number of blobs compared.
+fn verify(store: &Store, n: usize, rebuilt: usize, blob: u64) -> Result<u64, String> {
+    let scrub = store.scrub(&ScrubOptions::default());
+    if scrub.chunks_bad > 0 || scrub.chunks_skipped > 0 || !scrub.unrecoverable.is_empty() {
+        return Err(format!(
+            "bench rebuild: scrub after the rebuild: {} bad, {} skipped, {} unrecoverable chunks",
+            scrub.chunks_bad,
+            scrub.chunks_skipped,
+            scrub.unrecoverable.len()
+        ));
+    }
+    let blobs = store.blobs();
+    let others: Vec<usize> = (0..n).filter(|&d| d != rebuilt).collect();
+    let mut compared = 0;
+    let mut check = |keep: fn(&Scheme) -> bool| -> Result<(), String> {
+        for (loc, head) in blobs.iter().filter(|(l, _)| keep(&l.scheme)) {
+            let i = head.get(8..16).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes);
+            let i = i.ok_or_else(|| format!("bench rebuild: blob {} has a foreign header", loc.seq))?;
+            let got = store.read_all(loc).map_err(|e| format!("bench rebuild: read back blob {i}: {e}"))?;
+            if got != payload(i, blob) {
+                return Err(format!("bench rebuild: blob {i} read back from the rebuilt device differs"));
+            }
+            compared += 1;
+        }
+        Ok(())
+    };
+    for &d in &others[..2] {
+        store.fail_device(d).map_err(|e| e.to_string())?;
+    }
+    check(|s| matches!(s, Scheme::Rs { .. }))?;
+    for &d in &others[2..] {
+        store.fail_device(d).map_err(|e| e.to_string())?;
+    }
+    check(|s| matches!(s, Scheme::Replicate(_)))?;
+    Ok(compared)
 }
