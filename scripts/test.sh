@@ -29,6 +29,8 @@ fi
 cargo test --workspace --no-run
 # Bounded so that a hang fails CI with its test named instead of running out its clock.
 timeout --signal=KILL 1200 cargo test --workspace
+echo "== the library quickstart (examples/quickstart.rs of reo-cache)"
+cargo run -q -p reo-cache --example quickstart
 echo "== gateway end-to-end (boto3 against a real reo serve)"
 # The binary `cargo test` built for the reo crate's own integration tests (cargo keeps it
 # current at target/debug/reo). A `cargo build -p reo` here would compile the workspace again

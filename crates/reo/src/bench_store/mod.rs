@@ -21,8 +21,7 @@
 //! affects both sides of every ratio alike, and every throughput figure is the *median* of its
 //! rounds (the aggregate, total bytes over total seconds, is printed and in the JSON too). Why
 //! the median: virtual and shared disks stall now and then for hundreds of milliseconds (a host
-//! flushing its write cache: a raw-only loop here measured rounds from 158 MiB/s to 3.2 GiB/s
-//! around a median of 2.8 GiB/s). A stall falls on a raw or a store round by chance, and with the
+//! flushing its write cache: rounds of a raw-only loop range over more than a factor of ten). A stall falls on a raw or a store round by chance, and with the
 //! mean that one round decides the ratio; the median of interleaved rounds compares the two
 //! sides' typical rounds and is symmetric, so it favours neither. The figures, their ratios against the targets and a
 //! final one-line JSON object are printed by `report.rs`. The exit code is 0 whether targets are
@@ -231,10 +230,8 @@ pub(crate) struct Plan {
     /// every read goes through its device's lane (`reo_media::ReadLanes`), which keeps
     /// `read_depth` = 1 read in flight per device, the raw test's depth. The readers only keep
     /// the lanes fed. One reader cannot: it checks the trailers of a blob once its reads are in,
-    /// and meanwhile every device idles (same run: 0.705 of raw with one reader, 0.869 with the
-    /// check skipped, 0.923 with two readers, BENCHMARKS.md). More than two cost on this virtual
-    /// disk, whose reads slow down as the set of buffers they land in grows (three readers 0.772,
-    /// four 0.745). The N-reader figure is measured too (`get_parallel_mibps`), without a target.
+    /// and meanwhile every device idles. More than two cost on a virtual disk whose reads slow
+    /// down as the set of buffers they land in grows. The N-reader figure is measured too (`get_parallel_mibps`), without a target.
     pub get_readers: usize,
     pub recover_blobs: usize,
     /// Read rounds repeat until every figure of the loop has this many seconds measured.
@@ -322,14 +319,12 @@ impl Plan {
             rep_per_thread,
             get_readers: 2,
             recover_blobs,
-            // Full runs measure longer: the disk's rounds range over a factor of two or more
-            // (raw reads 1.1–3.0 GB/s in one run), and with the ~7 rounds of 3 s the medians,
-            // hence the ratios, moved by ±15% from run to run.
+            // Full runs measure longer: the disk's rounds range over a factor of two or more, and
+            // a handful of short rounds leaves the medians, hence the ratios, at the mercy of a
+            // few stalls.
             min_secs: if quick { 2.0 } else { 10.0 },
-            // Writes longer still: a write round is ~1.5 s of each figure against ~0.3 s for a
-            // read round, and this disk's write rounds spread over 0.7–1.5 GB/s; with the 8–10
-            // rounds of 10 s, the put none ratio of one binary moved from 0.76 to 1.04 between full
-            // runs (BENCHMARKS.md).
+            // Writes longer still: a write round lasts several times a read round and write
+            // rounds spread more, so fewer rounds fit in the same time.
             write_min_secs: if quick { 2.0 } else { 30.0 },
         })
     }
