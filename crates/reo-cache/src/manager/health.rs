@@ -229,8 +229,9 @@ impl Cache {
         let rebuilding = self.rebuilding();
         let mut s = self.lock();
         if failed > 0 || rebuilding {
-            s.failed_seen = s.failed_seen.max(1);
-            s.failed_seen = failed;
+            // At least 1 while a rebuild runs with no device failed any more: recovery has not
+            // ended, and 0x66 must still be reported once it does.
+            s.failed_seen = failed.max(1);
             return SenseCode::RecoveryStarts;
         }
         if s.failed_seen > 0 {
