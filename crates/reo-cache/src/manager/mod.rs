@@ -33,8 +33,9 @@ mod streamed;
 mod write;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
+use parking_lot::{Mutex, MutexGuard};
 use reo_store::{Location, Scheme, Store};
 
 use crate::admission::Admitter;
@@ -256,7 +257,7 @@ impl Cache {
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock()
     }
 
     pub fn config(&self) -> &CacheConfig {
