@@ -1,16 +1,16 @@
-//! [`CacheConfig`]: the cache manager's tunables, with documented defaults, and [`ClassSchemes`],
-//! the class → redundancy-scheme map.
+//! [`CacheConfig`]: the cache manager's tunables, with documented defaults (the class →
+//! redundancy-scheme map, [`ClassSchemes`], is [`crate::redundancy`]'s).
 
 use std::fmt;
 use std::str::FromStr;
 
-use reo_store::{Placement, Scheme, VictimPolicy};
+use reo_store::VictimPolicy;
 
 use crate::admission::{AdmissionConfig, AdmissionKind};
 use crate::dedup::DedupKind;
 use crate::object::Class;
 use crate::policy::PolicyKind;
-use crate::redundancy::Redundancy;
+use crate::redundancy::{ClassSchemes, Redundancy};
 
 /// Who frees flash space.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,46 +47,6 @@ impl FromStr for EvictionMode {
             "gc" | "gc-eviction" | "gc-based" => Ok(EvictionMode::GcBased),
             _ => Err(format!("unknown eviction mode {s:?} (expected cache-eviction or gc-eviction)")),
         }
-    }
-}
-
-/// The redundancy scheme of each [`Class`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ClassSchemes(pub [Scheme; 4]);
-
-impl ClassSchemes {
-    /// Reo's defaults over `devices` devices: metadata and dirty data replicated on every device
-    /// (at least 2 copies when there are 2+ devices), hot data Reed-Solomon with 2 parity
-    /// (`rs(n−2, 2)`; with fewer than 3 devices, replication), cold data unprotected and isolated.
-    pub fn reo_default(devices: usize) -> ClassSchemes {
-        let rep =
-            if devices >= 2 { Scheme::Replicate(devices.min(255) as u8) } else { Scheme::None(Placement::Isolated) };
-        let hot = if devices >= 3 { Scheme::Rs { k: (devices - 2).min(253) as u8, p: 2 } } else { rep };
-        ClassSchemes([rep, rep, hot, Scheme::None(Placement::Isolated)])
-    }
-
-    /// One scheme for every class (the uniform baselines).
-    pub fn uniform(s: Scheme) -> ClassSchemes {
-        ClassSchemes([s; 4])
-    }
-
-    pub fn of(&self, c: Class) -> Scheme {
-        self.0[c as usize]
-    }
-
-    /// Every scheme must fit the array; dirty data must survive a device loss when there are
-    /// at least two devices (an acknowledged write is the only copy).
-    pub fn validate(&self, devices: usize) -> Result<(), String> {
-        for c in Class::ALL {
-            self.of(c).validate(devices).map_err(|e| format!("class {}: {e}", c.as_str()))?;
-        }
-        if devices >= 2 && self.of(Class::Dirty).tolerance() == 0 {
-            return Err(format!(
-                "class dirty uses {} which loses acknowledged writes when a device dies; use replicate(r ≥ 2) or rs(k, p ≥ 1)",
-                self.of(Class::Dirty)
-            ));
-        }
-        Ok(())
     }
 }
 
@@ -193,6 +153,7 @@ impl CacheConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use reo_store::{Placement, Scheme};
 
     #[test]
     fn defaults_fit_the_array_and_protect_dirty_data() {

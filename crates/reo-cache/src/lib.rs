@@ -33,14 +33,13 @@ pub mod object;
 pub mod policy;
 pub mod redundancy;
 pub mod sim;
-mod slab;
 pub mod stats;
 pub mod thinkey;
 pub mod units;
 
 pub use admission::{Admission, AdmissionConfig, AdmissionKind, AdmissionStats, Admitter, Decision};
 pub use bench::bench_policy;
-pub use config::{CacheConfig, ClassSchemes, EvictionMode};
+pub use config::{CacheConfig, EvictionMode};
 pub use dedup::{new_dedup, Chunk, DedupKind, DedupOutcome, DedupPolicy, Fingerprint};
 pub use failure_plan::{FailureAction, FailurePlan, FailurePoint};
 pub use manager::{
@@ -50,6 +49,6 @@ pub use manager::{
 };
 pub use object::Class;
 pub use policy::{new_policy, InsertError, Key, Policy, PolicyKind};
-pub use redundancy::Redundancy;
+pub use redundancy::{ClassSchemes, Redundancy};
 pub use sim::{miss_ratio, splitmix64, zipf_trace, Rng, Zipf};
 pub use stats::CacheStats;

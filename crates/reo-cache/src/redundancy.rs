@@ -1,5 +1,6 @@
 //! [`Redundancy`]: how the cache protects its data — Reo's differentiated classes under a
-//! redundancy budget (Reo-x%), or one of the paper's uniform baselines, all through the same code.
+//! redundancy budget (Reo-x%), or one of the paper's uniform baselines, all through the same code
+//! — and [`ClassSchemes`], the class → redundancy-scheme map each of them gives.
 //!
 //! Names are the stable, lower-case ones reports use: `reo-10%`, `reo-20%`, `reo-40%` (any
 //! `reo-N%`), `0-parity`, `1-parity`, `2-parity`, `full-replication`.
@@ -9,7 +10,47 @@ use std::str::FromStr;
 
 use reo_store::{Placement, Scheme};
 
-use crate::config::ClassSchemes;
+use crate::object::Class;
+
+/// The redundancy scheme of each [`Class`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClassSchemes(pub [Scheme; 4]);
+
+impl ClassSchemes {
+    /// Reo's defaults over `devices` devices: metadata and dirty data replicated on every device
+    /// (at least 2 copies when there are 2+ devices), hot data Reed-Solomon with 2 parity
+    /// (`rs(n−2, 2)`; with fewer than 3 devices, replication), cold data unprotected and isolated.
+    pub fn reo_default(devices: usize) -> ClassSchemes {
+        let rep =
+            if devices >= 2 { Scheme::Replicate(devices.min(255) as u8) } else { Scheme::None(Placement::Isolated) };
+        let hot = if devices >= 3 { Scheme::Rs { k: (devices - 2).min(253) as u8, p: 2 } } else { rep };
+        ClassSchemes([rep, rep, hot, Scheme::None(Placement::Isolated)])
+    }
+
+    /// One scheme for every class (the uniform baselines).
+    pub fn uniform(s: Scheme) -> ClassSchemes {
+        ClassSchemes([s; 4])
+    }
+
+    pub fn of(&self, c: Class) -> Scheme {
+        self.0[c as usize]
+    }
+
+    /// Every scheme must fit the array; dirty data must survive a device loss when there are
+    /// at least two devices (an acknowledged write is the only copy).
+    pub fn validate(&self, devices: usize) -> Result<(), String> {
+        for c in Class::ALL {
+            self.of(c).validate(devices).map_err(|e| format!("class {}: {e}", c.as_str()))?;
+        }
+        if devices >= 2 && self.of(Class::Dirty).tolerance() == 0 {
+            return Err(format!(
+                "class dirty uses {} which loses acknowledged writes when a device dies; use replicate(r ≥ 2) or rs(k, p ≥ 1)",
+                self.of(Class::Dirty)
+            ));
+        }
+        Ok(())
+    }
+}
 
 /// The redundancy policy of a cache.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -109,7 +150,6 @@ impl FromStr for Redundancy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::object::Class;
 
     #[test]
     fn names_round_trip_and_map_to_schemes() {

@@ -39,11 +39,12 @@ use parking_lot::{Mutex, MutexGuard};
 use reo_store::{Location, Scheme, Store};
 
 use crate::admission::Admitter;
-use crate::config::{CacheConfig, ClassSchemes, EvictionMode};
+use crate::config::{CacheConfig, EvictionMode};
 use crate::hash::KeyBuildHasher;
 use crate::index::{frag_key, ObjectIndex};
 use crate::object::{Class, ObjectEntry, PackedLoc, MAX_BAND, MAX_START, SCHEME_CODES};
 use crate::policy::{new_policy, Key, Policy};
+use crate::redundancy::ClassSchemes;
 use crate::stats::CacheStats;
 
 pub use control::{ControlReply, MAX_CONTROL_MESSAGE};

@@ -12,7 +12,9 @@
 use hashbrown::HashTable;
 
 use crate::hash::hash_key;
-use crate::policy::Key;
+
+/// Object key (an object id or a fingerprint).
+pub type Key = u64;
 
 /// Null link.
 pub(crate) const NIL: u32 = u32::MAX;
