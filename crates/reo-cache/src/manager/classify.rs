@@ -15,8 +15,11 @@
 
 use reo_store::{Durability, Scheme};
 
-use super::evict::free_all;
-use super::{frag_count, Cache, State};
+use super::cache::free_all;
+use super::cache::Cache;
+use super::objects::frag_count;
+use super::placement::placement_of;
+use super::state::State;
 use crate::header::BlobHeader;
 use crate::object::{Class, ObjectEntry};
 
@@ -126,7 +129,7 @@ impl Cache {
                 let data = self.store.read_all(&old).ok()?;
                 let mut h = BlobHeader::decode(&self.store.header(&old)?)?;
                 h.class = class;
-                self.put_blob(&h.encode(), &data, target, false, super::write::placement_of(&h.key)).ok()
+                self.put_blob(&h.encode(), &data, target, false, placement_of(&h.key)).ok()
             })();
             attempts += 1;
             let Some(new) = moved_one else {

@@ -11,8 +11,8 @@
 
 use serde::Serialize;
 
+use super::cache::Cache;
 use super::health::{Access, ObjectStatus, SenseCode};
-use super::Cache;
 use crate::object::Class;
 
 /// Longest control message accepted.

@@ -11,68 +11,14 @@
 //! After a restart dedup starts cold: content blobs are not addressable without the metadata cache
 //! (address → fingerprint), which lives in DRAM only, so they are freed.
 
-use std::collections::HashMap;
-
 use reo_store::{Durability, Location, Scheme};
 
-use super::evict::free_all;
-use super::{Cache, State};
-use crate::dedup::{compress, decompress, new_dedup, Chunk, DedupKind, DedupOutcome, DedupPolicy, Fingerprint};
+use super::cache::{free_all, Cache};
+use super::dedup_cache::ContentRef;
+use super::state::State;
+use crate::dedup::{compress, decompress, Chunk, Fingerprint};
 use crate::header::{BlobHeader, BlobKind};
 use crate::object::Class;
-use crate::policy::Key;
-
-/// Dedup state of the manager.
-pub(crate) struct DedupState {
-    pub policy: Box<dyn DedupPolicy>,
-    /// Fingerprint → content blob. The blob's length is the stored (maybe compressed) length.
-    pub blobs: HashMap<[u8; 32], Location>,
-    /// Content blobs are LZ4 blocks (CD-ARC).
-    pub compressed: bool,
-    pub out: DedupOutcome,
-}
-
-impl DedupState {
-    pub fn new(kind: DedupKind, meta_entries: usize, data_bytes: u64) -> Option<DedupState> {
-        Some(DedupState {
-            policy: new_dedup(kind, meta_entries, data_bytes)?,
-            blobs: HashMap::new(),
-            compressed: kind == DedupKind::CdArc,
-            out: DedupOutcome::default(),
-        })
-    }
-}
-
-/// Where a deduplicated fragment's bytes are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ContentRef {
-    pub loc: Location,
-    pub compressed: bool,
-}
-
-impl State {
-    /// Looks `addr` up in the dedup cache (a read: updates its recency). `None`: a miss.
-    pub fn dedup_lookup(&mut self, addr: Key) -> Option<ContentRef> {
-        let d = self.dedup.as_mut()?;
-        let fp = d.policy.lookup(addr)?;
-        match d.blobs.get(fp.as_bytes()) {
-            // Under CD-ARC a blob shorter than its fragment is an LZ4 block.
-            Some(&loc) => Some(ContentRef { loc, compressed: d.compressed }),
-            None => {
-                // Content admitted but its write failed or is still in flight: a miss.
-                d.policy.remove(addr);
-                None
-            }
-        }
-    }
-
-    /// Forgets `addr` in the dedup cache.
-    pub fn dedup_forget(&mut self, addr: Key) {
-        if let Some(d) = self.dedup.as_mut() {
-            d.policy.remove(addr);
-        }
-    }
-}
 
 impl Cache {
     /// Scheme of content blobs: the clean classes' scheme for cold data.

@@ -4,42 +4,15 @@
 
 use std::collections::HashMap;
 
-use reo_store::{Durability, Error as StoreError, GcDecision, GcHandler, Location, Store};
+use reo_store::{Durability, Error as StoreError, GcDecision, GcHandler, Location};
 
-use super::read::forget_fragment;
-use super::{Cache, State};
+use super::cache::{free_all, Cache, Freed};
+use super::placement::placement_of;
+use super::state::State;
 use crate::config::EvictionMode;
 use crate::header::BlobHeader;
 use crate::index::split_key;
 use crate::policy::Key;
-
-/// The blobs of evicted fragments, to free after unlocking: one or two inline (a fill of equal-sized
-/// objects evicts about one), so the usual fill allocates nothing for them.
-pub(crate) type Freed = smallvec::SmallVec<[Location; 2]>;
-
-/// Frees blobs (best effort: a blob already gone is fine).
-pub(crate) fn free_all(store: &Store, locs: &[Location], d: Durability) {
-    for l in locs {
-        let _ = store.free(l, d);
-    }
-}
-
-/// Removes the entry of `slot` if it holds no blob and is neither dirty nor pinned.
-///
-/// With dedup on, clean fragments live in the dedup cache, not in the entry: the entry stays (its
-/// size says how to address them) until the object is deleted or a read finds nothing of it.
-pub(crate) fn drop_entry_if_empty(s: &mut State, slot: u32) {
-    if s.dedup.is_some() {
-        return;
-    }
-    let Some(e) = s.index.get(slot) else { return };
-    let empty = if e.fragmented() { s.index.cached_fragments(slot) == 0 } else { e.blob().is_none() };
-    let leased = e.pinned() && s.pins.get(&slot).is_some_and(|&until| until > s.now);
-    if empty && !e.dirty() && !leased {
-        s.index.remove(slot);
-        s.pins.remove(&slot);
-    }
-}
 
 impl Cache {
     /// Unlinks the fragments the policy evicted; returns their blobs (to free after unlocking).
@@ -49,7 +22,7 @@ impl Cache {
             let (slot, frag) = split_key(k);
             if let Some(e) = s.index.get(slot) {
                 // Utility of the evicted: its reads since it entered the cache.
-                let (id, freq) = (super::write::placement_of(&e.key), f64::from(e.freq()));
+                let (id, freq) = (placement_of(&e.key), f64::from(e.freq()));
                 let now = s.now;
                 s.admitter.on_evict(id, freq, now);
             }
@@ -57,7 +30,7 @@ impl Cache {
                 locs.push(l);
             }
             s.set_location(slot, frag, None);
-            drop_entry_if_empty(s, slot);
+            s.drop_entry_if_empty(slot);
             s.stats.evictions += 1;
         }
         locs
@@ -248,7 +221,7 @@ impl GcHandler for Cleaner<'_> {
         let c = self.cache;
         let mut s = c.lock();
         if s.location(slot, frag, c.cfg.fragment_size).as_ref() == Some(loc) {
-            forget_fragment(&mut s, slot, frag);
+            s.forget_fragment(slot, frag);
             s.stats.gc_evictions += 1;
         }
     }
@@ -281,6 +254,6 @@ impl GcHandler for Cleaner<'_> {
             s.stats.dirty_lost += 1;
             // The entry stays dirty with the fragment missing: reads report the loss.
         }
-        forget_fragment(&mut s, slot, frag);
+        s.forget_fragment(slot, frag);
     }
 }

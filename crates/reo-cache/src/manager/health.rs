@@ -6,9 +6,9 @@
 use reo_store::{BlobHealth, Durability, Location, Scheme, ROW_BAND};
 use serde::Serialize;
 
-use super::evict::free_all;
-use super::read::forget_fragment;
-use super::{frag_count, Cache};
+use super::cache::free_all;
+use super::cache::Cache;
+use super::objects::frag_count;
 use crate::object::Class;
 
 /// Sense codes of Table III.
@@ -114,7 +114,7 @@ impl Cache {
                             tracing::error!(key = %key, fragment = f, "DATA LOSS: dirty fragment lost with the failed devices");
                         } else {
                             rep.lost_clean += 1;
-                            forget_fragment(&mut s, slot, f);
+                            s.forget_fragment(slot, f);
                             to_free.push(loc);
                         }
                     }
@@ -158,7 +158,7 @@ impl Cache {
                     "DATA LOSS: scrub found a dirty fragment unrecoverable"
                 );
             } else {
-                forget_fragment(&mut s, slot, h.fragment);
+                s.forget_fragment(slot, h.fragment);
                 s.stats.lost_clean_fragments += 1;
                 to_free.push(*loc);
             }

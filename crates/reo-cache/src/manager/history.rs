@@ -10,7 +10,8 @@
 
 use crate::index::frag_key;
 
-use super::{frag_count, Cache};
+use super::cache::Cache;
+use super::objects::frag_count;
 
 /// What [`Cache::access_history`] returns and [`Cache::set_access_history`] applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

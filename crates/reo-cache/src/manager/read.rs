@@ -3,7 +3,7 @@
 
 use reo_store::{Error as StoreError, Location, ReadBytes};
 
-use super::dedup::ContentRef;
+use super::dedup_cache::ContentRef;
 use std::cell::Cell;
 
 /// Turns the bytes of a concurrent blob read into the get's piece type.
@@ -16,9 +16,10 @@ thread_local! {
     /// The plan buffer of this thread's last get (taken while in use, so never shared).
     static PLAN: Cell<Vec<Step>> = const { Cell::new(Vec::new()) };
 }
-use super::{frag_len, Cache, State};
+use super::cache::Cache;
+use super::objects::frag_len;
+use super::write::WriteError;
 use crate::index::frag_key;
-use crate::manager::write::WriteError;
 
 /// One fragment-aligned part of a requested range. `T` is the bytes (`Vec<u8>`, from
 /// [`Cache::get`]) or their count (`u64`, from [`Cache::get_sized`]).
@@ -281,17 +282,9 @@ impl Cache {
         let mut s = self.lock();
         let Some(slot) = s.index.find(key) else { return };
         if s.location(slot, frag, self.cfg.fragment_size).as_ref() == Some(loc) {
-            forget_fragment(&mut s, slot, frag);
+            s.forget_fragment(slot, frag);
         }
         drop(s);
         let _ = self.store.free(loc, reo_store::Durability::None);
     }
-}
-
-/// Removes fragment `frag` of `slot` from the policy and the index (not from the store); removes
-/// the object entry when nothing of it is left and it is not dirty.
-pub(crate) fn forget_fragment(s: &mut State, slot: u32, frag: u32) {
-    s.policy.remove(frag_key(slot, frag));
-    s.set_location(slot, frag, None);
-    super::evict::drop_entry_if_empty(s, slot);
 }

@@ -12,7 +12,8 @@ use std::sync::Arc;
 use reo_media::Media;
 use reo_store::{RebuildHandle, RebuildOptions, RebuildState};
 
-use super::{frag_count, Cache};
+use super::cache::Cache;
+use super::objects::frag_count;
 use crate::header::BlobHeader;
 use crate::object::Class;
 

@@ -18,8 +18,10 @@ use std::collections::HashMap;
 
 use reo_store::{Durability, Location};
 
-use super::evict::free_all;
-use super::{frag_count, new_entry, Cache};
+use super::cache::free_all;
+use super::cache::Cache;
+use super::objects::{frag_count, new_entry};
+use super::placement::version_tag;
 use crate::header::{BlobHeader, BlobKind};
 
 /// One version of one object found on flash.
@@ -130,8 +132,8 @@ impl Cache {
                         }
                     }
                 }
-                s.index.set_version_tag(slot, super::write::version_tag(&v.etag));
-                super::evict::drop_entry_if_empty(&mut s, slot);
+                s.index.set_version_tag(slot, version_tag(&v.etag));
+                s.drop_entry_if_empty(slot);
             }
         }
         // Rebuilding is not traffic.

@@ -10,7 +10,7 @@
 //! once, exactly as [`Cache::put`] installs one. Until then:
 //!
 //! - readers see the previous version (nothing is indexed);
-//! - the cleaner keeps the staged blobs ([`super::State::staged`]) and moves them if it must;
+//! - the cleaner keeps the staged blobs ([`super::state::State::staged`]) and moves them if it must;
 //! - a crash leaves a version without its first fragment, which restart recovery drops, dirty
 //!   or clean, and keeps the acknowledged one (`restart.rs`);
 //! - an abandoned write (the client went away, a digest did not match) frees its blobs when the
@@ -22,9 +22,11 @@ use std::sync::Arc;
 use reo_media::AlignedBuf;
 use reo_store::Durability;
 
-use super::evict::free_all;
-use super::write::{admission_refusal, encode_header, object_version, placement_of, version_tag};
-use super::{frag_count, frag_len, Cache, ObjectMeta, PutReceipt, WriteError};
+use super::cache::free_all;
+use super::cache::Cache;
+use super::objects::{frag_count, frag_len};
+use super::placement::{object_version, placement_of, version_tag};
+use super::write::{admission_refusal, encode_header, ObjectMeta, PutReceipt, WriteError};
 use crate::admission::Request;
 use crate::object::Class;
 

@@ -7,8 +7,10 @@ use std::fmt;
 
 use reo_store::{Durability, Location, PutOptions, Scheme};
 
-use super::evict::{free_all, Freed};
-use super::{frag_count, frag_len, new_entry, Cache, State};
+use super::cache::{free_all, Cache, Freed};
+use super::objects::{frag_count, frag_len, new_entry};
+use super::placement::{object_version, placement_of, version_tag};
+use super::state::State;
 use crate::admission::{Decision, Request};
 use crate::header::{BlobHeader, BlobKind, HeaderRef};
 use crate::index::{frag_key, MAX_FRAGMENTS};
@@ -307,11 +309,11 @@ impl Cache {
             if self.lost_to_cleaner(&s, seen, &[loc]) {
                 // The cleaner took the blob for a leftover and freed it: nothing to install.
                 s.stats.wasted_write_bytes += loc.len;
-                super::evict::drop_entry_if_empty(&mut s, slot);
+                s.drop_entry_if_empty(slot);
                 (FillOutcome::Rejected("full"), smallvec::smallvec![])
             } else if stale || s.location(slot, frag, fs).is_some() {
                 s.stats.wasted_write_bytes += loc.len;
-                super::evict::drop_entry_if_empty(&mut s, slot);
+                s.drop_entry_if_empty(slot);
                 (if stale { FillOutcome::Stale } else { FillOutcome::AlreadyCached }, smallvec::smallvec![loc])
             } else {
                 match self.policy_insert(&mut s, slot, frag, data.len() as u64) {
@@ -326,7 +328,7 @@ impl Cache {
                     Err(mut evicted) => {
                         s.stats.full_rejections += 1;
                         s.stats.wasted_write_bytes += loc.len;
-                        super::evict::drop_entry_if_empty(&mut s, slot);
+                        s.drop_entry_if_empty(slot);
                         evicted.push(loc);
                         (FillOutcome::Rejected("full"), evicted)
                     }
@@ -522,7 +524,7 @@ impl Cache {
             }
             s.stats.full_rejections += 1;
             s.stats.wasted_write_bytes += locs.iter().map(|l| l.len).sum::<u64>();
-            super::evict::drop_entry_if_empty(&mut s, slot);
+            s.drop_entry_if_empty(slot);
             drop(s);
             free_all(&self.store, &freed, Durability::None);
             // A refused dirty write must not come back after a crash (see `put`).
@@ -792,22 +794,6 @@ pub(crate) fn admission_refusal(d: Decision) -> Option<&'static str> {
     }
 }
 
-/// The version of an object as the flusher names it: its ETag, size and modification time (what
-/// [`PutReceipt::version`] and [`Cache::dirty_keys`] give).
-pub fn object_version(etag: &str, size: u64, mtime_ns: u64) -> u64 {
-    let mut b = Vec::with_capacity(etag.len() + 16);
-    b.extend_from_slice(etag.as_bytes());
-    b.extend_from_slice(&size.to_le_bytes());
-    b.extend_from_slice(&mtime_ns.to_le_bytes());
-    placement_of(&b)
-}
-
-/// Version tag of an object: a hash of its ETag (S3 ETags change with the content).
-pub(crate) fn version_tag(etag: &str) -> u32 {
-    placement_of(etag.as_bytes()) as u32
-}
-
-/// Isolated placement key: all fragments of one object on one device.
 impl Cache {
     /// The object's id for admission policies: the key's number with
     /// [`CacheConfig::numeric_keys`](crate::CacheConfig::numeric_keys) (so SEQR sees adjacent
@@ -818,9 +804,4 @@ impl Cache {
             _ => placement_of(key),
         }
     }
-}
-
-pub(crate) fn placement_of(key: &[u8]) -> u64 {
-    use std::hash::{BuildHasher, BuildHasherDefault};
-    BuildHasherDefault::<crate::hash::KeyHasher>::default().hash_one(key)
 }

@@ -1,0 +1,130 @@
+//! [`Cache`]: the cache manager's handle — the store, the configuration and the locked [`State`] —
+//! opened over a store, and its counters.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard};
+use reo_store::{Durability, Location, Store};
+
+use super::dedup_cache::DedupState;
+use super::state::{SchemeTable, State};
+use crate::config::{CacheConfig, EvictionMode};
+use crate::index::ObjectIndex;
+use crate::object::{MAX_BAND, MAX_START};
+use crate::policy::new_policy;
+use crate::redundancy::ClassSchemes;
+use crate::stats::CacheStats;
+
+/// The cache manager. Share it through an `Arc`.
+pub struct Cache {
+    pub(crate) store: Arc<Store>,
+    pub(crate) cfg: CacheConfig,
+    pub(crate) classes: ClassSchemes,
+    pub(crate) state: Mutex<State>,
+}
+
+impl Cache {
+    /// A cache over `store`, its index rebuilt from the blobs the store holds (a warm restart; an
+    /// empty store gives an empty cache).
+    pub fn open(store: Arc<Store>, cfg: CacheConfig) -> Result<Cache, String> {
+        let n = store.layout().devices as usize;
+        cfg.validate(n)?;
+        let layout = store.layout();
+        if layout.zones as u64 > u64::from(MAX_BAND) + 1 || layout.zone / 4096 > u64::from(MAX_START) + 1 {
+            return Err(format!(
+                "store layout ({} zones of {} bytes) exceeds the cache index's limits ({} zones of {} GiB)",
+                layout.zones,
+                layout.zone,
+                MAX_BAND as u64 + 1,
+                ((MAX_START as u64 + 1) * 4096) >> 30
+            ));
+        }
+        let classes = cfg.class_schemes.unwrap_or_else(|| cfg.redundancy.class_schemes(n));
+        let capacity = match cfg.eviction {
+            EvictionMode::CacheBased => cfg.capacity_bytes,
+            // The policy only ranks; the flash's size bounds the cache.
+            EvictionMode::GcBased => u64::MAX >> 17,
+        };
+        let state = State {
+            index: ObjectIndex::new(),
+            policy: new_policy(cfg.policy, capacity),
+            admitter: {
+                // Touch counts and watch entries are per fragment: a segment spanning several
+                // fragments would count a scan's next fragment as a second touch.
+                let mut a = cfg.admission.clone();
+                a.tc.segment_len = a.tc.segment_len.min(cfg.fragment_size);
+                a.watchlist.fragment_len = cfg.fragment_size;
+                a.build()
+            },
+            pins: HashMap::default(),
+            schemes: SchemeTable::default(),
+            stats: CacheStats::default(),
+            now: 0,
+            evicted: Vec::new(),
+            dedup: DedupState::new(cfg.dedup, cfg.meta_entries(), cfg.capacity_bytes),
+            h_hot: f64::INFINITY,
+            since_recompute: 0,
+            reencode_cursor: 0,
+            failed_seen: 0,
+            redundancy_over_budget: false,
+            epoch: 0,
+            invalidated: HashMap::default(),
+            epoch_floor: 0,
+            orphans_freed: 0,
+            staged: HashMap::new(),
+        };
+        let cache = Cache { store, cfg, classes, state: Mutex::new(state) };
+        cache.rebuild_from_store()?;
+        Ok(cache)
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock()
+    }
+
+    pub fn config(&self) -> &CacheConfig {
+        &self.cfg
+    }
+
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    pub fn class_schemes(&self) -> ClassSchemes {
+        self.classes
+    }
+
+    /// Counters since open.
+    pub fn stats(&self) -> CacheStats {
+        let s = self.lock();
+        let mut st = s.stats.clone();
+        st.admission = *s.admitter.stats();
+        drop(s);
+        let store = self.store.stats();
+        st.device_write_bytes = store.put_device_bytes + store.gc_device_bytes;
+        st
+    }
+
+    /// A token for [`Cache::fill`] taken before fetching from the backend (what `get` returns).
+    pub fn token(&self) -> u64 {
+        self.lock().epoch
+    }
+
+    /// Objects in the index, user bytes the policy holds.
+    pub fn occupancy(&self) -> (usize, u64) {
+        let s = self.lock();
+        (s.index.len(), s.policy.used_bytes())
+    }
+}
+
+/// The blobs of evicted fragments, to free after unlocking: one or two inline (a fill of equal-sized
+/// objects evicts about one), so the usual fill allocates nothing for them.
+pub(crate) type Freed = smallvec::SmallVec<[Location; 2]>;
+
+/// Frees blobs (best effort: a blob already gone is fine).
+pub(crate) fn free_all(store: &Store, locs: &[Location], d: Durability) {
+    for l in locs {
+        let _ = store.free(l, d);
+    }
+}
