@@ -8,9 +8,9 @@ use parking_lot::{Mutex, MutexGuard};
 use reo_store::{Durability, Location, Store};
 
 use super::dedup_cache::DedupState;
-use super::state::{SchemeTable, State};
+use super::objects::Objects;
+use super::state::State;
 use crate::config::{CacheConfig, EvictionMode};
-use crate::index::ObjectIndex;
 use crate::object::{MAX_BAND, MAX_START};
 use crate::policy::new_policy;
 use crate::redundancy::ClassSchemes;
@@ -47,7 +47,7 @@ impl Cache {
             EvictionMode::GcBased => u64::MAX >> 17,
         };
         let state = State {
-            index: ObjectIndex::new(),
+            objects: Objects::default(),
             policy: new_policy(cfg.policy, capacity),
             admitter: {
                 // Touch counts and watch entries are per fragment: a segment spanning several
@@ -57,10 +57,7 @@ impl Cache {
                 a.watchlist.fragment_len = cfg.fragment_size;
                 a.build()
             },
-            pins: HashMap::default(),
-            schemes: SchemeTable::default(),
             stats: CacheStats::default(),
-            now: 0,
             evicted: Vec::new(),
             dedup: DedupState::new(cfg.dedup, cfg.meta_entries(), cfg.capacity_bytes),
             h_hot: f64::INFINITY,
@@ -114,7 +111,7 @@ impl Cache {
     /// Objects in the index, user bytes the policy holds.
     pub fn occupancy(&self) -> (usize, u64) {
         let s = self.lock();
-        (s.index.len(), s.policy.used_bytes())
+        (s.objects.len(), s.policy.used_bytes())
     }
 }
 

@@ -98,7 +98,7 @@ impl Cache {
             // Find the next misplaced fragment from the cursor.
             let job = {
                 let mut s = self.lock();
-                let total = s.index.slot_count();
+                let total = s.objects.slot_count();
                 let mut found = None;
                 // A bounded share of the index per call: a large cache with nothing misplaced
                 // must not cost a full scan on every `maintain`.
@@ -106,14 +106,14 @@ impl Cache {
                     let slot = (s.reencode_cursor as usize % total.max(1)) as u32;
                     s.reencode_cursor = s.reencode_cursor.wrapping_add(1);
                     visited += 1;
-                    let Some(e) = s.index.get(slot) else { continue };
+                    let Some(e) = s.objects.get(slot) else { continue };
                     if e.dirty() {
                         continue;
                     }
                     let target = self.classes.of(e.class());
                     let n = frag_count(e.size(), fs) as u32;
                     found = (0..n)
-                        .filter_map(|f| s.location(slot, f, fs).map(|l| (f, l)))
+                        .filter_map(|f| s.objects.location(slot, f, fs).map(|l| (f, l)))
                         .find(|(_, l)| l.scheme != target)
                         .map(|(f, l)| (slot, f, l, target, e.class(), s.orphans_freed));
                     if found.is_some() {
@@ -140,8 +140,8 @@ impl Cache {
                 continue;
             };
             let mut s = self.lock();
-            if s.location(slot, frag, fs).as_ref() == Some(&old) && !self.lost_to_cleaner(&s, seen, &[new]) {
-                s.set_location(slot, frag, Some(&new));
+            if s.objects.location(slot, frag, fs).as_ref() == Some(&old) && !self.lost_to_cleaner(&s, seen, &[new]) {
+                s.objects.set_location(slot, frag, Some(&new));
                 s.stats.gc_write_bytes += new.len;
                 s.stats.reencoded_bytes += new.len;
                 drop(s);
@@ -167,7 +167,7 @@ fn recompute(c: &Cache, s: &mut State) -> f64 {
     let capacity = c.cfg.capacity_bytes as f64;
     let mut clean: Vec<(f64, u64)> = Vec::new();
     let mut dirty_bytes = 0u64;
-    for (_, e) in s.index.iter() {
+    for (_, e) in s.objects.iter() {
         if e.dirty() {
             dirty_bytes += e.size();
         } else if !e.explicit_class() && e.freq() > 0 {
@@ -195,12 +195,12 @@ fn recompute(c: &Cache, s: &mut State) -> f64 {
         h_hot = h;
     }
     s.h_hot = h_hot;
-    let slots: Vec<u32> = s.index.iter().map(|(slot, _)| slot).collect();
+    let slots: Vec<u32> = s.objects.iter().map(|(slot, _)| slot).collect();
     for slot in slots {
-        let e = s.index.get(slot).expect("listed");
+        let e = s.objects.get(slot).expect("listed");
         let want = c.class_for(s, e);
         if want != e.class() {
-            s.index.get_mut(slot).expect("listed").set_class(want);
+            s.objects.get_mut(slot).expect("listed").set_class(want);
             s.stats.class_changes += 1;
         }
     }

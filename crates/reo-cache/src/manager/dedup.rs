@@ -87,8 +87,8 @@ impl Cache {
         let chunk = Chunk { fp, size: chunk_len, compressed: stored };
         let (write, evicted, seen) = {
             let mut s = self.lock();
-            let same = s.index.find(key) == Some(slot)
-                && s.index.get(slot).is_some_and(|e| e.size() == size && !e.dirty())
+            let same = s.objects.find(key) == Some(slot)
+                && s.objects.get(slot).is_some_and(|e| e.size() == size && !e.dirty())
                 && !token.is_some_and(|t| s.invalidated_since(key, t));
             if !same {
                 return false;

@@ -20,16 +20,16 @@ impl Cache {
         let mut locs = Freed::with_capacity(keys.len());
         for &k in keys {
             let (slot, frag) = split_key(k);
-            if let Some(e) = s.index.get(slot) {
+            if let Some(e) = s.objects.get(slot) {
                 // Utility of the evicted: its reads since it entered the cache.
                 let (id, freq) = (placement_of(&e.key), f64::from(e.freq()));
-                let now = s.now;
+                let now = s.objects.now();
                 s.admitter.on_evict(id, freq, now);
             }
-            if let Some(l) = s.location(slot, frag, self.cfg.fragment_size) {
+            if let Some(l) = s.objects.location(slot, frag, self.cfg.fragment_size) {
                 locs.push(l);
             }
-            s.set_location(slot, frag, None);
+            s.objects.set_location(slot, frag, None);
             s.drop_entry_if_empty(slot);
             s.stats.evictions += 1;
         }
@@ -58,9 +58,8 @@ impl Cache {
         while freed < target {
             let locs = {
                 let mut s = self.lock();
-                let State { index, policy, pins, now, .. } = &mut *s;
-                let now = *now;
-                let Some(k) = policy.evict_one(&mut |k| State::evictable(index, pins, now, k)) else { break };
+                let State { objects, policy, .. } = &mut *s;
+                let Some(k) = policy.evict_one(&mut |k| objects.evictable(k)) else { break };
                 self.apply_evictions(&mut s, &[k])
             };
             freed += locs.iter().map(|l| l.len.max(1)).sum::<u64>();
@@ -161,16 +160,15 @@ impl GcHandler for Cleaner<'_> {
             self.moving.insert(loc.seq, Moving::Staged(h.write, h.fragment, h.key));
             return GcDecision::Relocate;
         }
-        let Some(slot) = s.index.find(&h.key) else { return orphan(c, &mut s, loc) };
-        if s.location(slot, h.fragment, c.cfg.fragment_size).as_ref() != Some(loc) {
+        let Some(slot) = s.objects.find(&h.key) else { return orphan(c, &mut s, loc) };
+        if s.objects.location(slot, h.fragment, c.cfg.fragment_size).as_ref() != Some(loc) {
             return orphan(c, &mut s, loc);
         }
-        let now = s.now;
-        let live_pin = s.pins.get(&slot).is_some_and(|&u| u > now);
-        let e = s.index.get_mut(slot).expect("found");
+        let leased = s.objects.leased(slot);
+        let e = s.objects.get_mut(slot).expect("found");
         let keep = match c.cfg.eviction {
             EvictionMode::CacheBased => true,
-            EvictionMode::GcBased => e.dirty() || (e.pinned() && live_pin) || e.referenced(),
+            EvictionMode::GcBased => e.dirty() || leased || e.referenced(),
         };
         self.moving.insert(loc.seq, Moving::Fragment(slot, h.fragment));
         if !keep {
@@ -199,14 +197,14 @@ impl GcHandler for Cleaner<'_> {
                 }
                 // Installed meanwhile (the index points at the old copy: moved below like any
                 // fragment), or abandoned (nobody points at either: the new copy is freed).
-                (s.index.find(key).unwrap_or(u32::MAX), *frag)
+                (s.objects.find(key).unwrap_or(u32::MAX), *frag)
             }
             None => return,
         };
         let mut s = c.lock();
         s.stats.gc_write_bytes += new.len;
-        if s.location(slot, frag, c.cfg.fragment_size).as_ref() == Some(old) {
-            s.set_location(slot, frag, Some(new));
+        if s.objects.location(slot, frag, c.cfg.fragment_size).as_ref() == Some(old) {
+            s.objects.set_location(slot, frag, Some(new));
             return;
         }
         // The fragment was deleted, evicted or rewritten while being moved: nothing points at
@@ -220,7 +218,7 @@ impl GcHandler for Cleaner<'_> {
         let Some(&Moving::Fragment(slot, frag)) = self.moving.get(&loc.seq) else { return };
         let c = self.cache;
         let mut s = c.lock();
-        if s.location(slot, frag, c.cfg.fragment_size).as_ref() == Some(loc) {
+        if s.objects.location(slot, frag, c.cfg.fragment_size).as_ref() == Some(loc) {
             s.forget_fragment(slot, frag);
             s.stats.gc_evictions += 1;
         }
@@ -239,17 +237,17 @@ impl GcHandler for Cleaner<'_> {
                     *l = None;
                     return;
                 }
-                (s.index.find(key).unwrap_or(u32::MAX), *frag)
+                (s.objects.find(key).unwrap_or(u32::MAX), *frag)
             }
             None => return,
         };
         let mut s = c.lock();
-        if s.location(slot, frag, c.cfg.fragment_size).as_ref() != Some(loc) {
+        if s.objects.location(slot, frag, c.cfg.fragment_size).as_ref() != Some(loc) {
             return;
         }
-        let dirty = s.index.get(slot).is_some_and(|e| e.dirty());
+        let dirty = s.objects.get(slot).is_some_and(|e| e.dirty());
         if dirty {
-            let key = String::from_utf8_lossy(&s.index.get(slot).expect("found").key).into_owned();
+            let key = String::from_utf8_lossy(&s.objects.get(slot).expect("found").key).into_owned();
             tracing::error!(key = %key, fragment = frag, error = %err, "DATA LOSS: dirty fragment unreadable while cleaning");
             s.stats.dirty_lost += 1;
             // The entry stays dirty with the fragment missing: reads report the loss.

@@ -99,18 +99,18 @@ impl Cache {
         let mut to_free = Vec::new();
         let mut s = self.lock();
         s.failed_seen = self.store.failed_devices().len();
-        let slots: Vec<(u32, u64)> = s.index.iter().map(|(slot, e)| (slot, e.size())).collect();
+        let slots: Vec<(u32, u64)> = s.objects.iter().map(|(slot, e)| (slot, e.size())).collect();
         for (slot, size) in slots {
             for f in 0..frag_count(size, fs) as u32 {
-                let Some(loc) = s.location(slot, f, fs) else { continue };
+                let Some(loc) = s.objects.location(slot, f, fs) else { continue };
                 match self.store.health(&loc) {
                     BlobHealth::Healthy => rep.healthy += 1,
                     BlobHealth::Degraded => rep.degraded += 1,
                     BlobHealth::Lost => {
-                        if s.index.get(slot).is_some_and(|e| e.dirty()) {
+                        if s.objects.get(slot).is_some_and(|e| e.dirty()) {
                             rep.lost_dirty += 1;
                             s.stats.dirty_lost += 1;
-                            let key = String::from_utf8_lossy(&s.index.get(slot).expect("listed").key).into_owned();
+                            let key = String::from_utf8_lossy(&s.objects.get(slot).expect("listed").key).into_owned();
                             tracing::error!(key = %key, fragment = f, "DATA LOSS: dirty fragment lost with the failed devices");
                         } else {
                             rep.lost_clean += 1;
@@ -146,11 +146,11 @@ impl Cache {
                 }
                 continue;
             }
-            let Some(slot) = s.index.find(&h.key) else { continue };
-            if s.location(slot, h.fragment, fs).as_ref() != Some(loc) {
+            let Some(slot) = s.objects.find(&h.key) else { continue };
+            if s.objects.location(slot, h.fragment, fs).as_ref() != Some(loc) {
                 continue;
             }
-            if s.index.get(slot).is_some_and(|e| e.dirty()) {
+            if s.objects.get(slot).is_some_and(|e| e.dirty()) {
                 s.stats.dirty_lost += 1;
                 tracing::error!(
                     key = %String::from_utf8_lossy(&h.key),
@@ -172,15 +172,15 @@ impl Cache {
     pub fn status(&self, key: &[u8]) -> Option<ObjectStatus> {
         let fs = self.cfg.fragment_size;
         let s = self.lock();
-        let slot = s.index.find(key)?;
-        let e = s.index.get(slot)?;
+        let slot = s.objects.find(key)?;
+        let e = s.objects.get(slot)?;
         let n = self.store.layout().devices as usize;
         let mut access = Access::Accessible;
         let mut schemes: Vec<Scheme> = Vec::new();
         let mut devices: Vec<usize> = Vec::new();
         let mut cached = 0;
         for f in 0..frag_count(e.size(), fs) as u32 {
-            let Some(loc) = s.location(slot, f, fs) else {
+            let Some(loc) = s.objects.location(slot, f, fs) else {
                 if e.dirty() {
                     access = Access::Corrupted; // a dirty object is cached whole
                 }
@@ -240,7 +240,7 @@ impl Cache {
         }
         if write {
             let pinned_or_dirty: u64 =
-                s.index.iter().filter(|(_, e)| e.dirty() || e.pinned()).map(|(_, e)| e.size()).sum();
+                s.objects.iter().filter(|(_, e)| e.dirty() || e.pinned()).map(|(_, e)| e.size()).sum();
             if pinned_or_dirty + size > self.cfg.capacity_bytes {
                 return SenseCode::CacheFull;
             }

@@ -24,7 +24,7 @@ impl Cache {
     /// The access history of `key`, without counting as an access. `None` if not cached.
     pub fn access_history(&self, key: &[u8]) -> Option<AccessHistory> {
         let s = self.lock();
-        let e = s.index.get(s.index.find(key)?)?;
+        let e = s.objects.get(s.objects.find(key)?)?;
         Some(AccessHistory { freq: e.freq(), referenced: e.referenced() })
     }
 
@@ -32,14 +32,14 @@ impl Cache {
     /// [`Cache::access_history`]). Returns false if `key` is not cached.
     pub fn set_access_history(&self, key: &[u8], h: &AccessHistory) -> bool {
         let mut s = self.lock();
-        let Some(slot) = s.index.find(key) else { return false };
-        let e = s.index.get_mut(slot).expect("found");
+        let Some(slot) = s.objects.find(key) else { return false };
+        let e = s.objects.get_mut(slot).expect("found");
         e.set_freq(h.freq);
         e.set_referenced(h.referenced);
         let fragments = frag_count(e.size(), self.cfg.fragment_size) as u32;
         if h.freq > 0 {
             for f in 0..fragments {
-                if s.location(slot, f, self.cfg.fragment_size).is_some() {
+                if s.objects.location(slot, f, self.cfg.fragment_size).is_some() {
                     s.policy.on_hit(frag_key(slot, f));
                 }
             }

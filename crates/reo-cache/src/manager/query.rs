@@ -30,8 +30,8 @@ impl Cache {
     /// Status of one object.
     pub fn info(&self, key: &[u8]) -> Option<ObjectInfo> {
         let s = self.lock();
-        let slot = s.index.find(key)?;
-        let e = s.index.get(slot)?;
+        let slot = s.objects.find(key)?;
+        let e = s.objects.get(slot)?;
         let fragments = frag_count(e.size(), self.cfg.fragment_size);
         let mut schemes = Vec::new();
         let mut cached = 0;
@@ -40,7 +40,7 @@ impl Cache {
                 let fp = d.policy.mapping(frag_key(slot, f))?;
                 d.blobs.get(fp.as_bytes()).copied()
             });
-            if let Some(l) = s.location(slot, f, self.cfg.fragment_size).or(content) {
+            if let Some(l) = s.objects.location(slot, f, self.cfg.fragment_size).or(content) {
                 cached += 1;
                 if !schemes.contains(&l.scheme) {
                     schemes.push(l.scheme);
@@ -51,7 +51,7 @@ impl Cache {
             size: e.size(),
             class: e.class(),
             dirty: e.dirty(),
-            pinned: e.pinned() && s.pins.get(&slot).is_some_and(|&u| u > s.now),
+            pinned: s.objects.leased(slot),
             freq: e.freq(),
             hotness: e.hotness(),
             fragments,
@@ -70,8 +70,8 @@ impl Cache {
     /// fragment's blob header — no device I/O. `None` if that fragment is not on flash.
     pub fn meta(&self, key: &[u8]) -> Option<ObjectMeta> {
         let s = self.lock();
-        let slot = s.index.find(key)?;
-        let loc = s.location(slot, 0, self.cfg.fragment_size)?;
+        let slot = s.objects.find(key)?;
+        let loc = s.objects.location(slot, 0, self.cfg.fragment_size)?;
         drop(s);
         let h = crate::header::BlobHeader::decode(&self.store.header(&loc)?)?;
         Some(ObjectMeta {
@@ -87,18 +87,16 @@ impl Cache {
     /// Returns false if the object is not cached.
     pub fn pin(&self, key: &[u8], until_ns: u64) -> bool {
         let mut s = self.lock();
-        let Some(slot) = s.index.find(key) else { return false };
-        s.index.get_mut(slot).expect("found").set_pinned(true);
-        s.pins.insert(slot, until_ns);
+        let Some(slot) = s.objects.find(key) else { return false };
+        s.objects.pin(slot, until_ns);
         true
     }
 
     /// Ends `key`'s lease.
     pub fn unpin(&self, key: &[u8]) {
         let mut s = self.lock();
-        if let Some(slot) = s.index.find(key) {
-            s.index.get_mut(slot).expect("found").set_pinned(false);
-            s.pins.remove(&slot);
+        if let Some(slot) = s.objects.find(key) {
+            s.objects.unpin(slot);
         }
     }
 
@@ -106,7 +104,7 @@ impl Cache {
     /// in no particular order. After a restart this is how the flusher resumes.
     pub fn dirty_keys(&self) -> Vec<(Vec<u8>, u64)> {
         let s = self.lock();
-        s.index
+        s.objects
             .iter()
             .filter(|(_, e)| e.dirty())
             .map(|(slot, e)| (e.key.to_vec(), self.dirty_version(&s, slot).unwrap_or(0)))
@@ -116,12 +114,12 @@ impl Cache {
     /// (freq, size) of every cached object: the input of the hot-threshold computation (seed 000
     /// §IV.C.1, H = Freq / Size).
     pub fn hotness_snapshot(&self) -> Vec<(u32, u64)> {
-        self.lock().index.iter().map(|(_, e)| (e.freq(), e.size())).collect()
+        self.lock().objects.iter().map(|(_, e)| (e.freq(), e.size())).collect()
     }
 
     /// Bytes of DRAM the index and the policy use (key bytes excluded), and objects indexed.
     pub fn memory(&self) -> (usize, usize, usize) {
         let s = self.lock();
-        (s.index.memory_bytes(), s.policy.memory_bytes(), s.index.len())
+        (s.objects.memory_bytes(), s.policy.memory_bytes(), s.objects.len())
     }
 }

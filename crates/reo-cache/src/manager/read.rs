@@ -139,12 +139,12 @@ impl Cache {
     ) -> Result<GetResult<T>, WriteError> {
         let fs = self.cfg.fragment_size;
         let mut s = self.lock();
-        s.now = s.now.max(now_ns);
+        s.objects.advance(now_ns);
         if counted {
             s.stats.requests += 1;
             self.tick_classes(&mut s);
         }
-        let Some(slot) = s.index.find(key) else {
+        let Some(slot) = s.objects.find(key) else {
             if end != u64::MAX {
                 s.stats.request_bytes += end.saturating_sub(start);
             }
@@ -155,10 +155,10 @@ impl Cache {
             });
         };
         if counted {
-            s.index.get_mut(slot).expect("found").touch();
+            s.objects.get_mut(slot).expect("found").touch();
             s.admitter.on_hit(self.admission_key(key), now_ns);
         }
-        let e = s.index.get(slot).expect("found");
+        let e = s.objects.get(slot).expect("found");
         let (size, dirty) = (e.size(), e.dirty());
         let end = end.min(size);
         if start >= end {
@@ -171,7 +171,7 @@ impl Cache {
         plan.clear();
         for f in (start / fs) as u32..=((end - 1) / fs) as u32 {
             let (fstart, fend) = (u64::from(f) * fs, (u64::from(f) + 1) * fs);
-            let loc = s.location(slot, f, fs);
+            let loc = s.objects.location(slot, f, fs);
             if loc.is_none() && dirty {
                 // A dirty object is cached whole: a hole is a lost fragment, and the backend's
                 // older bytes must not stand in for it.
@@ -280,8 +280,8 @@ impl Cache {
     /// Forgets a clean fragment whose blob could not be read beyond its redundancy.
     fn drop_lost_fragment(&self, key: &[u8], frag: u32, loc: &Location) {
         let mut s = self.lock();
-        let Some(slot) = s.index.find(key) else { return };
-        if s.location(slot, frag, self.cfg.fragment_size).as_ref() == Some(loc) {
+        let Some(slot) = s.objects.find(key) else { return };
+        if s.objects.location(slot, frag, self.cfg.fragment_size).as_ref() == Some(loc) {
             s.forget_fragment(slot, frag);
         }
         drop(s);

@@ -46,7 +46,7 @@ impl Cache {
         let hot: HashMap<u64, u8> = {
             let s = self.lock();
             let mut hot: Vec<(f64, u32, u64)> = s
-                .index
+                .objects
                 .iter()
                 .filter(|(_, e)| !e.dirty() && e.class() == Class::Hot)
                 .map(|(slot, e)| (e.hotness(), slot, e.size()))
@@ -57,7 +57,7 @@ impl Cache {
             for (rank, (_, slot, size)) in hot.into_iter().enumerate() {
                 let p = 2 + (rank * 200 / n) as u8;
                 for f in 0..frag_count(size, fs) as u32 {
-                    if let Some(l) = s.location(slot, f, fs) {
+                    if let Some(l) = s.objects.location(slot, f, fs) {
                         m.insert(l.seq, p);
                     }
                 }

@@ -109,15 +109,15 @@ impl Cache {
                     garbage.extend(v.frags.into_values());
                     continue;
                 }
-                let slot = s.index.insert(new_entry(&key, v.size, v.class, fs));
-                let e = s.index.get_mut(slot).expect("inserted");
+                let slot = s.objects.insert(new_entry(&key, v.size, v.class, fs));
+                let e = s.objects.get_mut(slot).expect("inserted");
                 e.set_dirty(v.dirty);
                 let mut frags: Vec<_> = v.frags.into_iter().collect();
                 frags.sort_by_key(|(f, _)| *f);
                 for (f, loc) in frags {
                     match self.policy_insert(&mut s, slot, f, loc.len) {
                         Ok(evicted) => {
-                            s.set_location(slot, f, Some(&loc));
+                            s.objects.set_location(slot, f, Some(&loc));
                             garbage.extend(evicted);
                         }
                         // Smaller cache than before the restart: what does not fit goes (unless
@@ -125,14 +125,14 @@ impl Cache {
                         Err(evicted) => {
                             garbage.extend(evicted);
                             if v.dirty {
-                                s.set_location(slot, f, Some(&loc));
+                                s.objects.set_location(slot, f, Some(&loc));
                             } else {
                                 garbage.push(loc);
                             }
                         }
                     }
                 }
-                s.index.set_version_tag(slot, version_tag(&v.etag));
+                s.objects.set_version_tag(slot, version_tag(&v.etag));
                 s.drop_entry_if_empty(slot);
             }
         }

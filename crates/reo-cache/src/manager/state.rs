@@ -2,48 +2,23 @@
 
 use std::collections::HashMap;
 
-use reo_store::{Location, Scheme};
+use reo_store::Location;
 
 use super::dedup_cache::{ContentRef, DedupState};
-use super::objects::frag_len;
+use super::objects::Objects;
 use super::placement::placement_of;
 use crate::admission::Admitter;
 use crate::hash::KeyBuildHasher;
-use crate::index::{frag_key, ObjectIndex};
-use crate::object::{PackedLoc, SCHEME_CODES};
+use crate::index::frag_key;
 use crate::policy::{Key, Policy};
 use crate::stats::CacheStats;
 
-/// Scheme codes stored in packed locations (at most 32 distinct schemes at a time).
-#[derive(Debug, Default)]
-pub(crate) struct SchemeTable(Vec<Scheme>);
-
-impl SchemeTable {
-    pub fn code(&mut self, s: Scheme) -> u8 {
-        if let Some(i) = self.0.iter().position(|&x| x == s) {
-            return i as u8;
-        }
-        assert!(self.0.len() < SCHEME_CODES, "more than {SCHEME_CODES} distinct schemes in one cache");
-        self.0.push(s);
-        (self.0.len() - 1) as u8
-    }
-
-    pub fn get(&self, code: u8) -> Scheme {
-        self.0[code as usize]
-    }
-}
-
 /// Metadata guarded by the cache's mutex.
 pub(crate) struct State {
-    pub index: ObjectIndex,
+    pub objects: Objects,
     pub policy: Box<dyn Policy>,
     pub admitter: Admitter,
-    /// Lease end (caller's clock, ns) of pinned objects, by slot.
-    pub pins: HashMap<u32, u64, KeyBuildHasher>,
-    pub schemes: SchemeTable,
     pub stats: CacheStats,
-    /// The caller's clock at the latest request (leases expire against it).
-    pub now: u64,
     /// Scratch buffer for evicted keys.
     pub evicted: Vec<Key>,
     /// Dedup of clean fragments, when configured.
@@ -92,39 +67,6 @@ impl State {
     pub fn invalidated_since(&self, key: &[u8], token: u64) -> bool {
         token < self.epoch_floor || self.invalidated.get(&placement_of(key)).is_some_and(|&e| e > token)
     }
-
-    /// May the fragment key be evicted? Not while its object is dirty or pinned by a live lease.
-    pub fn evictable(index: &ObjectIndex, pins: &HashMap<u32, u64, KeyBuildHasher>, now: u64, key: Key) -> bool {
-        let (slot, _) = crate::index::split_key(key);
-        match index.get(slot) {
-            Some(e) => !(e.dirty() || (e.pinned() && pins.get(&slot).is_some_and(|&until| until > now))),
-            None => true,
-        }
-    }
-
-    /// The store location of fragment `frag` of the object in `slot`, if cached.
-    pub fn location(&self, slot: u32, frag: u32, frag_size: u64) -> Option<Location> {
-        let e = self.index.get(slot)?;
-        let packed = if e.fragmented() { self.index.frag(frag_key(slot, frag))? } else { e.blob()? };
-        let len = frag_len(e.size(), frag, frag_size);
-        Some(packed.unpack(self.schemes.get(packed.scheme_code()), len))
-    }
-
-    /// Records `loc` as fragment `frag` of `slot`; returns the location it replaces.
-    pub fn set_location(&mut self, slot: u32, frag: u32, loc: Option<&Location>) -> Option<PackedLoc> {
-        let packed = loc.map(|l| {
-            let code = self.schemes.code(l.scheme);
-            PackedLoc::pack(l, code).expect("layout checked at open")
-        });
-        let e = self.index.get_mut(slot)?;
-        if e.fragmented() {
-            self.index.set_frag(frag_key(slot, frag), packed)
-        } else {
-            let old = e.blob();
-            e.set_blob(packed);
-            old
-        }
-    }
 }
 
 impl State {
@@ -144,7 +86,7 @@ impl State {
     /// the object entry when nothing of it is left and it is not dirty.
     pub fn forget_fragment(&mut self, slot: u32, frag: u32) {
         self.policy.remove(frag_key(slot, frag));
-        self.set_location(slot, frag, None);
+        self.objects.set_location(slot, frag, None);
         self.drop_entry_if_empty(slot);
     }
 
@@ -156,12 +98,6 @@ impl State {
         if self.dedup.is_some() {
             return;
         }
-        let Some(e) = self.index.get(slot) else { return };
-        let empty = if e.fragmented() { self.index.cached_fragments(slot) == 0 } else { e.blob().is_none() };
-        let leased = e.pinned() && self.pins.get(&slot).is_some_and(|&until| until > self.now);
-        if empty && !e.dirty() && !leased {
-            self.index.remove(slot);
-            self.pins.remove(&slot);
-        }
+        self.objects.remove_if_empty(slot);
     }
 }

@@ -75,7 +75,7 @@ impl Cache {
             if s.dedup.is_some() {
                 return None;
             }
-            s.now = s.now.max(now_ns);
+            s.objects.advance(now_ns);
             let req = Request::write(self.admission_key(key), 0, size, now_ns)
                 .with_occupancy(s.policy.used_bytes(), self.cfg.capacity_bytes);
             if admission_refusal(s.admitter.decide(&req)).is_some() {
@@ -202,7 +202,7 @@ impl StreamedPut {
         for _ in 0..4 {
             let seen = {
                 let mut s = c.lock();
-                s.now = s.now.max(now_ns);
+                s.objects.advance(now_ns);
                 s.orphans_freed
             };
             let loc = c.put_blob(&header, &self.first, scheme, self.dirty, placement_of(&self.key))?;

@@ -218,30 +218,30 @@ impl Cache {
         }
         let (class, req, dedup, seen) = {
             let mut s = self.lock();
-            s.now = s.now.max(now_ns);
+            s.objects.advance(now_ns);
             s.stats.backend_read_bytes += data.len() as u64;
             if s.invalidated_since(key, token) {
                 return Ok(FillOutcome::Stale);
             }
             // The class of the cached part of the object, if any (a new object is cold).
             let mut class = Class::Cold;
-            if let Some(slot) = s.index.find(key) {
-                let e = s.index.get(slot).expect("found");
+            if let Some(slot) = s.objects.find(key) {
+                let e = s.objects.get(slot).expect("found");
                 if e.dirty() {
                     // Cached whole and newer than anything the backend holds.
                     return Ok(FillOutcome::Stale);
                 }
                 // Another version of the object (the backend changed, or a write raced this fetch):
                 // its fragments must not mix with these bytes.
-                let other = s.index.version_tag(slot).is_some_and(|t| t != version_tag(&meta.etag));
+                let other = s.objects.version_tag(slot).is_some_and(|t| t != version_tag(&meta.etag));
                 if e.size() != object_size || other {
                     let locs = self.forget_object(&mut s, slot);
                     drop(s);
                     free_all(&self.store, &locs, Durability::None);
                     s = self.lock();
                     // Unlocked meanwhile: another fill may have made a new entry.
-                    class = s.index.find(key).and_then(|slot| s.index.get(slot)).map_or(Class::Cold, |e| e.class());
-                } else if s.location(slot, frag, fs).is_some() {
+                    class = s.objects.find(key).and_then(|slot| s.objects.get(slot)).map_or(Class::Cold, |e| e.class());
+                } else if s.objects.location(slot, frag, fs).is_some() {
                     return Ok(FillOutcome::AlreadyCached);
                 } else {
                     class = e.class();
@@ -257,10 +257,7 @@ impl Cache {
         if dedup {
             let slot = {
                 let mut s = self.lock();
-                match s.index.find(key) {
-                    Some(slot) => slot,
-                    None => s.index.insert(new_entry(key, object_size, class, fs)),
-                }
+                s.objects.find_or_insert(key, object_size, class, fs)
             };
             return Ok(if self.dedup_insert(key, slot, frag, object_size, data, Some(token), false) {
                 self.lock().admitter.on_insert(&req);
@@ -296,30 +293,27 @@ impl Cache {
         };
         let (outcome, to_free) = {
             let mut s = self.lock();
-            let slot = match s.index.find(key) {
-                Some(slot) => slot,
-                None => s.index.insert(new_entry(key, object_size, class, fs)),
-            };
-            let e = s.index.get(slot).expect("live");
+            let slot = s.objects.find_or_insert(key, object_size, class, fs);
+            let e = s.objects.get(slot).expect("live");
             // Re-check what may have changed while the blob was written.
             let stale = s.invalidated_since(key, token)
                 || e.dirty()
                 || e.size() != object_size
-                || s.index.version_tag(slot).is_some_and(|t| t != version_tag(&meta.etag));
+                || s.objects.version_tag(slot).is_some_and(|t| t != version_tag(&meta.etag));
             if self.lost_to_cleaner(&s, seen, &[loc]) {
                 // The cleaner took the blob for a leftover and freed it: nothing to install.
                 s.stats.wasted_write_bytes += loc.len;
                 s.drop_entry_if_empty(slot);
                 (FillOutcome::Rejected("full"), smallvec::smallvec![])
-            } else if stale || s.location(slot, frag, fs).is_some() {
+            } else if stale || s.objects.location(slot, frag, fs).is_some() {
                 s.stats.wasted_write_bytes += loc.len;
                 s.drop_entry_if_empty(slot);
                 (if stale { FillOutcome::Stale } else { FillOutcome::AlreadyCached }, smallvec::smallvec![loc])
             } else {
                 match self.policy_insert(&mut s, slot, frag, data.len() as u64) {
                     Ok(evicted) => {
-                        s.set_location(slot, frag, Some(&loc));
-                        s.index.set_version_tag(slot, version_tag(&meta.etag));
+                        s.objects.set_location(slot, frag, Some(&loc));
+                        s.objects.set_version_tag(slot, version_tag(&meta.etag));
                         s.admitter.on_insert(&req);
                         s.stats.cache_write_bytes += loc.len;
                         s.stats.cache_writes += 1;
@@ -342,10 +336,9 @@ impl Cache {
     /// Inserts fragment `frag` of `slot` into the policy; returns the blobs of evicted fragments
     /// (to free), or on failure those plus nothing inserted.
     pub(crate) fn policy_insert(&self, s: &mut State, slot: u32, frag: u32, len: u64) -> Result<Freed, Freed> {
-        let State { index, policy, pins, now, evicted, .. } = s;
-        let now = *now;
+        let State { objects, policy, evicted, .. } = s;
         evicted.clear();
-        let r = policy.insert(frag_key(slot, frag), len, &mut |k| State::evictable(index, pins, now, k), evicted);
+        let r = policy.insert(frag_key(slot, frag), len, &mut |k| objects.evictable(k), evicted);
         let keys = std::mem::take(evicted);
         let locs = self.apply_evictions(s, &keys);
         s.evicted = keys;
@@ -378,7 +371,7 @@ impl Cache {
         let class = if dirty { Class::Dirty } else { Class::Cold };
         let mut seen = {
             let mut s = self.lock();
-            s.now = s.now.max(now_ns);
+            s.objects.advance(now_ns);
             s.stats.original_write_bytes += size;
             // Dirty data is the only copy: always cached. A clean write is a candidate like a fill.
             if !dirty {
@@ -395,7 +388,7 @@ impl Cache {
         let n = frag_count(size, fs) as u32;
         if !dirty && self.lock().dedup.is_some() {
             self.delete(key);
-            let slot = self.lock().index.insert(new_entry(key, size, class, fs));
+            let slot = self.lock().objects.insert(new_entry(key, size, class, fs));
             for f in 0..n {
                 let a = (u64::from(f) * fs) as usize;
                 self.dedup_insert(key, slot, f, size, &data[a..a + frag_len(size, f, fs) as usize], None, false);
@@ -482,13 +475,11 @@ impl Cache {
         }
         let locs = &locs[..];
         s.invalidate(key);
-        let slot = match s.index.find(key) {
-            Some(slot) => slot,
-            None => s.index.insert(new_entry(key, 0, class, fs)),
-        };
-        let old_size = s.index.get(slot).expect("live").size();
-        let old: Vec<(u32, Location)> =
-            (0..frag_count(old_size, fs) as u32).filter_map(|f| s.location(slot, f, fs).map(|l| (f, l))).collect();
+        let slot = s.objects.find_or_insert(key, 0, class, fs);
+        let old_size = s.objects.get(slot).expect("live").size();
+        let old: Vec<(u32, Location)> = (0..frag_count(old_size, fs) as u32)
+            .filter_map(|f| s.objects.location(slot, f, fs).map(|l| (f, l)))
+            .collect();
         for &(f, _) in &old {
             s.policy.remove(frag_key(slot, f));
         }
@@ -496,8 +487,8 @@ impl Cache {
             s.dedup_forget(frag_key(slot, f));
         }
         // The object's own fragments are not candidates while it is being replaced.
-        let was_dirty = s.index.get(slot).expect("live").dirty();
-        s.index.get_mut(slot).expect("live").set_dirty(true);
+        let was_dirty = s.objects.get(slot).expect("live").dirty();
+        s.objects.get_mut(slot).expect("live").set_dirty(true);
         let mut freed = Vec::new();
         let mut inserted = Vec::new();
         let mut failed = false;
@@ -518,7 +509,7 @@ impl Cache {
             for f in inserted {
                 s.policy.remove(frag_key(slot, f));
             }
-            s.index.get_mut(slot).expect("live").set_dirty(was_dirty);
+            s.objects.get_mut(slot).expect("live").set_dirty(was_dirty);
             for &(f, l) in &old {
                 let _ = self.policy_insert(&mut s, slot, f, l.len);
             }
@@ -532,9 +523,9 @@ impl Cache {
             return Err(WriteError::Full("the rest of the cache is dirty or pinned".into()));
         }
         for &(f, _) in &old {
-            s.set_location(slot, f, None);
+            s.objects.set_location(slot, f, None);
         }
-        let e = s.index.get_mut(slot).expect("live");
+        let e = s.objects.get_mut(slot).expect("live");
         e.set_blob(None);
         // A new version is classified afresh (a command's class applied to the old bytes).
         e.set_explicit_class(false);
@@ -543,18 +534,18 @@ impl Cache {
         e.set_dirty(dirty);
         e.set_fragmented(frag_count(size, fs) > 1);
         for (f, l) in locs.iter().enumerate() {
-            s.set_location(slot, f as u32, Some(l));
+            s.objects.set_location(slot, f as u32, Some(l));
             s.stats.cache_write_bytes += l.len;
             s.stats.cache_writes += 1;
         }
-        s.index.set_version_tag(slot, tag);
+        s.objects.set_version_tag(slot, tag);
         freed.extend(old.into_iter().map(|(_, l)| l));
         Ok(Some((freed, was_dirty)))
     }
 
     /// The version of the dirty object in `slot` (from its first fragment's header).
     pub(crate) fn dirty_version(&self, s: &State, slot: u32) -> Option<u64> {
-        let loc = s.location(slot, 0, self.cfg.fragment_size)?;
+        let loc = s.objects.location(slot, 0, self.cfg.fragment_size)?;
         let h = BlobHeader::decode(&self.store.header(&loc)?)?;
         Some(object_version(&h.etag, h.object_size, h.mtime_ns))
     }
@@ -563,14 +554,14 @@ impl Cache {
     /// is gone, clean or another version; `DirtyLost` if a fragment is missing.
     fn dirty_fragments(&self, s: &State, key: &[u8], version: u64) -> Result<Option<(u32, Vec<Location>)>, WriteError> {
         let fs = self.cfg.fragment_size;
-        let Some(slot) = s.index.find(key) else { return Ok(None) };
-        let e = s.index.get(slot).expect("found");
+        let Some(slot) = s.objects.find(key) else { return Ok(None) };
+        let e = s.objects.get(slot).expect("found");
         if !e.dirty() || self.dirty_version(s, slot) != Some(version) {
             return Ok(None);
         }
         let mut locs = Vec::new();
         for f in 0..frag_count(e.size(), fs) as u32 {
-            match s.location(slot, f, fs) {
+            match s.objects.location(slot, f, fs) {
                 Some(l) => locs.push(l),
                 None => {
                     return Err(WriteError::DirtyLost(format!(
@@ -587,8 +578,8 @@ impl Cache {
     /// false uses it to tell "rewritten since" from "moved under the rewrite: retry").
     pub fn dirty_version_of(&self, key: &[u8]) -> Option<u64> {
         let s = self.lock();
-        let slot = s.index.find(key)?;
-        if !s.index.get(slot)?.dirty() {
+        let slot = s.objects.find(key)?;
+        if !s.objects.get(slot)?.dirty() {
             return None;
         }
         self.dirty_version(&s, slot)
@@ -622,7 +613,7 @@ impl Cache {
         // Clean now: hot (parity) or cold (isolated) by its H, or the class a command set.
         let (class, seen) = {
             let s = self.lock();
-            let mut e = s.index.get(slot).expect("found").clone();
+            let mut e = s.objects.get(slot).expect("found").clone();
             e.set_dirty(false);
             (self.class_for(&s, &e), s.orphans_freed)
         };
@@ -678,10 +669,10 @@ impl Cache {
             return Ok(if rewritten { Some(false) } else { None });
         }
         for (f, l) in new.iter().enumerate() {
-            s.set_location(slot, f as u32, Some(l));
+            s.objects.set_location(slot, f as u32, Some(l));
             s.stats.gc_write_bytes += l.len;
         }
-        let e = s.index.get_mut(slot).expect("live");
+        let e = s.objects.get_mut(slot).expect("live");
         e.set_dirty(false);
         e.set_class(class);
         drop(s);
@@ -694,7 +685,7 @@ impl Cache {
     fn drop_flushed(&self, key: &[u8], version: u64) -> bool {
         let mut s = self.lock();
         let Ok(Some((slot, _))) = self.dirty_fragments(&s, key, version) else { return false };
-        let leased = s.index.get(slot).is_some_and(|e| e.pinned()) && s.pins.get(&slot).is_some_and(|&t| t > s.now);
+        let leased = s.objects.leased(slot);
         if leased {
             return false;
         }
@@ -727,9 +718,9 @@ impl Cache {
             }
             for f in 0..old.len() as u32 {
                 s.policy.remove(frag_key(slot, f));
-                s.set_location(slot, f, None);
+                s.objects.set_location(slot, f, None);
             }
-            let e = s.index.get_mut(slot).expect("live");
+            let e = s.objects.get_mut(slot).expect("live");
             e.set_dirty(false);
             e.set_class(Class::Cold);
             e.size()
@@ -746,8 +737,8 @@ impl Cache {
     pub fn delete(&self, key: &[u8]) -> bool {
         let mut s = self.lock();
         s.invalidate(key);
-        let Some(slot) = s.index.find(key) else { return false };
-        let dirty = s.index.get(slot).expect("found").dirty();
+        let Some(slot) = s.objects.find(key) else { return false };
+        let dirty = s.objects.get(slot).expect("found").dirty();
         let locs = self.forget_object(&mut s, slot);
         drop(s);
         free_all(&self.store, &locs, if dirty { Durability::Sync } else { Durability::None });
@@ -769,18 +760,17 @@ impl Cache {
     /// blobs to free.
     pub(crate) fn forget_object(&self, s: &mut State, slot: u32) -> Vec<Location> {
         let fs = self.cfg.fragment_size;
-        let size = s.index.get(slot).map_or(0, |e| e.size());
+        let size = s.objects.get(slot).map_or(0, |e| e.size());
         let mut locs = Vec::new();
         for f in 0..frag_count(size, fs) as u32 {
             s.policy.remove(frag_key(slot, f));
             s.dedup_forget(frag_key(slot, f));
-            if let Some(l) = s.location(slot, f, fs) {
+            if let Some(l) = s.objects.location(slot, f, fs) {
                 locs.push(l);
             }
-            s.set_location(slot, f, None);
+            s.objects.set_location(slot, f, None);
         }
-        s.pins.remove(&slot);
-        s.index.remove(slot);
+        s.objects.remove(slot);
         locs
     }
 }
