@@ -9,6 +9,7 @@ use reo_store::{Durability, Location, Store};
 
 use super::dedup_cache::DedupState;
 use super::objects::Objects;
+use super::replacement::Replacement;
 use super::state::State;
 use crate::config::{CacheConfig, EvictionMode};
 use crate::object::{MAX_BAND, MAX_START};
@@ -48,7 +49,7 @@ impl Cache {
         };
         let state = State {
             objects: Objects::default(),
-            policy: new_policy(cfg.policy, capacity),
+            policy: Replacement::new(new_policy(cfg.policy, capacity)),
             admitter: {
                 // Touch counts and watch entries are per fragment: a segment spanning several
                 // fragments would count a scan's next fragment as a second touch.
@@ -58,7 +59,6 @@ impl Cache {
                 a.build()
             },
             stats: CacheStats::default(),
-            evicted: Vec::new(),
             dedup: DedupState::new(cfg.dedup, cfg.meta_entries(), cfg.capacity_bytes),
             h_hot: f64::INFINITY,
             since_recompute: 0,
@@ -114,10 +114,6 @@ impl Cache {
         (s.objects.len(), s.policy.used_bytes())
     }
 }
-
-/// The blobs of evicted fragments, to free after unlocking: one or two inline (a fill of equal-sized
-/// objects evicts about one), so the usual fill allocates nothing for them.
-pub(crate) type Freed = smallvec::SmallVec<[Location; 2]>;
 
 /// Frees blobs (best effort: a blob already gone is fine).
 pub(crate) fn free_all(store: &Store, locs: &[Location], d: Durability) {

@@ -6,36 +6,12 @@ use std::collections::HashMap;
 
 use reo_store::{Durability, Error as StoreError, GcDecision, GcHandler, Location};
 
-use super::cache::{free_all, Cache, Freed};
-use super::placement::placement_of;
+use super::cache::{free_all, Cache};
 use super::state::State;
 use crate::config::EvictionMode;
 use crate::header::BlobHeader;
-use crate::index::split_key;
-use crate::policy::Key;
 
 impl Cache {
-    /// Unlinks the fragments the policy evicted; returns their blobs (to free after unlocking).
-    pub(crate) fn apply_evictions(&self, s: &mut State, keys: &[Key]) -> Freed {
-        let mut locs = Freed::with_capacity(keys.len());
-        for &k in keys {
-            let (slot, frag) = split_key(k);
-            if let Some(e) = s.objects.get(slot) {
-                // Utility of the evicted: its reads since it entered the cache.
-                let (id, freq) = (placement_of(&e.key), f64::from(e.freq()));
-                let now = s.objects.now();
-                s.admitter.on_evict(id, freq, now);
-            }
-            if let Some(l) = s.objects.location(slot, frag, self.cfg.fragment_size) {
-                locs.push(l);
-            }
-            s.objects.set_location(slot, frag, None);
-            s.drop_entry_if_empty(slot);
-            s.stats.evictions += 1;
-        }
-        locs
-    }
-
     /// Makes room after the store said it is full: clean bands until one more is free; failing
     /// that (cache-based), evict about a zone's worth of the policy's victims so the next cleaning
     /// finds dead space. False when nothing can be freed (all dirty or pinned).
@@ -58,9 +34,8 @@ impl Cache {
         while freed < target {
             let locs = {
                 let mut s = self.lock();
-                let State { objects, policy, .. } = &mut *s;
-                let Some(k) = policy.evict_one(&mut |k| objects.evictable(k)) else { break };
-                self.apply_evictions(&mut s, &[k])
+                let Some(k) = s.evict_one() else { break };
+                s.apply_evictions(&[k], self.cfg.fragment_size)
             };
             freed += locs.iter().map(|l| l.len.max(1)).sum::<u64>();
             free_all(&self.store, &locs, Durability::None);

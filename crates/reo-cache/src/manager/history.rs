@@ -8,8 +8,6 @@
 //! when the old object had been read: in LRU it is most recent (it was just read to be moved), in
 //! ARC / S3-FIFO it counts as reused, as the old key was. The old key's entry is not touched here.
 
-use crate::index::frag_key;
-
 use super::cache::Cache;
 use super::objects::frag_count;
 
@@ -40,7 +38,7 @@ impl Cache {
         if h.freq > 0 {
             for f in 0..fragments {
                 if s.objects.location(slot, f, self.cfg.fragment_size).is_some() {
-                    s.policy.on_hit(frag_key(slot, f));
+                    s.policy.on_hit(slot, f);
                 }
             }
         }

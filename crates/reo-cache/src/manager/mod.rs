@@ -38,6 +38,7 @@ mod placement;
 mod query;
 mod read;
 mod rebuild;
+mod replacement;
 mod restart;
 mod state;
 mod streamed;

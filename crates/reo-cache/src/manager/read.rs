@@ -181,7 +181,7 @@ impl Cache {
                 )));
             }
             let content = if loc.is_some() {
-                s.policy.on_hit(frag_key(slot, f));
+                s.policy.on_hit(slot, f);
                 None
             } else {
                 s.dedup_lookup(frag_key(slot, f))
@@ -192,7 +192,7 @@ impl Cache {
             // Dedup keeps the entry while any fragment may be cached; none is: forget it.
             let whole = frag_len(size, 0, fs) == size || (start == 0 && end == size);
             if whole {
-                let locs = self.forget_object(&mut s, slot);
+                let locs = s.forget_object(slot, fs);
                 debug_assert!(locs.is_empty());
             }
         }

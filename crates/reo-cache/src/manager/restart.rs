@@ -115,7 +115,7 @@ impl Cache {
                 let mut frags: Vec<_> = v.frags.into_iter().collect();
                 frags.sort_by_key(|(f, _)| *f);
                 for (f, loc) in frags {
-                    match self.policy_insert(&mut s, slot, f, loc.len) {
+                    match s.policy_insert(slot, f, loc.len, fs) {
                         Ok(evicted) => {
                             s.objects.set_location(slot, f, Some(&loc));
                             garbage.extend(evicted);

@@ -5,22 +5,25 @@ use std::collections::HashMap;
 use reo_store::Location;
 
 use super::dedup_cache::{ContentRef, DedupState};
-use super::objects::Objects;
+use super::objects::{frag_count, Objects};
 use super::placement::placement_of;
+use super::replacement::Replacement;
 use crate::admission::Admitter;
 use crate::hash::KeyBuildHasher;
-use crate::index::frag_key;
-use crate::policy::{Key, Policy};
+use crate::index::{frag_key, split_key};
+use crate::policy::{InsertError, Key};
 use crate::stats::CacheStats;
+
+/// The blobs of evicted fragments, to free after unlocking: one or two inline (a fill of equal-sized
+/// objects evicts about one), so the usual fill allocates nothing for them.
+pub(crate) type Freed = smallvec::SmallVec<[Location; 2]>;
 
 /// Metadata guarded by the cache's mutex.
 pub(crate) struct State {
     pub objects: Objects,
-    pub policy: Box<dyn Policy>,
+    pub policy: Replacement,
     pub admitter: Admitter,
     pub stats: CacheStats,
-    /// Scratch buffer for evicted keys.
-    pub evicted: Vec<Key>,
     /// Dedup of clean fragments, when configured.
     pub dedup: Option<DedupState>,
     /// Hot threshold: clean objects with H = Freq / Size ≥ this are hot (∞: none).
@@ -85,7 +88,7 @@ impl State {
     /// Removes fragment `frag` of `slot` from the policy and the index (not from the store); removes
     /// the object entry when nothing of it is left and it is not dirty.
     pub fn forget_fragment(&mut self, slot: u32, frag: u32) {
-        self.policy.remove(frag_key(slot, frag));
+        self.policy.remove(slot, frag);
         self.objects.set_location(slot, frag, None);
         self.drop_entry_if_empty(slot);
     }
@@ -99,5 +102,63 @@ impl State {
             return;
         }
         self.objects.remove_if_empty(slot);
+    }
+
+    /// Unlinks the fragments the policy evicted; returns their blobs (to free after unlocking).
+    pub fn apply_evictions(&mut self, keys: &[Key], frag_size: u64) -> Freed {
+        let mut locs = Freed::with_capacity(keys.len());
+        for &k in keys {
+            let (slot, frag) = split_key(k);
+            if let Some(e) = self.objects.get(slot) {
+                // Utility of the evicted: its reads since it entered the cache.
+                let (id, freq) = (placement_of(&e.key), f64::from(e.freq()));
+                let now = self.objects.now();
+                self.admitter.on_evict(id, freq, now);
+            }
+            if let Some(l) = self.objects.location(slot, frag, frag_size) {
+                locs.push(l);
+            }
+            self.objects.set_location(slot, frag, None);
+            self.drop_entry_if_empty(slot);
+            self.stats.evictions += 1;
+        }
+        locs
+    }
+
+    /// Inserts fragment `frag` of `slot` into the policy; returns the blobs of evicted fragments
+    /// (to free), or on failure those plus nothing inserted.
+    pub fn policy_insert(&mut self, slot: u32, frag: u32, len: u64, frag_size: u64) -> Result<Freed, Freed> {
+        let State { objects, policy, .. } = self;
+        let (r, keys) = policy.insert(slot, frag, len, &mut |k| objects.evictable(k));
+        let locs = self.apply_evictions(&keys, frag_size);
+        self.policy.recycle(keys);
+        match r {
+            Ok(()) => Ok(locs),
+            Err(InsertError::TooLarge) | Err(InsertError::Full) => Err(locs),
+        }
+    }
+
+    /// Evicts the policy's next victim that is neither dirty nor leased (its blobs are unlinked by
+    /// [`State::apply_evictions`]).
+    pub fn evict_one(&mut self) -> Option<Key> {
+        let State { objects, policy, .. } = self;
+        policy.evict_one(&mut |k| objects.evictable(k))
+    }
+
+    /// Removes every fragment of `slot` from the policy and the object from the index; returns the
+    /// blobs to free.
+    pub fn forget_object(&mut self, slot: u32, fs: u64) -> Vec<Location> {
+        let size = self.objects.get(slot).map_or(0, |e| e.size());
+        let mut locs = Vec::new();
+        for f in 0..frag_count(size, fs) as u32 {
+            self.policy.remove(slot, f);
+            self.dedup_forget(frag_key(slot, f));
+            if let Some(l) = self.objects.location(slot, f, fs) {
+                locs.push(l);
+            }
+            self.objects.set_location(slot, f, None);
+        }
+        self.objects.remove(slot);
+        locs
     }
 }

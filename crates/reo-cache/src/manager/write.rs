@@ -7,7 +7,7 @@ use std::fmt;
 
 use reo_store::{Durability, Location, PutOptions, Scheme};
 
-use super::cache::{free_all, Cache, Freed};
+use super::cache::{free_all, Cache};
 use super::objects::{frag_count, frag_len, new_entry};
 use super::placement::{object_version, placement_of, version_tag};
 use super::state::State;
@@ -15,7 +15,6 @@ use crate::admission::{Decision, Request};
 use crate::header::{BlobHeader, BlobKind, HeaderRef};
 use crate::index::{frag_key, MAX_FRAGMENTS};
 use crate::object::{Class, MAX_OBJECT_SIZE};
-use crate::policy::InsertError;
 
 /// What the cache keeps about an object besides its bytes (written into its blob headers).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -235,7 +234,7 @@ impl Cache {
                 // its fragments must not mix with these bytes.
                 let other = s.objects.version_tag(slot).is_some_and(|t| t != version_tag(&meta.etag));
                 if e.size() != object_size || other {
-                    let locs = self.forget_object(&mut s, slot);
+                    let locs = s.forget_object(slot, self.cfg.fragment_size);
                     drop(s);
                     free_all(&self.store, &locs, Durability::None);
                     s = self.lock();
@@ -310,7 +309,7 @@ impl Cache {
                 s.drop_entry_if_empty(slot);
                 (if stale { FillOutcome::Stale } else { FillOutcome::AlreadyCached }, smallvec::smallvec![loc])
             } else {
-                match self.policy_insert(&mut s, slot, frag, data.len() as u64) {
+                match s.policy_insert(slot, frag, data.len() as u64, fs) {
                     Ok(evicted) => {
                         s.objects.set_location(slot, frag, Some(&loc));
                         s.objects.set_version_tag(slot, version_tag(&meta.etag));
@@ -331,21 +330,6 @@ impl Cache {
         };
         free_all(&self.store, &to_free, Durability::None);
         Ok(outcome)
-    }
-
-    /// Inserts fragment `frag` of `slot` into the policy; returns the blobs of evicted fragments
-    /// (to free), or on failure those plus nothing inserted.
-    pub(crate) fn policy_insert(&self, s: &mut State, slot: u32, frag: u32, len: u64) -> Result<Freed, Freed> {
-        let State { objects, policy, evicted, .. } = s;
-        evicted.clear();
-        let r = policy.insert(frag_key(slot, frag), len, &mut |k| objects.evictable(k), evicted);
-        let keys = std::mem::take(evicted);
-        let locs = self.apply_evictions(s, &keys);
-        s.evicted = keys;
-        match r {
-            Ok(()) => Ok(locs),
-            Err(InsertError::TooLarge) | Err(InsertError::Full) => Err(locs),
-        }
     }
 
     /// A client write of the whole object `key`. `dirty` (write-back): class 1, on every device its
@@ -481,7 +465,7 @@ impl Cache {
             .filter_map(|f| s.objects.location(slot, f, fs).map(|l| (f, l)))
             .collect();
         for &(f, _) in &old {
-            s.policy.remove(frag_key(slot, f));
+            s.policy.remove(slot, f);
         }
         for f in 0..frag_count(old_size, fs) as u32 {
             s.dedup_forget(frag_key(slot, f));
@@ -493,7 +477,7 @@ impl Cache {
         let mut inserted = Vec::new();
         let mut failed = false;
         for (f, l) in locs.iter().enumerate() {
-            match self.policy_insert(&mut s, slot, f as u32, l.len) {
+            match s.policy_insert(slot, f as u32, l.len, fs) {
                 Ok(ev) => {
                     freed.extend(ev);
                     inserted.push(f as u32);
@@ -507,11 +491,11 @@ impl Cache {
         }
         if failed {
             for f in inserted {
-                s.policy.remove(frag_key(slot, f));
+                s.policy.remove(slot, f);
             }
             s.objects.get_mut(slot).expect("live").set_dirty(was_dirty);
             for &(f, l) in &old {
-                let _ = self.policy_insert(&mut s, slot, f, l.len);
+                let _ = s.policy_insert(slot, f, l.len, fs);
             }
             s.stats.full_rejections += 1;
             s.stats.wasted_write_bytes += locs.iter().map(|l| l.len).sum::<u64>();
@@ -690,7 +674,7 @@ impl Cache {
             return false;
         }
         s.stats.flushed_dropped += 1;
-        let locs = self.forget_object(&mut s, slot);
+        let locs = s.forget_object(slot, self.cfg.fragment_size);
         drop(s);
         // Durable frees: the dropped dirty version must not come back as dirty after a crash.
         free_all(&self.store, &locs, Durability::Sync);
@@ -717,7 +701,7 @@ impl Cache {
                 return Ok(false);
             }
             for f in 0..old.len() as u32 {
-                s.policy.remove(frag_key(slot, f));
+                s.policy.remove(slot, f);
                 s.objects.set_location(slot, f, None);
             }
             let e = s.objects.get_mut(slot).expect("live");
@@ -739,7 +723,7 @@ impl Cache {
         s.invalidate(key);
         let Some(slot) = s.objects.find(key) else { return false };
         let dirty = s.objects.get(slot).expect("found").dirty();
-        let locs = self.forget_object(&mut s, slot);
+        let locs = s.forget_object(slot, self.cfg.fragment_size);
         drop(s);
         free_all(&self.store, &locs, if dirty { Durability::Sync } else { Durability::None });
         true
@@ -754,24 +738,6 @@ impl Cache {
         let cached = self.delete(key);
         self.store.flush()?;
         Ok(cached)
-    }
-
-    /// Removes every fragment of `slot` from the policy and the object from the index; returns the
-    /// blobs to free.
-    pub(crate) fn forget_object(&self, s: &mut State, slot: u32) -> Vec<Location> {
-        let fs = self.cfg.fragment_size;
-        let size = s.objects.get(slot).map_or(0, |e| e.size());
-        let mut locs = Vec::new();
-        for f in 0..frag_count(size, fs) as u32 {
-            s.policy.remove(frag_key(slot, f));
-            s.dedup_forget(frag_key(slot, f));
-            if let Some(l) = s.objects.location(slot, f, fs) {
-                locs.push(l);
-            }
-            s.objects.set_location(slot, f, None);
-        }
-        s.objects.remove(slot);
-        locs
     }
 }
 
