@@ -7,7 +7,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, MutexGuard};
 use reo_store::{Durability, Location, Store};
 
-use super::dedup_cache::DedupState;
+use super::dedup_cache::DedupCache;
 use super::objects::Objects;
 use super::replacement::Replacement;
 use super::state::State;
@@ -59,7 +59,7 @@ impl Cache {
                 a.build()
             },
             stats: CacheStats::default(),
-            dedup: DedupState::new(cfg.dedup, cfg.meta_entries(), cfg.capacity_bytes),
+            dedup: DedupCache::new(cfg.dedup, cfg.meta_entries(), cfg.capacity_bytes),
             h_hot: f64::INFINITY,
             since_recompute: 0,
             reencode_cursor: 0,

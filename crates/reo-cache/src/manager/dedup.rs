@@ -14,8 +14,7 @@
 use reo_store::{Durability, Location, Scheme};
 
 use super::cache::{free_all, Cache};
-use super::dedup_cache::ContentRef;
-use super::state::State;
+use super::dedup_cache::{ContentRef, Offered};
 use crate::dedup::{compress, decompress, Chunk, Fingerprint};
 use crate::header::{BlobHeader, BlobKind};
 use crate::object::Class;
@@ -71,7 +70,7 @@ impl Cache {
         let chunk_len = data.len() as u32;
         let (stored, z) = {
             let s = self.lock();
-            let compressed = s.dedup.as_ref().is_some_and(|d| d.compressed);
+            let compressed = s.dedup.as_ref().is_some_and(|d| d.compressed());
             drop(s);
             if compressed {
                 let z = compress(data);
@@ -93,21 +92,17 @@ impl Cache {
             if !same {
                 return false;
             }
-            let State { dedup, stats, .. } = &mut *s;
-            let Some(d) = dedup.as_mut() else { return false };
-            d.out.reset();
-            d.policy.update(addr, &chunk, &mut d.out);
-            let evicted: Vec<Location> = d.out.evicted.iter().filter_map(|f| d.blobs.remove(f.as_bytes())).collect();
-            stats.evictions += evicted.len() as u64;
-            if !d.out.admitted {
+            let Some(d) = s.dedup.as_mut() else { return false };
+            let Offered { admitted, write, evicted } = d.offer(addr, &chunk);
+            s.stats.evictions += evicted.len() as u64;
+            if !admitted {
                 drop(s);
                 free_all(&self.store, &evicted, Durability::None);
                 return false;
             }
-            if !d.out.write {
-                stats.dedup_saved_writes += 1;
+            if !write {
+                s.stats.dedup_saved_writes += 1;
             }
-            let write = d.out.write;
             (write, evicted, s.orphans_freed)
         };
         free_all(&self.store, &evicted, Durability::None);
@@ -147,19 +142,21 @@ impl Cache {
                     s.stats.cache_write_bytes += loc.len;
                     s.stats.cache_writes += 1;
                 }
-                let d = s.dedup.as_mut().expect("dedup on");
-                if d.policy.contains_fp(&fp) {
-                    if let Some(old) = d.blobs.insert(*fp.as_bytes(), loc) {
-                        drop(s);
-                        free_all(&self.store, &[old], Durability::None);
+                match s.dedup.as_mut().expect("dedup on").install(&fp, loc) {
+                    Ok(old) => {
+                        if let Some(old) = old {
+                            drop(s);
+                            free_all(&self.store, &[old], Durability::None);
+                        }
+                        true
                     }
-                    true
-                } else {
                     // Evicted while being written.
-                    s.stats.wasted_write_bytes += loc.len;
-                    drop(s);
-                    free_all(&self.store, &[loc], Durability::None);
-                    false
+                    Err(loc) => {
+                        s.stats.wasted_write_bytes += loc.len;
+                        drop(s);
+                        free_all(&self.store, &[loc], Durability::None);
+                        false
+                    }
                 }
             }
             Err(_) => {
@@ -175,13 +172,7 @@ impl Cache {
     pub(crate) fn content_moved(&self, fp: &[u8], old: &Location, new: &Location) {
         let mut s = self.lock();
         s.stats.gc_write_bytes += new.len;
-        let moved = s.dedup.as_mut().and_then(|d| d.blobs.get_mut(fp)).is_some_and(|l| {
-            let hit = l == old;
-            if hit {
-                *l = *new;
-            }
-            hit
-        });
+        let moved = s.dedup.as_mut().is_some_and(|d| d.relocate(fp, old, new));
         drop(s);
         if !moved {
             free_all(&self.store, &[*new], Durability::None);
@@ -193,9 +184,7 @@ impl Cache {
     pub(crate) fn content_lost(&self, fp: &[u8], loc: &Location) {
         let mut s = self.lock();
         if let Some(d) = s.dedup.as_mut() {
-            if d.blobs.get(fp) == Some(loc) {
-                d.blobs.remove(fp);
-            }
+            d.forget_content(fp, loc);
         }
     }
 }

@@ -124,7 +124,7 @@ impl GcHandler for Cleaner<'_> {
         let Some(h) = BlobHeader::decode(header) else { return GcDecision::Drop };
         let mut s = c.lock();
         if h.kind == crate::header::BlobKind::Content {
-            if s.dedup.as_ref().and_then(|d| d.blobs.get(&h.key[..])) != Some(loc) {
+            if s.dedup.as_ref().and_then(|d| d.content(&h.key)) != Some(*loc) {
                 return orphan(c, &mut s, loc);
             }
             self.moving.insert(loc.seq, Moving::Content(h.key));

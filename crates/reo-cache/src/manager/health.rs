@@ -138,11 +138,8 @@ impl Cache {
         for loc in &rep.unrecoverable {
             let Some(h) = self.store.header(loc).and_then(|h| crate::header::BlobHeader::decode(&h)) else { continue };
             if h.kind == crate::header::BlobKind::Content {
-                if let Some(d) = s.dedup.as_mut() {
-                    if d.blobs.get(&h.key[..]) == Some(loc) {
-                        d.blobs.remove(&h.key[..]);
-                        to_free.push(*loc);
-                    }
+                if s.dedup.as_mut().is_some_and(|d| d.forget_content(&h.key, loc)) {
+                    to_free.push(*loc);
                 }
                 continue;
             }

@@ -36,10 +36,7 @@ impl Cache {
         let mut schemes = Vec::new();
         let mut cached = 0;
         for f in 0..fragments as u32 {
-            let content = s.dedup.as_ref().and_then(|d| {
-                let fp = d.policy.mapping(frag_key(slot, f))?;
-                d.blobs.get(fp.as_bytes()).copied()
-            });
+            let content = s.dedup.as_ref().and_then(|d| d.content_of(frag_key(slot, f)));
             if let Some(l) = s.objects.location(slot, f, self.cfg.fragment_size).or(content) {
                 cached += 1;
                 if !schemes.contains(&l.scheme) {

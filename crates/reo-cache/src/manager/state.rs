@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use reo_store::Location;
 
-use super::dedup_cache::{ContentRef, DedupState};
+use super::dedup_cache::{ContentRef, DedupCache};
 use super::objects::{frag_count, Objects};
 use super::placement::placement_of;
 use super::replacement::Replacement;
@@ -25,7 +25,7 @@ pub(crate) struct State {
     pub admitter: Admitter,
     pub stats: CacheStats,
     /// Dedup of clean fragments, when configured.
-    pub dedup: Option<DedupState>,
+    pub dedup: Option<DedupCache>,
     /// Hot threshold: clean objects with H = Freq / Size ≥ this are hot (∞: none).
     pub h_hot: f64,
     /// Requests since H_hot was last computed.
