@@ -8,6 +8,7 @@ use parking_lot::{Mutex, MutexGuard};
 use reo_store::{Durability, Location, Store};
 
 use super::dedup_cache::DedupCache;
+use super::invalidation::Invalidations;
 use super::objects::Objects;
 use super::replacement::Replacement;
 use super::state::State;
@@ -65,9 +66,7 @@ impl Cache {
             reencode_cursor: 0,
             failed_seen: 0,
             redundancy_over_budget: false,
-            epoch: 0,
-            invalidated: HashMap::default(),
-            epoch_floor: 0,
+            invalidations: Invalidations::default(),
             orphans_freed: 0,
             staged: HashMap::new(),
         };
@@ -105,7 +104,7 @@ impl Cache {
 
     /// A token for [`Cache::fill`] taken before fetching from the backend (what `get` returns).
     pub fn token(&self) -> u64 {
-        self.lock().epoch
+        self.lock().invalidations.epoch()
     }
 
     /// Objects in the index, user bytes the policy holds.

@@ -88,7 +88,7 @@ impl Cache {
             let mut s = self.lock();
             let same = s.objects.find(key) == Some(slot)
                 && s.objects.get(slot).is_some_and(|e| e.size() == size && !e.dirty())
-                && !token.is_some_and(|t| s.invalidated_since(key, t));
+                && !token.is_some_and(|t| s.invalidations.changed_since(key, t));
             if !same {
                 return false;
             }

@@ -60,7 +60,7 @@ impl Cache {
     /// Whether `key` was (possibly) written or deleted since `token` (the `token` of an
     /// earlier get) was taken: bytes read after it may be of another version.
     pub fn changed_since(&self, key: &[u8], token: u64) -> bool {
-        self.lock().invalidated_since(key, token)
+        self.lock().invalidations.changed_since(key, token)
     }
 
     /// The metadata of a cached object (ETag, content type, mtime, user metadata), from its first

@@ -150,7 +150,7 @@ impl Cache {
             }
             return Ok(GetResult {
                 size: None,
-                token: s.epoch,
+                token: s.invalidations.epoch(),
                 pieces: smallvec::smallvec![Piece { start, end, data: None }],
             });
         };
@@ -163,7 +163,7 @@ impl Cache {
         let end = end.min(size);
         if start >= end {
             s.stats.hits += u64::from(counted);
-            return Ok(GetResult { size: Some(size), token: s.epoch, pieces: Pieces::new() });
+            return Ok(GetResult { size: Some(size), token: s.invalidations.epoch(), pieces: Pieces::new() });
         }
         s.stats.request_bytes += end - start;
         // Reused across gets (every request plans; the simulator makes millions).
@@ -196,7 +196,7 @@ impl Cache {
                 debug_assert!(locs.is_empty());
             }
         }
-        let token = s.epoch;
+        let token = s.invalidations.epoch();
         drop(s);
 
         let mut pieces = Pieces::with_capacity(plan.len());

@@ -5,11 +5,11 @@ use std::collections::HashMap;
 use reo_store::Location;
 
 use super::dedup_cache::{ContentRef, DedupCache};
+use super::invalidation::Invalidations;
 use super::objects::{frag_count, Objects};
 use super::placement::placement_of;
 use super::replacement::Replacement;
 use crate::admission::Admitter;
-use crate::hash::KeyBuildHasher;
 use crate::index::{frag_key, split_key};
 use crate::policy::{InsertError, Key};
 use crate::stats::CacheStats;
@@ -36,12 +36,7 @@ pub(crate) struct State {
     pub failed_seen: usize,
     /// Redundancy bytes the budget allows, and those in use (for sense code 0x67).
     pub redundancy_over_budget: bool,
-    /// Invalidation epoch: bumped by every write or delete.
-    pub epoch: u64,
-    /// Key hash → epoch of its latest invalidation, for recent ones; fills whose token is older
-    /// than `epoch_floor` are refused outright (the map was reset since).
-    pub invalidated: HashMap<u64, u64, KeyBuildHasher>,
-    pub epoch_floor: u64,
+    pub invalidations: Invalidations,
     /// Blobs the cleaner met that the index did not know and freed (under this lock): a writer
     /// whose blobs were put with the lock dropped compares this with the value it saw before its
     /// puts, and only if it moved checks that its blobs are still live before installing them.
@@ -50,26 +45,6 @@ pub(crate) struct State {
     /// once lost): blobs the index does not know yet that the cleaner must keep
     /// ([`crate::StreamedPut`]).
     pub staged: HashMap<u64, Vec<Option<Location>>>,
-}
-
-/// Invalidations remembered before the map is reset (≈ 1.5 MiB).
-const INVALIDATIONS_KEPT: usize = 65_536;
-
-impl State {
-    /// Records that `key` changed (a write or delete): fills fetched before now are stale.
-    pub fn invalidate(&mut self, key: &[u8]) {
-        self.epoch += 1;
-        if self.invalidated.len() >= INVALIDATIONS_KEPT {
-            self.invalidated.clear();
-            self.epoch_floor = self.epoch;
-        }
-        self.invalidated.insert(placement_of(key), self.epoch);
-    }
-
-    /// Was `key` (possibly) invalidated after `token` was taken?
-    pub fn invalidated_since(&self, key: &[u8], token: u64) -> bool {
-        token < self.epoch_floor || self.invalidated.get(&placement_of(key)).is_some_and(|&e| e > token)
-    }
 }
 
 impl State {

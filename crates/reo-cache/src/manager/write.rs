@@ -219,7 +219,7 @@ impl Cache {
             let mut s = self.lock();
             s.objects.advance(now_ns);
             s.stats.backend_read_bytes += data.len() as u64;
-            if s.invalidated_since(key, token) {
+            if s.invalidations.changed_since(key, token) {
                 return Ok(FillOutcome::Stale);
             }
             // The class of the cached part of the object, if any (a new object is cold).
@@ -295,7 +295,7 @@ impl Cache {
             let slot = s.objects.find_or_insert(key, object_size, class, fs);
             let e = s.objects.get(slot).expect("live");
             // Re-check what may have changed while the blob was written.
-            let stale = s.invalidated_since(key, token)
+            let stale = s.invalidations.changed_since(key, token)
                 || e.dirty()
                 || e.size() != object_size
                 || s.objects.version_tag(slot).is_some_and(|t| t != version_tag(&meta.etag));
@@ -458,7 +458,7 @@ impl Cache {
             locs.extend(rest.into_iter().flatten());
         }
         let locs = &locs[..];
-        s.invalidate(key);
+        s.invalidations.invalidate(key);
         let slot = s.objects.find_or_insert(key, 0, class, fs);
         let old_size = s.objects.get(slot).expect("live").size();
         let old: Vec<(u32, Location)> = (0..frag_count(old_size, fs) as u32)
@@ -720,7 +720,7 @@ impl Cache {
     /// cannot come back after a crash. Returns whether it was cached.
     pub fn delete(&self, key: &[u8]) -> bool {
         let mut s = self.lock();
-        s.invalidate(key);
+        s.invalidations.invalidate(key);
         let Some(slot) = s.objects.find(key) else { return false };
         let dirty = s.objects.get(slot).expect("found").dirty();
         let locs = s.forget_object(slot, self.cfg.fragment_size);
