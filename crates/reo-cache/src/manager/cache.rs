@@ -1,13 +1,13 @@
 //! [`Cache`]: the cache manager's handle — the store, the configuration and the locked [`State`] —
 //! opened over a store, and its counters.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
 use reo_store::{Durability, Location, Store};
 
 use super::dedup_cache::DedupCache;
+use super::inflight::InFlight;
 use super::invalidation::Invalidations;
 use super::objects::Objects;
 use super::replacement::Replacement;
@@ -67,8 +67,7 @@ impl Cache {
             failed_seen: 0,
             redundancy_over_budget: false,
             invalidations: Invalidations::default(),
-            orphans_freed: 0,
-            staged: HashMap::new(),
+            inflight: InFlight::default(),
         };
         let cache = Cache { store, cfg, classes, state: Mutex::new(state) };
         cache.rebuild_from_store()?;

@@ -115,7 +115,7 @@ impl Cache {
                     found = (0..n)
                         .filter_map(|f| s.objects.location(slot, f, fs).map(|l| (f, l)))
                         .find(|(_, l)| l.scheme != target)
-                        .map(|(f, l)| (slot, f, l, target, e.class(), s.orphans_freed));
+                        .map(|(f, l)| (slot, f, l, target, e.class(), s.inflight.orphans_freed()));
                     if found.is_some() {
                         // Come back to this object for its other fragments.
                         s.reencode_cursor = s.reencode_cursor.wrapping_sub(1);

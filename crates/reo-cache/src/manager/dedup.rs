@@ -103,7 +103,7 @@ impl Cache {
             if !write {
                 s.stats.dedup_saved_writes += 1;
             }
-            (write, evicted, s.orphans_freed)
+            (write, evicted, s.inflight.orphans_freed())
         };
         free_all(&self.store, &evicted, Durability::None);
         if !write {

@@ -82,7 +82,7 @@ fn orphan(c: &Cache, s: &mut State, loc: &Location) -> GcDecision {
     // Lock order: the cache's state, then the store's gate, band and journal queue (never held
     // while calling into the cache). No durability wait under the lock.
     if c.store.free(loc, Durability::None).is_ok() {
-        s.orphans_freed += 1;
+        s.inflight.orphan_freed();
     }
     GcDecision::Drop
 }
@@ -91,7 +91,7 @@ impl Cache {
     /// Were any of `locs`, put after the writer saw `seen` in `orphans_freed`, freed by the
     /// cleaner as orphans? Costs nothing unless the cleaner freed an orphan meanwhile.
     pub(crate) fn lost_to_cleaner(&self, s: &State, seen: u64, locs: &[Location]) -> bool {
-        s.orphans_freed != seen && !locs.iter().all(|l| self.store.contains(l))
+        s.inflight.orphans_freed() != seen && !locs.iter().all(|l| self.store.contains(l))
     }
 }
 
@@ -103,12 +103,6 @@ enum Moving {
     Content(Vec<u8>),
     /// Fragment of a streamed write in progress (write id, fragment, object key).
     Staged(u64, u32, Vec<u8>),
-}
-
-/// The slot of fragment `frag` of streamed write `write` in [`State::staged`] (its first
-/// fragment is never staged).
-fn staged_slot(s: &mut State, write: u64, frag: u32) -> Option<&mut Option<Location>> {
-    s.staged.get_mut(&write)?.get_mut((frag as usize).checked_sub(1)?)
 }
 
 /// The cache's say in cleaning one band.
@@ -130,7 +124,7 @@ impl GcHandler for Cleaner<'_> {
             self.moving.insert(loc.seq, Moving::Content(h.key));
             return GcDecision::Relocate;
         }
-        if h.write != 0 && staged_slot(&mut s, h.write, h.fragment).is_some_and(|l| l.as_ref() == Some(loc)) {
+        if h.write != 0 && s.inflight.holds(h.write, h.fragment, loc) {
             // Not indexed yet, but its writer will install it: moved, never dropped.
             self.moving.insert(loc.seq, Moving::Staged(h.write, h.fragment, h.key));
             return GcDecision::Relocate;
@@ -165,8 +159,7 @@ impl GcHandler for Cleaner<'_> {
             Some(Moving::Content(fp)) => return self.cache.content_moved(fp, old, new),
             Some(Moving::Staged(write, frag, key)) => {
                 let mut s = c.lock();
-                if let Some(l) = staged_slot(&mut s, *write, *frag).filter(|l| l.as_ref() == Some(old)) {
-                    *l = Some(*new);
+                if s.inflight.replace(*write, *frag, old, Some(*new)) {
                     s.stats.gc_write_bytes += new.len;
                     return;
                 }
@@ -208,8 +201,7 @@ impl GcHandler for Cleaner<'_> {
                 // Its writer finds the fragment gone and refuses the write (nothing was
                 // acknowledged); installed meanwhile, it is a lost fragment like any other.
                 let mut s = c.lock();
-                if let Some(l) = staged_slot(&mut s, *write, *frag).filter(|l| l.as_ref() == Some(loc)) {
-                    *l = None;
+                if s.inflight.replace(*write, *frag, loc, None) {
                     return;
                 }
                 (s.objects.find(key).unwrap_or(u32::MAX), *frag)

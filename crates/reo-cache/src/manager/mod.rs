@@ -33,6 +33,7 @@ mod dedup_cache;
 mod evict;
 mod health;
 mod history;
+mod inflight;
 mod invalidation;
 mod objects;
 mod placement;

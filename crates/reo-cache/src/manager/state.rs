@@ -1,10 +1,9 @@
 //! [`State`]: the metadata the cache's mutex guards, and the updates that span several parts of it.
 
-use std::collections::HashMap;
-
 use reo_store::Location;
 
 use super::dedup_cache::{ContentRef, DedupCache};
+use super::inflight::InFlight;
 use super::invalidation::Invalidations;
 use super::objects::{frag_count, Objects};
 use super::placement::placement_of;
@@ -37,14 +36,7 @@ pub(crate) struct State {
     /// Redundancy bytes the budget allows, and those in use (for sense code 0x67).
     pub redundancy_over_budget: bool,
     pub invalidations: Invalidations,
-    /// Blobs the cleaner met that the index did not know and freed (under this lock): a writer
-    /// whose blobs were put with the lock dropped compares this with the value it saw before its
-    /// puts, and only if it moved checks that its blobs are still live before installing them.
-    pub orphans_freed: u64,
-    /// Streamed writes in progress (write id → location of each fragment after the first; `None`
-    /// once lost): blobs the index does not know yet that the cleaner must keep
-    /// ([`crate::StreamedPut`]).
-    pub staged: HashMap<u64, Vec<Option<Location>>>,
+    pub inflight: InFlight,
 }
 
 impl State {

@@ -251,7 +251,7 @@ impl Cache {
             if let Some(why) = admission_refusal(s.admitter.decide(&req)) {
                 return Ok(FillOutcome::Rejected(why));
             }
-            (class, req, s.dedup.is_some(), s.orphans_freed)
+            (class, req, s.dedup.is_some(), s.inflight.orphans_freed())
         };
         if dedup {
             let slot = {
@@ -367,7 +367,7 @@ impl Cache {
                     return Ok(PutReceipt { version: 0 });
                 }
             }
-            s.orphans_freed
+            s.inflight.orphans_freed()
         };
         let n = frag_count(size, fs) as u32;
         if !dirty && self.lock().dedup.is_some() {
@@ -409,7 +409,7 @@ impl Cache {
                     if attempts >= 4 {
                         return Err(WriteError::Full("the cleaner kept reclaiming the write's own blobs".into()));
                     }
-                    seen = self.lock().orphans_freed;
+                    seen = self.lock().inflight.orphans_freed();
                 }
             }
         };
@@ -420,7 +420,7 @@ impl Cache {
     }
 
     /// Installs a new version of `key` made of `locs` (followed by the fragments of streamed
-    /// write `staged`, taken from [`State::staged`] under the lock); returns the blobs to free
+    /// write `staged`, taken from [`InFlight`](super::inflight::InFlight) under the lock); returns the blobs to free
     /// (the old version's and evicted ones). On failure the old version is kept and the new
     /// blobs freed. `None` (nothing changed, nothing freed, `staged` still staged) if the cleaner
     /// freed one of `locs` as an orphan since the writer saw `seen`.
@@ -443,14 +443,14 @@ impl Cache {
             return Ok(None);
         }
         if let Some(w) = staged {
-            let rest = s.staged.remove(&w).unwrap_or_default();
+            let rest = s.inflight.take(w);
             // A fragment unreadable when the cleaner moved it, or lost with its devices while
             // the body arrived (a device sweep or a scrub only sees indexed blobs): the write is
             // refused whole, before it is acknowledged (the caller frees the rest).
             let lost =
                 |l: &Option<Location>| l.as_ref().is_none_or(|l| self.store.health(l) == reo_store::BlobHealth::Lost);
             if rest.iter().any(lost) {
-                s.staged.insert(w, rest);
+                s.inflight.restore(w, rest);
                 return Err(WriteError::Full(
                     "a fragment of the write was unreadable when the cleaner moved it".into(),
                 ));
@@ -599,7 +599,7 @@ impl Cache {
             let s = self.lock();
             let mut e = s.objects.get(slot).expect("found").clone();
             e.set_dirty(false);
-            (self.class_for(&s, &e), s.orphans_freed)
+            (self.class_for(&s, &e), s.inflight.orphans_freed())
         };
         let scheme = self.classes.of(class);
         let mut new = Vec::with_capacity(old.len());
