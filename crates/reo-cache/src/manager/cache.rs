@@ -6,6 +6,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, MutexGuard};
 use reo_store::{Durability, Location, Store};
 
+use super::classes::Classes;
 use super::dedup_cache::DedupCache;
 use super::inflight::InFlight;
 use super::invalidation::Invalidations;
@@ -61,11 +62,8 @@ impl Cache {
             },
             stats: CacheStats::default(),
             dedup: DedupCache::new(cfg.dedup, cfg.meta_entries(), cfg.capacity_bytes),
-            h_hot: f64::INFINITY,
-            since_recompute: 0,
-            reencode_cursor: 0,
+            classes: Classes::default(),
             failed_seen: 0,
-            redundancy_over_budget: false,
             invalidations: Invalidations::default(),
             inflight: InFlight::default(),
         };

@@ -241,7 +241,7 @@ impl Cache {
             if pinned_or_dirty + size > self.cfg.capacity_bytes {
                 return SenseCode::CacheFull;
             }
-            if s.redundancy_over_budget {
+            if s.classes.over_budget() {
                 return SenseCode::RedundancyFull;
             }
         }

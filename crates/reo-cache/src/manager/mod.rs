@@ -26,6 +26,7 @@
 //! index from the store after a restart).
 
 mod cache;
+mod classes;
 mod classify;
 mod control;
 mod dedup;

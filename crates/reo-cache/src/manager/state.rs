@@ -2,6 +2,7 @@
 
 use reo_store::Location;
 
+use super::classes::Classes;
 use super::dedup_cache::{ContentRef, DedupCache};
 use super::inflight::InFlight;
 use super::invalidation::Invalidations;
@@ -25,16 +26,9 @@ pub(crate) struct State {
     pub stats: CacheStats,
     /// Dedup of clean fragments, when configured.
     pub dedup: Option<DedupCache>,
-    /// Hot threshold: clean objects with H = Freq / Size ≥ this are hot (∞: none).
-    pub h_hot: f64,
-    /// Requests since H_hot was last computed.
-    pub since_recompute: u64,
-    /// Where the re-encoder resumes (a slot number, wrapping).
-    pub reencode_cursor: u64,
+    pub classes: Classes,
     /// Failed devices at the last sweep (a change triggers one; recovery sense codes).
     pub failed_seen: usize,
-    /// Redundancy bytes the budget allows, and those in use (for sense code 0x67).
-    pub redundancy_over_budget: bool,
     pub invalidations: Invalidations,
     pub inflight: InFlight,
 }

@@ -599,7 +599,7 @@ impl Cache {
             let s = self.lock();
             let mut e = s.objects.get(slot).expect("found").clone();
             e.set_dirty(false);
-            (self.class_for(&s, &e), s.inflight.orphans_freed())
+            (s.classes.class_of(&e), s.inflight.orphans_freed())
         };
         let scheme = self.classes.of(class);
         let mut new = Vec::with_capacity(old.len());
