@@ -11,6 +11,7 @@ use super::dedup_cache::DedupCache;
 use super::inflight::InFlight;
 use super::invalidation::Invalidations;
 use super::objects::Objects;
+use super::recovery::Recovery;
 use super::replacement::Replacement;
 use super::state::State;
 use crate::config::{CacheConfig, EvictionMode};
@@ -63,7 +64,7 @@ impl Cache {
             stats: CacheStats::default(),
             dedup: DedupCache::new(cfg.dedup, cfg.meta_entries(), cfg.capacity_bytes),
             classes: Classes::default(),
-            failed_seen: 0,
+            recovery: Recovery::default(),
             invalidations: Invalidations::default(),
             inflight: InFlight::default(),
         };

@@ -12,7 +12,8 @@
 use serde::Serialize;
 
 use super::cache::Cache;
-use super::health::{Access, ObjectStatus, SenseCode};
+use super::health::{Access, ObjectStatus};
+use super::sense::SenseCode;
 use crate::object::Class;
 
 /// Longest control message accepted.

@@ -50,7 +50,7 @@ impl Cache {
         // A device failed since the last look (by command elsewhere, or ejected by the store on
         // I/O errors): drop what it took.
         let failed = self.store.failed_devices().len();
-        if failed > self.lock().failed_seen {
+        if self.lock().recovery.sweep_due(failed) {
             self.sweep_lost();
         }
         for _ in 0..8 {

@@ -9,40 +9,8 @@ use serde::Serialize;
 use super::cache::free_all;
 use super::cache::Cache;
 use super::objects::frag_count;
+use super::sense::SenseCode;
 use crate::object::Class;
-
-/// Sense codes of Table III.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum SenseCode {
-    /// 0x00: the command is successful (the object is accessible).
-    Success,
-    /// −1: the command is unsuccessful (malformed, unknown object…).
-    Unsuccessful,
-    /// 0x63: data is corrupted (lost beyond its redundancy).
-    Corrupted,
-    /// 0x64: the cache is full (no evictable space for the request).
-    CacheFull,
-    /// 0x65: recovery starts (a device failed; degraded service, rebuild pending or running).
-    RecoveryStarts,
-    /// 0x66: recovery ends (every device healthy again since the last failure).
-    RecoveryEnds,
-    /// 0x67: the space allocated for redundancy is full.
-    RedundancyFull,
-}
-
-impl SenseCode {
-    pub fn code(self) -> i32 {
-        match self {
-            SenseCode::Success => 0,
-            SenseCode::Unsuccessful => -1,
-            SenseCode::Corrupted => 0x63,
-            SenseCode::CacheFull => 0x64,
-            SenseCode::RecoveryStarts => 0x65,
-            SenseCode::RecoveryEnds => 0x66,
-            SenseCode::RedundancyFull => 0x67,
-        }
-    }
-}
 
 /// Whether an object can be read from flash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -98,7 +66,7 @@ impl Cache {
         let mut rep = SweepReport::default();
         let mut to_free = Vec::new();
         let mut s = self.lock();
-        s.failed_seen = self.store.failed_devices().len();
+        s.recovery.swept(self.store.failed_devices().len());
         let slots: Vec<(u32, u64)> = s.objects.iter().map(|(slot, e)| (slot, e.size())).collect();
         for (slot, size) in slots {
             for f in 0..frag_count(size, fs) as u32 {
@@ -225,15 +193,8 @@ impl Cache {
         let failed = self.store.failed_devices().len();
         let rebuilding = self.rebuilding();
         let mut s = self.lock();
-        if failed > 0 || rebuilding {
-            // At least 1 while a rebuild runs with no device failed any more: recovery has not
-            // ended, and 0x66 must still be reported once it does.
-            s.failed_seen = failed.max(1);
-            return SenseCode::RecoveryStarts;
-        }
-        if s.failed_seen > 0 {
-            s.failed_seen = 0;
-            return SenseCode::RecoveryEnds;
+        if let Some(sense) = s.recovery.sense(failed, rebuilding) {
+            return sense;
         }
         if write {
             let pinned_or_dirty: u64 =

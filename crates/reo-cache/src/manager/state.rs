@@ -8,6 +8,7 @@ use super::inflight::InFlight;
 use super::invalidation::Invalidations;
 use super::objects::{frag_count, Objects};
 use super::placement::placement_of;
+use super::recovery::Recovery;
 use super::replacement::Replacement;
 use crate::admission::Admitter;
 use crate::index::{frag_key, split_key};
@@ -27,8 +28,7 @@ pub(crate) struct State {
     /// Dedup of clean fragments, when configured.
     pub dedup: Option<DedupCache>,
     pub classes: Classes,
-    /// Failed devices at the last sweep (a change triggers one; recovery sense codes).
-    pub failed_seen: usize,
+    pub recovery: Recovery,
     pub invalidations: Invalidations,
     pub inflight: InFlight,
 }
