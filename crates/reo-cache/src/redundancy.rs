@@ -38,18 +38,35 @@ impl ClassSchemes {
 
     /// Every scheme must fit the array; dirty data must survive a device loss when there are
     /// at least two devices (an acknowledged write is the only copy).
-    pub fn validate(&self, devices: usize) -> Result<(), String> {
-        for c in Class::ALL {
-            self.of(c).validate(devices).map_err(|e| format!("class {}: {e}", c.as_str()))?;
-        }
+    pub fn validate(&self, devices: usize) -> Result<(), SchemeError> {
+        self.validate_fit(devices)?;
         if devices >= 2 && self.of(Class::Dirty).tolerance() == 0 {
-            return Err(format!(
-                "class dirty uses {} which loses acknowledged writes when a device dies; use replicate(r ≥ 2) or rs(k, p ≥ 1)",
-                self.of(Class::Dirty)
-            ));
+            return Err(SchemeError::UnprotectedDirty(self.of(Class::Dirty)));
         }
         Ok(())
     }
+
+    /// Every scheme fits an array of `devices` devices (whatever it does to dirty data).
+    pub fn validate_fit(&self, devices: usize) -> Result<(), SchemeError> {
+        for c in Class::ALL {
+            self.of(c).validate(devices).map_err(|source| SchemeError::Unfit { class: c.as_str(), source })?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a class → scheme map does not suit an array.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemeError {
+    /// A class's scheme does not fit the array.
+    #[error("class {class}: {source}")]
+    Unfit { class: &'static str, source: reo_store::Error },
+    /// Dirty data would not survive a device loss.
+    #[error(
+        "class dirty uses {0} which loses acknowledged writes when a device dies; use replicate(r ≥ 2) or rs(k, p ≥ 1)"
+    )]
+    UnprotectedDirty(Scheme),
 }
 
 /// The redundancy policy of a cache.

@@ -8,6 +8,7 @@ use reo_store::{Durability, Location, Store};
 
 use super::classes::Classes;
 use super::dedup_cache::DedupCache;
+use super::error::CacheError;
 use super::inflight::InFlight;
 use super::invalidation::Invalidations;
 use super::objects::Objects;
@@ -31,18 +32,17 @@ pub struct Cache {
 impl Cache {
     /// A cache over `store`, its index rebuilt from the blobs the store holds (a warm restart; an
     /// empty store gives an empty cache).
-    pub fn open(store: Arc<Store>, cfg: CacheConfig) -> Result<Cache, String> {
+    pub fn open(store: Arc<Store>, cfg: CacheConfig) -> Result<Cache, CacheError> {
         let n = store.layout().devices as usize;
         cfg.validate(n)?;
         let layout = store.layout();
         if layout.zones as u64 > u64::from(MAX_BAND) + 1 || layout.zone / 4096 > u64::from(MAX_START) + 1 {
-            return Err(format!(
-                "store layout ({} zones of {} bytes) exceeds the cache index's limits ({} zones of {} GiB)",
-                layout.zones,
-                layout.zone,
-                MAX_BAND as u64 + 1,
-                ((MAX_START as u64 + 1) * 4096) >> 30
-            ));
+            return Err(CacheError::Layout {
+                zones: layout.zones,
+                zone: layout.zone,
+                max_zones: MAX_BAND as u64 + 1,
+                max_zone_gib: ((MAX_START as u64 + 1) * 4096) >> 30,
+            });
         }
         let classes = cfg.class_schemes.unwrap_or_else(|| cfg.redundancy.class_schemes(n));
         let capacity = match cfg.eviction {

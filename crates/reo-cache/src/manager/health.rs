@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::cache::free_all;
 use super::cache::Cache;
+use super::error::CacheError;
 use super::objects::frag_count;
 use super::sense::SenseCode;
 use crate::object::Class;
@@ -53,8 +54,8 @@ pub struct SweepReport {
 
 impl Cache {
     /// Marks device `d` failed (by command) and sweeps: lost clean fragments leave the index.
-    pub fn fail_device(&self, d: usize) -> Result<SweepReport, String> {
-        self.store.fail_device(d).map_err(|e| e.to_string())?;
+    pub fn fail_device(&self, d: usize) -> Result<SweepReport, CacheError> {
+        self.store.fail_device(d)?;
         Ok(self.sweep_lost())
     }
 

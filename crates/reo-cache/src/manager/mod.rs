@@ -31,6 +31,7 @@ mod classify;
 mod control;
 mod dedup;
 mod dedup_cache;
+mod error;
 mod evict;
 mod health;
 mod history;
@@ -51,6 +52,7 @@ mod write;
 
 pub use cache::Cache;
 pub use control::{ControlReply, MAX_CONTROL_MESSAGE};
+pub use error::CacheError;
 pub use health::{Access, ObjectStatus, SweepReport};
 pub use history::AccessHistory;
 pub use placement::object_version;

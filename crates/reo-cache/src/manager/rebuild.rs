@@ -13,6 +13,7 @@ use reo_media::Media;
 use reo_store::{RebuildHandle, RebuildOptions, RebuildState};
 
 use super::cache::Cache;
+use super::error::CacheError;
 use super::objects::frag_count;
 use crate::header::BlobHeader;
 use crate::object::Class;
@@ -28,16 +29,16 @@ impl Cache {
         d: usize,
         media: Arc<dyn Media>,
         rate_limit: Option<u64>,
-    ) -> Result<RebuildHandle, String> {
+    ) -> Result<RebuildHandle, CacheError> {
         let opts = RebuildOptions { priority: self.rebuild_priorities(), rate_limit, ..Default::default() };
-        self.store.replace_device(d, media, opts).map_err(|e| e.to_string())
+        Ok(self.store.replace_device(d, media, opts)?)
     }
 
     /// Resumes the rebuild a restart interrupted (the store found a device still marked
     /// rebuilding), in the same priority order; `None` when there is none.
-    pub fn resume_rebuild(&self, rate_limit: Option<u64>) -> Result<Option<RebuildHandle>, String> {
+    pub fn resume_rebuild(&self, rate_limit: Option<u64>) -> Result<Option<RebuildHandle>, CacheError> {
         let opts = RebuildOptions { priority: self.rebuild_priorities(), rate_limit, ..Default::default() };
-        self.store.resume_rebuild(opts).map_err(|e| e.to_string())
+        Ok(self.store.resume_rebuild(opts)?)
     }
 
     /// The priority function for a rebuild starting now.

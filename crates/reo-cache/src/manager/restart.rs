@@ -20,6 +20,7 @@ use reo_store::{Durability, Location};
 
 use super::cache::free_all;
 use super::cache::Cache;
+use super::error::CacheError;
 use super::objects::{frag_count, new_entry};
 use super::placement::version_tag;
 use crate::header::{BlobHeader, BlobKind};
@@ -39,7 +40,7 @@ struct Version {
 }
 
 impl Cache {
-    pub(crate) fn rebuild_from_store(&self) -> Result<(), String> {
+    pub(crate) fn rebuild_from_store(&self) -> Result<(), CacheError> {
         let fs = self.cfg.fragment_size;
         let mut objects: HashMap<Vec<u8>, Vec<Version>> = HashMap::new();
         let mut garbage = Vec::new();
