@@ -7,6 +7,7 @@ use parking_lot::{Mutex, MutexGuard};
 use reo_store::{Durability, Location, Store};
 
 use super::classes::Classes;
+use super::counters::Counters;
 use super::dedup_cache::DedupCache;
 use super::error::CacheError;
 use super::inflight::InFlight;
@@ -61,7 +62,7 @@ impl Cache {
                 a.watchlist.fragment_len = cfg.fragment_size;
                 a.build()
             },
-            stats: CacheStats::default(),
+            stats: Counters::default(),
             dedup: DedupCache::new(cfg.dedup, cfg.meta_entries(), cfg.capacity_bytes),
             classes: Classes::default(),
             recovery: Recovery::default(),
@@ -92,7 +93,7 @@ impl Cache {
     /// Counters since open.
     pub fn stats(&self) -> CacheStats {
         let s = self.lock();
-        let mut st = s.stats.clone();
+        let mut st = s.stats.snapshot();
         st.admission = *s.admitter.stats();
         drop(s);
         let store = self.store.stats();

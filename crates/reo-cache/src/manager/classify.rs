@@ -127,13 +127,13 @@ impl Cache {
             let mut s = self.lock();
             if s.objects.location(slot, frag, fs).as_ref() == Some(&old) && !self.lost_to_cleaner(&s, seen, &[new]) {
                 s.objects.set_location(slot, frag, Some(&new));
-                s.stats.gc_write_bytes += new.len;
-                s.stats.reencoded_bytes += new.len;
+                s.stats.gc_write(new.len);
+                s.stats.reencoded(new.len);
                 drop(s);
                 free_all(&self.store, &[old], Durability::None);
                 moved += new.len;
             } else {
-                s.stats.wasted_write_bytes += new.len;
+                s.stats.wasted(new.len);
                 drop(s);
                 free_all(&self.store, &[new], Durability::None);
             }
@@ -186,7 +186,7 @@ fn recompute(c: &Cache, s: &mut State) -> f64 {
         let want = s.classes.class_of(e);
         if want != e.class() {
             s.objects.get_mut(slot).expect("listed").set_class(want);
-            s.stats.class_changes += 1;
+            s.stats.class_changed();
         }
     }
     h_hot

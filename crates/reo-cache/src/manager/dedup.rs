@@ -94,14 +94,14 @@ impl Cache {
             }
             let Some(d) = s.dedup.as_mut() else { return false };
             let Offered { admitted, write, evicted } = d.offer(addr, &chunk);
-            s.stats.evictions += evicted.len() as u64;
+            s.stats.evicted(evicted.len() as u64);
             if !admitted {
                 drop(s);
                 free_all(&self.store, &evicted, Durability::None);
                 return false;
             }
             if !write {
-                s.stats.dedup_saved_writes += 1;
+                s.stats.dedup_saved_write();
             }
             (write, evicted, s.inflight.orphans_freed())
         };
@@ -132,15 +132,14 @@ impl Cache {
             Ok(loc) if self.lost_to_cleaner(&s, seen, &[loc]) => {
                 // Freed by the cleaner before it was mapped: as if the write had failed.
                 s.dedup_forget(addr);
-                s.stats.wasted_write_bytes += loc.len;
+                s.stats.wasted(loc.len);
                 false
             }
             Ok(loc) => {
                 if rewrite {
-                    s.stats.gc_write_bytes += loc.len;
+                    s.stats.gc_write(loc.len);
                 } else {
-                    s.stats.cache_write_bytes += loc.len;
-                    s.stats.cache_writes += 1;
+                    s.stats.cache_write(loc.len);
                 }
                 match s.dedup.as_mut().expect("dedup on").install(&fp, loc) {
                     Ok(old) => {
@@ -152,7 +151,7 @@ impl Cache {
                     }
                     // Evicted while being written.
                     Err(loc) => {
-                        s.stats.wasted_write_bytes += loc.len;
+                        s.stats.wasted(loc.len);
                         drop(s);
                         free_all(&self.store, &[loc], Durability::None);
                         false
@@ -161,7 +160,7 @@ impl Cache {
             }
             Err(_) => {
                 s.dedup_forget(addr);
-                s.stats.full_rejections += 1;
+                s.stats.full_rejection();
                 false
             }
         }
@@ -171,7 +170,7 @@ impl Cache {
     /// freed (nothing would ever free it otherwise).
     pub(crate) fn content_moved(&self, fp: &[u8], old: &Location, new: &Location) {
         let mut s = self.lock();
-        s.stats.gc_write_bytes += new.len;
+        s.stats.gc_write(new.len);
         let moved = s.dedup.as_mut().is_some_and(|d| d.relocate(fp, old, new));
         drop(s);
         if !moved {

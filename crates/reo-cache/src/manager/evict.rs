@@ -160,7 +160,7 @@ impl GcHandler for Cleaner<'_> {
             Some(Moving::Staged(write, frag, key)) => {
                 let mut s = c.lock();
                 if s.inflight.replace(*write, *frag, old, Some(*new)) {
-                    s.stats.gc_write_bytes += new.len;
+                    s.stats.gc_write(new.len);
                     return;
                 }
                 // Installed meanwhile (the index points at the old copy: moved below like any
@@ -170,7 +170,7 @@ impl GcHandler for Cleaner<'_> {
             None => return,
         };
         let mut s = c.lock();
-        s.stats.gc_write_bytes += new.len;
+        s.stats.gc_write(new.len);
         if s.objects.location(slot, frag, c.cfg.fragment_size).as_ref() == Some(old) {
             s.objects.set_location(slot, frag, Some(new));
             return;
@@ -188,7 +188,7 @@ impl GcHandler for Cleaner<'_> {
         let mut s = c.lock();
         if s.objects.location(slot, frag, c.cfg.fragment_size).as_ref() == Some(loc) {
             s.forget_fragment(slot, frag);
-            s.stats.gc_evictions += 1;
+            s.stats.gc_evicted();
         }
     }
 
@@ -216,7 +216,7 @@ impl GcHandler for Cleaner<'_> {
         if dirty {
             let key = String::from_utf8_lossy(&s.objects.get(slot).expect("found").key).into_owned();
             tracing::error!(key = %key, fragment = frag, error = %err, "DATA LOSS: dirty fragment unreadable while cleaning");
-            s.stats.dirty_lost += 1;
+            s.stats.dirty_lost();
             // The entry stays dirty with the fragment missing: reads report the loss.
         }
         s.forget_fragment(slot, frag);

@@ -78,7 +78,7 @@ impl Cache {
                     BlobHealth::Lost => {
                         if s.objects.get(slot).is_some_and(|e| e.dirty()) {
                             rep.lost_dirty += 1;
-                            s.stats.dirty_lost += 1;
+                            s.stats.dirty_lost();
                             let key = String::from_utf8_lossy(&s.objects.get(slot).expect("listed").key).into_owned();
                             tracing::error!(key = %key, fragment = f, "DATA LOSS: dirty fragment lost with the failed devices");
                         } else {
@@ -90,7 +90,7 @@ impl Cache {
                 }
             }
         }
-        s.stats.lost_clean_fragments += rep.lost_clean;
+        s.stats.lost_clean(rep.lost_clean);
         drop(s);
         free_all(&self.store, &to_free, Durability::None);
         rep
@@ -117,7 +117,7 @@ impl Cache {
                 continue;
             }
             if s.objects.get(slot).is_some_and(|e| e.dirty()) {
-                s.stats.dirty_lost += 1;
+                s.stats.dirty_lost();
                 tracing::error!(
                     key = %String::from_utf8_lossy(&h.key),
                     fragment = h.fragment,
@@ -125,7 +125,7 @@ impl Cache {
                 );
             } else {
                 s.forget_fragment(slot, h.fragment);
-                s.stats.lost_clean_fragments += 1;
+                s.stats.lost_clean(1);
                 to_free.push(*loc);
             }
         }

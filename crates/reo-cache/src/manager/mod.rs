@@ -29,6 +29,7 @@ mod cache;
 mod classes;
 mod classify;
 mod control;
+mod counters;
 mod dedup;
 mod dedup_cache;
 mod error;

@@ -141,12 +141,12 @@ impl Cache {
         let mut s = self.lock();
         s.objects.advance(now_ns);
         if counted {
-            s.stats.requests += 1;
+            s.stats.request();
             self.tick_classes(&mut s);
         }
         let Some(slot) = s.objects.find(key) else {
             if end != u64::MAX {
-                s.stats.request_bytes += end.saturating_sub(start);
+                s.stats.requested(end.saturating_sub(start));
             }
             return Ok(GetResult {
                 size: None,
@@ -162,10 +162,12 @@ impl Cache {
         let (size, dirty) = (e.size(), e.dirty());
         let end = end.min(size);
         if start >= end {
-            s.stats.hits += u64::from(counted);
+            if counted {
+                s.stats.hit();
+            }
             return Ok(GetResult { size: Some(size), token: s.invalidations.epoch(), pieces: Pieces::new() });
         }
-        s.stats.request_bytes += end - start;
+        s.stats.requested(end - start);
         // Reused across gets (every request plans; the simulator makes millions).
         let mut plan = PLAN.take();
         plan.clear();
@@ -262,19 +264,19 @@ impl Cache {
         }
         PLAN.set(plan);
         let mut s = self.lock();
-        s.stats.raced_reads += raced;
-        s.stats.dedup_hits += dedup_hits;
-        s.stats.hit_bytes += hit_bytes;
+        s.stats.raced_reads(raced);
+        s.stats.dedup_hits(dedup_hits);
+        s.stats.served(hit_bytes);
         let result = GetResult { size: Some(size), token, pieces };
         if result.is_hit() && counted {
-            s.stats.hits += 1;
+            s.stats.hit();
         }
         Ok(result)
     }
 
     /// Notes bytes fetched from the backend by the caller after a miss.
     pub fn record_backend_read(&self, bytes: u64) {
-        self.lock().stats.backend_read_bytes += bytes;
+        self.lock().stats.backend_read(bytes);
     }
 
     /// Forgets a clean fragment whose blob could not be read beyond its redundancy.

@@ -138,7 +138,7 @@ impl Cache {
             }
         }
         // Rebuilding is not traffic.
-        s.stats = Default::default();
+        s.stats.reset();
         drop(s);
         free_all(&self.store, &garbage, Durability::None);
         Ok(())

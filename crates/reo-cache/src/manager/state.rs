@@ -3,6 +3,7 @@
 use reo_store::Location;
 
 use super::classes::Classes;
+use super::counters::Counters;
 use super::dedup_cache::{ContentRef, DedupCache};
 use super::inflight::InFlight;
 use super::invalidation::Invalidations;
@@ -13,7 +14,6 @@ use super::replacement::Replacement;
 use crate::admission::Admitter;
 use crate::index::{frag_key, split_key};
 use crate::policy::{InsertError, Key};
-use crate::stats::CacheStats;
 
 /// The blobs of evicted fragments, to free after unlocking: one or two inline (a fill of equal-sized
 /// objects evicts about one), so the usual fill allocates nothing for them.
@@ -24,7 +24,7 @@ pub(crate) struct State {
     pub objects: Objects,
     pub policy: Replacement,
     pub admitter: Admitter,
-    pub stats: CacheStats,
+    pub stats: Counters,
     /// Dedup of clean fragments, when configured.
     pub dedup: Option<DedupCache>,
     pub classes: Classes,
@@ -81,7 +81,7 @@ impl State {
             }
             self.objects.set_location(slot, frag, None);
             self.drop_entry_if_empty(slot);
-            self.stats.evictions += 1;
+            self.stats.evicted(1);
         }
         locs
     }

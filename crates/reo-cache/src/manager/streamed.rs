@@ -162,7 +162,7 @@ impl StreamedPut {
             let mut s = c.lock();
             // Freed as an orphan before it was staged: written again.
             if c.lost_to_cleaner(&s, seen, &[loc]) {
-                s.stats.wasted_write_bytes += loc.len;
+                s.stats.wasted(loc.len);
                 continue;
             }
             s.inflight.record(self.write, self.next, loc);
@@ -214,7 +214,7 @@ impl StreamedPut {
             match installed {
                 Ok(Some((to_free, old_dirty))) => {
                     self.finished = true;
-                    c.lock().stats.original_write_bytes += self.size;
+                    c.lock().stats.original_write(self.size);
                     // A replaced dirty version must not come back after a crash.
                     let durability = if self.dirty || old_dirty { Durability::Sync } else { Durability::None };
                     free_all(&c.store, &to_free, durability);
@@ -259,7 +259,7 @@ impl Drop for StreamedPut {
             let mut s = c.lock();
             let v = s.inflight.take(self.write);
             let v: Vec<_> = v.into_iter().flatten().collect();
-            s.stats.wasted_write_bytes += v.iter().map(|l| l.len).sum::<u64>();
+            s.stats.wasted(v.iter().map(|l| l.len).sum::<u64>());
             v
         };
         // Without its first fragment the version is incomplete: restart recovery drops it even

@@ -218,7 +218,7 @@ impl Cache {
         let (class, req, dedup, seen) = {
             let mut s = self.lock();
             s.objects.advance(now_ns);
-            s.stats.backend_read_bytes += data.len() as u64;
+            s.stats.backend_read(data.len() as u64);
             if s.invalidations.changed_since(key, token) {
                 return Ok(FillOutcome::Stale);
             }
@@ -285,7 +285,7 @@ impl Cache {
             // A fill is optional: a full flash is a rejection, not an error.
             Err(WriteError::Full(_)) | Err(WriteError::Store(reo_store::Error::OutOfSpace { .. })) => {
                 let mut s = self.lock();
-                s.stats.full_rejections += 1;
+                s.stats.full_rejection();
                 return Ok(FillOutcome::Rejected("full"));
             }
             Err(e) => return Err(e),
@@ -301,11 +301,11 @@ impl Cache {
                 || s.objects.version_tag(slot).is_some_and(|t| t != version_tag(&meta.etag));
             if self.lost_to_cleaner(&s, seen, &[loc]) {
                 // The cleaner took the blob for a leftover and freed it: nothing to install.
-                s.stats.wasted_write_bytes += loc.len;
+                s.stats.wasted(loc.len);
                 s.drop_entry_if_empty(slot);
                 (FillOutcome::Rejected("full"), smallvec::smallvec![])
             } else if stale || s.objects.location(slot, frag, fs).is_some() {
-                s.stats.wasted_write_bytes += loc.len;
+                s.stats.wasted(loc.len);
                 s.drop_entry_if_empty(slot);
                 (if stale { FillOutcome::Stale } else { FillOutcome::AlreadyCached }, smallvec::smallvec![loc])
             } else {
@@ -314,13 +314,12 @@ impl Cache {
                         s.objects.set_location(slot, frag, Some(&loc));
                         s.objects.set_version_tag(slot, version_tag(&meta.etag));
                         s.admitter.on_insert(&req);
-                        s.stats.cache_write_bytes += loc.len;
-                        s.stats.cache_writes += 1;
+                        s.stats.cache_write(loc.len);
                         (FillOutcome::Admitted, evicted)
                     }
                     Err(mut evicted) => {
-                        s.stats.full_rejections += 1;
-                        s.stats.wasted_write_bytes += loc.len;
+                        s.stats.full_rejection();
+                        s.stats.wasted(loc.len);
                         s.drop_entry_if_empty(slot);
                         evicted.push(loc);
                         (FillOutcome::Rejected("full"), evicted)
@@ -356,7 +355,7 @@ impl Cache {
         let mut seen = {
             let mut s = self.lock();
             s.objects.advance(now_ns);
-            s.stats.original_write_bytes += size;
+            s.stats.original_write(size);
             // Dirty data is the only copy: always cached. A clean write is a candidate like a fill.
             if !dirty {
                 let req = Request::write(self.admission_key(key), 0, size, now_ns)
@@ -439,7 +438,7 @@ impl Cache {
         let fs = self.cfg.fragment_size;
         let mut s = self.lock();
         if self.lost_to_cleaner(&s, seen, &locs) {
-            s.stats.wasted_write_bytes += locs.iter().map(|l| l.len).sum::<u64>();
+            s.stats.wasted(locs.iter().map(|l| l.len).sum::<u64>());
             return Ok(None);
         }
         if let Some(w) = staged {
@@ -497,8 +496,8 @@ impl Cache {
             for &(f, l) in &old {
                 let _ = s.policy_insert(slot, f, l.len, fs);
             }
-            s.stats.full_rejections += 1;
-            s.stats.wasted_write_bytes += locs.iter().map(|l| l.len).sum::<u64>();
+            s.stats.full_rejection();
+            s.stats.wasted(locs.iter().map(|l| l.len).sum::<u64>());
             s.drop_entry_if_empty(slot);
             drop(s);
             free_all(&self.store, &freed, Durability::None);
@@ -519,8 +518,7 @@ impl Cache {
         e.set_fragmented(frag_count(size, fs) > 1);
         for (f, l) in locs.iter().enumerate() {
             s.objects.set_location(slot, f as u32, Some(l));
-            s.stats.cache_write_bytes += l.len;
-            s.stats.cache_writes += 1;
+            s.stats.cache_write(l.len);
         }
         s.objects.set_version_tag(slot, tag);
         freed.extend(old.into_iter().map(|(_, l)| l));
@@ -616,7 +614,7 @@ impl Cache {
                 Ok(n) => new.push(n),
                 Err(WriteError::Store(reo_store::Error::NotFound { .. })) => {
                     // Relocated by the cleaner meanwhile: try again later.
-                    self.lock().stats.wasted_write_bytes += new.iter().map(|l| l.len).sum::<u64>();
+                    self.lock().stats.wasted(new.iter().map(|l| l.len).sum::<u64>());
                     free_all(&self.store, &new, Durability::None);
                     return Ok(None);
                 }
@@ -639,13 +637,13 @@ impl Cache {
             matches!(self.dirty_fragments(&s, key, version), Ok(Some((sl, ref now))) if sl == slot && *now == old);
         if still && self.lost_to_cleaner(&s, seen, &new) {
             // A clean copy was freed by the cleaner before it was installed: retry.
-            s.stats.wasted_write_bytes += new.iter().map(|l| l.len).sum::<u64>();
+            s.stats.wasted(new.iter().map(|l| l.len).sum::<u64>());
             drop(s);
             free_all(&self.store, &new, Durability::None);
             return Ok(None);
         }
         if !still {
-            s.stats.wasted_write_bytes += new.iter().map(|l| l.len).sum::<u64>();
+            s.stats.wasted(new.iter().map(|l| l.len).sum::<u64>());
             let rewritten = !matches!(self.dirty_fragments(&s, key, version), Ok(Some(_)));
             drop(s);
             free_all(&self.store, &new, Durability::None);
@@ -654,7 +652,7 @@ impl Cache {
         }
         for (f, l) in new.iter().enumerate() {
             s.objects.set_location(slot, f as u32, Some(l));
-            s.stats.gc_write_bytes += l.len;
+            s.stats.gc_write(l.len);
         }
         let e = s.objects.get_mut(slot).expect("live");
         e.set_dirty(false);
@@ -673,7 +671,7 @@ impl Cache {
         if leased {
             return false;
         }
-        s.stats.flushed_dropped += 1;
+        s.stats.flushed_dropped();
         let locs = s.forget_object(slot, self.cfg.fragment_size);
         drop(s);
         // Durable frees: the dropped dirty version must not come back as dirty after a crash.
