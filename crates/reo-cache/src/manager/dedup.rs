@@ -1,4 +1,4 @@
-//! Dedup in the manager: clean fragments go through a [`DedupPolicy`] (D-LRU, D-ARC, CD-ARC)
+//! Dedup in the manager: clean fragments go through a [`DedupPolicy`](crate::dedup::DedupPolicy) (D-LRU, D-ARC, CD-ARC)
 //! instead of the replacement policy. The address of a fragment is its fragment key; its content
 //! is a *content blob* named by its BLAKE3 fingerprint, written once however many fragments share
 //! it, and freed when the dedup policy evicts the fingerprint.

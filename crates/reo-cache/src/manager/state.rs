@@ -19,18 +19,19 @@ use crate::policy::{InsertError, Key};
 /// objects evicts about one), so the usual fill allocates nothing for them.
 pub(crate) type Freed = smallvec::SmallVec<[Location; 2]>;
 
-/// Metadata guarded by the cache's mutex.
+/// Metadata guarded by the cache's mutex: the manager's components (see the module doc of
+/// `manager`), each of which keeps its own data private.
 pub(crate) struct State {
-    pub objects: Objects,
-    pub policy: Replacement,
-    pub admitter: Admitter,
-    pub stats: Counters,
+    pub(super) objects: Objects,
+    pub(super) policy: Replacement,
+    pub(super) admitter: Admitter,
+    pub(super) stats: Counters,
     /// Dedup of clean fragments, when configured.
-    pub dedup: Option<DedupCache>,
-    pub classes: Classes,
-    pub recovery: Recovery,
-    pub invalidations: Invalidations,
-    pub inflight: InFlight,
+    pub(super) dedup: Option<DedupCache>,
+    pub(super) classes: Classes,
+    pub(super) recovery: Recovery,
+    pub(super) invalidations: Invalidations,
+    pub(super) inflight: InFlight,
 }
 
 impl State {
