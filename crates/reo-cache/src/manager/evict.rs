@@ -214,7 +214,7 @@ impl GcHandler for Cleaner<'_> {
         }
         let dirty = s.objects.get(slot).is_some_and(|e| e.dirty());
         if dirty {
-            let key = String::from_utf8_lossy(&s.objects.get(slot).expect("found").key).into_owned();
+            let key = String::from_utf8_lossy(s.objects.get(slot).expect("found").key()).into_owned();
             tracing::error!(key = %key, fragment = frag, error = %err, "DATA LOSS: dirty fragment unreadable while cleaning");
             s.stats.dirty_lost();
             // The entry stays dirty with the fragment missing: reads report the loss.

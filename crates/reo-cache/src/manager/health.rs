@@ -79,7 +79,7 @@ impl Cache {
                         if s.objects.get(slot).is_some_and(|e| e.dirty()) {
                             rep.lost_dirty += 1;
                             s.stats.dirty_lost();
-                            let key = String::from_utf8_lossy(&s.objects.get(slot).expect("listed").key).into_owned();
+                            let key = String::from_utf8_lossy(s.objects.get(slot).expect("listed").key()).into_owned();
                             tracing::error!(key = %key, fragment = f, "DATA LOSS: dirty fragment lost with the failed devices");
                         } else {
                             rep.lost_clean += 1;

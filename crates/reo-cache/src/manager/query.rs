@@ -104,7 +104,7 @@ impl Cache {
         s.objects
             .iter()
             .filter(|(_, e)| e.dirty())
-            .map(|(slot, e)| (e.key.to_vec(), self.dirty_version(&s, slot).unwrap_or(0)))
+            .map(|(slot, e)| (e.key().to_vec(), self.dirty_version(&s, slot).unwrap_or(0)))
             .collect()
     }
 

@@ -73,7 +73,7 @@ impl State {
             let (slot, frag) = split_key(k);
             if let Some(e) = self.objects.get(slot) {
                 // Utility of the evicted: its reads since it entered the cache.
-                let (id, freq) = (placement_of(&e.key), f64::from(e.freq()));
+                let (id, freq) = (placement_of(e.key()), f64::from(e.freq()));
                 let now = self.objects.now();
                 self.admitter.on_evict(id, freq, now);
             }
