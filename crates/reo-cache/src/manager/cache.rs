@@ -24,10 +24,10 @@ use crate::stats::CacheStats;
 
 /// The cache manager. Share it through an `Arc`.
 pub struct Cache {
-    pub(crate) store: Arc<Store>,
-    pub(crate) cfg: CacheConfig,
-    pub(crate) classes: ClassSchemes,
-    pub(crate) state: Mutex<State>,
+    pub(super) store: Arc<Store>,
+    pub(super) cfg: CacheConfig,
+    pub(super) classes: ClassSchemes,
+    state: Mutex<State>,
 }
 
 impl Cache {
@@ -74,7 +74,7 @@ impl Cache {
         Ok(cache)
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock()
     }
 
