@@ -6,19 +6,10 @@ use std::sync::Arc;
 use parking_lot::{Mutex, MutexGuard};
 use reo_store::{Durability, Location, Store};
 
-use super::classes::Classes;
-use super::counters::Counters;
-use super::dedup_cache::DedupCache;
 use super::error::CacheError;
-use super::inflight::InFlight;
-use super::invalidation::Invalidations;
-use super::objects::Objects;
-use super::recovery::Recovery;
-use super::replacement::Replacement;
 use super::state::State;
-use crate::config::{CacheConfig, EvictionMode};
+use crate::config::CacheConfig;
 use crate::object::{MAX_BAND, MAX_START};
-use crate::policy::new_policy;
 use crate::redundancy::ClassSchemes;
 use crate::stats::CacheStats;
 
@@ -46,29 +37,7 @@ impl Cache {
             });
         }
         let classes = cfg.class_schemes.unwrap_or_else(|| cfg.redundancy.class_schemes(n));
-        let capacity = match cfg.eviction {
-            EvictionMode::CacheBased => cfg.capacity_bytes,
-            // The policy only ranks; the flash's size bounds the cache.
-            EvictionMode::GcBased => u64::MAX >> 17,
-        };
-        let state = State {
-            objects: Objects::default(),
-            policy: Replacement::new(new_policy(cfg.policy, capacity)),
-            admitter: {
-                // Touch counts and watch entries are per fragment: a segment spanning several
-                // fragments would count a scan's next fragment as a second touch.
-                let mut a = cfg.admission.clone();
-                a.tc.segment_len = a.tc.segment_len.min(cfg.fragment_size);
-                a.watchlist.fragment_len = cfg.fragment_size;
-                a.build()
-            },
-            stats: Counters::default(),
-            dedup: DedupCache::new(cfg.dedup, cfg.meta_entries(), cfg.capacity_bytes),
-            classes: Classes::default(),
-            recovery: Recovery::default(),
-            invalidations: Invalidations::default(),
-            inflight: InFlight::default(),
-        };
+        let state = State::new(&cfg);
         let cache = Cache { store, cfg, classes, state: Mutex::new(state) };
         cache.rebuild_from_store()?;
         Ok(cache)

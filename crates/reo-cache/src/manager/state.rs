@@ -12,8 +12,9 @@ use super::placement::placement_of;
 use super::recovery::Recovery;
 use super::replacement::Replacement;
 use crate::admission::Admitter;
+use crate::config::{CacheConfig, EvictionMode};
 use crate::index::{frag_key, split_key};
-use crate::policy::{InsertError, Key};
+use crate::policy::{new_policy, InsertError, Key};
 
 /// The blobs of evicted fragments, to free after unlocking: one or two inline (a fill of equal-sized
 /// objects evicts about one), so the usual fill allocates nothing for them.
@@ -35,6 +36,33 @@ pub(crate) struct State {
 }
 
 impl State {
+    /// The empty metadata of a cache configured by `cfg` (already validated).
+    pub fn new(cfg: &CacheConfig) -> State {
+        let capacity = match cfg.eviction {
+            EvictionMode::CacheBased => cfg.capacity_bytes,
+            // The policy only ranks; the flash's size bounds the cache.
+            EvictionMode::GcBased => u64::MAX >> 17,
+        };
+        State {
+            objects: Objects::default(),
+            policy: Replacement::new(new_policy(cfg.policy, capacity)),
+            admitter: {
+                // Touch counts and watch entries are per fragment: a segment spanning several
+                // fragments would count a scan's next fragment as a second touch.
+                let mut a = cfg.admission.clone();
+                a.tc.segment_len = a.tc.segment_len.min(cfg.fragment_size);
+                a.watchlist.fragment_len = cfg.fragment_size;
+                a.build()
+            },
+            stats: Counters::default(),
+            dedup: DedupCache::new(cfg.dedup, cfg.meta_entries(), cfg.capacity_bytes),
+            classes: Classes::default(),
+            recovery: Recovery::default(),
+            invalidations: Invalidations::default(),
+            inflight: InFlight::default(),
+        }
+    }
+
     /// Looks `addr` up in the dedup cache (a read: updates its recency). `None`: a miss.
     pub fn dedup_lookup(&mut self, addr: Key) -> Option<ContentRef> {
         self.dedup.as_mut()?.lookup(addr)
