@@ -49,6 +49,6 @@ pub use manager::{
 };
 pub use object::Class;
 pub use policy::{new_policy, InsertError, Key, Policy, PolicyKind};
-pub use redundancy::{ClassSchemes, Redundancy, SchemeError};
+pub use redundancy::{ClassSchemes, Redundancy, RedundancyError, SchemeError};
 pub use sim::{miss_ratio, splitmix64, zipf_trace, Rng, Zipf};
 pub use stats::CacheStats;

@@ -139,14 +139,20 @@ impl fmt::Display for Redundancy {
     }
 }
 
+/// Why a string names no [`Redundancy`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RedundancyError {
+    #[error(
+        "unknown redundancy {0:?} (expected reo-N% with 0 < N < 100, 0-parity, 1-parity, 2-parity or full-replication)"
+    )]
+    Unknown(String),
+}
+
 impl FromStr for Redundancy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let err = || {
-            format!(
-                "unknown redundancy {s:?} (expected reo-N% with 0 < N < 100, 0-parity, 1-parity, 2-parity or full-replication)"
-            )
-        };
+    type Err = RedundancyError;
+    fn from_str(s: &str) -> Result<Self, RedundancyError> {
+        let err = || RedundancyError::Unknown(s.to_string());
         match s {
             "0-parity" => Ok(Redundancy::ZeroParity),
             "1-parity" => Ok(Redundancy::OneParity),
@@ -176,7 +182,7 @@ mod tests {
         }
         assert_eq!("reo-10%".parse::<Redundancy>().unwrap().hot_budget(), Some(0.1));
         assert!("reo-0%".parse::<Redundancy>().is_err());
-        assert!("raid5".parse::<Redundancy>().unwrap_err().contains("expected reo-N%"));
+        assert!("raid5".parse::<Redundancy>().unwrap_err().to_string().contains("expected reo-N%"));
         let four = |r: Redundancy| r.class_schemes(4);
         assert_eq!(four(Redundancy::OneParity).of(Class::Cold), Scheme::Rs { k: 3, p: 1 });
         assert_eq!(four(Redundancy::TwoParity).of(Class::Dirty), Scheme::Rs { k: 2, p: 2 });
