@@ -1,16 +1,15 @@
-//! [`CacheConfig`]: the cache manager's tunables, with documented defaults, and [`ClassSchemes`],
-//! the class → redundancy-scheme map.
+//! [`CacheConfig`]: the cache manager's tunables, with documented defaults (the class →
+//! redundancy-scheme map, [`ClassSchemes`], is [`crate::redundancy`]'s).
 
 use std::fmt;
 use std::str::FromStr;
 
-use reo_store::{Placement, Scheme, VictimPolicy};
+use reo_store::VictimPolicy;
 
 use crate::admission::{AdmissionConfig, AdmissionKind};
 use crate::dedup::DedupKind;
-use crate::object::Class;
 use crate::policy::PolicyKind;
-use crate::redundancy::Redundancy;
+use crate::redundancy::{ClassSchemes, Redundancy, SchemeError};
 
 /// Who frees flash space.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,54 +39,36 @@ impl fmt::Display for EvictionMode {
 }
 
 impl FromStr for EvictionMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
         match s {
             "cache" | "cache-eviction" | "cache-based" => Ok(EvictionMode::CacheBased),
             "gc" | "gc-eviction" | "gc-based" => Ok(EvictionMode::GcBased),
-            _ => Err(format!("unknown eviction mode {s:?} (expected cache-eviction or gc-eviction)")),
+            _ => Err(ConfigError::UnknownEvictionMode(s.to_string())),
         }
     }
 }
 
-/// The redundancy scheme of each [`Class`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ClassSchemes(pub [Scheme; 4]);
-
-impl ClassSchemes {
-    /// Reo's defaults over `devices` devices: metadata and dirty data replicated on every device
-    /// (at least 2 copies when there are 2+ devices), hot data Reed-Solomon with 2 parity
-    /// (`rs(n−2, 2)`; with fewer than 3 devices, replication), cold data unprotected and isolated.
-    pub fn reo_default(devices: usize) -> ClassSchemes {
-        let rep =
-            if devices >= 2 { Scheme::Replicate(devices.min(255) as u8) } else { Scheme::None(Placement::Isolated) };
-        let hot = if devices >= 3 { Scheme::Rs { k: (devices - 2).min(253) as u8, p: 2 } } else { rep };
-        ClassSchemes([rep, rep, hot, Scheme::None(Placement::Isolated)])
-    }
-
-    /// One scheme for every class (the uniform baselines).
-    pub fn uniform(s: Scheme) -> ClassSchemes {
-        ClassSchemes([s; 4])
-    }
-
-    pub fn of(&self, c: Class) -> Scheme {
-        self.0[c as usize]
-    }
-
-    /// Every scheme must fit the array; dirty data must survive a device loss when there are
-    /// at least two devices (an acknowledged write is the only copy).
-    pub fn validate(&self, devices: usize) -> Result<(), String> {
-        for c in Class::ALL {
-            self.of(c).validate(devices).map_err(|e| format!("class {}: {e}", c.as_str()))?;
-        }
-        if devices >= 2 && self.of(Class::Dirty).tolerance() == 0 {
-            return Err(format!(
-                "class dirty uses {} which loses acknowledged writes when a device dies; use replicate(r ≥ 2) or rs(k, p ≥ 1)",
-                self.of(Class::Dirty)
-            ));
-        }
-        Ok(())
-    }
+/// Why a cache configuration is refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    #[error("cache capacity must be > 0 bytes")]
+    ZeroCapacity,
+    #[error("fragment size {0} must be within 4 KiB–64 MiB")]
+    FragmentSize(u64),
+    #[error("{devices} devices: at most {max} are supported")]
+    TooManyDevices { devices: usize, max: usize },
+    #[error(
+        "dedup {0} with gc-eviction: the dedup policy decides which content leaves the cache \
+         (a content blob may back many objects), so the cleaner cannot drop it; use cache-eviction"
+    )]
+    DedupWithGcEviction(DedupKind),
+    /// The class → scheme map does not suit the array.
+    #[error(transparent)]
+    Schemes(#[from] SchemeError),
+    #[error("unknown eviction mode {0:?} (expected cache-eviction or gc-eviction)")]
+    UnknownEvictionMode(String),
 }
 
 /// Cache manager configuration. `CacheConfig::new(capacity)` gives the documented defaults.
@@ -160,29 +141,23 @@ impl CacheConfig {
         self.dedup_meta_entries.unwrap_or((2 * self.capacity_bytes / self.fragment_size).max(16) as usize)
     }
 
-    pub fn validate(&self, devices: usize) -> Result<(), String> {
+    pub fn validate(&self, devices: usize) -> Result<(), ConfigError> {
         if self.capacity_bytes == 0 {
-            return Err("cache capacity must be > 0 bytes".into());
+            return Err(ConfigError::ZeroCapacity);
         }
         if !(4096..=(64 << 20)).contains(&self.fragment_size) {
-            return Err(format!("fragment size {} must be within 4 KiB–64 MiB", self.fragment_size));
+            return Err(ConfigError::FragmentSize(self.fragment_size));
         }
         if devices > crate::object::MAX_DEVICES {
-            return Err(format!("{devices} devices: at most {} are supported", crate::object::MAX_DEVICES));
+            return Err(ConfigError::TooManyDevices { devices, max: crate::object::MAX_DEVICES });
         }
         if self.dedup != DedupKind::Off && self.eviction == EvictionMode::GcBased {
-            return Err(format!(
-                "dedup {} with gc-eviction: the dedup policy decides which content leaves the cache \
-                 (a content blob may back many objects), so the cleaner cannot drop it; use cache-eviction",
-                self.dedup
-            ));
+            return Err(ConfigError::DedupWithGcEviction(self.dedup));
         }
         let schemes = self.class_schemes.unwrap_or_else(|| self.redundancy.class_schemes(devices));
         if self.redundancy.is_baseline() && self.class_schemes.is_none() {
             // Baselines measure what uniform protection does, unprotected dirty data included.
-            for c in Class::ALL {
-                schemes.of(c).validate(devices).map_err(|e| format!("class {}: {e}", c.as_str()))?;
-            }
+            schemes.validate_fit(devices)?;
         } else {
             schemes.validate(devices)?;
         }
@@ -193,6 +168,8 @@ impl CacheConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::object::Class;
+    use reo_store::{Placement, Scheme};
 
     #[test]
     fn defaults_fit_the_array_and_protect_dirty_data() {
@@ -206,9 +183,9 @@ mod tests {
         }
         assert_eq!(ClassSchemes::reo_default(4).of(Class::Hot), Scheme::Rs { k: 2, p: 2 });
         let bad = ClassSchemes::uniform(Scheme::None(Placement::Striped));
-        assert!(bad.validate(4).unwrap_err().contains("loses acknowledged writes"));
+        assert!(bad.validate(4).unwrap_err().to_string().contains("loses acknowledged writes"));
         assert!(CacheConfig::new(0).validate(4).is_err());
-        assert_eq!("gc".parse::<EvictionMode>(), Ok(EvictionMode::GcBased));
+        assert_eq!("gc".parse::<EvictionMode>().ok(), Some(EvictionMode::GcBased));
         assert!("lfu".parse::<EvictionMode>().is_err());
     }
 }

@@ -63,13 +63,13 @@ impl ObjectIndex {
     pub fn find(&self, key: &[u8]) -> Option<u32> {
         let h = Self::hash(&self.hasher, key);
         let slots = &self.slots;
-        self.table.find(h, |&s| slots[s as usize].as_ref().is_some_and(|e| &*e.key == key)).copied()
+        self.table.find(h, |&s| slots[s as usize].as_ref().is_some_and(|e| e.key() == key)).copied()
     }
 
     /// Inserts a new entry (its key must not be present) and returns its slot.
     pub fn insert(&mut self, entry: ObjectEntry) -> u32 {
-        debug_assert!(self.find(&entry.key).is_none(), "duplicate key");
-        let h = Self::hash(&self.hasher, &entry.key);
+        debug_assert!(self.find(entry.key()).is_none(), "duplicate key");
+        let h = Self::hash(&self.hasher, entry.key());
         let slot = match self.free.pop() {
             Some(s) => {
                 self.slots[s as usize] = Some(entry);
@@ -82,14 +82,14 @@ impl ObjectIndex {
             }
         };
         let (slots, hasher) = (&self.slots, &self.hasher);
-        self.table.insert_unique(h, slot, |&s| Self::hash(hasher, &slots[s as usize].as_ref().expect("live").key));
+        self.table.insert_unique(h, slot, |&s| Self::hash(hasher, slots[s as usize].as_ref().expect("live").key()));
         slot
     }
 
     /// Removes the entry in `slot` (its side-table fragments must have been cleared by the caller).
     pub fn remove(&mut self, slot: u32) -> Option<ObjectEntry> {
         let entry = self.slots.get_mut(slot as usize)?.take()?;
-        let h = Self::hash(&self.hasher, &entry.key);
+        let h = Self::hash(&self.hasher, entry.key());
         if let Ok(o) = self.table.find_entry(h, |&s| s == slot) {
             o.remove();
         }
@@ -177,7 +177,7 @@ impl ObjectIndex {
     pub fn reserve(&mut self, objects: usize) {
         self.slots.reserve(objects);
         let (slots, hasher) = (&self.slots, &self.hasher);
-        self.table.reserve(objects, |&s| Self::hash(hasher, &slots[s as usize].as_ref().expect("live").key));
+        self.table.reserve(objects, |&s| Self::hash(hasher, slots[s as usize].as_ref().expect("live").key()));
     }
 
     /// Heap bytes of the index structures beyond the key bytes (slab, table, free list, side
@@ -206,7 +206,7 @@ mod tests {
         assert_eq!(ix.find(b"bucket/b"), Some(b));
         assert_eq!(ix.find(b"c"), None);
         assert_eq!(ix.get(b).unwrap().size(), 2);
-        assert_eq!(&*ix.remove(a).unwrap().key, b"a");
+        assert_eq!(ix.remove(a).unwrap().key(), b"a");
         assert_eq!(ix.find(b"a"), None);
         assert!(ix.remove(a).is_none());
         let c = ix.insert(ObjectEntry::new(b"c", 3, Class::Cold));

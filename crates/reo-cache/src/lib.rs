@@ -33,23 +33,22 @@ pub mod object;
 pub mod policy;
 pub mod redundancy;
 pub mod sim;
-mod slab;
 pub mod stats;
 pub mod thinkey;
 pub mod units;
 
 pub use admission::{Admission, AdmissionConfig, AdmissionKind, AdmissionStats, Admitter, Decision};
 pub use bench::bench_policy;
-pub use config::{CacheConfig, ClassSchemes, EvictionMode};
+pub use config::{CacheConfig, ConfigError, EvictionMode};
 pub use dedup::{new_dedup, Chunk, DedupKind, DedupOutcome, DedupPolicy, Fingerprint};
 pub use failure_plan::{FailureAction, FailurePlan, FailurePoint};
 pub use manager::{
-    object_version, Access, AccessHistory, Cache, ControlReply, FillOutcome, GetResult, ObjectInfo, ObjectMeta,
-    ObjectStatus, Piece, Pieces, PutReceipt, SenseCode, StreamedPut, SweepReport, WriteError, MAX_CONTROL_MESSAGE,
-    MAX_KEY_LEN,
+    object_version, Access, AccessHistory, Cache, CacheError, ControlReply, FillOutcome, GetResult, ObjectInfo,
+    ObjectMeta, ObjectStatus, Piece, Pieces, PutReceipt, SenseCode, StreamedPut, SweepReport, WriteError,
+    MAX_CONTROL_MESSAGE, MAX_KEY_LEN,
 };
 pub use object::Class;
 pub use policy::{new_policy, InsertError, Key, Policy, PolicyKind};
-pub use redundancy::Redundancy;
+pub use redundancy::{ClassSchemes, Redundancy, RedundancyError, SchemeError};
 pub use sim::{miss_ratio, splitmix64, zipf_trace, Rng, Zipf};
 pub use stats::CacheStats;

@@ -125,7 +125,7 @@ impl PackedLoc {
 /// One object's DRAM state (32 bytes). See the module documentation for the layout.
 #[derive(Debug, Clone)]
 pub struct ObjectEntry {
-    pub key: ThinKey,
+    key: ThinKey,
     seq: u64,
     place: u64,
     state: u64,
@@ -141,6 +141,11 @@ impl ObjectEntry {
             place: 0,
             state: (size & SIZE_MASK) | (class as u64) << CLASS_SHIFT,
         }
+    }
+
+    /// The object's key.
+    pub fn key(&self) -> &[u8] {
+        &self.key
     }
 
     pub fn size(&self) -> u64 {

@@ -1,5 +1,6 @@
 //! [`Redundancy`]: how the cache protects its data — Reo's differentiated classes under a
-//! redundancy budget (Reo-x%), or one of the paper's uniform baselines, all through the same code.
+//! redundancy budget (Reo-x%), or one of the paper's uniform baselines, all through the same code
+//! — and [`ClassSchemes`], the class → redundancy-scheme map each of them gives.
 //!
 //! Names are the stable, lower-case ones reports use: `reo-10%`, `reo-20%`, `reo-40%` (any
 //! `reo-N%`), `0-parity`, `1-parity`, `2-parity`, `full-replication`.
@@ -9,7 +10,64 @@ use std::str::FromStr;
 
 use reo_store::{Placement, Scheme};
 
-use crate::config::ClassSchemes;
+use crate::object::Class;
+
+/// The redundancy scheme of each [`Class`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClassSchemes(pub [Scheme; 4]);
+
+impl ClassSchemes {
+    /// Reo's defaults over `devices` devices: metadata and dirty data replicated on every device
+    /// (at least 2 copies when there are 2+ devices), hot data Reed-Solomon with 2 parity
+    /// (`rs(n−2, 2)`; with fewer than 3 devices, replication), cold data unprotected and isolated.
+    pub fn reo_default(devices: usize) -> ClassSchemes {
+        let rep =
+            if devices >= 2 { Scheme::Replicate(devices.min(255) as u8) } else { Scheme::None(Placement::Isolated) };
+        let hot = if devices >= 3 { Scheme::Rs { k: (devices - 2).min(253) as u8, p: 2 } } else { rep };
+        ClassSchemes([rep, rep, hot, Scheme::None(Placement::Isolated)])
+    }
+
+    /// One scheme for every class (the uniform baselines).
+    pub fn uniform(s: Scheme) -> ClassSchemes {
+        ClassSchemes([s; 4])
+    }
+
+    pub fn of(&self, c: Class) -> Scheme {
+        self.0[c as usize]
+    }
+
+    /// Every scheme must fit the array; dirty data must survive a device loss when there are
+    /// at least two devices (an acknowledged write is the only copy).
+    pub fn validate(&self, devices: usize) -> Result<(), SchemeError> {
+        self.validate_fit(devices)?;
+        if devices >= 2 && self.of(Class::Dirty).tolerance() == 0 {
+            return Err(SchemeError::UnprotectedDirty(self.of(Class::Dirty)));
+        }
+        Ok(())
+    }
+
+    /// Every scheme fits an array of `devices` devices (whatever it does to dirty data).
+    pub fn validate_fit(&self, devices: usize) -> Result<(), SchemeError> {
+        for c in Class::ALL {
+            self.of(c).validate(devices).map_err(|source| SchemeError::Unfit { class: c.as_str(), source })?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a class → scheme map does not suit an array.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemeError {
+    /// A class's scheme does not fit the array.
+    #[error("class {class}: {source}")]
+    Unfit { class: &'static str, source: reo_store::Error },
+    /// Dirty data would not survive a device loss.
+    #[error(
+        "class dirty uses {0} which loses acknowledged writes when a device dies; use replicate(r ≥ 2) or rs(k, p ≥ 1)"
+    )]
+    UnprotectedDirty(Scheme),
+}
 
 /// The redundancy policy of a cache.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -81,14 +139,20 @@ impl fmt::Display for Redundancy {
     }
 }
 
+/// Why a string names no [`Redundancy`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RedundancyError {
+    #[error(
+        "unknown redundancy {0:?} (expected reo-N% with 0 < N < 100, 0-parity, 1-parity, 2-parity or full-replication)"
+    )]
+    Unknown(String),
+}
+
 impl FromStr for Redundancy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let err = || {
-            format!(
-                "unknown redundancy {s:?} (expected reo-N% with 0 < N < 100, 0-parity, 1-parity, 2-parity or full-replication)"
-            )
-        };
+    type Err = RedundancyError;
+    fn from_str(s: &str) -> Result<Self, RedundancyError> {
+        let err = || RedundancyError::Unknown(s.to_string());
         match s {
             "0-parity" => Ok(Redundancy::ZeroParity),
             "1-parity" => Ok(Redundancy::OneParity),
@@ -109,7 +173,6 @@ impl FromStr for Redundancy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::object::Class;
 
     #[test]
     fn names_round_trip_and_map_to_schemes() {
@@ -119,7 +182,7 @@ mod tests {
         }
         assert_eq!("reo-10%".parse::<Redundancy>().unwrap().hot_budget(), Some(0.1));
         assert!("reo-0%".parse::<Redundancy>().is_err());
-        assert!("raid5".parse::<Redundancy>().unwrap_err().contains("expected reo-N%"));
+        assert!("raid5".parse::<Redundancy>().unwrap_err().to_string().contains("expected reo-N%"));
         let four = |r: Redundancy| r.class_schemes(4);
         assert_eq!(four(Redundancy::OneParity).of(Class::Cold), Scheme::Rs { k: 3, p: 1 });
         assert_eq!(four(Redundancy::TwoParity).of(Class::Dirty), Scheme::Rs { k: 2, p: 2 });

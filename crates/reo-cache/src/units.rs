@@ -11,10 +11,25 @@
 //! A fraction is rounded down to whole bytes (`1.5KiB` is 1,536). A size that does not fit in
 //! 64 bits is refused.
 
+/// Why a string names no size.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SizeError {
+    /// Not a number with an optional fraction.
+    #[error("{0:?} is not a size like 4GiB, 512MiB, 10MB or 65536")]
+    NotASize(String),
+    /// A number, then a unit the table does not list.
+    #[error("{input:?}: unknown unit {unit:?} (use B, KiB, MiB, GiB, TiB, or KB, MB, GB, TB)")]
+    UnknownUnit { input: String, unit: String },
+    /// More bytes than 64 bits hold.
+    #[error("{0:?} is too large")]
+    TooLarge(String),
+}
+
 /// The number of bytes `s` names (see the module doc), or why it names none.
-pub fn parse_size(s: &str) -> Result<u64, String> {
+pub fn parse_size(s: &str) -> Result<u64, SizeError> {
     let t = s.trim();
-    let bad = || format!("{s:?} is not a size like 4GiB, 512MiB, 10MB or 65536");
+    let bad = || SizeError::NotASize(s.to_string());
     let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let mul: u64 = match unit.trim().to_ascii_lowercase().as_str() {
@@ -27,14 +42,14 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "mb" => 1_000_000,
         "gb" => 1_000_000_000,
         "tb" => 1_000_000_000_000,
-        other => return Err(format!("{s:?}: unknown unit {other:?} (use B, KiB, MiB, GiB, TiB, or KB, MB, GB, TB)")),
+        other => return Err(SizeError::UnknownUnit { input: s.to_string(), unit: other.to_string() }),
     };
     let (whole, frac) = num.split_once('.').unwrap_or((num, ""));
     if whole.is_empty() && frac.is_empty() || frac.contains('.') {
         return Err(bad());
     }
     let whole: u64 = if whole.is_empty() { 0 } else { whole.parse().map_err(|_| bad())? };
-    let too_large = || format!("{s:?} is too large");
+    let too_large = || SizeError::TooLarge(s.to_string());
     let mut bytes = whole.checked_mul(mul).ok_or_else(too_large)?;
     if !frac.is_empty() {
         // Exact in integers: the fraction's digits times the unit, over 10^digits.
@@ -72,6 +87,6 @@ mod tests {
         for s in ["", "lots", "4 PiB", "1.2.3MB", ".", "-1", "99999999999T", "16777216TiB", "1e3"] {
             assert!(parse_size(s).is_err(), "{s:?}");
         }
-        assert!(parse_size("4 PiB").unwrap_err().contains("unknown unit"));
+        assert!(parse_size("4 PiB").unwrap_err().to_string().contains("unknown unit"));
     }
 }

@@ -252,3 +252,25 @@ fn scrub_repairs_or_forgets_and_never_serves_flipped_bits() {
     assert_eq!(whole(&c, "b/cold").unwrap().as_deref(), Some(&cold[..]), "refetched and cached again");
     assert_eq!(c.stats().dirty_lost, 0);
 }
+
+/// A status or sense query while the replacement device is still being rebuilt (no device
+/// failed any more) reports recovery in progress, and recovery's end (0x66) is still reported
+/// once the rebuild finishes. The rebuild starts paused, so the query is made mid-rebuild.
+#[test]
+fn recovery_end_is_reported_after_a_query_during_the_rebuild() {
+    let c = reopen(&devices(4, 64));
+    c.put(b"b/dirty0", &content(0, FRAG as usize), &meta(), true, 1).unwrap();
+    c.fail_device(1).unwrap();
+    let fresh: Arc<dyn Media> = Arc::new(reo_media::MemMedia::new(64 << 20));
+    let opts = reo_store::RebuildOptions { start_paused: true, ..Default::default() };
+    let h = c.store().replace_device(1, fresh, opts).unwrap();
+    assert!(c.store().failed_devices().is_empty() && c.rebuilding(), "mid-rebuild, nothing failed");
+    let q = c.control(b"#QUERY# b dirty0 R 0 1");
+    assert_eq!((q.sense, q.code), (SenseCode::RecoveryStarts, 0x65), "{q:?}");
+    assert_eq!(c.engine_sense(false, 0), SenseCode::RecoveryStarts);
+    h.resume();
+    assert_eq!(h.wait().state, reo_store::RebuildState::Done);
+    let q = c.control(b"#QUERY# b dirty0 R 0 1");
+    assert_eq!((q.sense, q.code), (SenseCode::RecoveryEnds, 0x66), "{q:?}");
+    assert_eq!(c.engine_sense(false, 0), SenseCode::Success, "0x66 is reported once");
+}

@@ -84,7 +84,7 @@ fn dirty_data_bypasses_dedup_until_flushed() {
 fn dedup_with_gc_eviction_is_refused_with_a_reason() {
     let mut cf = dedup_cfg(DedupKind::DArc, 16 * FRAG);
     cf.eviction = EvictionMode::GcBased;
-    let err = cf.validate(4).unwrap_err();
+    let err = cf.validate(4).unwrap_err().to_string();
     assert!(err.contains("cache-eviction"), "{err}");
 }
 

@@ -219,7 +219,8 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     let (store, formatted) = open_store(cfg, &device_io)?;
     // One device's worth of user bytes: dirty data (replicated on every device) still fits.
     let capacity = store.space().capacity / cfg.devices as u64;
-    let cache = Arc::new(Cache::open(store.clone(), CacheConfig::new(capacity.max(1 << 20)))?);
+    let cache =
+        Arc::new(Cache::open(store.clone(), CacheConfig::new(capacity.max(1 << 20))).map_err(|e| e.to_string())?);
     let (backend, backend_desc) = match s3 {
         Some(b) => b,
         None => open_local(cfg, formatted)?,

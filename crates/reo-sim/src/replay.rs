@@ -115,8 +115,8 @@ impl Replay {
         if cfg.cache.capacity_bytes == 0 {
             cfg.cache.capacity_bytes = cfg.policy_capacity(&store).max(1 << 20);
         }
-        cfg.cache.validate(cfg.array.devices)?;
-        let cache = Cache::open(store.clone(), cfg.cache.clone())?;
+        cfg.cache.validate(cfg.array.devices).map_err(|e| e.to_string())?;
+        let cache = Cache::open(store.clone(), cfg.cache.clone()).map_err(|e| e.to_string())?;
         let cap = cfg.cache.capacity_bytes as f64;
         let flusher = Flusher::new((cap * cfg.dirty_high) as u64, (cap * cfg.dirty_low) as u64);
         let io_ops = devices.first().map_or(0, |d| d.array_ops());

@@ -46,8 +46,8 @@ use super::store::{BlockStore, DataStore};
 use super::table::AddrTable;
 use super::weu::{WeuSlot, WeuStore};
 use super::{Chunk, DedupOutcome, DedupPolicy, Fingerprint};
+use crate::policy::slab::{List, Slab};
 use crate::policy::Key;
-use crate::slab::{List, Slab};
 
 const T1: u8 = 0;
 const T2: u8 = 1;
@@ -237,7 +237,7 @@ impl<S: DataStore> Core<S> {
         let mut refs = HashMap::new();
         for tag in [T1, T2] {
             let mut i = self.lists[tag as usize].head;
-            while i != crate::slab::NIL {
+            while i != crate::policy::slab::NIL {
                 *refs.entry(self.m.fp(i)).or_insert(0u32) += 1;
                 i = self.m.slab.node(i).next;
             }

@@ -9,8 +9,8 @@
 
 use super::table::{AddrTable, Chain, FpTable};
 use super::{Chunk, DedupOutcome, DedupPolicy, Fingerprint};
+use crate::policy::slab::List;
 use crate::policy::Key;
-use crate::slab::List;
 
 /// D-LRU over `cm` metadata entries and `cd` data bytes.
 #[derive(Debug)]

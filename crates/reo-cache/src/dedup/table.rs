@@ -12,8 +12,8 @@ use std::collections::HashMap;
 
 use super::Fingerprint;
 use crate::hash::KeyBuildHasher;
+use crate::policy::slab::{Slab, NIL};
 use crate::policy::Key;
-use crate::slab::{Slab, NIL};
 
 /// Address → fingerprint entries (resident and ghost) on the crate's slab.
 #[derive(Debug, Default)]

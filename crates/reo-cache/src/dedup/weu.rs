@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use super::store::DataStore;
 use super::table::{Chain, FpTable, Linked};
 use super::{Chunk, DedupOutcome, Fingerprint};
-use crate::slab::NIL;
+use crate::policy::slab::NIL;
 
 /// Default write-evict unit: 2 MiB.
 pub const WEU_BYTES: u32 = 2 << 20;

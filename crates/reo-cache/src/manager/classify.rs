@@ -15,10 +15,13 @@
 
 use reo_store::{Durability, Scheme};
 
-use super::evict::free_all;
-use super::{frag_count, Cache, State};
+use super::cache::free_all;
+use super::cache::Cache;
+use super::objects::frag_count;
+use super::placement::placement_of;
+use super::state::State;
 use crate::header::BlobHeader;
-use crate::object::{Class, ObjectEntry};
+use crate::object::Class;
 
 /// Device bytes of redundancy per user byte in `scheme` (copies and parity; no padding).
 pub(crate) fn overhead(scheme: Scheme) -> f64 {
@@ -33,19 +36,6 @@ pub(crate) fn overhead(scheme: Scheme) -> f64 {
 const MAX_SCAN: usize = 16_384;
 
 impl Cache {
-    /// The class a clean (or dirty) entry should have now.
-    pub(crate) fn class_for(&self, s: &State, e: &ObjectEntry) -> Class {
-        if e.dirty() {
-            Class::Dirty
-        } else if e.explicit_class() {
-            e.class()
-        } else if e.hotness() >= s.h_hot && e.freq() > 0 {
-            Class::Hot
-        } else {
-            Class::Cold
-        }
-    }
-
     /// Recomputes H_hot now and reclassifies every clean object; returns H_hot (∞: nothing is hot).
     /// Without a hot budget (uniform baselines) every clean object stays cold.
     pub fn recompute_hot_threshold(&self) -> f64 {
@@ -55,15 +45,14 @@ impl Cache {
 
     /// Counts a request and recomputes H_hot when it is due.
     pub(crate) fn tick_classes(&self, s: &mut State) {
-        s.since_recompute += 1;
-        if s.since_recompute >= self.cfg.hot_recompute_every.max(1) {
+        if s.classes.tick(self.cfg.hot_recompute_every) {
             recompute(self, s);
         }
     }
 
     /// The current hot threshold.
     pub fn hot_threshold(&self) -> f64 {
-        self.lock().h_hot
+        self.lock().classes.h_hot()
     }
 
     /// User bytes cached / device bytes they occupy with their redundancy (1.0 = no redundancy;
@@ -95,27 +84,26 @@ impl Cache {
             // Find the next misplaced fragment from the cursor.
             let job = {
                 let mut s = self.lock();
-                let total = s.index.slot_count();
+                let total = s.objects.slot_count();
                 let mut found = None;
                 // A bounded share of the index per call: a large cache with nothing misplaced
                 // must not cost a full scan on every `maintain`.
                 while found.is_none() && visited < total.min(MAX_SCAN) {
-                    let slot = (s.reencode_cursor as usize % total.max(1)) as u32;
-                    s.reencode_cursor = s.reencode_cursor.wrapping_add(1);
+                    let slot = s.classes.next_reencode_slot(total);
                     visited += 1;
-                    let Some(e) = s.index.get(slot) else { continue };
+                    let Some(e) = s.objects.get(slot) else { continue };
                     if e.dirty() {
                         continue;
                     }
                     let target = self.classes.of(e.class());
                     let n = frag_count(e.size(), fs) as u32;
                     found = (0..n)
-                        .filter_map(|f| s.location(slot, f, fs).map(|l| (f, l)))
+                        .filter_map(|f| s.objects.location(slot, f, fs).map(|l| (f, l)))
                         .find(|(_, l)| l.scheme != target)
-                        .map(|(f, l)| (slot, f, l, target, e.class(), s.orphans_freed));
+                        .map(|(f, l)| (slot, f, l, target, e.class(), s.inflight.orphans_freed()));
                     if found.is_some() {
                         // Come back to this object for its other fragments.
-                        s.reencode_cursor = s.reencode_cursor.wrapping_sub(1);
+                        s.classes.revisit_reencode_slot();
                         visited -= 1;
                     }
                 }
@@ -126,26 +114,26 @@ impl Cache {
                 let data = self.store.read_all(&old).ok()?;
                 let mut h = BlobHeader::decode(&self.store.header(&old)?)?;
                 h.class = class;
-                self.put_blob(&h.encode(), &data, target, false, super::write::placement_of(&h.key)).ok()
+                self.put_blob(&h.encode(), &data, target, false, placement_of(&h.key)).ok()
             })();
             attempts += 1;
             let Some(new) = moved_one else {
                 // Unreadable or gone: skip it this round.
                 let mut s = self.lock();
-                s.reencode_cursor = s.reencode_cursor.wrapping_add(1);
+                s.classes.skip_reencode_slot();
                 visited += 1;
                 continue;
             };
             let mut s = self.lock();
-            if s.location(slot, frag, fs).as_ref() == Some(&old) && !self.lost_to_cleaner(&s, seen, &[new]) {
-                s.set_location(slot, frag, Some(&new));
-                s.stats.gc_write_bytes += new.len;
-                s.stats.reencoded_bytes += new.len;
+            if s.objects.location(slot, frag, fs).as_ref() == Some(&old) && !self.lost_to_cleaner(&s, seen, &[new]) {
+                s.objects.set_location(slot, frag, Some(&new));
+                s.stats.gc_write(new.len);
+                s.stats.reencoded(new.len);
                 drop(s);
                 free_all(&self.store, &[old], Durability::None);
                 moved += new.len;
             } else {
-                s.stats.wasted_write_bytes += new.len;
+                s.stats.wasted(new.len);
                 drop(s);
                 free_all(&self.store, &[new], Durability::None);
             }
@@ -156,15 +144,15 @@ impl Cache {
 
 /// H_hot over the current index; reclassifies clean entries.
 fn recompute(c: &Cache, s: &mut State) -> f64 {
-    s.since_recompute = 0;
+    s.classes.recomputing();
     let Some(budget) = c.cfg.redundancy.hot_budget() else {
-        s.h_hot = f64::INFINITY;
-        return s.h_hot;
+        s.classes.set_h_hot(f64::INFINITY);
+        return f64::INFINITY;
     };
     let capacity = c.cfg.capacity_bytes as f64;
     let mut clean: Vec<(f64, u64)> = Vec::new();
     let mut dirty_bytes = 0u64;
-    for (_, e) in s.index.iter() {
+    for (_, e) in s.objects.iter() {
         if e.dirty() {
             dirty_bytes += e.size();
         } else if !e.explicit_class() && e.freq() > 0 {
@@ -173,7 +161,7 @@ fn recompute(c: &Cache, s: &mut State) -> f64 {
     }
     let dirty_cost = dirty_bytes as f64 * overhead(c.classes.of(Class::Dirty));
     let mut room = budget * capacity - dirty_cost;
-    s.redundancy_over_budget = room < 0.0;
+    s.classes.set_over_budget(room < 0.0);
     let per_byte = overhead(c.classes.of(Class::Hot));
     clean.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
     // Everything read fits when the budget is never exhausted: then H_hot = 0 (any object read
@@ -191,14 +179,14 @@ fn recompute(c: &Cache, s: &mut State) -> f64 {
         room -= cost;
         h_hot = h;
     }
-    s.h_hot = h_hot;
-    let slots: Vec<u32> = s.index.iter().map(|(slot, _)| slot).collect();
+    s.classes.set_h_hot(h_hot);
+    let slots: Vec<u32> = s.objects.iter().map(|(slot, _)| slot).collect();
     for slot in slots {
-        let e = s.index.get(slot).expect("listed");
-        let want = c.class_for(s, e);
+        let e = s.objects.get(slot).expect("listed");
+        let want = s.classes.class_of(e);
         if want != e.class() {
-            s.index.get_mut(slot).expect("listed").set_class(want);
-            s.stats.class_changes += 1;
+            s.objects.get_mut(slot).expect("listed").set_class(want);
+            s.stats.class_changed();
         }
     }
     h_hot

@@ -11,8 +11,9 @@
 
 use serde::Serialize;
 
-use super::health::{Access, ObjectStatus, SenseCode};
-use super::Cache;
+use super::cache::Cache;
+use super::health::{Access, ObjectStatus};
+use super::sense::SenseCode;
 use crate::object::Class;
 
 /// Longest control message accepted.
@@ -70,10 +71,10 @@ impl Cache {
         };
         let key = format!("{pid}/{oid}");
         let mut s = self.lock();
-        let Some(slot) = s.index.find(key.as_bytes()) else {
+        let Some(slot) = s.objects.find(key.as_bytes()) else {
             return ControlReply::bad(format!("object {key:?} is not cached"));
         };
-        let e = s.index.get_mut(slot).expect("found");
+        let e = s.objects.get_mut(slot).expect("found");
         e.set_explicit_class(true);
         if !e.dirty() {
             e.set_class(class);

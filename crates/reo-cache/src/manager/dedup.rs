@@ -1,4 +1,4 @@
-//! Dedup in the manager: clean fragments go through a [`DedupPolicy`] (D-LRU, D-ARC, CD-ARC)
+//! Dedup in the manager: clean fragments go through a [`DedupPolicy`](crate::dedup::DedupPolicy) (D-LRU, D-ARC, CD-ARC)
 //! instead of the replacement policy. The address of a fragment is its fragment key; its content
 //! is a *content blob* named by its BLAKE3 fingerprint, written once however many fragments share
 //! it, and freed when the dedup policy evicts the fingerprint.
@@ -11,68 +11,13 @@
 //! After a restart dedup starts cold: content blobs are not addressable without the metadata cache
 //! (address → fingerprint), which lives in DRAM only, so they are freed.
 
-use std::collections::HashMap;
-
 use reo_store::{Durability, Location, Scheme};
 
-use super::evict::free_all;
-use super::{Cache, State};
-use crate::dedup::{compress, decompress, new_dedup, Chunk, DedupKind, DedupOutcome, DedupPolicy, Fingerprint};
+use super::cache::{free_all, Cache};
+use super::dedup_cache::{ContentRef, Offered};
+use crate::dedup::{compress, decompress, Chunk, Fingerprint};
 use crate::header::{BlobHeader, BlobKind};
 use crate::object::Class;
-use crate::policy::Key;
-
-/// Dedup state of the manager.
-pub(crate) struct DedupState {
-    pub policy: Box<dyn DedupPolicy>,
-    /// Fingerprint → content blob. The blob's length is the stored (maybe compressed) length.
-    pub blobs: HashMap<[u8; 32], Location>,
-    /// Content blobs are LZ4 blocks (CD-ARC).
-    pub compressed: bool,
-    pub out: DedupOutcome,
-}
-
-impl DedupState {
-    pub fn new(kind: DedupKind, meta_entries: usize, data_bytes: u64) -> Option<DedupState> {
-        Some(DedupState {
-            policy: new_dedup(kind, meta_entries, data_bytes)?,
-            blobs: HashMap::new(),
-            compressed: kind == DedupKind::CdArc,
-            out: DedupOutcome::default(),
-        })
-    }
-}
-
-/// Where a deduplicated fragment's bytes are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ContentRef {
-    pub loc: Location,
-    pub compressed: bool,
-}
-
-impl State {
-    /// Looks `addr` up in the dedup cache (a read: updates its recency). `None`: a miss.
-    pub fn dedup_lookup(&mut self, addr: Key) -> Option<ContentRef> {
-        let d = self.dedup.as_mut()?;
-        let fp = d.policy.lookup(addr)?;
-        match d.blobs.get(fp.as_bytes()) {
-            // Under CD-ARC a blob shorter than its fragment is an LZ4 block.
-            Some(&loc) => Some(ContentRef { loc, compressed: d.compressed }),
-            None => {
-                // Content admitted but its write failed or is still in flight: a miss.
-                d.policy.remove(addr);
-                None
-            }
-        }
-    }
-
-    /// Forgets `addr` in the dedup cache.
-    pub fn dedup_forget(&mut self, addr: Key) {
-        if let Some(d) = self.dedup.as_mut() {
-            d.policy.remove(addr);
-        }
-    }
-}
 
 impl Cache {
     /// Scheme of content blobs: the clean classes' scheme for cold data.
@@ -125,7 +70,7 @@ impl Cache {
         let chunk_len = data.len() as u32;
         let (stored, z) = {
             let s = self.lock();
-            let compressed = s.dedup.as_ref().is_some_and(|d| d.compressed);
+            let compressed = s.dedup.as_ref().is_some_and(|d| d.compressed());
             drop(s);
             if compressed {
                 let z = compress(data);
@@ -141,28 +86,24 @@ impl Cache {
         let chunk = Chunk { fp, size: chunk_len, compressed: stored };
         let (write, evicted, seen) = {
             let mut s = self.lock();
-            let same = s.index.find(key) == Some(slot)
-                && s.index.get(slot).is_some_and(|e| e.size() == size && !e.dirty())
-                && !token.is_some_and(|t| s.invalidated_since(key, t));
+            let same = s.objects.find(key) == Some(slot)
+                && s.objects.get(slot).is_some_and(|e| e.size() == size && !e.dirty())
+                && !token.is_some_and(|t| s.invalidations.changed_since(key, t));
             if !same {
                 return false;
             }
-            let State { dedup, stats, .. } = &mut *s;
-            let Some(d) = dedup.as_mut() else { return false };
-            d.out.reset();
-            d.policy.update(addr, &chunk, &mut d.out);
-            let evicted: Vec<Location> = d.out.evicted.iter().filter_map(|f| d.blobs.remove(f.as_bytes())).collect();
-            stats.evictions += evicted.len() as u64;
-            if !d.out.admitted {
+            let Some(d) = s.dedup.as_mut() else { return false };
+            let Offered { admitted, write, evicted } = d.offer(addr, &chunk);
+            s.stats.evicted(evicted.len() as u64);
+            if !admitted {
                 drop(s);
                 free_all(&self.store, &evicted, Durability::None);
                 return false;
             }
-            if !d.out.write {
-                stats.dedup_saved_writes += 1;
+            if !write {
+                s.stats.dedup_saved_write();
             }
-            let write = d.out.write;
-            (write, evicted, s.orphans_freed)
+            (write, evicted, s.inflight.orphans_freed())
         };
         free_all(&self.store, &evicted, Durability::None);
         if !write {
@@ -191,34 +132,35 @@ impl Cache {
             Ok(loc) if self.lost_to_cleaner(&s, seen, &[loc]) => {
                 // Freed by the cleaner before it was mapped: as if the write had failed.
                 s.dedup_forget(addr);
-                s.stats.wasted_write_bytes += loc.len;
+                s.stats.wasted(loc.len);
                 false
             }
             Ok(loc) => {
                 if rewrite {
-                    s.stats.gc_write_bytes += loc.len;
+                    s.stats.gc_write(loc.len);
                 } else {
-                    s.stats.cache_write_bytes += loc.len;
-                    s.stats.cache_writes += 1;
+                    s.stats.cache_write(loc.len);
                 }
-                let d = s.dedup.as_mut().expect("dedup on");
-                if d.policy.contains_fp(&fp) {
-                    if let Some(old) = d.blobs.insert(*fp.as_bytes(), loc) {
-                        drop(s);
-                        free_all(&self.store, &[old], Durability::None);
+                match s.dedup.as_mut().expect("dedup on").install(&fp, loc) {
+                    Ok(old) => {
+                        if let Some(old) = old {
+                            drop(s);
+                            free_all(&self.store, &[old], Durability::None);
+                        }
+                        true
                     }
-                    true
-                } else {
                     // Evicted while being written.
-                    s.stats.wasted_write_bytes += loc.len;
-                    drop(s);
-                    free_all(&self.store, &[loc], Durability::None);
-                    false
+                    Err(loc) => {
+                        s.stats.wasted(loc.len);
+                        drop(s);
+                        free_all(&self.store, &[loc], Durability::None);
+                        false
+                    }
                 }
             }
             Err(_) => {
                 s.dedup_forget(addr);
-                s.stats.full_rejections += 1;
+                s.stats.full_rejection();
                 false
             }
         }
@@ -228,14 +170,8 @@ impl Cache {
     /// freed (nothing would ever free it otherwise).
     pub(crate) fn content_moved(&self, fp: &[u8], old: &Location, new: &Location) {
         let mut s = self.lock();
-        s.stats.gc_write_bytes += new.len;
-        let moved = s.dedup.as_mut().and_then(|d| d.blobs.get_mut(fp)).is_some_and(|l| {
-            let hit = l == old;
-            if hit {
-                *l = *new;
-            }
-            hit
-        });
+        s.stats.gc_write(new.len);
+        let moved = s.dedup.as_mut().is_some_and(|d| d.relocate(fp, old, new));
         drop(s);
         if !moved {
             free_all(&self.store, &[*new], Durability::None);
@@ -247,9 +183,7 @@ impl Cache {
     pub(crate) fn content_lost(&self, fp: &[u8], loc: &Location) {
         let mut s = self.lock();
         if let Some(d) = s.dedup.as_mut() {
-            if d.blobs.get(fp) == Some(loc) {
-                d.blobs.remove(fp);
-            }
+            d.forget_content(fp, loc);
         }
     }
 }

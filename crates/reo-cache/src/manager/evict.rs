@@ -4,65 +4,14 @@
 
 use std::collections::HashMap;
 
-use reo_store::{Durability, Error as StoreError, GcDecision, GcHandler, Location, Store};
+use reo_store::{Durability, Error as StoreError, GcDecision, GcHandler, Location};
 
-use super::read::forget_fragment;
-use super::{Cache, State};
+use super::cache::{free_all, Cache};
+use super::state::State;
 use crate::config::EvictionMode;
 use crate::header::BlobHeader;
-use crate::index::split_key;
-use crate::policy::Key;
-
-/// The blobs of evicted fragments, to free after unlocking: one or two inline (a fill of equal-sized
-/// objects evicts about one), so the usual fill allocates nothing for them.
-pub(crate) type Freed = smallvec::SmallVec<[Location; 2]>;
-
-/// Frees blobs (best effort: a blob already gone is fine).
-pub(crate) fn free_all(store: &Store, locs: &[Location], d: Durability) {
-    for l in locs {
-        let _ = store.free(l, d);
-    }
-}
-
-/// Removes the entry of `slot` if it holds no blob and is neither dirty nor pinned.
-///
-/// With dedup on, clean fragments live in the dedup cache, not in the entry: the entry stays (its
-/// size says how to address them) until the object is deleted or a read finds nothing of it.
-pub(crate) fn drop_entry_if_empty(s: &mut State, slot: u32) {
-    if s.dedup.is_some() {
-        return;
-    }
-    let Some(e) = s.index.get(slot) else { return };
-    let empty = if e.fragmented() { s.index.cached_fragments(slot) == 0 } else { e.blob().is_none() };
-    let leased = e.pinned() && s.pins.get(&slot).is_some_and(|&until| until > s.now);
-    if empty && !e.dirty() && !leased {
-        s.index.remove(slot);
-        s.pins.remove(&slot);
-    }
-}
 
 impl Cache {
-    /// Unlinks the fragments the policy evicted; returns their blobs (to free after unlocking).
-    pub(crate) fn apply_evictions(&self, s: &mut State, keys: &[Key]) -> Freed {
-        let mut locs = Freed::with_capacity(keys.len());
-        for &k in keys {
-            let (slot, frag) = split_key(k);
-            if let Some(e) = s.index.get(slot) {
-                // Utility of the evicted: its reads since it entered the cache.
-                let (id, freq) = (super::write::placement_of(&e.key), f64::from(e.freq()));
-                let now = s.now;
-                s.admitter.on_evict(id, freq, now);
-            }
-            if let Some(l) = s.location(slot, frag, self.cfg.fragment_size) {
-                locs.push(l);
-            }
-            s.set_location(slot, frag, None);
-            drop_entry_if_empty(s, slot);
-            s.stats.evictions += 1;
-        }
-        locs
-    }
-
     /// Makes room after the store said it is full: clean bands until one more is free; failing
     /// that (cache-based), evict about a zone's worth of the policy's victims so the next cleaning
     /// finds dead space. False when nothing can be freed (all dirty or pinned).
@@ -85,10 +34,8 @@ impl Cache {
         while freed < target {
             let locs = {
                 let mut s = self.lock();
-                let State { index, policy, pins, now, .. } = &mut *s;
-                let now = *now;
-                let Some(k) = policy.evict_one(&mut |k| State::evictable(index, pins, now, k)) else { break };
-                self.apply_evictions(&mut s, &[k])
+                let Some(k) = s.evict_one() else { break };
+                s.apply_evictions(&[k], self.cfg.fragment_size)
             };
             freed += locs.iter().map(|l| l.len.max(1)).sum::<u64>();
             free_all(&self.store, &locs, Durability::None);
@@ -103,7 +50,7 @@ impl Cache {
         // A device failed since the last look (by command elsewhere, or ejected by the store on
         // I/O errors): drop what it took.
         let failed = self.store.failed_devices().len();
-        if failed > self.lock().failed_seen {
+        if self.lock().recovery.sweep_due(failed) {
             self.sweep_lost();
         }
         for _ in 0..8 {
@@ -135,7 +82,7 @@ fn orphan(c: &Cache, s: &mut State, loc: &Location) -> GcDecision {
     // Lock order: the cache's state, then the store's gate, band and journal queue (never held
     // while calling into the cache). No durability wait under the lock.
     if c.store.free(loc, Durability::None).is_ok() {
-        s.orphans_freed += 1;
+        s.inflight.orphan_freed();
     }
     GcDecision::Drop
 }
@@ -144,7 +91,7 @@ impl Cache {
     /// Were any of `locs`, put after the writer saw `seen` in `orphans_freed`, freed by the
     /// cleaner as orphans? Costs nothing unless the cleaner freed an orphan meanwhile.
     pub(crate) fn lost_to_cleaner(&self, s: &State, seen: u64, locs: &[Location]) -> bool {
-        s.orphans_freed != seen && !locs.iter().all(|l| self.store.contains(l))
+        s.inflight.orphans_freed() != seen && !locs.iter().all(|l| self.store.contains(l))
     }
 }
 
@@ -156,12 +103,6 @@ enum Moving {
     Content(Vec<u8>),
     /// Fragment of a streamed write in progress (write id, fragment, object key).
     Staged(u64, u32, Vec<u8>),
-}
-
-/// The slot of fragment `frag` of streamed write `write` in [`State::staged`] (its first
-/// fragment is never staged).
-fn staged_slot(s: &mut State, write: u64, frag: u32) -> Option<&mut Option<Location>> {
-    s.staged.get_mut(&write)?.get_mut((frag as usize).checked_sub(1)?)
 }
 
 /// The cache's say in cleaning one band.
@@ -177,27 +118,26 @@ impl GcHandler for Cleaner<'_> {
         let Some(h) = BlobHeader::decode(header) else { return GcDecision::Drop };
         let mut s = c.lock();
         if h.kind == crate::header::BlobKind::Content {
-            if s.dedup.as_ref().and_then(|d| d.blobs.get(&h.key[..])) != Some(loc) {
+            if s.dedup.as_ref().and_then(|d| d.content(&h.key)) != Some(*loc) {
                 return orphan(c, &mut s, loc);
             }
             self.moving.insert(loc.seq, Moving::Content(h.key));
             return GcDecision::Relocate;
         }
-        if h.write != 0 && staged_slot(&mut s, h.write, h.fragment).is_some_and(|l| l.as_ref() == Some(loc)) {
+        if h.write != 0 && s.inflight.holds(h.write, h.fragment, loc) {
             // Not indexed yet, but its writer will install it: moved, never dropped.
             self.moving.insert(loc.seq, Moving::Staged(h.write, h.fragment, h.key));
             return GcDecision::Relocate;
         }
-        let Some(slot) = s.index.find(&h.key) else { return orphan(c, &mut s, loc) };
-        if s.location(slot, h.fragment, c.cfg.fragment_size).as_ref() != Some(loc) {
+        let Some(slot) = s.objects.find(&h.key) else { return orphan(c, &mut s, loc) };
+        if s.objects.location(slot, h.fragment, c.cfg.fragment_size).as_ref() != Some(loc) {
             return orphan(c, &mut s, loc);
         }
-        let now = s.now;
-        let live_pin = s.pins.get(&slot).is_some_and(|&u| u > now);
-        let e = s.index.get_mut(slot).expect("found");
+        let leased = s.objects.leased(slot);
+        let e = s.objects.get_mut(slot).expect("found");
         let keep = match c.cfg.eviction {
             EvictionMode::CacheBased => true,
-            EvictionMode::GcBased => e.dirty() || (e.pinned() && live_pin) || e.referenced(),
+            EvictionMode::GcBased => e.dirty() || leased || e.referenced(),
         };
         self.moving.insert(loc.seq, Moving::Fragment(slot, h.fragment));
         if !keep {
@@ -219,21 +159,20 @@ impl GcHandler for Cleaner<'_> {
             Some(Moving::Content(fp)) => return self.cache.content_moved(fp, old, new),
             Some(Moving::Staged(write, frag, key)) => {
                 let mut s = c.lock();
-                if let Some(l) = staged_slot(&mut s, *write, *frag).filter(|l| l.as_ref() == Some(old)) {
-                    *l = Some(*new);
-                    s.stats.gc_write_bytes += new.len;
+                if s.inflight.replace(*write, *frag, old, Some(*new)) {
+                    s.stats.gc_write(new.len);
                     return;
                 }
                 // Installed meanwhile (the index points at the old copy: moved below like any
                 // fragment), or abandoned (nobody points at either: the new copy is freed).
-                (s.index.find(key).unwrap_or(u32::MAX), *frag)
+                (s.objects.find(key).unwrap_or(u32::MAX), *frag)
             }
             None => return,
         };
         let mut s = c.lock();
-        s.stats.gc_write_bytes += new.len;
-        if s.location(slot, frag, c.cfg.fragment_size).as_ref() == Some(old) {
-            s.set_location(slot, frag, Some(new));
+        s.stats.gc_write(new.len);
+        if s.objects.location(slot, frag, c.cfg.fragment_size).as_ref() == Some(old) {
+            s.objects.set_location(slot, frag, Some(new));
             return;
         }
         // The fragment was deleted, evicted or rewritten while being moved: nothing points at
@@ -247,9 +186,9 @@ impl GcHandler for Cleaner<'_> {
         let Some(&Moving::Fragment(slot, frag)) = self.moving.get(&loc.seq) else { return };
         let c = self.cache;
         let mut s = c.lock();
-        if s.location(slot, frag, c.cfg.fragment_size).as_ref() == Some(loc) {
-            forget_fragment(&mut s, slot, frag);
-            s.stats.gc_evictions += 1;
+        if s.objects.location(slot, frag, c.cfg.fragment_size).as_ref() == Some(loc) {
+            s.forget_fragment(slot, frag);
+            s.stats.gc_evicted();
         }
     }
 
@@ -262,25 +201,24 @@ impl GcHandler for Cleaner<'_> {
                 // Its writer finds the fragment gone and refuses the write (nothing was
                 // acknowledged); installed meanwhile, it is a lost fragment like any other.
                 let mut s = c.lock();
-                if let Some(l) = staged_slot(&mut s, *write, *frag).filter(|l| l.as_ref() == Some(loc)) {
-                    *l = None;
+                if s.inflight.replace(*write, *frag, loc, None) {
                     return;
                 }
-                (s.index.find(key).unwrap_or(u32::MAX), *frag)
+                (s.objects.find(key).unwrap_or(u32::MAX), *frag)
             }
             None => return,
         };
         let mut s = c.lock();
-        if s.location(slot, frag, c.cfg.fragment_size).as_ref() != Some(loc) {
+        if s.objects.location(slot, frag, c.cfg.fragment_size).as_ref() != Some(loc) {
             return;
         }
-        let dirty = s.index.get(slot).is_some_and(|e| e.dirty());
+        let dirty = s.objects.get(slot).is_some_and(|e| e.dirty());
         if dirty {
-            let key = String::from_utf8_lossy(&s.index.get(slot).expect("found").key).into_owned();
+            let key = String::from_utf8_lossy(s.objects.get(slot).expect("found").key()).into_owned();
             tracing::error!(key = %key, fragment = frag, error = %err, "DATA LOSS: dirty fragment unreadable while cleaning");
-            s.stats.dirty_lost += 1;
+            s.stats.dirty_lost();
             // The entry stays dirty with the fragment missing: reads report the loss.
         }
-        forget_fragment(&mut s, slot, frag);
+        s.forget_fragment(slot, frag);
     }
 }

@@ -6,43 +6,12 @@
 use reo_store::{BlobHealth, Durability, Location, Scheme, ROW_BAND};
 use serde::Serialize;
 
-use super::evict::free_all;
-use super::read::forget_fragment;
-use super::{frag_count, Cache};
+use super::cache::free_all;
+use super::cache::Cache;
+use super::error::CacheError;
+use super::objects::frag_count;
+use super::sense::SenseCode;
 use crate::object::Class;
-
-/// Sense codes of Table III.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum SenseCode {
-    /// 0x00: the command is successful (the object is accessible).
-    Success,
-    /// −1: the command is unsuccessful (malformed, unknown object…).
-    Unsuccessful,
-    /// 0x63: data is corrupted (lost beyond its redundancy).
-    Corrupted,
-    /// 0x64: the cache is full (no evictable space for the request).
-    CacheFull,
-    /// 0x65: recovery starts (a device failed; degraded service, rebuild pending or running).
-    RecoveryStarts,
-    /// 0x66: recovery ends (every device healthy again since the last failure).
-    RecoveryEnds,
-    /// 0x67: the space allocated for redundancy is full.
-    RedundancyFull,
-}
-
-impl SenseCode {
-    pub fn code(self) -> i32 {
-        match self {
-            SenseCode::Success => 0,
-            SenseCode::Unsuccessful => -1,
-            SenseCode::Corrupted => 0x63,
-            SenseCode::CacheFull => 0x64,
-            SenseCode::RecoveryStarts => 0x65,
-            SenseCode::RecoveryEnds => 0x66,
-            SenseCode::RedundancyFull => 0x67,
-        }
-    }
-}
 
 /// Whether an object can be read from flash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -85,8 +54,8 @@ pub struct SweepReport {
 
 impl Cache {
     /// Marks device `d` failed (by command) and sweeps: lost clean fragments leave the index.
-    pub fn fail_device(&self, d: usize) -> Result<SweepReport, String> {
-        self.store.fail_device(d).map_err(|e| e.to_string())?;
+    pub fn fail_device(&self, d: usize) -> Result<SweepReport, CacheError> {
+        self.store.fail_device(d)?;
         Ok(self.sweep_lost())
     }
 
@@ -98,30 +67,30 @@ impl Cache {
         let mut rep = SweepReport::default();
         let mut to_free = Vec::new();
         let mut s = self.lock();
-        s.failed_seen = self.store.failed_devices().len();
-        let slots: Vec<(u32, u64)> = s.index.iter().map(|(slot, e)| (slot, e.size())).collect();
+        s.recovery.swept(self.store.failed_devices().len());
+        let slots: Vec<(u32, u64)> = s.objects.iter().map(|(slot, e)| (slot, e.size())).collect();
         for (slot, size) in slots {
             for f in 0..frag_count(size, fs) as u32 {
-                let Some(loc) = s.location(slot, f, fs) else { continue };
+                let Some(loc) = s.objects.location(slot, f, fs) else { continue };
                 match self.store.health(&loc) {
                     BlobHealth::Healthy => rep.healthy += 1,
                     BlobHealth::Degraded => rep.degraded += 1,
                     BlobHealth::Lost => {
-                        if s.index.get(slot).is_some_and(|e| e.dirty()) {
+                        if s.objects.get(slot).is_some_and(|e| e.dirty()) {
                             rep.lost_dirty += 1;
-                            s.stats.dirty_lost += 1;
-                            let key = String::from_utf8_lossy(&s.index.get(slot).expect("listed").key).into_owned();
+                            s.stats.dirty_lost();
+                            let key = String::from_utf8_lossy(s.objects.get(slot).expect("listed").key()).into_owned();
                             tracing::error!(key = %key, fragment = f, "DATA LOSS: dirty fragment lost with the failed devices");
                         } else {
                             rep.lost_clean += 1;
-                            forget_fragment(&mut s, slot, f);
+                            s.forget_fragment(slot, f);
                             to_free.push(loc);
                         }
                     }
                 }
             }
         }
-        s.stats.lost_clean_fragments += rep.lost_clean;
+        s.stats.lost_clean(rep.lost_clean);
         drop(s);
         free_all(&self.store, &to_free, Durability::None);
         rep
@@ -138,28 +107,25 @@ impl Cache {
         for loc in &rep.unrecoverable {
             let Some(h) = self.store.header(loc).and_then(|h| crate::header::BlobHeader::decode(&h)) else { continue };
             if h.kind == crate::header::BlobKind::Content {
-                if let Some(d) = s.dedup.as_mut() {
-                    if d.blobs.get(&h.key[..]) == Some(loc) {
-                        d.blobs.remove(&h.key[..]);
-                        to_free.push(*loc);
-                    }
+                if s.dedup.as_mut().is_some_and(|d| d.forget_content(&h.key, loc)) {
+                    to_free.push(*loc);
                 }
                 continue;
             }
-            let Some(slot) = s.index.find(&h.key) else { continue };
-            if s.location(slot, h.fragment, fs).as_ref() != Some(loc) {
+            let Some(slot) = s.objects.find(&h.key) else { continue };
+            if s.objects.location(slot, h.fragment, fs).as_ref() != Some(loc) {
                 continue;
             }
-            if s.index.get(slot).is_some_and(|e| e.dirty()) {
-                s.stats.dirty_lost += 1;
+            if s.objects.get(slot).is_some_and(|e| e.dirty()) {
+                s.stats.dirty_lost();
                 tracing::error!(
                     key = %String::from_utf8_lossy(&h.key),
                     fragment = h.fragment,
                     "DATA LOSS: scrub found a dirty fragment unrecoverable"
                 );
             } else {
-                forget_fragment(&mut s, slot, h.fragment);
-                s.stats.lost_clean_fragments += 1;
+                s.forget_fragment(slot, h.fragment);
+                s.stats.lost_clean(1);
                 to_free.push(*loc);
             }
         }
@@ -172,15 +138,15 @@ impl Cache {
     pub fn status(&self, key: &[u8]) -> Option<ObjectStatus> {
         let fs = self.cfg.fragment_size;
         let s = self.lock();
-        let slot = s.index.find(key)?;
-        let e = s.index.get(slot)?;
+        let slot = s.objects.find(key)?;
+        let e = s.objects.get(slot)?;
         let n = self.store.layout().devices as usize;
         let mut access = Access::Accessible;
         let mut schemes: Vec<Scheme> = Vec::new();
         let mut devices: Vec<usize> = Vec::new();
         let mut cached = 0;
         for f in 0..frag_count(e.size(), fs) as u32 {
-            let Some(loc) = s.location(slot, f, fs) else {
+            let Some(loc) = s.objects.location(slot, f, fs) else {
                 if e.dirty() {
                     access = Access::Corrupted; // a dirty object is cached whole
                 }
@@ -228,22 +194,16 @@ impl Cache {
         let failed = self.store.failed_devices().len();
         let rebuilding = self.rebuilding();
         let mut s = self.lock();
-        if failed > 0 || rebuilding {
-            s.failed_seen = s.failed_seen.max(1);
-            s.failed_seen = failed;
-            return SenseCode::RecoveryStarts;
-        }
-        if s.failed_seen > 0 {
-            s.failed_seen = 0;
-            return SenseCode::RecoveryEnds;
+        if let Some(sense) = s.recovery.sense(failed, rebuilding) {
+            return sense;
         }
         if write {
             let pinned_or_dirty: u64 =
-                s.index.iter().filter(|(_, e)| e.dirty() || e.pinned()).map(|(_, e)| e.size()).sum();
+                s.objects.iter().filter(|(_, e)| e.dirty() || e.pinned()).map(|(_, e)| e.size()).sum();
             if pinned_or_dirty + size > self.cfg.capacity_bytes {
                 return SenseCode::CacheFull;
             }
-            if s.redundancy_over_budget {
+            if s.classes.over_budget() {
                 return SenseCode::RedundancyFull;
             }
         }

@@ -8,9 +8,8 @@
 //! when the old object had been read: in LRU it is most recent (it was just read to be moved), in
 //! ARC / S3-FIFO it counts as reused, as the old key was. The old key's entry is not touched here.
 
-use crate::index::frag_key;
-
-use super::{frag_count, Cache};
+use super::cache::Cache;
+use super::objects::frag_count;
 
 /// What [`Cache::access_history`] returns and [`Cache::set_access_history`] applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,7 +22,7 @@ impl Cache {
     /// The access history of `key`, without counting as an access. `None` if not cached.
     pub fn access_history(&self, key: &[u8]) -> Option<AccessHistory> {
         let s = self.lock();
-        let e = s.index.get(s.index.find(key)?)?;
+        let e = s.objects.get(s.objects.find(key)?)?;
         Some(AccessHistory { freq: e.freq(), referenced: e.referenced() })
     }
 
@@ -31,15 +30,15 @@ impl Cache {
     /// [`Cache::access_history`]). Returns false if `key` is not cached.
     pub fn set_access_history(&self, key: &[u8], h: &AccessHistory) -> bool {
         let mut s = self.lock();
-        let Some(slot) = s.index.find(key) else { return false };
-        let e = s.index.get_mut(slot).expect("found");
+        let Some(slot) = s.objects.find(key) else { return false };
+        let e = s.objects.get_mut(slot).expect("found");
         e.set_freq(h.freq);
         e.set_referenced(h.referenced);
         let fragments = frag_count(e.size(), self.cfg.fragment_size) as u32;
         if h.freq > 0 {
             for f in 0..fragments {
-                if s.location(slot, f, self.cfg.fragment_size).is_some() {
-                    s.policy.on_hit(frag_key(slot, f));
+                if s.objects.location(slot, f, self.cfg.fragment_size).is_some() {
+                    s.policy.on_hit(slot, f);
                 }
             }
         }

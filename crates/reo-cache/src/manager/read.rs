@@ -3,7 +3,7 @@
 
 use reo_store::{Error as StoreError, Location, ReadBytes};
 
-use super::dedup::ContentRef;
+use super::dedup_cache::ContentRef;
 use std::cell::Cell;
 
 /// Turns the bytes of a concurrent blob read into the get's piece type.
@@ -16,9 +16,10 @@ thread_local! {
     /// The plan buffer of this thread's last get (taken while in use, so never shared).
     static PLAN: Cell<Vec<Step>> = const { Cell::new(Vec::new()) };
 }
-use super::{frag_len, Cache, State};
+use super::cache::Cache;
+use super::objects::frag_len;
+use super::write::WriteError;
 use crate::index::frag_key;
-use crate::manager::write::WriteError;
 
 /// One fragment-aligned part of a requested range. `T` is the bytes (`Vec<u8>`, from
 /// [`Cache::get`]) or their count (`u64`, from [`Cache::get_sized`]).
@@ -138,39 +139,41 @@ impl Cache {
     ) -> Result<GetResult<T>, WriteError> {
         let fs = self.cfg.fragment_size;
         let mut s = self.lock();
-        s.now = s.now.max(now_ns);
+        s.objects.advance(now_ns);
         if counted {
-            s.stats.requests += 1;
+            s.stats.request();
             self.tick_classes(&mut s);
         }
-        let Some(slot) = s.index.find(key) else {
+        let Some(slot) = s.objects.find(key) else {
             if end != u64::MAX {
-                s.stats.request_bytes += end.saturating_sub(start);
+                s.stats.requested(end.saturating_sub(start));
             }
             return Ok(GetResult {
                 size: None,
-                token: s.epoch,
+                token: s.invalidations.epoch(),
                 pieces: smallvec::smallvec![Piece { start, end, data: None }],
             });
         };
         if counted {
-            s.index.get_mut(slot).expect("found").touch();
+            s.objects.get_mut(slot).expect("found").touch();
             s.admitter.on_hit(self.admission_key(key), now_ns);
         }
-        let e = s.index.get(slot).expect("found");
+        let e = s.objects.get(slot).expect("found");
         let (size, dirty) = (e.size(), e.dirty());
         let end = end.min(size);
         if start >= end {
-            s.stats.hits += u64::from(counted);
-            return Ok(GetResult { size: Some(size), token: s.epoch, pieces: Pieces::new() });
+            if counted {
+                s.stats.hit();
+            }
+            return Ok(GetResult { size: Some(size), token: s.invalidations.epoch(), pieces: Pieces::new() });
         }
-        s.stats.request_bytes += end - start;
+        s.stats.requested(end - start);
         // Reused across gets (every request plans; the simulator makes millions).
         let mut plan = PLAN.take();
         plan.clear();
         for f in (start / fs) as u32..=((end - 1) / fs) as u32 {
             let (fstart, fend) = (u64::from(f) * fs, (u64::from(f) + 1) * fs);
-            let loc = s.location(slot, f, fs);
+            let loc = s.objects.location(slot, f, fs);
             if loc.is_none() && dirty {
                 // A dirty object is cached whole: a hole is a lost fragment, and the backend's
                 // older bytes must not stand in for it.
@@ -180,7 +183,7 @@ impl Cache {
                 )));
             }
             let content = if loc.is_some() {
-                s.policy.on_hit(frag_key(slot, f));
+                s.policy.on_hit(slot, f);
                 None
             } else {
                 s.dedup_lookup(frag_key(slot, f))
@@ -191,11 +194,11 @@ impl Cache {
             // Dedup keeps the entry while any fragment may be cached; none is: forget it.
             let whole = frag_len(size, 0, fs) == size || (start == 0 && end == size);
             if whole {
-                let locs = self.forget_object(&mut s, slot);
+                let locs = s.forget_object(slot, fs);
                 debug_assert!(locs.is_empty());
             }
         }
-        let token = s.epoch;
+        let token = s.invalidations.epoch();
         drop(s);
 
         let mut pieces = Pieces::with_capacity(plan.len());
@@ -261,37 +264,29 @@ impl Cache {
         }
         PLAN.set(plan);
         let mut s = self.lock();
-        s.stats.raced_reads += raced;
-        s.stats.dedup_hits += dedup_hits;
-        s.stats.hit_bytes += hit_bytes;
+        s.stats.raced_reads(raced);
+        s.stats.dedup_hits(dedup_hits);
+        s.stats.served(hit_bytes);
         let result = GetResult { size: Some(size), token, pieces };
         if result.is_hit() && counted {
-            s.stats.hits += 1;
+            s.stats.hit();
         }
         Ok(result)
     }
 
     /// Notes bytes fetched from the backend by the caller after a miss.
     pub fn record_backend_read(&self, bytes: u64) {
-        self.lock().stats.backend_read_bytes += bytes;
+        self.lock().stats.backend_read(bytes);
     }
 
     /// Forgets a clean fragment whose blob could not be read beyond its redundancy.
     fn drop_lost_fragment(&self, key: &[u8], frag: u32, loc: &Location) {
         let mut s = self.lock();
-        let Some(slot) = s.index.find(key) else { return };
-        if s.location(slot, frag, self.cfg.fragment_size).as_ref() == Some(loc) {
-            forget_fragment(&mut s, slot, frag);
+        let Some(slot) = s.objects.find(key) else { return };
+        if s.objects.location(slot, frag, self.cfg.fragment_size).as_ref() == Some(loc) {
+            s.forget_fragment(slot, frag);
         }
         drop(s);
         let _ = self.store.free(loc, reo_store::Durability::None);
     }
-}
-
-/// Removes fragment `frag` of `slot` from the policy and the index (not from the store); removes
-/// the object entry when nothing of it is left and it is not dirty.
-pub(crate) fn forget_fragment(s: &mut State, slot: u32, frag: u32) {
-    s.policy.remove(frag_key(slot, frag));
-    s.set_location(slot, frag, None);
-    super::evict::drop_entry_if_empty(s, slot);
 }

@@ -12,7 +12,9 @@ use std::sync::Arc;
 use reo_media::Media;
 use reo_store::{RebuildHandle, RebuildOptions, RebuildState};
 
-use super::{frag_count, Cache};
+use super::cache::Cache;
+use super::error::CacheError;
+use super::objects::frag_count;
 use crate::header::BlobHeader;
 use crate::object::Class;
 
@@ -27,16 +29,16 @@ impl Cache {
         d: usize,
         media: Arc<dyn Media>,
         rate_limit: Option<u64>,
-    ) -> Result<RebuildHandle, String> {
+    ) -> Result<RebuildHandle, CacheError> {
         let opts = RebuildOptions { priority: self.rebuild_priorities(), rate_limit, ..Default::default() };
-        self.store.replace_device(d, media, opts).map_err(|e| e.to_string())
+        Ok(self.store.replace_device(d, media, opts)?)
     }
 
     /// Resumes the rebuild a restart interrupted (the store found a device still marked
     /// rebuilding), in the same priority order; `None` when there is none.
-    pub fn resume_rebuild(&self, rate_limit: Option<u64>) -> Result<Option<RebuildHandle>, String> {
+    pub fn resume_rebuild(&self, rate_limit: Option<u64>) -> Result<Option<RebuildHandle>, CacheError> {
         let opts = RebuildOptions { priority: self.rebuild_priorities(), rate_limit, ..Default::default() };
-        self.store.resume_rebuild(opts).map_err(|e| e.to_string())
+        Ok(self.store.resume_rebuild(opts)?)
     }
 
     /// The priority function for a rebuild starting now.
@@ -45,7 +47,7 @@ impl Cache {
         let hot: HashMap<u64, u8> = {
             let s = self.lock();
             let mut hot: Vec<(f64, u32, u64)> = s
-                .index
+                .objects
                 .iter()
                 .filter(|(_, e)| !e.dirty() && e.class() == Class::Hot)
                 .map(|(slot, e)| (e.hotness(), slot, e.size()))
@@ -56,7 +58,7 @@ impl Cache {
             for (rank, (_, slot, size)) in hot.into_iter().enumerate() {
                 let p = 2 + (rank * 200 / n) as u8;
                 for f in 0..frag_count(size, fs) as u32 {
-                    if let Some(l) = s.location(slot, f, fs) {
+                    if let Some(l) = s.objects.location(slot, f, fs) {
                         m.insert(l.seq, p);
                     }
                 }

@@ -18,8 +18,11 @@ use std::collections::HashMap;
 
 use reo_store::{Durability, Location};
 
-use super::evict::free_all;
-use super::{frag_count, new_entry, Cache};
+use super::cache::free_all;
+use super::cache::Cache;
+use super::error::CacheError;
+use super::objects::{frag_count, new_entry};
+use super::placement::version_tag;
 use crate::header::{BlobHeader, BlobKind};
 
 /// One version of one object found on flash.
@@ -37,7 +40,7 @@ struct Version {
 }
 
 impl Cache {
-    pub(crate) fn rebuild_from_store(&self) -> Result<(), String> {
+    pub(crate) fn rebuild_from_store(&self) -> Result<(), CacheError> {
         let fs = self.cfg.fragment_size;
         let mut objects: HashMap<Vec<u8>, Vec<Version>> = HashMap::new();
         let mut garbage = Vec::new();
@@ -107,15 +110,15 @@ impl Cache {
                     garbage.extend(v.frags.into_values());
                     continue;
                 }
-                let slot = s.index.insert(new_entry(&key, v.size, v.class, fs));
-                let e = s.index.get_mut(slot).expect("inserted");
+                let slot = s.objects.insert(new_entry(&key, v.size, v.class, fs));
+                let e = s.objects.get_mut(slot).expect("inserted");
                 e.set_dirty(v.dirty);
                 let mut frags: Vec<_> = v.frags.into_iter().collect();
                 frags.sort_by_key(|(f, _)| *f);
                 for (f, loc) in frags {
-                    match self.policy_insert(&mut s, slot, f, loc.len) {
+                    match s.policy_insert(slot, f, loc.len, fs) {
                         Ok(evicted) => {
-                            s.set_location(slot, f, Some(&loc));
+                            s.objects.set_location(slot, f, Some(&loc));
                             garbage.extend(evicted);
                         }
                         // Smaller cache than before the restart: what does not fit goes (unless
@@ -123,19 +126,19 @@ impl Cache {
                         Err(evicted) => {
                             garbage.extend(evicted);
                             if v.dirty {
-                                s.set_location(slot, f, Some(&loc));
+                                s.objects.set_location(slot, f, Some(&loc));
                             } else {
                                 garbage.push(loc);
                             }
                         }
                     }
                 }
-                s.index.set_version_tag(slot, super::write::version_tag(&v.etag));
-                super::evict::drop_entry_if_empty(&mut s, slot);
+                s.objects.set_version_tag(slot, version_tag(&v.etag));
+                s.drop_entry_if_empty(slot);
             }
         }
         // Rebuilding is not traffic.
-        s.stats = Default::default();
+        s.stats.reset();
         drop(s);
         free_all(&self.store, &garbage, Durability::None);
         Ok(())

@@ -10,7 +10,7 @@
 //! once, exactly as [`Cache::put`] installs one. Until then:
 //!
 //! - readers see the previous version (nothing is indexed);
-//! - the cleaner keeps the staged blobs ([`super::State::staged`]) and moves them if it must;
+//! - the cleaner keeps the staged blobs ([`super::inflight::InFlight`]) and moves them if it must;
 //! - a crash leaves a version without its first fragment, which restart recovery drops, dirty
 //!   or clean, and keeps the acknowledged one (`restart.rs`);
 //! - an abandoned write (the client went away, a digest did not match) frees its blobs when the
@@ -22,9 +22,11 @@ use std::sync::Arc;
 use reo_media::AlignedBuf;
 use reo_store::Durability;
 
-use super::evict::free_all;
-use super::write::{admission_refusal, encode_header, object_version, placement_of, version_tag};
-use super::{frag_count, frag_len, Cache, ObjectMeta, PutReceipt, WriteError};
+use super::cache::free_all;
+use super::cache::Cache;
+use super::objects::{frag_count, frag_len};
+use super::placement::{object_version, placement_of, version_tag};
+use super::write::{admission_refusal, encode_header, ObjectMeta, PutReceipt, WriteError};
 use crate::admission::Request;
 use crate::object::Class;
 
@@ -73,7 +75,7 @@ impl Cache {
             if s.dedup.is_some() {
                 return None;
             }
-            s.now = s.now.max(now_ns);
+            s.objects.advance(now_ns);
             let req = Request::write(self.admission_key(key), 0, size, now_ns)
                 .with_occupancy(s.policy.used_bytes(), self.cfg.capacity_bytes);
             if admission_refusal(s.admitter.decide(&req)).is_some() {
@@ -90,11 +92,7 @@ impl Cache {
         mix.extend_from_slice(&WRITES.fetch_add(1, Ordering::Relaxed).to_le_bytes());
         mix.extend_from_slice(key);
         let mut s = self.lock();
-        let mut write = placement_of(&mix).max(1);
-        while s.staged.contains_key(&write) {
-            write = write.wrapping_add(1).max(1);
-        }
-        s.staged.insert(write, vec![None; n - 1]);
+        let write = s.inflight.stage(placement_of(&mix), n);
         drop(s);
         StreamedPut {
             cache: self.clone(),
@@ -159,16 +157,15 @@ impl StreamedPut {
             encode_header(&self.key, self.size, self.next, (self.dirty, class), &ObjectMeta::default(), self.write);
         let scheme = c.classes.of(class);
         for _ in 0..4 {
-            let seen = c.lock().orphans_freed;
+            let seen = c.lock().inflight.orphans_freed();
             let loc = c.put_blob(&header, piece, scheme, self.dirty, placement_of(&self.key))?;
             let mut s = c.lock();
             // Freed as an orphan before it was staged: written again.
             if c.lost_to_cleaner(&s, seen, &[loc]) {
-                s.stats.wasted_write_bytes += loc.len;
+                s.stats.wasted(loc.len);
                 continue;
             }
-            let slot = s.staged.get_mut(&self.write).and_then(|v| v.get_mut(self.next as usize - 1));
-            *slot.expect("staged until finished or dropped") = Some(loc);
+            s.inflight.record(self.write, self.next, loc);
             self.next += 1;
             return Ok(());
         }
@@ -200,8 +197,8 @@ impl StreamedPut {
         for _ in 0..4 {
             let seen = {
                 let mut s = c.lock();
-                s.now = s.now.max(now_ns);
-                s.orphans_freed
+                s.objects.advance(now_ns);
+                s.inflight.orphans_freed()
             };
             let loc = c.put_blob(&header, &self.first, scheme, self.dirty, placement_of(&self.key))?;
             let installed = c.install(
@@ -217,7 +214,7 @@ impl StreamedPut {
             match installed {
                 Ok(Some((to_free, old_dirty))) => {
                     self.finished = true;
-                    c.lock().stats.original_write_bytes += self.size;
+                    c.lock().stats.original_write(self.size);
                     // A replaced dirty version must not come back after a crash.
                     let durability = if self.dirty || old_dirty { Durability::Sync } else { Durability::None };
                     free_all(&c.store, &to_free, durability);
@@ -228,7 +225,7 @@ impl StreamedPut {
                 // Refused whole: `install` freed what it took (the staged fragments and this one)
                 // unless a staged fragment was lost, in which case they are still staged.
                 Err(e) => {
-                    self.finished = !c.lock().staged.contains_key(&self.write);
+                    self.finished = !c.lock().inflight.is_staged(self.write);
                     if !self.finished {
                         free_all(&c.store, &[loc], self.undo());
                     }
@@ -260,9 +257,9 @@ impl Drop for StreamedPut {
         let c = &self.cache;
         let staged: Vec<_> = {
             let mut s = c.lock();
-            let v = s.staged.remove(&self.write).unwrap_or_default();
+            let v = s.inflight.take(self.write);
             let v: Vec<_> = v.into_iter().flatten().collect();
-            s.stats.wasted_write_bytes += v.iter().map(|l| l.len).sum::<u64>();
+            s.stats.wasted(v.iter().map(|l| l.len).sum::<u64>());
             v
         };
         // Without its first fragment the version is incomplete: restart recovery drops it even

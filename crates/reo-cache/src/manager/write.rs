@@ -7,13 +7,14 @@ use std::fmt;
 
 use reo_store::{Durability, Location, PutOptions, Scheme};
 
-use super::evict::{free_all, Freed};
-use super::{frag_count, frag_len, new_entry, Cache, State};
+use super::cache::{free_all, Cache};
+use super::objects::{frag_count, frag_len, new_entry};
+use super::placement::{object_version, placement_of, version_tag};
+use super::state::State;
 use crate::admission::{Decision, Request};
 use crate::header::{BlobHeader, BlobKind, HeaderRef};
 use crate::index::{frag_key, MAX_FRAGMENTS};
 use crate::object::{Class, MAX_OBJECT_SIZE};
-use crate::policy::InsertError;
 
 /// What the cache keeps about an object besides its bytes (written into its blob headers).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -216,30 +217,30 @@ impl Cache {
         }
         let (class, req, dedup, seen) = {
             let mut s = self.lock();
-            s.now = s.now.max(now_ns);
-            s.stats.backend_read_bytes += data.len() as u64;
-            if s.invalidated_since(key, token) {
+            s.objects.advance(now_ns);
+            s.stats.backend_read(data.len() as u64);
+            if s.invalidations.changed_since(key, token) {
                 return Ok(FillOutcome::Stale);
             }
             // The class of the cached part of the object, if any (a new object is cold).
             let mut class = Class::Cold;
-            if let Some(slot) = s.index.find(key) {
-                let e = s.index.get(slot).expect("found");
+            if let Some(slot) = s.objects.find(key) {
+                let e = s.objects.get(slot).expect("found");
                 if e.dirty() {
                     // Cached whole and newer than anything the backend holds.
                     return Ok(FillOutcome::Stale);
                 }
                 // Another version of the object (the backend changed, or a write raced this fetch):
                 // its fragments must not mix with these bytes.
-                let other = s.index.version_tag(slot).is_some_and(|t| t != version_tag(&meta.etag));
+                let other = s.objects.version_tag(slot).is_some_and(|t| t != version_tag(&meta.etag));
                 if e.size() != object_size || other {
-                    let locs = self.forget_object(&mut s, slot);
+                    let locs = s.forget_object(slot, self.cfg.fragment_size);
                     drop(s);
                     free_all(&self.store, &locs, Durability::None);
                     s = self.lock();
                     // Unlocked meanwhile: another fill may have made a new entry.
-                    class = s.index.find(key).and_then(|slot| s.index.get(slot)).map_or(Class::Cold, |e| e.class());
-                } else if s.location(slot, frag, fs).is_some() {
+                    class = s.objects.find(key).and_then(|slot| s.objects.get(slot)).map_or(Class::Cold, |e| e.class());
+                } else if s.objects.location(slot, frag, fs).is_some() {
                     return Ok(FillOutcome::AlreadyCached);
                 } else {
                     class = e.class();
@@ -250,15 +251,12 @@ impl Cache {
             if let Some(why) = admission_refusal(s.admitter.decide(&req)) {
                 return Ok(FillOutcome::Rejected(why));
             }
-            (class, req, s.dedup.is_some(), s.orphans_freed)
+            (class, req, s.dedup.is_some(), s.inflight.orphans_freed())
         };
         if dedup {
             let slot = {
                 let mut s = self.lock();
-                match s.index.find(key) {
-                    Some(slot) => slot,
-                    None => s.index.insert(new_entry(key, object_size, class, fs)),
-                }
+                s.objects.find_or_insert(key, object_size, class, fs)
             };
             return Ok(if self.dedup_insert(key, slot, frag, object_size, data, Some(token), false) {
                 self.lock().admitter.on_insert(&req);
@@ -287,46 +285,42 @@ impl Cache {
             // A fill is optional: a full flash is a rejection, not an error.
             Err(WriteError::Full(_)) | Err(WriteError::Store(reo_store::Error::OutOfSpace { .. })) => {
                 let mut s = self.lock();
-                s.stats.full_rejections += 1;
+                s.stats.full_rejection();
                 return Ok(FillOutcome::Rejected("full"));
             }
             Err(e) => return Err(e),
         };
         let (outcome, to_free) = {
             let mut s = self.lock();
-            let slot = match s.index.find(key) {
-                Some(slot) => slot,
-                None => s.index.insert(new_entry(key, object_size, class, fs)),
-            };
-            let e = s.index.get(slot).expect("live");
+            let slot = s.objects.find_or_insert(key, object_size, class, fs);
+            let e = s.objects.get(slot).expect("live");
             // Re-check what may have changed while the blob was written.
-            let stale = s.invalidated_since(key, token)
+            let stale = s.invalidations.changed_since(key, token)
                 || e.dirty()
                 || e.size() != object_size
-                || s.index.version_tag(slot).is_some_and(|t| t != version_tag(&meta.etag));
+                || s.objects.version_tag(slot).is_some_and(|t| t != version_tag(&meta.etag));
             if self.lost_to_cleaner(&s, seen, &[loc]) {
                 // The cleaner took the blob for a leftover and freed it: nothing to install.
-                s.stats.wasted_write_bytes += loc.len;
-                super::evict::drop_entry_if_empty(&mut s, slot);
+                s.stats.wasted(loc.len);
+                s.drop_entry_if_empty(slot);
                 (FillOutcome::Rejected("full"), smallvec::smallvec![])
-            } else if stale || s.location(slot, frag, fs).is_some() {
-                s.stats.wasted_write_bytes += loc.len;
-                super::evict::drop_entry_if_empty(&mut s, slot);
+            } else if stale || s.objects.location(slot, frag, fs).is_some() {
+                s.stats.wasted(loc.len);
+                s.drop_entry_if_empty(slot);
                 (if stale { FillOutcome::Stale } else { FillOutcome::AlreadyCached }, smallvec::smallvec![loc])
             } else {
-                match self.policy_insert(&mut s, slot, frag, data.len() as u64) {
+                match s.policy_insert(slot, frag, data.len() as u64, fs) {
                     Ok(evicted) => {
-                        s.set_location(slot, frag, Some(&loc));
-                        s.index.set_version_tag(slot, version_tag(&meta.etag));
+                        s.objects.set_location(slot, frag, Some(&loc));
+                        s.objects.set_version_tag(slot, version_tag(&meta.etag));
                         s.admitter.on_insert(&req);
-                        s.stats.cache_write_bytes += loc.len;
-                        s.stats.cache_writes += 1;
+                        s.stats.cache_write(loc.len);
                         (FillOutcome::Admitted, evicted)
                     }
                     Err(mut evicted) => {
-                        s.stats.full_rejections += 1;
-                        s.stats.wasted_write_bytes += loc.len;
-                        super::evict::drop_entry_if_empty(&mut s, slot);
+                        s.stats.full_rejection();
+                        s.stats.wasted(loc.len);
+                        s.drop_entry_if_empty(slot);
                         evicted.push(loc);
                         (FillOutcome::Rejected("full"), evicted)
                     }
@@ -335,22 +329,6 @@ impl Cache {
         };
         free_all(&self.store, &to_free, Durability::None);
         Ok(outcome)
-    }
-
-    /// Inserts fragment `frag` of `slot` into the policy; returns the blobs of evicted fragments
-    /// (to free), or on failure those plus nothing inserted.
-    pub(crate) fn policy_insert(&self, s: &mut State, slot: u32, frag: u32, len: u64) -> Result<Freed, Freed> {
-        let State { index, policy, pins, now, evicted, .. } = s;
-        let now = *now;
-        evicted.clear();
-        let r = policy.insert(frag_key(slot, frag), len, &mut |k| State::evictable(index, pins, now, k), evicted);
-        let keys = std::mem::take(evicted);
-        let locs = self.apply_evictions(s, &keys);
-        s.evicted = keys;
-        match r {
-            Ok(()) => Ok(locs),
-            Err(InsertError::TooLarge) | Err(InsertError::Full) => Err(locs),
-        }
     }
 
     /// A client write of the whole object `key`. `dirty` (write-back): class 1, on every device its
@@ -376,8 +354,8 @@ impl Cache {
         let class = if dirty { Class::Dirty } else { Class::Cold };
         let mut seen = {
             let mut s = self.lock();
-            s.now = s.now.max(now_ns);
-            s.stats.original_write_bytes += size;
+            s.objects.advance(now_ns);
+            s.stats.original_write(size);
             // Dirty data is the only copy: always cached. A clean write is a candidate like a fill.
             if !dirty {
                 let req = Request::write(self.admission_key(key), 0, size, now_ns)
@@ -388,12 +366,12 @@ impl Cache {
                     return Ok(PutReceipt { version: 0 });
                 }
             }
-            s.orphans_freed
+            s.inflight.orphans_freed()
         };
         let n = frag_count(size, fs) as u32;
         if !dirty && self.lock().dedup.is_some() {
             self.delete(key);
-            let slot = self.lock().index.insert(new_entry(key, size, class, fs));
+            let slot = self.lock().objects.insert(new_entry(key, size, class, fs));
             for f in 0..n {
                 let a = (u64::from(f) * fs) as usize;
                 self.dedup_insert(key, slot, f, size, &data[a..a + frag_len(size, f, fs) as usize], None, false);
@@ -430,7 +408,7 @@ impl Cache {
                     if attempts >= 4 {
                         return Err(WriteError::Full("the cleaner kept reclaiming the write's own blobs".into()));
                     }
-                    seen = self.lock().orphans_freed;
+                    seen = self.lock().inflight.orphans_freed();
                 }
             }
         };
@@ -441,7 +419,7 @@ impl Cache {
     }
 
     /// Installs a new version of `key` made of `locs` (followed by the fragments of streamed
-    /// write `staged`, taken from [`State::staged`] under the lock); returns the blobs to free
+    /// write `staged`, taken from [`InFlight`](super::inflight::InFlight) under the lock); returns the blobs to free
     /// (the old version's and evicted ones). On failure the old version is kept and the new
     /// blobs freed. `None` (nothing changed, nothing freed, `staged` still staged) if the cleaner
     /// freed one of `locs` as an orphan since the writer saw `seen`.
@@ -460,18 +438,18 @@ impl Cache {
         let fs = self.cfg.fragment_size;
         let mut s = self.lock();
         if self.lost_to_cleaner(&s, seen, &locs) {
-            s.stats.wasted_write_bytes += locs.iter().map(|l| l.len).sum::<u64>();
+            s.stats.wasted(locs.iter().map(|l| l.len).sum::<u64>());
             return Ok(None);
         }
         if let Some(w) = staged {
-            let rest = s.staged.remove(&w).unwrap_or_default();
+            let rest = s.inflight.take(w);
             // A fragment unreadable when the cleaner moved it, or lost with its devices while
             // the body arrived (a device sweep or a scrub only sees indexed blobs): the write is
             // refused whole, before it is acknowledged (the caller frees the rest).
             let lost =
                 |l: &Option<Location>| l.as_ref().is_none_or(|l| self.store.health(l) == reo_store::BlobHealth::Lost);
             if rest.iter().any(lost) {
-                s.staged.insert(w, rest);
+                s.inflight.restore(w, rest);
                 return Err(WriteError::Full(
                     "a fragment of the write was unreadable when the cleaner moved it".into(),
                 ));
@@ -479,28 +457,26 @@ impl Cache {
             locs.extend(rest.into_iter().flatten());
         }
         let locs = &locs[..];
-        s.invalidate(key);
-        let slot = match s.index.find(key) {
-            Some(slot) => slot,
-            None => s.index.insert(new_entry(key, 0, class, fs)),
-        };
-        let old_size = s.index.get(slot).expect("live").size();
-        let old: Vec<(u32, Location)> =
-            (0..frag_count(old_size, fs) as u32).filter_map(|f| s.location(slot, f, fs).map(|l| (f, l))).collect();
+        s.invalidations.invalidate(key);
+        let slot = s.objects.find_or_insert(key, 0, class, fs);
+        let old_size = s.objects.get(slot).expect("live").size();
+        let old: Vec<(u32, Location)> = (0..frag_count(old_size, fs) as u32)
+            .filter_map(|f| s.objects.location(slot, f, fs).map(|l| (f, l)))
+            .collect();
         for &(f, _) in &old {
-            s.policy.remove(frag_key(slot, f));
+            s.policy.remove(slot, f);
         }
         for f in 0..frag_count(old_size, fs) as u32 {
             s.dedup_forget(frag_key(slot, f));
         }
         // The object's own fragments are not candidates while it is being replaced.
-        let was_dirty = s.index.get(slot).expect("live").dirty();
-        s.index.get_mut(slot).expect("live").set_dirty(true);
+        let was_dirty = s.objects.get(slot).expect("live").dirty();
+        s.objects.get_mut(slot).expect("live").set_dirty(true);
         let mut freed = Vec::new();
         let mut inserted = Vec::new();
         let mut failed = false;
         for (f, l) in locs.iter().enumerate() {
-            match self.policy_insert(&mut s, slot, f as u32, l.len) {
+            match s.policy_insert(slot, f as u32, l.len, fs) {
                 Ok(ev) => {
                     freed.extend(ev);
                     inserted.push(f as u32);
@@ -514,15 +490,15 @@ impl Cache {
         }
         if failed {
             for f in inserted {
-                s.policy.remove(frag_key(slot, f));
+                s.policy.remove(slot, f);
             }
-            s.index.get_mut(slot).expect("live").set_dirty(was_dirty);
+            s.objects.get_mut(slot).expect("live").set_dirty(was_dirty);
             for &(f, l) in &old {
-                let _ = self.policy_insert(&mut s, slot, f, l.len);
+                let _ = s.policy_insert(slot, f, l.len, fs);
             }
-            s.stats.full_rejections += 1;
-            s.stats.wasted_write_bytes += locs.iter().map(|l| l.len).sum::<u64>();
-            super::evict::drop_entry_if_empty(&mut s, slot);
+            s.stats.full_rejection();
+            s.stats.wasted(locs.iter().map(|l| l.len).sum::<u64>());
+            s.drop_entry_if_empty(slot);
             drop(s);
             free_all(&self.store, &freed, Durability::None);
             // A refused dirty write must not come back after a crash (see `put`).
@@ -530,9 +506,9 @@ impl Cache {
             return Err(WriteError::Full("the rest of the cache is dirty or pinned".into()));
         }
         for &(f, _) in &old {
-            s.set_location(slot, f, None);
+            s.objects.set_location(slot, f, None);
         }
-        let e = s.index.get_mut(slot).expect("live");
+        let e = s.objects.get_mut(slot).expect("live");
         e.set_blob(None);
         // A new version is classified afresh (a command's class applied to the old bytes).
         e.set_explicit_class(false);
@@ -541,18 +517,17 @@ impl Cache {
         e.set_dirty(dirty);
         e.set_fragmented(frag_count(size, fs) > 1);
         for (f, l) in locs.iter().enumerate() {
-            s.set_location(slot, f as u32, Some(l));
-            s.stats.cache_write_bytes += l.len;
-            s.stats.cache_writes += 1;
+            s.objects.set_location(slot, f as u32, Some(l));
+            s.stats.cache_write(l.len);
         }
-        s.index.set_version_tag(slot, tag);
+        s.objects.set_version_tag(slot, tag);
         freed.extend(old.into_iter().map(|(_, l)| l));
         Ok(Some((freed, was_dirty)))
     }
 
     /// The version of the dirty object in `slot` (from its first fragment's header).
     pub(crate) fn dirty_version(&self, s: &State, slot: u32) -> Option<u64> {
-        let loc = s.location(slot, 0, self.cfg.fragment_size)?;
+        let loc = s.objects.location(slot, 0, self.cfg.fragment_size)?;
         let h = BlobHeader::decode(&self.store.header(&loc)?)?;
         Some(object_version(&h.etag, h.object_size, h.mtime_ns))
     }
@@ -561,14 +536,14 @@ impl Cache {
     /// is gone, clean or another version; `DirtyLost` if a fragment is missing.
     fn dirty_fragments(&self, s: &State, key: &[u8], version: u64) -> Result<Option<(u32, Vec<Location>)>, WriteError> {
         let fs = self.cfg.fragment_size;
-        let Some(slot) = s.index.find(key) else { return Ok(None) };
-        let e = s.index.get(slot).expect("found");
+        let Some(slot) = s.objects.find(key) else { return Ok(None) };
+        let e = s.objects.get(slot).expect("found");
         if !e.dirty() || self.dirty_version(s, slot) != Some(version) {
             return Ok(None);
         }
         let mut locs = Vec::new();
         for f in 0..frag_count(e.size(), fs) as u32 {
-            match s.location(slot, f, fs) {
+            match s.objects.location(slot, f, fs) {
                 Some(l) => locs.push(l),
                 None => {
                     return Err(WriteError::DirtyLost(format!(
@@ -585,8 +560,8 @@ impl Cache {
     /// false uses it to tell "rewritten since" from "moved under the rewrite: retry").
     pub fn dirty_version_of(&self, key: &[u8]) -> Option<u64> {
         let s = self.lock();
-        let slot = s.index.find(key)?;
-        if !s.index.get(slot)?.dirty() {
+        let slot = s.objects.find(key)?;
+        if !s.objects.get(slot)?.dirty() {
             return None;
         }
         self.dirty_version(&s, slot)
@@ -620,9 +595,9 @@ impl Cache {
         // Clean now: hot (parity) or cold (isolated) by its H, or the class a command set.
         let (class, seen) = {
             let s = self.lock();
-            let mut e = s.index.get(slot).expect("found").clone();
+            let mut e = s.objects.get(slot).expect("found").clone();
             e.set_dirty(false);
-            (self.class_for(&s, &e), s.orphans_freed)
+            (s.classes.class_of(&e), s.inflight.orphans_freed())
         };
         let scheme = self.classes.of(class);
         let mut new = Vec::with_capacity(old.len());
@@ -639,7 +614,7 @@ impl Cache {
                 Ok(n) => new.push(n),
                 Err(WriteError::Store(reo_store::Error::NotFound { .. })) => {
                     // Relocated by the cleaner meanwhile: try again later.
-                    self.lock().stats.wasted_write_bytes += new.iter().map(|l| l.len).sum::<u64>();
+                    self.lock().stats.wasted(new.iter().map(|l| l.len).sum::<u64>());
                     free_all(&self.store, &new, Durability::None);
                     return Ok(None);
                 }
@@ -662,13 +637,13 @@ impl Cache {
             matches!(self.dirty_fragments(&s, key, version), Ok(Some((sl, ref now))) if sl == slot && *now == old);
         if still && self.lost_to_cleaner(&s, seen, &new) {
             // A clean copy was freed by the cleaner before it was installed: retry.
-            s.stats.wasted_write_bytes += new.iter().map(|l| l.len).sum::<u64>();
+            s.stats.wasted(new.iter().map(|l| l.len).sum::<u64>());
             drop(s);
             free_all(&self.store, &new, Durability::None);
             return Ok(None);
         }
         if !still {
-            s.stats.wasted_write_bytes += new.iter().map(|l| l.len).sum::<u64>();
+            s.stats.wasted(new.iter().map(|l| l.len).sum::<u64>());
             let rewritten = !matches!(self.dirty_fragments(&s, key, version), Ok(Some(_)));
             drop(s);
             free_all(&self.store, &new, Durability::None);
@@ -676,10 +651,10 @@ impl Cache {
             return Ok(if rewritten { Some(false) } else { None });
         }
         for (f, l) in new.iter().enumerate() {
-            s.set_location(slot, f as u32, Some(l));
-            s.stats.gc_write_bytes += l.len;
+            s.objects.set_location(slot, f as u32, Some(l));
+            s.stats.gc_write(l.len);
         }
-        let e = s.index.get_mut(slot).expect("live");
+        let e = s.objects.get_mut(slot).expect("live");
         e.set_dirty(false);
         e.set_class(class);
         drop(s);
@@ -692,12 +667,12 @@ impl Cache {
     fn drop_flushed(&self, key: &[u8], version: u64) -> bool {
         let mut s = self.lock();
         let Ok(Some((slot, _))) = self.dirty_fragments(&s, key, version) else { return false };
-        let leased = s.index.get(slot).is_some_and(|e| e.pinned()) && s.pins.get(&slot).is_some_and(|&t| t > s.now);
+        let leased = s.objects.leased(slot);
         if leased {
             return false;
         }
-        s.stats.flushed_dropped += 1;
-        let locs = self.forget_object(&mut s, slot);
+        s.stats.flushed_dropped();
+        let locs = s.forget_object(slot, self.cfg.fragment_size);
         drop(s);
         // Durable frees: the dropped dirty version must not come back as dirty after a crash.
         free_all(&self.store, &locs, Durability::Sync);
@@ -724,10 +699,10 @@ impl Cache {
                 return Ok(false);
             }
             for f in 0..old.len() as u32 {
-                s.policy.remove(frag_key(slot, f));
-                s.set_location(slot, f, None);
+                s.policy.remove(slot, f);
+                s.objects.set_location(slot, f, None);
             }
-            let e = s.index.get_mut(slot).expect("live");
+            let e = s.objects.get_mut(slot).expect("live");
             e.set_dirty(false);
             e.set_class(Class::Cold);
             e.size()
@@ -743,10 +718,10 @@ impl Cache {
     /// cannot come back after a crash. Returns whether it was cached.
     pub fn delete(&self, key: &[u8]) -> bool {
         let mut s = self.lock();
-        s.invalidate(key);
-        let Some(slot) = s.index.find(key) else { return false };
-        let dirty = s.index.get(slot).expect("found").dirty();
-        let locs = self.forget_object(&mut s, slot);
+        s.invalidations.invalidate(key);
+        let Some(slot) = s.objects.find(key) else { return false };
+        let dirty = s.objects.get(slot).expect("found").dirty();
+        let locs = s.forget_object(slot, self.cfg.fragment_size);
         drop(s);
         free_all(&self.store, &locs, if dirty { Durability::Sync } else { Durability::None });
         true
@@ -762,25 +737,6 @@ impl Cache {
         self.store.flush()?;
         Ok(cached)
     }
-
-    /// Removes every fragment of `slot` from the policy and the object from the index; returns the
-    /// blobs to free.
-    pub(crate) fn forget_object(&self, s: &mut State, slot: u32) -> Vec<Location> {
-        let fs = self.cfg.fragment_size;
-        let size = s.index.get(slot).map_or(0, |e| e.size());
-        let mut locs = Vec::new();
-        for f in 0..frag_count(size, fs) as u32 {
-            s.policy.remove(frag_key(slot, f));
-            s.dedup_forget(frag_key(slot, f));
-            if let Some(l) = s.location(slot, f, fs) {
-                locs.push(l);
-            }
-            s.set_location(slot, f, None);
-        }
-        s.pins.remove(&slot);
-        s.index.remove(slot);
-        locs
-    }
 }
 
 /// `None` to admit, or the refusal's name (as counted in the admission stats).
@@ -792,22 +748,6 @@ pub(crate) fn admission_refusal(d: Decision) -> Option<&'static str> {
     }
 }
 
-/// The version of an object as the flusher names it: its ETag, size and modification time (what
-/// [`PutReceipt::version`] and [`Cache::dirty_keys`] give).
-pub fn object_version(etag: &str, size: u64, mtime_ns: u64) -> u64 {
-    let mut b = Vec::with_capacity(etag.len() + 16);
-    b.extend_from_slice(etag.as_bytes());
-    b.extend_from_slice(&size.to_le_bytes());
-    b.extend_from_slice(&mtime_ns.to_le_bytes());
-    placement_of(&b)
-}
-
-/// Version tag of an object: a hash of its ETag (S3 ETags change with the content).
-pub(crate) fn version_tag(etag: &str) -> u32 {
-    placement_of(etag.as_bytes()) as u32
-}
-
-/// Isolated placement key: all fragments of one object on one device.
 impl Cache {
     /// The object's id for admission policies: the key's number with
     /// [`CacheConfig::numeric_keys`](crate::CacheConfig::numeric_keys) (so SEQR sees adjacent
@@ -818,9 +758,4 @@ impl Cache {
             _ => placement_of(key),
         }
     }
-}
-
-pub(crate) fn placement_of(key: &[u8]) -> u64 {
-    use std::hash::{BuildHasher, BuildHasherDefault};
-    BuildHasherDefault::<crate::hash::KeyHasher>::default().hash_one(key)
 }

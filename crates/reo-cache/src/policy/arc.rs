@@ -27,7 +27,7 @@
 //!   resident list is used (as libCacheSim does when T2 is empty).
 
 use super::{accounted_size, InsertError, Key, Policy};
-use crate::slab::{List, Slab};
+use crate::policy::slab::{List, Slab};
 
 const T1: u8 = 0;
 const T2: u8 = 1;

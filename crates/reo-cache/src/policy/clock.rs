@@ -23,7 +23,7 @@
 //! resident population as SDCC does. A non-evictable entry at the tail goes to the head unchanged.
 
 use super::{accounted_size, InsertError, Key, Policy};
-use crate::slab::{List, Slab};
+use crate::policy::slab::{List, Slab};
 
 /// Generalized CLOCK with a saturating utility counter, in bytes.
 #[derive(Debug)]

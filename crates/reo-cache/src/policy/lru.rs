@@ -4,7 +4,7 @@
 //! or dirty object keeps its true position and is evicted as soon as it becomes evictable.
 
 use super::{accounted_size, InsertError, Key, Policy};
-use crate::slab::{List, Slab};
+use crate::policy::slab::{List, Slab};
 
 /// Least-recently-used replacement, in bytes.
 #[derive(Debug)]

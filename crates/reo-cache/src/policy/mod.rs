@@ -70,12 +70,7 @@ macro_rules! single_list_policy_methods {
 
 /// The invariants every single-list policy shares: a well-formed list holding exactly the index's
 /// entries, within capacity.
-pub(crate) fn check_single_list(
-    slab: &crate::slab::Slab,
-    list: &crate::slab::List,
-    capacity: u64,
-    name: &str,
-) -> Result<(), String> {
+pub(crate) fn check_single_list(slab: &slab::Slab, list: &slab::List, capacity: u64, name: &str) -> Result<(), String> {
     list.check(slab, 0, name)?;
     if slab.len() != list.len {
         return Err(format!("{name}: index and list sizes differ"));
@@ -91,6 +86,7 @@ mod clock;
 mod lru;
 mod s3fifo;
 mod sieve;
+pub(crate) mod slab;
 
 #[cfg(test)]
 mod conformance;
@@ -104,10 +100,9 @@ pub use lru::Lru;
 pub use s3fifo::S3Fifo;
 pub use sieve::Sieve;
 
-use crate::slab::MAX_SIZE;
+pub use slab::Key;
 
-/// Object key (an object id or a fingerprint).
-pub type Key = u64;
+use slab::MAX_SIZE;
 
 /// Why [`Policy::insert`] did not insert.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -22,7 +22,7 @@
 //! scan may have promoted evictable keys to M).
 
 use super::{accounted_size, InsertError, Key, Policy};
-use crate::slab::{List, Slab};
+use crate::policy::slab::{List, Slab};
 
 const S: u8 = 0;
 const M: u8 = 1;
@@ -285,7 +285,7 @@ impl Policy for S3Fifo {
             return Err(format!("s3-fifo: ghost {} > {}", self.ghost.bytes, self.cap_ghost));
         }
         let mut i = self.main.head;
-        while i != crate::slab::NIL {
+        while i != crate::policy::slab::NIL {
             if self.slab.node(i).aux() > MAX_FREQ {
                 return Err("s3-fifo: freq above 3".into());
             }

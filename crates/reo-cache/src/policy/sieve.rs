@@ -7,7 +7,7 @@
 //! visited ones (their bit stays clear); if a whole round finds nothing evictable, eviction fails.
 
 use super::{accounted_size, InsertError, Key, Policy};
-use crate::slab::{List, Slab, NIL};
+use crate::policy::slab::{List, Slab, NIL};
 
 /// SIEVE replacement, in bytes.
 #[derive(Debug)]

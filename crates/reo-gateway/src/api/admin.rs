@@ -137,7 +137,7 @@ fn fail(api: &Api, params: &[(String, String)]) -> Reply {
             Reply::ok(json!({"device": d, "healthy_fragments": r.healthy, "degraded_fragments": r.degraded,
                              "lost_clean_fragments": r.lost_clean, "lost_dirty_fragments": r.lost_dirty}))
         }
-        Err(e) => Reply::error(StatusCode::CONFLICT, e),
+        Err(e) => Reply::error(StatusCode::CONFLICT, e.to_string()),
     }
 }
 
@@ -231,7 +231,7 @@ fn replace(api: &Api, params: &[(String, String)]) -> Reply {
                 tracing::error!(device = d, "the device file could not be pointed back at the failed device: {u}");
             }
             discard(&path);
-            Reply::error(StatusCode::CONFLICT, e)
+            Reply::error(StatusCode::CONFLICT, e.to_string())
         }
     }
 }

@@ -22,7 +22,7 @@ fn config(name: &str, cache_bytes: u64) -> Result<ReplayConfig, String> {
         Some(r) => (r, true),
         None => (name, false),
     };
-    cfg.cache.redundancy = redundancy.parse::<Redundancy>()?;
+    cfg.cache.redundancy = redundancy.parse::<Redundancy>().map_err(|e| e.to_string())?;
     if striped {
         // The paper's placement of cold data: striped over every device without parity.
         let mut s = ClassSchemes::reo_default(cfg.array.devices);

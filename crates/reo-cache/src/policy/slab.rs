@@ -12,7 +12,9 @@
 use hashbrown::HashTable;
 
 use crate::hash::hash_key;
-use crate::policy::Key;
+
+/// Object key (an object id or a fingerprint).
+pub type Key = u64;
 
 /// Null link.
 pub(crate) const NIL: u32 = u32::MAX;
@@ -239,34 +241,55 @@ impl List {
     }
 
     /// O(n) check of links, length, byte total and tag (`name` labels errors).
-    pub fn check(&self, slab: &Slab, tag: u8, name: &str) -> Result<(), String> {
+    pub fn check(&self, slab: &Slab, tag: u8, name: &str) -> Result<(), ListError> {
+        let name = || name.to_string();
         let (mut len, mut bytes, mut prev, mut i) = (0usize, 0u64, NIL, self.head);
         while i != NIL {
             let n = slab.node(i);
             if n.prev != prev {
-                return Err(format!("{name}: bad prev link at key {}", n.key));
+                return Err(ListError::BadPrev { name: name(), key: n.key });
             }
             if n.tag() != tag {
-                return Err(format!("{name}: key {} has tag {} not {tag}", n.key, n.tag()));
+                return Err(ListError::BadTag { name: name(), key: n.key, tag: n.tag(), want: tag });
             }
             if slab.find(n.key) != Some(i) {
-                return Err(format!("{name}: key {} not indexed at its slot", n.key));
+                return Err(ListError::NotIndexed { name: name(), key: n.key });
             }
             len += 1;
             bytes += n.size();
             prev = i;
             i = n.next;
             if len > slab.len() {
-                return Err(format!("{name}: cycle"));
+                return Err(ListError::Cycle { name: name() });
             }
         }
         if prev != self.tail || len != self.len || bytes != self.bytes {
-            return Err(format!(
-                "{name}: tail/len/bytes mismatch (len {len} vs {}, bytes {bytes} vs {})",
-                self.len, self.bytes
-            ));
+            return Err(ListError::Mismatch { name: name(), len, want_len: self.len, bytes, want_bytes: self.bytes });
         }
         Ok(())
+    }
+}
+
+/// A broken invariant of a [`List`] (what [`List::check`] found), labelled with the list's name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum ListError {
+    #[error("{name}: bad prev link at key {key}")]
+    BadPrev { name: String, key: Key },
+    #[error("{name}: key {key} has tag {tag} not {want}")]
+    BadTag { name: String, key: Key, tag: u8, want: u8 },
+    #[error("{name}: key {key} not indexed at its slot")]
+    NotIndexed { name: String, key: Key },
+    #[error("{name}: cycle")]
+    Cycle { name: String },
+    #[error("{name}: tail/len/bytes mismatch (len {len} vs {want_len}, bytes {bytes} vs {want_bytes})")]
+    Mismatch { name: String, len: usize, want_len: usize, bytes: u64, want_bytes: u64 },
+}
+
+/// The policies' invariant checks ([`crate::Policy::check_invariants`]) report in text.
+impl From<ListError> for String {
+    fn from(e: ListError) -> String {
+        e.to_string()
     }
 }
 

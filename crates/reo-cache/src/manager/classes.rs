@@ -1,0 +1,86 @@
+//! [`Classes`]: the state of classification — the hot threshold H_hot and when it is due again,
+//! whether dirty data's redundancy exceeds the budget, and where the re-encoder resumes (see
+//! `classify.rs` for how they are computed and used).
+
+use crate::object::{Class, ObjectEntry};
+
+/// H_hot, the requests since it was computed, the budget flag and the re-encoder's cursor.
+pub(crate) struct Classes {
+    /// Clean objects with H = Freq / Size ≥ this are hot (∞: none).
+    h_hot: f64,
+    /// Requests since H_hot was last computed.
+    since_recompute: u64,
+    /// Dirty data's redundancy alone exceeds the budget (sense code 0x67).
+    over_budget: bool,
+    /// Where the re-encoder resumes (a slot number, wrapping).
+    reencode_cursor: u64,
+}
+
+impl Default for Classes {
+    fn default() -> Self {
+        Classes { h_hot: f64::INFINITY, since_recompute: 0, over_budget: false, reencode_cursor: 0 }
+    }
+}
+
+impl Classes {
+    /// The class entry `e` should have now: dirty, the class a command set, or hot / cold by H.
+    pub fn class_of(&self, e: &ObjectEntry) -> Class {
+        if e.dirty() {
+            Class::Dirty
+        } else if e.explicit_class() {
+            e.class()
+        } else if e.hotness() >= self.h_hot && e.freq() > 0 {
+            Class::Hot
+        } else {
+            Class::Cold
+        }
+    }
+
+    /// The current hot threshold.
+    pub fn h_hot(&self) -> f64 {
+        self.h_hot
+    }
+
+    /// Counts a request; true when H_hot is due (every `every` requests).
+    pub fn tick(&mut self, every: u64) -> bool {
+        self.since_recompute += 1;
+        self.since_recompute >= every.max(1)
+    }
+
+    /// A recomputation starts: the request count restarts.
+    pub fn recomputing(&mut self) {
+        self.since_recompute = 0;
+    }
+
+    /// Sets H_hot (as computed).
+    pub fn set_h_hot(&mut self, h_hot: f64) {
+        self.h_hot = h_hot;
+    }
+
+    /// Records whether dirty data's redundancy exceeds the budget.
+    pub fn set_over_budget(&mut self, over: bool) {
+        self.over_budget = over;
+    }
+
+    /// Whether dirty data's redundancy exceeds the budget (sense code 0x67).
+    pub fn over_budget(&self) -> bool {
+        self.over_budget
+    }
+
+    /// The re-encoder's next slot among `total`; the cursor moves past it.
+    pub fn next_reencode_slot(&mut self, total: usize) -> u32 {
+        let slot = (self.reencode_cursor as usize % total.max(1)) as u32;
+        self.reencode_cursor = self.reencode_cursor.wrapping_add(1);
+        slot
+    }
+
+    /// The re-encoder comes back to the slot it just took (for the object's other fragments).
+    pub fn revisit_reencode_slot(&mut self) {
+        self.reencode_cursor = self.reencode_cursor.wrapping_sub(1);
+    }
+
+    /// The re-encoder skips the slot the cursor is at.
+    pub fn skip_reencode_slot(&mut self) {
+        self.reencode_cursor = self.reencode_cursor.wrapping_add(1);
+    }
+}

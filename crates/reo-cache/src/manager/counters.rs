@@ -1,0 +1,81 @@
+//! [`Counters`]: the manager's accounting ([`CacheStats`]), counted event by event under the
+//! cache's lock and read as a snapshot.
+
+use crate::stats::CacheStats;
+
+/// The counters since open (see [`CacheStats`] for what each one means).
+#[derive(Default)]
+pub(crate) struct Counters(CacheStats);
+
+/// One method per event: `name(n) => field` adds `n` to the field, `name() => field` adds 1.
+macro_rules! events {
+    ($($(#[$doc:meta])* $name:ident($($n:ident)?) => $field:ident;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(&mut self $(, $n: u64)?) {
+                self.0.$field += events!(@amount $($n)?);
+            }
+        )*
+    };
+    (@amount $n:ident) => { $n };
+    (@amount) => { 1 };
+}
+
+impl Counters {
+    /// The counters as they are now.
+    pub fn snapshot(&self) -> CacheStats {
+        self.0.clone()
+    }
+
+    /// Back to zero (rebuilding the index at open is not traffic).
+    pub fn reset(&mut self) {
+        self.0 = CacheStats::default();
+    }
+
+    /// One blob of `bytes` user bytes written for the cache.
+    pub fn cache_write(&mut self, bytes: u64) {
+        self.0.cache_write_bytes += bytes;
+        self.0.cache_writes += 1;
+    }
+
+    events! {
+        /// A read request.
+        request() => requests;
+        /// A read request served wholly from flash.
+        hit() => hits;
+        /// Bytes a read request asked for.
+        requested(bytes) => request_bytes;
+        /// Bytes served from flash.
+        served(bytes) => hit_bytes;
+        /// Fragments served from flash through the dedup cache.
+        dedup_hits(fragments) => dedup_hits;
+        /// Reads whose blob vanished under them.
+        raced_reads(reads) => raced_reads;
+        /// Bytes fetched from the backend.
+        backend_read(bytes) => backend_read_bytes;
+        /// Bytes a client wrote.
+        original_write(bytes) => original_write_bytes;
+        /// User bytes the cleaner, the re-encoder or a flush rewrote.
+        gc_write(bytes) => gc_write_bytes;
+        /// User bytes the re-encoder moved to their class's scheme.
+        reencoded(bytes) => reencoded_bytes;
+        /// User bytes written and freed without being installed.
+        wasted(bytes) => wasted_write_bytes;
+        /// An insert that found everything pinned or dirty.
+        full_rejection() => full_rejections;
+        /// Fragments (or dedup contents) evicted by the replacement policy.
+        evicted(fragments) => evictions;
+        /// A fragment dropped by GC-based eviction.
+        gc_evicted() => gc_evictions;
+        /// A write whose content was already on flash (dedup).
+        dedup_saved_write() => dedup_saved_writes;
+        /// An object whose class changed when H_hot was recomputed.
+        class_changed() => class_changes;
+        /// A flushed dirty object dropped because its clean copy found no room.
+        flushed_dropped() => flushed_dropped;
+        /// Clean fragments dropped because their devices failed or a scrub could not repair them.
+        lost_clean(fragments) => lost_clean_fragments;
+        /// A dirty fragment unreadable beyond its redundancy: a data-loss event.
+        dirty_lost() => dirty_lost;
+    }
+}

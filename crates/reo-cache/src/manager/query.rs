@@ -1,0 +1,122 @@
+//! Queries about single objects (status, metadata, leases) and the snapshots the flusher and the
+//! hot-threshold computation take.
+
+use reo_store::Scheme;
+
+use super::cache::Cache;
+use super::objects::frag_count;
+use super::write::ObjectMeta;
+use crate::index::frag_key;
+use crate::object::Class;
+
+/// The state of one object, for queries (seed 000's per-object status, SDCC's query API).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectInfo {
+    pub size: u64,
+    pub class: Class,
+    pub dirty: bool,
+    pub pinned: bool,
+    /// Reads since the object entered the cache.
+    pub freq: u32,
+    /// H = Freq / Size.
+    pub hotness: f64,
+    pub fragments: u64,
+    /// Fragments on flash, and the schemes that hold them.
+    pub cached_fragments: u64,
+    pub schemes: Vec<Scheme>,
+}
+
+impl Cache {
+    /// Status of one object.
+    pub fn info(&self, key: &[u8]) -> Option<ObjectInfo> {
+        let s = self.lock();
+        let slot = s.objects.find(key)?;
+        let e = s.objects.get(slot)?;
+        let fragments = frag_count(e.size(), self.cfg.fragment_size);
+        let mut schemes = Vec::new();
+        let mut cached = 0;
+        for f in 0..fragments as u32 {
+            let content = s.dedup.as_ref().and_then(|d| d.content_of(frag_key(slot, f)));
+            if let Some(l) = s.objects.location(slot, f, self.cfg.fragment_size).or(content) {
+                cached += 1;
+                if !schemes.contains(&l.scheme) {
+                    schemes.push(l.scheme);
+                }
+            }
+        }
+        Some(ObjectInfo {
+            size: e.size(),
+            class: e.class(),
+            dirty: e.dirty(),
+            pinned: s.objects.leased(slot),
+            freq: e.freq(),
+            hotness: e.hotness(),
+            fragments,
+            cached_fragments: cached,
+            schemes,
+        })
+    }
+
+    /// Whether `key` was (possibly) written or deleted since `token` (the `token` of an
+    /// earlier get) was taken: bytes read after it may be of another version.
+    pub fn changed_since(&self, key: &[u8], token: u64) -> bool {
+        self.lock().invalidations.changed_since(key, token)
+    }
+
+    /// The metadata of a cached object (ETag, content type, mtime, user metadata), from its first
+    /// fragment's blob header — no device I/O. `None` if that fragment is not on flash.
+    pub fn meta(&self, key: &[u8]) -> Option<ObjectMeta> {
+        let s = self.lock();
+        let slot = s.objects.find(key)?;
+        let loc = s.objects.location(slot, 0, self.cfg.fragment_size)?;
+        drop(s);
+        let h = crate::header::BlobHeader::decode(&self.store.header(&loc)?)?;
+        Some(ObjectMeta {
+            etag: h.etag,
+            content_type: h.content_type,
+            mtime_ns: h.mtime_ns,
+            user: h.user,
+            system: h.system,
+        })
+    }
+
+    /// Pins `key` until `until_ns` on the caller's clock (a lease): it is not evicted before.
+    /// Returns false if the object is not cached.
+    pub fn pin(&self, key: &[u8], until_ns: u64) -> bool {
+        let mut s = self.lock();
+        let Some(slot) = s.objects.find(key) else { return false };
+        s.objects.pin(slot, until_ns);
+        true
+    }
+
+    /// Ends `key`'s lease.
+    pub fn unpin(&self, key: &[u8]) {
+        let mut s = self.lock();
+        if let Some(slot) = s.objects.find(key) {
+            s.objects.unpin(slot);
+        }
+    }
+
+    /// Dirty objects (for the flusher): key and the version to pass to [`Cache::mark_clean`],
+    /// in no particular order. After a restart this is how the flusher resumes.
+    pub fn dirty_keys(&self) -> Vec<(Vec<u8>, u64)> {
+        let s = self.lock();
+        s.objects
+            .iter()
+            .filter(|(_, e)| e.dirty())
+            .map(|(slot, e)| (e.key().to_vec(), self.dirty_version(&s, slot).unwrap_or(0)))
+            .collect()
+    }
+
+    /// (freq, size) of every cached object: the input of the hot-threshold computation (seed 000
+    /// §IV.C.1, H = Freq / Size).
+    pub fn hotness_snapshot(&self) -> Vec<(u32, u64)> {
+        self.lock().objects.iter().map(|(_, e)| (e.freq(), e.size())).collect()
+    }
+
+    /// Bytes of DRAM the index and the policy use (key bytes excluded), and objects indexed.
+    pub fn memory(&self) -> (usize, usize, usize) {
+        let s = self.lock();
+        (s.objects.memory_bytes(), s.policy.memory_bytes(), s.objects.len())
+    }
+}
