@@ -274,3 +274,42 @@ fn recovery_end_is_reported_after_a_query_during_the_rebuild() {
     assert_eq!((q.sense, q.code), (SenseCode::RecoveryEnds, 0x66), "{q:?}");
     assert_eq!(c.engine_sense(false, 0), SenseCode::Success, "0x66 is reported once");
 }
+
+/// A device the store ejects on its own is swept by the next `maintain` even when a sense query
+/// saw the failure first, and so is a second device failing while the first is being rebuilt.
+#[test]
+fn a_query_before_maintain_does_not_skip_the_sweep() {
+    let c = reopen(&devices(4, 64));
+    let objects: Vec<(String, Vec<u8>)> =
+        (0..24).map(|i| (format!("b/clean{i}"), content(100 + i, FRAG as usize))).collect();
+    for (i, (key, data)) in objects.iter().enumerate() {
+        read_through(&c, key.as_bytes(), data, 0, u64::MAX, i as u64 + 1);
+    }
+    // Ejected by the store (as on I/O errors), not by the cache's command, which sweeps at once.
+    c.store().fail_device(2).unwrap();
+    assert_eq!(c.engine_sense(false, 0), SenseCode::RecoveryStarts);
+    c.maintain();
+    let left = c.sweep_lost();
+    assert_eq!(left.lost_clean, 0, "maintain left lost fragments indexed: {left:?}");
+    let lost_first = objects.iter().filter(|(k, _)| c.info(k.as_bytes()).is_none()).count();
+    assert!(lost_first > 0, "some cold objects lived on device 2");
+
+    // Device 2 replaced, its rebuild paused; device 3 fails meanwhile.
+    let fresh: Arc<dyn Media> = Arc::new(reo_media::MemMedia::new(64 << 20));
+    let opts = reo_store::RebuildOptions { start_paused: true, ..Default::default() };
+    let h = c.store().replace_device(2, fresh, opts).unwrap();
+    c.store().fail_device(3).unwrap();
+    c.maintain();
+    let left = c.sweep_lost();
+    assert_eq!(left.lost_clean, 0, "the failure during the rebuild was not swept: {left:?}");
+    let lost_now = objects.iter().filter(|(k, _)| c.info(k.as_bytes()).is_none()).count();
+    assert!(lost_now > lost_first, "some cold objects lived on device 3");
+    h.resume();
+    h.wait();
+    // What is still indexed reads back exact.
+    for (key, data) in &objects {
+        if let Some(got) = whole(&c, key).unwrap() {
+            assert_eq!(&got, data, "{key}");
+        }
+    }
+}

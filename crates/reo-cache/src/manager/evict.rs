@@ -49,8 +49,8 @@ impl Cache {
     pub fn maintain(&self) {
         // A device failed since the last look (by command elsewhere, or ejected by the store on
         // I/O errors): drop what it took.
-        let failed = self.store.failed_devices().len();
-        if self.lock().recovery.sweep_due(failed) {
+        let failed = self.store.failed_devices();
+        if self.lock().recovery.sweep_due(&failed) {
             self.sweep_lost();
         }
         for _ in 0..8 {

@@ -67,7 +67,7 @@ impl Cache {
         let mut rep = SweepReport::default();
         let mut to_free = Vec::new();
         let mut s = self.lock();
-        s.recovery.swept(self.store.failed_devices().len());
+        s.recovery.swept(&self.store.failed_devices());
         let slots: Vec<(u32, u64)> = s.objects.iter().map(|(slot, e)| (slot, e.size())).collect();
         for (slot, size) in slots {
             for f in 0..frag_count(size, fs) as u32 {

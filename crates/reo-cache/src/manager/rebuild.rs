@@ -31,7 +31,9 @@ impl Cache {
         rate_limit: Option<u64>,
     ) -> Result<RebuildHandle, CacheError> {
         let opts = RebuildOptions { priority: self.rebuild_priorities(), rate_limit, ..Default::default() };
-        Ok(self.store.replace_device(d, media, opts)?)
+        let handle = self.store.replace_device(d, media, opts)?;
+        self.lock().recovery.replaced(d);
+        Ok(handle)
     }
 
     /// Resumes the rebuild a restart interrupted (the store found a device still marked

@@ -1,26 +1,40 @@
 //! [`Recovery`]: what the cache last saw of device failures — so that a new failure triggers a
 //! sweep, and the end of a recovery (every device healthy again, the rebuild done) is reported
 //! once with sense code 0x66.
+//!
+//! The two are kept apart: a sense query during a recovery must not count as a sweep (the lost
+//! clean fragments would stay indexed until a read tripped over them), and a sweep must not end a
+//! recovery that a query has yet to report.
 
 use super::sense::SenseCode;
 
-/// Failed devices as last seen (by a sweep or a sense query).
+/// Failed devices as last swept, and whether a recovery is still to be reported as ended.
 #[derive(Default)]
 pub(crate) struct Recovery {
-    /// Failed devices at the last sweep, or at least 1 while a recovery was seen in progress
-    /// (a change triggers a sweep; recovery sense codes).
-    failed_seen: usize,
+    /// The devices failed at the last sweep that are still failed: a device failing outside this
+    /// set (even while another is being rebuilt) makes a sweep due.
+    swept: Vec<usize>,
+    /// A recovery (a failed device, or a rebuild) was seen and its end not yet reported.
+    pending: bool,
 }
 
 impl Recovery {
-    /// Are more devices failed now (`failed`) than last seen? Then a sweep is due.
-    pub fn sweep_due(&self, failed: usize) -> bool {
-        failed > self.failed_seen
+    /// Is a device of `failed` (the failed devices now) new since the last sweep? Then a sweep
+    /// is due.
+    pub fn sweep_due(&mut self, failed: &[usize]) -> bool {
+        self.swept.retain(|d| failed.contains(d));
+        failed.iter().any(|d| !self.swept.contains(d))
     }
 
-    /// A sweep saw `failed` failed devices.
-    pub fn swept(&mut self, failed: usize) {
-        self.failed_seen = failed;
+    /// A sweep saw the devices `failed` failed.
+    pub fn swept(&mut self, failed: &[usize]) {
+        self.swept = failed.to_vec();
+        self.pending |= !failed.is_empty();
+    }
+
+    /// Device `d` was replaced: should it fail again, that is a new failure.
+    pub fn replaced(&mut self, d: usize) {
+        self.swept.retain(|&x| x != d);
     }
 
     /// The recovery sense code for a query when `failed` devices are failed and a rebuild is
@@ -28,13 +42,10 @@ impl Recovery {
     /// when there is no recovery to report.
     pub fn sense(&mut self, failed: usize, rebuilding: bool) -> Option<SenseCode> {
         if failed > 0 || rebuilding {
-            // At least 1 while a rebuild runs with no device failed any more: recovery has not
-            // ended, and 0x66 must still be reported once it does.
-            self.failed_seen = failed.max(1);
+            self.pending = true;
             return Some(SenseCode::RecoveryStarts);
         }
-        if self.failed_seen > 0 {
-            self.failed_seen = 0;
+        if std::mem::take(&mut self.pending) {
             return Some(SenseCode::RecoveryEnds);
         }
         None
