@@ -51,5 +51,5 @@ pub use manager::{
 pub use object::Class;
 pub use policy::{new_policy, InsertError, Key, Policy, PolicyKind};
 pub use redundancy::Redundancy;
-pub use sim::{miss_ratio, splitmix64, zipf_trace, Rng, Zipf};
+pub use sim::{miss_ratio, zipf_trace, Zipf};
 pub use stats::CacheStats;

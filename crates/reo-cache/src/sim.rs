@@ -1,53 +1,13 @@
 //! Trace-driven miss-ratio simulator and a deterministic Zipf trace generator.
 //!
 //! [`zipf_trace`] follows the reference's recipe (docs: `algorithms.md` §5): inverse CDF over the
-//! weights `1/i^α`, id = rank (1 hottest), no permutation; the random source is our own
-//! xoshiro256++ seeded through splitmix64, so traces are reproducible across platforms but differ
+//! weights `1/i^α`, id = rank (1 hottest), no permutation; the random source is
+//! `reo_media::rng`'s xoshiro256++ seeded through splitmix64, so traces are reproducible across platforms but differ
 //! from the reference's Python `random` stream (hence a tolerance when comparing miss ratios).
 
+use reo_media::rng::Xoshiro256pp;
+
 use crate::policy::{InsertError, Key, Policy};
-
-/// xoshiro256++ (Blackman & Vigna), seeded with splitmix64. Small, fast, deterministic.
-#[derive(Clone, Debug)]
-pub struct Rng {
-    s: [u64; 4],
-}
-
-/// One splitmix64 step.
-pub fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        let mut st = seed;
-        Rng { s: [(); 4].map(|_| splitmix64(&mut st)) }
-    }
-
-    #[inline]
-    pub fn next_u64(&mut self) -> u64 {
-        let s = &mut self.s;
-        let out = s[0].wrapping_add(s[3]).rotate_left(23).wrapping_add(s[0]);
-        let t = s[1] << 17;
-        s[2] ^= s[0];
-        s[3] ^= s[1];
-        s[1] ^= s[2];
-        s[0] ^= s[3];
-        s[2] ^= t;
-        s[3] = s[3].rotate_left(45);
-        out
-    }
-
-    /// Uniform in [0, 1) with 53 random bits.
-    #[inline]
-    pub fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-}
 
 /// Zipf(α) distribution over ranks `1..=objects` by inverse CDF (binary search).
 #[derive(Clone, Debug)]
@@ -73,7 +33,7 @@ impl Zipf {
 
     /// A rank in `1..=objects` (1 is the most popular).
     #[inline]
-    pub fn sample(&self, rng: &mut Rng) -> Key {
+    pub fn sample(&self, rng: &mut Xoshiro256pp) -> Key {
         let u = rng.next_f64();
         let i = self.cdf.partition_point(|&c| c <= u);
         i.min(self.cdf.len() - 1) as Key + 1
@@ -83,7 +43,7 @@ impl Zipf {
 /// `requests` keys drawn from Zipf(`alpha`) over `objects` ranks, deterministic in `seed`.
 pub fn zipf_trace(objects: u64, requests: usize, alpha: f64, seed: u64) -> Vec<Key> {
     let z = Zipf::new(objects, alpha);
-    let mut rng = Rng::new(seed);
+    let mut rng = Xoshiro256pp::new(seed);
     (0..requests).map(|_| z.sample(&mut rng)).collect()
 }
 
@@ -116,15 +76,6 @@ mod tests {
 
     use super::*;
     use crate::policy::{new_policy, Clock, PolicyKind};
-
-    #[test]
-    fn rng_is_deterministic_and_uniformish() {
-        let (mut a, mut b) = (Rng::new(7), Rng::new(7));
-        assert_eq!((0..5).map(|_| a.next_u64()).collect::<Vec<_>>(), (0..5).map(|_| b.next_u64()).collect::<Vec<_>>());
-        assert_ne!(Rng::new(8).next_u64(), Rng::new(7).next_u64());
-        let mean = (0..100_000).map(|_| a.next_f64()).sum::<f64>() / 100_000.0;
-        assert!((mean - 0.5).abs() < 0.01, "mean {mean}");
-    }
 
     #[test]
     fn zipf_frequencies_follow_the_weights() {

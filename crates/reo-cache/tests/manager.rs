@@ -141,7 +141,7 @@ fn both_eviction_modes_keep_cached_bytes_exact_under_churn() {
         cf.policy = reo_cache::PolicyKind::S3Fifo;
         let c = open(&devs, cf);
         let objects = 2000u64;
-        let mut rng = reo_cache::sim::Rng::new(7);
+        let mut rng = reo_media::rng::Xoshiro256pp::new(7);
         let zipf = reo_cache::sim::Zipf::new(objects, 0.9);
         for i in 0..10_000u64 {
             let k = zipf.sample(&mut rng);

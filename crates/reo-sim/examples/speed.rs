@@ -5,7 +5,8 @@
 //! policy (`d-lru`, `d-arc`, `cd-arc`: requests then carry content fingerprints, two addresses per
 //! content on average). No redundancy for clean data (isolated, unprotected), as the target
 //! says; `REO_SPEED_REDUNDANCY=reo-20%` measures Reo's default redundancy instead.
-use reo_cache::{CacheConfig, ClassSchemes, DedupKind, FailurePlan, PolicyKind, Redundancy, Rng, Zipf};
+use reo_cache::{CacheConfig, ClassSchemes, DedupKind, FailurePlan, PolicyKind, Redundancy, Zipf};
+use reo_media::rng::Xoshiro256pp;
 use reo_sim::{ArraySpec, LatencyModel, MediaKind, Replay, ReplayConfig};
 use reo_trace::{Op, Request};
 
@@ -48,7 +49,7 @@ fn main() {
     };
     let mut r = Replay::new(cfg).unwrap();
     let zipf = Zipf::new(objects, 0.9);
-    let mut rng = Rng::new(42);
+    let mut rng = Xoshiro256pp::new(42);
     // Generated before the clock starts: the figure is the replay's speed, not the sampler's.
     let trace: Vec<_> = (0..n)
         .map(|i| {

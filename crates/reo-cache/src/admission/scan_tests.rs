@@ -5,7 +5,9 @@
 
 use super::{AdmissionConfig, AdmissionStats, Admitter, Decision, Request};
 use crate::policy::{Key, Lru, Policy};
-use crate::sim::{Rng, Zipf};
+use reo_media::rng::Xoshiro256pp;
+
+use crate::sim::Zipf;
 
 const MIB: u64 = 1 << 20;
 /// Cache capacity in fragments.
@@ -70,7 +72,7 @@ struct Outcome {
 fn run(spec: &str) -> Outcome {
     let mut l = Loop::new(spec);
     let zipf = Zipf::new(HOT, ALPHA);
-    let mut rng = Rng::new(42);
+    let mut rng = Xoshiro256pp::new(42);
     for _ in 0..WARMUP {
         let k = zipf.sample(&mut rng);
         l.access(k, 0);

@@ -12,7 +12,9 @@
 
 use super::{Chunk, DedupOutcome, DedupPolicy};
 use crate::policy::{InsertError, Key, Policy};
-use crate::sim::{splitmix64, Rng, Zipf};
+use reo_media::rng::{SplitMix64, Xoshiro256pp};
+
+use crate::sim::Zipf;
 
 /// One read: `addr` holds content `content` of `size` bytes that compresses `ratio`×.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -118,7 +120,7 @@ pub struct DedupTraceSpec {
 /// A deterministic dedup trace; see the module documentation.
 pub fn dedup_trace(spec: &DedupTraceSpec) -> Vec<DedupReq> {
     let z = Zipf::new(spec.addrs, spec.alpha);
-    let mut rng = Rng::new(spec.seed);
+    let mut rng = Xoshiro256pp::new(spec.seed);
     let mut out = Vec::with_capacity(spec.requests);
     let (mut next_scan_addr, mut next_unique) = (spec.addrs + 1, spec.contents);
     let (size, ratio) = (spec.size, spec.ratio);
@@ -134,8 +136,7 @@ pub fn dedup_trace(spec: &DedupTraceSpec) -> Vec<DedupReq> {
             continue;
         }
         let addr = z.sample(&mut rng);
-        let mut h = addr ^ spec.seed.rotate_left(32);
-        let content = splitmix64(&mut h) % spec.contents;
+        let content = SplitMix64::new(addr ^ spec.seed.rotate_left(32)).below_mod(spec.contents);
         out.push(DedupReq { addr, content, size, ratio });
     }
     out

@@ -13,9 +13,9 @@
 use super::blocks::{block_request, Arrivals};
 use super::dist::Zipf;
 use super::knob::{f64_knob, u64_knob, unknown};
-use super::rng::Rng;
 use crate::hash::mix64;
 use crate::request::{Op, Request};
+use reo_media::rng::Xoshiro256pp;
 
 /// Volume id of the dedup workloads' blocks.
 const VOLUME: u64 = 0xdd;
@@ -95,7 +95,7 @@ impl DedupParams {
 /// The dedup block generator; an iterator of exactly `requests` requests.
 pub struct DedupBlocks {
     p: DedupParams,
-    rng: Rng,
+    rng: Xoshiro256pp,
     zipf: Zipf,
     blocks: Vec<u32>,
     /// Per block: current content, 0 = not yet touched.
@@ -110,7 +110,7 @@ pub struct DedupBlocks {
 
 impl DedupBlocks {
     pub fn new(p: &DedupParams) -> Self {
-        let mut rng = Rng::new(p.seed);
+        let mut rng = Xoshiro256pp::new(p.seed);
         let blocks = rng.permutation(p.blocks as u32);
         DedupBlocks {
             zipf: Zipf::new(p.blocks, p.alpha, 0.0),

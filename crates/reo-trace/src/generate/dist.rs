@@ -2,7 +2,7 @@
 //! sampled by inverse CDF with binary search) and [`lognormal_sizes`] (rescaled to a target
 //! mean, clamped).
 
-use super::rng::Rng;
+use reo_media::rng::Xoshiro256pp;
 
 /// Ranks `0..n` with `P(rank r) ∝ (r + 1 + h)^−α`.
 #[derive(Debug, Clone)]
@@ -35,8 +35,8 @@ impl Zipf {
     }
 
     /// A rank (0 = most popular).
-    pub fn sample(&self, rng: &mut Rng) -> u64 {
-        let u = rng.f64();
+    pub fn sample(&self, rng: &mut Xoshiro256pp) -> u64 {
+        let u = rng.next_f64();
         (self.cdf.partition_point(|&c| c <= u) as u64).min(self.len() - 1)
     }
 
@@ -50,7 +50,7 @@ impl Zipf {
 /// `n` sizes drawn from LogNormal(ln(mean) − σ²/2, σ), then repeatedly rescaled to `mean` and
 /// clamped to `[min, max]` (so the clamped sample's mean is `mean`, up to rounding, whenever
 /// `min ≤ mean ≤ max`).
-pub fn lognormal_sizes(rng: &mut Rng, n: usize, mean: f64, sigma: f64, min: u64, max: u64) -> Vec<u64> {
+pub fn lognormal_sizes(rng: &mut Xoshiro256pp, n: usize, mean: f64, sigma: f64, min: u64, max: u64) -> Vec<u64> {
     let mu = mean.ln() - sigma * sigma / 2.0;
     let mut s: Vec<f64> = (0..n).map(|_| (mu + sigma * rng.normal()).exp()).collect();
     for _ in 0..20 {
@@ -100,7 +100,7 @@ mod tests {
     #[test]
     fn zipf_samples_follow_the_cdf() {
         let z = Zipf::new(100, 1.0, 0.0);
-        let mut r = Rng::new(5);
+        let mut r = Xoshiro256pp::new(5);
         let mut top10 = 0;
         let n = 100_000;
         for _ in 0..n {
@@ -123,7 +123,7 @@ mod tests {
 
     #[test]
     fn sizes_have_target_mean_and_bounds() {
-        let mut r = Rng::new(9);
+        let mut r = Xoshiro256pp::new(9);
         let s = lognormal_sizes(&mut r, 4000, 4.4e6, 1.0, 4096, 64 << 20);
         let mean = s.iter().sum::<u64>() as f64 / 4000.0;
         assert!((mean / 4.4e6 - 1.0).abs() < 1e-3, "mean {mean}");

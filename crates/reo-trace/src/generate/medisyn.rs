@@ -15,9 +15,9 @@
 
 use super::dist::{lognormal_sizes, rescale_mean, Zipf};
 use super::knob::{bool_knob, f64_knob, u64_knob, unknown};
-use super::rng::Rng;
 use crate::hash::mix64;
 use crate::request::{Op, Request};
+use reo_media::rng::Xoshiro256pp;
 
 /// Knobs of [`Medisyn`]; see the module doc and `docs/TRACES.md`.
 #[derive(Debug, Clone, PartialEq)]
@@ -140,7 +140,7 @@ impl MedisynParams {
 /// The MediSyn-like generator; an iterator of exactly `requests` requests.
 pub struct Medisyn {
     p: MedisynParams,
-    rng: Rng,
+    rng: Xoshiro256pp,
     zipf: Zipf,
     /// Rank → object id.
     ids: Vec<u32>,
@@ -159,7 +159,7 @@ pub struct Medisyn {
 
 impl Medisyn {
     pub fn new(p: &MedisynParams) -> Self {
-        let mut rng = Rng::new(p.seed);
+        let mut rng = Xoshiro256pp::new(p.seed);
         let n = p.objects as usize;
         let ids = rng.permutation(p.objects as u32);
         let zipf = Zipf::new(p.objects, p.alpha, p.h);

@@ -8,14 +8,12 @@ mod dist;
 mod knob;
 mod medisyn;
 mod oltp;
-mod rng;
 mod scan;
 
 pub use dedup::{DedupBlocks, DedupParams};
 pub use dist::{lognormal_sizes, Zipf};
 pub use medisyn::{Medisyn, MedisynParams};
 pub use oltp::{Oltp, OltpParams};
-pub use rng::{splitmix64, Rng};
 pub use scan::{ScanMix, ScanParams};
 
 use crate::request::Request;

@@ -6,8 +6,8 @@
 
 use super::blocks::{block_request, Arrivals};
 use super::knob::{f64_knob, u64_knob, unknown};
-use super::rng::Rng;
 use crate::request::{Op, Request};
+use reo_media::rng::Xoshiro256pp;
 
 const VOLUME: u64 = 0x01f9;
 
@@ -89,7 +89,7 @@ impl OltpParams {
 pub struct Oltp {
     p: OltpParams,
     hot: u64,
-    rng: Rng,
+    rng: Xoshiro256pp,
     arrivals: Arrivals,
     left: u64,
 }
@@ -98,7 +98,7 @@ impl Oltp {
     pub fn new(p: &OltpParams) -> Self {
         Oltp {
             hot: p.hot_blocks(),
-            rng: Rng::new(p.seed),
+            rng: Xoshiro256pp::new(p.seed),
             arrivals: Arrivals::new(p.rate),
             left: p.requests,
             p: p.clone(),

@@ -14,8 +14,8 @@
 use super::blocks::{block_request, Arrivals};
 use super::dist::Zipf;
 use super::knob::{f64_knob, u64_knob, unknown};
-use super::rng::Rng;
 use crate::request::{Op, Request};
+use reo_media::rng::Xoshiro256pp;
 
 const VOLUME: u64 = 0x5ca;
 
@@ -96,7 +96,7 @@ impl ScanParams {
 /// The scan-plus-random generator; an iterator of exactly `requests` requests.
 pub struct ScanMix {
     p: ScanParams,
-    rng: Rng,
+    rng: Xoshiro256pp,
     zipf: Zipf,
     hot: Vec<u32>,
     cursor: u64,
@@ -106,7 +106,7 @@ pub struct ScanMix {
 
 impl ScanMix {
     pub fn new(p: &ScanParams) -> Self {
-        let mut rng = Rng::new(p.seed);
+        let mut rng = Xoshiro256pp::new(p.seed);
         ScanMix {
             zipf: Zipf::new(p.hot_blocks, p.alpha, 0.0),
             hot: rng.permutation(p.hot_blocks as u32),
