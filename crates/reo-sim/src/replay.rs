@@ -11,12 +11,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use reo_cache::{Cache, CacheConfig, FailureAction, FailurePlan, ObjectMeta};
+use reo_cache::{Cache, CacheConfig, ObjectMeta};
 use reo_store::Store;
 use reo_trace::{Op, Request};
 
 use crate::array::{ArraySpec, Counted};
 use crate::content::Contents;
+use crate::failure_plan::{FailureAction, FailurePlan};
 use crate::flusher::Flusher;
 use crate::histogram::Histogram;
 use crate::model::{DeviceIo, LatencyModel};

@@ -1,8 +1,8 @@
 //! Replays of small hand-made traces whose outcome is known: hits after warm-up, what a device
 //! failure takes under each redundancy, write-back flushing, and the eval's result rows.
 
-use reo_cache::{FailurePlan, Redundancy};
-use reo_sim::{Replay, ReplayConfig};
+use reo_cache::Redundancy;
+use reo_sim::{FailurePlan, Replay, ReplayConfig};
 use reo_trace::{Op, Request};
 
 /// The experiments' base configuration with `redundancy` on `cache_bytes` of flash.

@@ -7,12 +7,14 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Args;
+
+use crate::bench_policy::bench_policy;
 use reo_cache::index::ObjectIndex;
 use reo_cache::object::{Class, ObjectEntry, PackedLoc};
-use reo_cache::sim::zipf_trace;
-use reo_cache::{bench_policy, PolicyKind};
+use reo_cache::PolicyKind;
 use reo_media::rng::Xoshiro256pp;
 use reo_store::{Location, Placement, Scheme};
+use reo_trace::generate::zipf_trace;
 use serde_json::json;
 
 #[derive(Args, Debug)]

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use reo_cache::{AdmissionConfig, CacheConfig, DedupKind, EvictionMode, FailurePlan, PolicyKind, Redundancy};
-use reo_sim::{ArraySpec, LatencyModel, MediaKind, Replay, ReplayConfig};
+use reo_cache::{AdmissionConfig, CacheConfig, DedupKind, EvictionMode, PolicyKind, Redundancy};
+use reo_sim::{ArraySpec, FailurePlan, LatencyModel, MediaKind, Replay, ReplayConfig};
 use reo_trace::generate::GenSpec;
 use reo_trace::{Format, ReadOptions, Request};
 

@@ -4,13 +4,14 @@
 //! `reo-dirty` (Fig. 9: write ratio 10–50 %, Reo against full replication). The paper's
 //! configuration: 5 devices, 64 KiB chunks (1 MiB in the failure runs).
 
-use reo_cache::{ClassSchemes, FailurePlan, Redundancy};
+use reo_cache::{ClassSchemes, Redundancy};
 use reo_store::{Placement, Scheme};
 use reo_trace::generate::GenSpec;
 
 use super::output::{Plot, Section};
 use super::run::{base, row, run_all, share, working_set, Job};
 use super::{Outcome, Row};
+use crate::failure_plan::FailurePlan;
 use crate::replay::ReplayConfig;
 
 const REO: [&str; 3] = ["reo-10%", "reo-20%", "reo-40%"];

@@ -6,11 +6,12 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use reo_cache::{CacheConfig, FailurePlan, PolicyKind};
+use reo_cache::{CacheConfig, PolicyKind};
 use reo_trace::generate::GenSpec;
 
 use super::Row;
 use crate::array::{ArraySpec, MediaKind};
+use crate::failure_plan::FailurePlan;
 use crate::model::LatencyModel;
 use crate::replay::{Replay, ReplayConfig};
 use crate::report::ReplayReport;

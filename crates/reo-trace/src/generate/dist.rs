@@ -1,5 +1,5 @@
 //! The distributions the generators draw from: [`Zipf`] (generalized, `p_r ∝ (r + h)^−α`,
-//! sampled by inverse CDF with binary search) and [`lognormal_sizes`] (rescaled to a target
+//! sampled by inverse CDF with binary search; [`zipf_trace`] draws keys from it) and [`lognormal_sizes`] (rescaled to a target
 //! mean, clamped).
 
 use reo_media::rng::Xoshiro256pp;
@@ -45,6 +45,15 @@ impl Zipf {
         let k = ((self.len() as f64 * fraction).round() as usize).clamp(1, self.cdf.len());
         self.cdf[k - 1]
     }
+}
+
+/// `requests` keys drawn from Zipf(`alpha`) over `objects` ranks, as keys `1..=objects` (rank + 1,
+/// 1 the most popular), deterministic in `seed`: the policies' miss-ratio reference workload
+/// (`algorithms.md` §5) and the key stream of cache tests and `reo bench cache`.
+pub fn zipf_trace(objects: u64, requests: usize, alpha: f64, seed: u64) -> Vec<u64> {
+    let z = Zipf::new(objects, alpha, 0.0);
+    let mut rng = Xoshiro256pp::new(seed);
+    (0..requests).map(|_| z.sample(&mut rng) + 1).collect()
 }
 
 /// `n` sizes drawn from LogNormal(ln(mean) − σ²/2, σ), then repeatedly rescaled to `mean` and
@@ -110,6 +119,21 @@ mod tests {
         }
         assert!((f64::from(top10) / f64::from(n) - z.top_share(0.1)).abs() < 0.01);
         assert_eq!(Zipf::new(1, 1.0, 0.0).sample(&mut r), 0);
+    }
+
+    #[test]
+    fn zipf_frequencies_follow_the_weights() {
+        let n = 1000u64;
+        let t = zipf_trace(n, 200_000, 1.0, 3);
+        assert!(t.iter().all(|&k| (1..=n).contains(&k)));
+        let h: f64 = (1..=n).map(|i| 1.0 / i as f64).sum();
+        for rank in [1u64, 2, 10] {
+            let seen = t.iter().filter(|&&k| k == rank).count() as f64 / t.len() as f64;
+            let want = 1.0 / (rank as f64 * h);
+            assert!((seen - want).abs() < 0.1 * want + 0.001, "rank {rank}: {seen} vs {want}");
+        }
+        assert_eq!(t, zipf_trace(n, 200_000, 1.0, 3));
+        assert_ne!(t, zipf_trace(n, 200_000, 1.0, 4));
     }
 
     #[test]

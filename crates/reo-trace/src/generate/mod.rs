@@ -11,7 +11,7 @@ mod oltp;
 mod scan;
 
 pub use dedup::{DedupBlocks, DedupParams};
-pub use dist::{lognormal_sizes, Zipf};
+pub use dist::{lognormal_sizes, zipf_trace, Zipf};
 pub use medisyn::{Medisyn, MedisynParams};
 pub use oltp::{Oltp, OltpParams};
 pub use scan::{ScanMix, ScanParams};

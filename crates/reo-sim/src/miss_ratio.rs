@@ -1,51 +1,10 @@
-//! Trace-driven miss-ratio simulator and a deterministic Zipf trace generator.
-//!
-//! [`zipf_trace`] follows the reference's recipe (docs: `algorithms.md` §5): inverse CDF over the
-//! weights `1/i^α`, id = rank (1 hottest), no permutation; the random source is
-//! `reo_media::rng`'s xoshiro256++ seeded through splitmix64, so traces are reproducible across platforms but differ
-//! from the reference's Python `random` stream (hence a tolerance when comparing miss ratios).
+//! The miss-ratio simulator of the replacement policies: [`miss_ratio`] replays `(key, size)`
+//! requests admit-all through a [`Policy`], and its tests pin each policy's miss ratios on the
+//! reference workload (docs: `algorithms.md` §5: Zipf 1.0, 1 M objects, 5 M requests, unit sizes;
+//! the keys come from `reo_trace::generate::zipf_trace`, whose random source differs from the
+//! reference's Python `random` stream, hence a tolerance when comparing miss ratios).
 
-use reo_media::rng::Xoshiro256pp;
-
-use crate::policy::{InsertError, Key, Policy};
-
-/// Zipf(α) distribution over ranks `1..=objects` by inverse CDF (binary search).
-#[derive(Clone, Debug)]
-pub struct Zipf {
-    cdf: Vec<f64>,
-}
-
-impl Zipf {
-    pub fn new(objects: u64, alpha: f64) -> Self {
-        assert!(objects > 0, "zipf over no objects");
-        let mut cdf = Vec::with_capacity(objects as usize);
-        let mut sum = 0.0;
-        for i in 1..=objects {
-            sum += (i as f64).powf(-alpha);
-            cdf.push(sum);
-        }
-        for c in &mut cdf {
-            *c /= sum;
-        }
-        *cdf.last_mut().expect("non-empty") = 1.0;
-        Zipf { cdf }
-    }
-
-    /// A rank in `1..=objects` (1 is the most popular).
-    #[inline]
-    pub fn sample(&self, rng: &mut Xoshiro256pp) -> Key {
-        let u = rng.next_f64();
-        let i = self.cdf.partition_point(|&c| c <= u);
-        i.min(self.cdf.len() - 1) as Key + 1
-    }
-}
-
-/// `requests` keys drawn from Zipf(`alpha`) over `objects` ranks, deterministic in `seed`.
-pub fn zipf_trace(objects: u64, requests: usize, alpha: f64, seed: u64) -> Vec<Key> {
-    let z = Zipf::new(objects, alpha);
-    let mut rng = Xoshiro256pp::new(seed);
-    (0..requests).map(|_| z.sample(&mut rng)).collect()
-}
+use reo_cache::policy::{InsertError, Key, Policy};
 
 /// Replays `(key, size)` requests (admit-all: insert on every miss, everything evictable) and
 /// returns misses / requests. Objects larger than the cache count as misses and are not inserted.
@@ -74,23 +33,10 @@ pub fn miss_ratio(policy: &mut dyn Policy, trace: impl IntoIterator<Item = (Key,
 mod tests {
     use std::sync::OnceLock;
 
-    use super::*;
-    use crate::policy::{new_policy, Clock, PolicyKind};
+    use reo_cache::policy::{new_policy, Clock, PolicyKind};
+    use reo_trace::generate::zipf_trace;
 
-    #[test]
-    fn zipf_frequencies_follow_the_weights() {
-        let n = 1000u64;
-        let t = zipf_trace(n, 200_000, 1.0, 3);
-        assert!(t.iter().all(|&k| (1..=n).contains(&k)));
-        let h: f64 = (1..=n).map(|i| 1.0 / i as f64).sum();
-        for rank in [1u64, 2, 10] {
-            let seen = t.iter().filter(|&&k| k == rank).count() as f64 / t.len() as f64;
-            let want = 1.0 / (rank as f64 * h);
-            assert!((seen - want).abs() < 0.1 * want + 0.001, "rank {rank}: {seen} vs {want}");
-        }
-        assert_eq!(t, zipf_trace(n, 200_000, 1.0, 3));
-        assert_ne!(t, zipf_trace(n, 200_000, 1.0, 4));
-    }
+    use super::*;
 
     #[test]
     fn miss_ratio_counts_compulsory_and_capacity_misses() {
