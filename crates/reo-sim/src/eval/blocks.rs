@@ -13,9 +13,8 @@ use reo_cache::{AdmissionConfig, ClassSchemes, DedupKind, EvictionMode, PolicyKi
 use reo_store::{Placement, Scheme};
 use reo_trace::generate::GenSpec;
 
-use super::output::{Plot, Section};
+use super::outcome::{Outcome, Plot, Row, Section};
 use super::run::{base, row, run_all, share, working_set, Job};
-use super::{Outcome, Row};
 use crate::replay::ReplayConfig;
 
 const BLOCK: u64 = 4096;

@@ -3,32 +3,7 @@
 
 use std::path::Path;
 
-use super::Outcome;
-
-/// A line chart of an experiment: series of (x, y) points.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Plot {
-    /// File stem (`<name>.png`, `<name>.svg`).
-    pub name: String,
-    pub title: String,
-    pub x_label: String,
-    pub y_label: String,
-    pub series: Vec<(String, Vec<(f64, f64)>)>,
-}
-
-impl Plot {
-    pub fn line(name: &str, title: &str, x_label: &str, y_label: &str, series: Vec<(String, Vec<(f64, f64)>)>) -> Plot {
-        Plot { name: name.into(), title: title.into(), x_label: x_label.into(), y_label: y_label.into(), series }
-    }
-}
-
-/// A part of the report: a heading, a markdown table, plots.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Section {
-    pub title: String,
-    pub text: String,
-    pub plots: Vec<Plot>,
-}
+use super::outcome::{Outcome, Plot};
 
 /// Writes results.json, report.md and the plots of `outcome` into `out`.
 pub fn write(name: &str, out: &Path, quick: bool, outcome: &Outcome) -> Result<(), String> {

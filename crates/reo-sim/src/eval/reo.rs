@@ -8,9 +8,8 @@ use reo_cache::{ClassSchemes, Redundancy};
 use reo_store::{Placement, Scheme};
 use reo_trace::generate::GenSpec;
 
-use super::output::{Plot, Section};
+use super::outcome::{Outcome, Plot, Row, Section};
 use super::run::{base, row, run_all, share, working_set, Job};
-use super::{Outcome, Row};
 use crate::failure_plan::FailurePlan;
 use crate::replay::ReplayConfig;
 

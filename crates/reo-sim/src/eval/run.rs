@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use reo_cache::{CacheConfig, PolicyKind};
 use reo_trace::generate::GenSpec;
 
-use super::Row;
+use super::outcome::Row;
 use crate::array::{ArraySpec, MediaKind};
 use crate::failure_plan::FailurePlan;
 use crate::model::LatencyModel;
