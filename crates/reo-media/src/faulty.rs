@@ -10,9 +10,10 @@
 
 use crate::rng::SplitMix64;
 use crate::Media;
+use parking_lot::Mutex;
 use std::io;
 use std::ops::Range;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Which operations a scheduled fault counts and fails.
@@ -82,10 +83,6 @@ pub struct FaultyMedia {
     log: Mutex<Log>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl FaultyMedia {
     /// Wraps `inner`; no faults are scheduled.
     pub fn new(inner: Arc<dyn Media>) -> Self {
@@ -99,45 +96,45 @@ impl FaultyMedia {
 
     /// The device is gone: every later operation fails ("device failed") until [`Self::revive`].
     pub fn fail_stop(&self) {
-        lock(&self.ctl).failed = true;
+        self.ctl.lock().failed = true;
     }
 
     /// Undoes [`Self::fail_stop`].
     pub fn revive(&self) {
-        lock(&self.ctl).failed = false;
+        self.ctl.lock().failed = false;
     }
 
     /// Counting operations of `kind` from now (1-based), the `n`-th (`n` = 0 counts as 1) fails
     /// with an injected error and is not performed; if `persistent`, every later one fails too.
     /// Several schedules may be active at once.
     pub fn fail_at(&self, n: u64, kind: OpKind, persistent: bool) {
-        lock(&self.ctl).faults.push(Fault { kind, n: n.max(1), seen: 0, persistent });
+        self.ctl.lock().faults.push(Fault { kind, n: n.max(1), seen: 0, persistent });
     }
 
     /// Removes every scheduled error (not a fail-stop).
     pub fn clear_faults(&self) {
-        lock(&self.ctl).faults.clear();
+        self.ctl.lock().faults.clear();
     }
 
     /// Operations seen so far (reads, writes and syncs, failed ones included).
     pub fn ops(&self) -> u64 {
-        lock(&self.ctl).ops
+        self.ctl.lock().ops
     }
 
     /// Sleeps `d` before each operation (zero: no delay).
     pub fn set_delay(&self, d: Duration) {
-        lock(&self.ctl).delay = d;
+        self.ctl.lock().delay = d;
     }
 
     /// While `lie` is set, a successful `sync` does not make anything durable: the writes stay
     /// in the unsynced log and a later power cut can lose them.
     pub fn set_lying_sync(&self, lie: bool) {
-        lock(&self.ctl).lying = lie;
+        self.ctl.lock().lying = lie;
     }
 
     /// Number of writes a power cut could lose now.
     pub fn unsynced_writes(&self) -> usize {
-        lock(&self.log).writes.len()
+        self.log.lock().writes.len()
     }
 
     /// Silently flips bit `bit` (0..8) of the byte at `offset` on the inner device. The flip is
@@ -148,7 +145,7 @@ impl FaultyMedia {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("bit {bit} is not in 0..8")));
         }
         let mask = 1u8 << bit;
-        let mut log = lock(&self.log);
+        let mut log = self.log.lock();
         let mut b = [0u8];
         self.inner.read_at(&mut b, offset)?;
         b[0] ^= mask;
@@ -171,7 +168,7 @@ impl FaultyMedia {
         if mode == (PowerCut::Torn { granularity: 0 }) {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "power cut: torn granularity must be > 0"));
         }
-        let mut log = lock(&self.log);
+        let mut log = self.log.lock();
         let writes = std::mem::take(&mut log.writes);
         let mut rng = SplitMix64::new(seed);
         let plan = match mode {
@@ -199,7 +196,7 @@ impl FaultyMedia {
             self.inner.sync()?;
         }
         drop(log);
-        let mut ctl = lock(&self.ctl);
+        let mut ctl = self.ctl.lock();
         ctl.failed = false;
         ctl.faults.clear();
         Ok(lost)
@@ -208,7 +205,7 @@ impl FaultyMedia {
     /// Counts the operation, applies the delay, and decides whether it fails.
     fn admit(&self, op: OpKind) -> io::Result<()> {
         let (delay, verdict) = {
-            let mut c = lock(&self.ctl);
+            let mut c = self.ctl.lock();
             c.ops += 1;
             let verdict = if c.failed {
                 Err(io::Error::other(format!("{}: device failed (fail-stop injected)", self.describe())))
@@ -300,7 +297,7 @@ impl Media for FaultyMedia {
     // through here, so every write is admitted, counted and logged for power cuts as one.
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.admit(OpKind::Write)?;
-        let mut log = lock(&self.log);
+        let mut log = self.log.lock();
         let (pre, post) = if self.inner.stores_bytes() {
             let mut pre = vec![0u8; buf.len()];
             self.inner.read_at(&mut pre, offset)?;
@@ -318,10 +315,10 @@ impl Media for FaultyMedia {
     fn sync(&self) -> io::Result<()> {
         self.admit(OpKind::Sync)?;
         // Only writes that returned before this call become durable.
-        let upto = lock(&self.log).next_seq;
+        let upto = self.log.lock().next_seq;
         self.inner.sync()?;
-        if !lock(&self.ctl).lying {
-            let mut log = lock(&self.log);
+        if !self.ctl.lock().lying {
+            let mut log = self.log.lock();
             let k = log.writes.partition_point(|w| w.seq < upto);
             log.writes.drain(..k);
         }
