@@ -97,7 +97,7 @@ impl ReplayArgs {
         };
         if let Some(spec) = &self.gen {
             let spec: GenSpec = spec.parse().map_err(|e| format!("--gen: {e}"))?;
-            return Ok(Box::new(spec.build()?.map(move |r| Ok(scaled(r)))));
+            return Ok(Box::new(spec.build().map_err(|e| e.to_string())?.map(move |r| Ok(scaled(r)))));
         }
         let path = self.trace.as_deref().ok_or("give a trace file or --gen SPEC")?;
         let format: Format = self.format.parse().map_err(|e| format!("--format: {e}"))?;

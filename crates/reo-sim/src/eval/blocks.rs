@@ -11,7 +11,7 @@
 
 use reo_cache::{AdmissionConfig, ClassSchemes, DedupKind, EvictionMode, PolicyKind};
 use reo_store::{Placement, Scheme};
-use reo_trace::generate::GenSpec;
+use reo_trace::generate::{GenError, GenSpec};
 
 use super::outcome::{Outcome, Plot, Row, Section};
 use super::run::{base, row, run_all, share, working_set, Job};
@@ -69,7 +69,7 @@ pub fn dedup(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, S
     let names: Vec<String> = ["lru", "arc", "d-lru", "d-arc", "cd-arc"].map(String::from).to_vec();
     let mut jobs = Vec::new();
     for &w in workloads {
-        let spec: GenSpec = format!("dedup:{w}").parse()?;
+        let spec: GenSpec = format!("dedup:{w}").parse().map_err(|e: GenError| e.to_string())?;
         let ws = working_set(&spec)?;
         for name in &names {
             for &pct in pcts {
@@ -120,7 +120,7 @@ pub fn dedup(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, S
 pub fn admission(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, String> {
     let pcts: &[f64] = if quick { &[10.0] } else { &[5.0, 10.0, 20.0] };
     let kinds: &[&str] = if quick { &["aa", "seqr+tc"] } else { &["aa", "seqr", "sseqr", "tc", "seqr+tc", "sseqr+tc"] };
-    let spec: GenSpec = "scan".parse()?;
+    let spec: GenSpec = "scan".parse().map_err(|e: GenError| e.to_string())?;
     let ws = working_set(&spec)?;
     let mut names = Vec::new();
     let mut jobs = Vec::new();
@@ -175,7 +175,7 @@ pub fn admission(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcom
 /// SDCC's selective caching.
 pub fn selective(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, String> {
     let pcts: &[f64] = if quick { &[5.0] } else { &[2.0, 5.0, 10.0] };
-    let spec: GenSpec = "oltp".parse()?;
+    let spec: GenSpec = "oltp".parse().map_err(|e: GenError| e.to_string())?;
     let ws = working_set(&spec)?;
     let names: Vec<String> = ["aa", "watchlist"].map(String::from).to_vec();
     let mut jobs = Vec::new();

@@ -6,7 +6,7 @@
 
 use reo_cache::{ClassSchemes, Redundancy};
 use reo_store::{Placement, Scheme};
-use reo_trace::generate::GenSpec;
+use reo_trace::generate::{GenError, GenSpec};
 
 use super::outcome::{Outcome, Plot, Row, Section};
 use super::run::{base, row, run_all, share, working_set, Job};
@@ -33,7 +33,7 @@ fn config(name: &str, cache_bytes: u64) -> Result<ReplayConfig, String> {
 }
 
 fn medisyn(preset: &str, write_ratio: f64) -> Result<GenSpec, String> {
-    format!("medisyn:{preset},write_ratio={write_ratio}").parse()
+    format!("medisyn:{preset},write_ratio={write_ratio}").parse().map_err(|e: GenError| e.to_string())
 }
 
 /// Figs. 5–7.

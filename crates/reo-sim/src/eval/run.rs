@@ -26,7 +26,7 @@ pub struct WorkingSet {
 /// The working set of `spec` (one pass over the workload; memory per distinct object).
 pub fn working_set(spec: &GenSpec) -> Result<WorkingSet, String> {
     let mut sizes: HashMap<u64, u64> = HashMap::new();
-    for r in spec.build()? {
+    for r in spec.build().map_err(|e| e.to_string())? {
         let s = sizes.entry(r.key).or_insert(0);
         *s = (*s).max(r.obj_size);
     }
@@ -96,7 +96,7 @@ pub fn run_all(jobs: &[Job], progress: &(dyn Fn(&str) + Sync)) -> Result<Vec<Rep
 
 fn replay_one(job: &Job) -> Result<ReplayReport, String> {
     let mut replay = Replay::new(job.cfg.clone()).map_err(|e| format!("{}: {e}", job.cfg.name))?;
-    let trace = job.spec.build()?.map(Ok::<_, String>);
+    let trace = job.spec.build().map_err(|e| e.to_string())?.map(Ok::<_, String>);
     replay.run(trace, |_| {})?;
     Ok(replay.finish())
 }

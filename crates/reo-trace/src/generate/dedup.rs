@@ -12,6 +12,7 @@
 
 use super::blocks::{block_request, Arrivals};
 use super::dist::Zipf;
+use super::error::GenError;
 use super::knob::{f64_knob, u64_knob, unknown};
 use crate::hash::mix64;
 use crate::request::{Op, Request};
@@ -61,7 +62,7 @@ impl DedupParams {
         })
     }
 
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), GenError> {
         match key {
             "seed" => self.seed = u64_knob(key, value, 0)?,
             "blocks" | "objects" => self.blocks = u64_knob(key, value, 1)?.min(u64::from(u32::MAX)),

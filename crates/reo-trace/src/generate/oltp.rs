@@ -5,6 +5,7 @@
 //! matter to a cache). No fingerprints.
 
 use super::blocks::{block_request, Arrivals};
+use super::error::GenError;
 use super::knob::{f64_knob, u64_knob, unknown};
 use crate::request::{Op, Request};
 use reo_media::rng::Xoshiro256pp;
@@ -49,7 +50,7 @@ impl OltpParams {
         })
     }
 
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), GenError> {
         match key {
             "seed" => self.seed = u64_knob(key, value, 0)?,
             "blocks" | "objects" => self.blocks = u64_knob(key, value, 1)?,

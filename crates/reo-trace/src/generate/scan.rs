@@ -13,6 +13,7 @@
 
 use super::blocks::{block_request, Arrivals};
 use super::dist::Zipf;
+use super::error::GenError;
 use super::knob::{f64_knob, u64_knob, unknown};
 use crate::request::{Op, Request};
 use reo_media::rng::Xoshiro256pp;
@@ -60,7 +61,7 @@ impl ScanParams {
         })
     }
 
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), GenError> {
         match key {
             "seed" => self.seed = u64_knob(key, value, 0)?,
             "hot_blocks" | "objects" => self.hot_blocks = u64_knob(key, value, 1)?.min(u64::from(u32::MAX)),
