@@ -20,7 +20,7 @@ mod replay;
 mod report;
 
 pub use array::{ArraySpec, MediaKind};
-pub use failure_plan::{FailureAction, FailurePlan, FailurePoint};
+pub use failure_plan::{FailureAction, FailurePlan, FailurePlanError, FailurePoint};
 pub use miss_ratio::miss_ratio;
 pub use model::{BackendModel, DeviceModel, LatencyModel};
 pub use replay::{Replay, ReplayConfig};

@@ -156,7 +156,7 @@ impl ReplayArgs {
             name,
             array: ArraySpec { devices: self.devices, cache_bytes, chunk_size: chunk as u32, media },
             cache,
-            failures: FailurePlan::parse(&self.fail_at, &self.replace_at, self.devices)?,
+            failures: FailurePlan::parse(&self.fail_at, &self.replace_at, self.devices).map_err(|e| e.to_string())?,
             write_back: !self.write_through,
             dirty_high: 0.05,
             dirty_low: 0.02,

@@ -129,7 +129,8 @@ pub fn failures(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome
     for name in &names {
         let mut cfg = config(name, share(&ws, 10.0))?;
         cfg.array.chunk_size = 1 << 20;
-        cfg.failures = FailurePlan::parse("10000:0,20000:1,30000:2,40000:3", "", cfg.array.devices)?;
+        cfg.failures =
+            FailurePlan::parse("10000:0,20000:1,30000:2,40000:3", "", cfg.array.devices).map_err(|e| e.to_string())?;
         cfg.window = 10_000;
         jobs.push(Job {
             spec: spec.clone(),
