@@ -10,6 +10,7 @@
 mod array;
 mod content;
 pub mod dedup_sim;
+mod error;
 pub mod eval;
 mod failure_plan;
 mod flusher;
@@ -20,6 +21,7 @@ mod replay;
 mod report;
 
 pub use array::{ArraySpec, MediaKind};
+pub use error::{ArrayError, ReplayError};
 pub use failure_plan::{FailureAction, FailurePlan, FailurePlanError, FailurePoint};
 pub use miss_ratio::miss_ratio;
 pub use model::{BackendModel, DeviceModel, LatencyModel};

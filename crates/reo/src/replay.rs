@@ -174,16 +174,18 @@ pub fn run(args: &ReplayArgs) -> Result<ExitCode, String> {
         Some(spec) => spec.parse::<GenSpec>().map(|s| s.requests()).ok(),
         None => None,
     };
-    let mut replay = Replay::new(cfg)?;
+    let mut replay = Replay::new(cfg).map_err(|e| e.to_string())?;
     let tty = std::io::stderr().is_terminal() && !args.json;
-    replay.run(args.trace()?, |n| {
-        if tty {
-            match total {
-                Some(t) => eprint!("\r{n}/{t} requests ({:.0} %)", n as f64 * 100.0 / t.max(1) as f64),
-                None => eprint!("\r{n} requests"),
+    replay
+        .run(args.trace()?, |n| {
+            if tty {
+                match total {
+                    Some(t) => eprint!("\r{n}/{t} requests ({:.0} %)", n as f64 * 100.0 / t.max(1) as f64),
+                    None => eprint!("\r{n} requests"),
+                }
             }
-        }
-    })?;
+        })
+        .map_err(|e| e.to_string())?;
     if tty {
         eprintln!();
     }

@@ -97,7 +97,7 @@ pub fn run_all(jobs: &[Job], progress: &(dyn Fn(&str) + Sync)) -> Result<Vec<Rep
 fn replay_one(job: &Job) -> Result<ReplayReport, String> {
     let mut replay = Replay::new(job.cfg.clone()).map_err(|e| format!("{}: {e}", job.cfg.name))?;
     let trace = job.spec.build().map_err(|e| e.to_string())?.map(Ok::<_, String>);
-    replay.run(trace, |_| {})?;
+    replay.run(trace, |_| {}).map_err(|e| e.to_string())?;
     Ok(replay.finish())
 }
 
