@@ -21,7 +21,7 @@ mod replay;
 mod report;
 
 pub use array::{ArraySpec, MediaKind};
-pub use error::{ArrayError, ReplayError};
+pub use error::{ArrayError, EvalError, ReplayError};
 pub use failure_plan::{FailureAction, FailurePlan, FailurePlanError, FailurePoint};
 pub use miss_ratio::miss_ratio;
 pub use model::{BackendModel, DeviceModel, LatencyModel};

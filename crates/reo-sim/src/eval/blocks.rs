@@ -11,10 +11,11 @@
 
 use reo_cache::{AdmissionConfig, ClassSchemes, DedupKind, EvictionMode, PolicyKind};
 use reo_store::{Placement, Scheme};
-use reo_trace::generate::{GenError, GenSpec};
+use reo_trace::generate::GenSpec;
 
 use super::outcome::{Outcome, Plot, Row, Section};
 use super::run::{base, row, run_all, share, working_set, Job};
+use crate::error::EvalError;
 use crate::replay::ReplayConfig;
 
 const BLOCK: u64 = 4096;
@@ -63,13 +64,13 @@ fn series(rows: &[&Row], names: &[String], metric: fn(&Row) -> f64) -> Vec<(Stri
 }
 
 /// CacheDedup.
-pub fn dedup(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, String> {
+pub fn dedup(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, EvalError> {
     let workloads: &[&str] = if quick { &["webvm"] } else { &["webvm", "homes", "mail"] };
     let pcts: &[f64] = if quick { &[5.0, 20.0] } else { &[2.0, 5.0, 10.0, 20.0, 40.0] };
     let names: Vec<String> = ["lru", "arc", "d-lru", "d-arc", "cd-arc"].map(String::from).to_vec();
     let mut jobs = Vec::new();
     for &w in workloads {
-        let spec: GenSpec = format!("dedup:{w}").parse().map_err(|e: GenError| e.to_string())?;
+        let spec: GenSpec = format!("dedup:{w}").parse()?;
         let ws = working_set(&spec)?;
         for name in &names {
             for &pct in pcts {
@@ -77,7 +78,7 @@ pub fn dedup(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, S
                 match name.as_str() {
                     "lru" => cfg.cache.policy = PolicyKind::Lru,
                     "arc" => cfg.cache.policy = PolicyKind::Arc,
-                    d => cfg.cache.dedup = d.parse::<DedupKind>().map_err(|e| e.to_string())?,
+                    d => cfg.cache.dedup = d.parse::<DedupKind>().map_err(|e| EvalError::Config(e.to_string()))?,
                 }
                 jobs.push(Job {
                     spec: spec.clone(),
@@ -117,10 +118,10 @@ pub fn dedup(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, S
 }
 
 /// The Fusion-io study's admission × eviction tables.
-pub fn admission(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, String> {
+pub fn admission(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, EvalError> {
     let pcts: &[f64] = if quick { &[10.0] } else { &[5.0, 10.0, 20.0] };
     let kinds: &[&str] = if quick { &["aa", "seqr+tc"] } else { &["aa", "seqr", "sseqr", "tc", "seqr+tc", "sseqr+tc"] };
-    let spec: GenSpec = "scan".parse().map_err(|e: GenError| e.to_string())?;
+    let spec: GenSpec = "scan".parse()?;
     let ws = working_set(&spec)?;
     let mut names = Vec::new();
     let mut jobs = Vec::new();
@@ -130,7 +131,7 @@ pub fn admission(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcom
             names.push(name.clone());
             for &pct in pcts {
                 let mut cfg = block_config(&name, share(&ws, pct));
-                cfg.cache.admission = kind.parse::<AdmissionConfig>().map_err(|e| e.to_string())?;
+                cfg.cache.admission = kind.parse::<AdmissionConfig>().map_err(|e| EvalError::Config(e.to_string()))?;
                 cfg.cache.eviction =
                     if eviction == "gc-eviction" { EvictionMode::GcBased } else { EvictionMode::CacheBased };
                 jobs.push(Job {
@@ -173,9 +174,9 @@ pub fn admission(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcom
 }
 
 /// SDCC's selective caching.
-pub fn selective(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, String> {
+pub fn selective(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, EvalError> {
     let pcts: &[f64] = if quick { &[5.0] } else { &[2.0, 5.0, 10.0] };
-    let spec: GenSpec = "oltp".parse().map_err(|e: GenError| e.to_string())?;
+    let spec: GenSpec = "oltp".parse()?;
     let ws = working_set(&spec)?;
     let names: Vec<String> = ["aa", "watchlist"].map(String::from).to_vec();
     let mut jobs = Vec::new();
@@ -183,7 +184,7 @@ pub fn selective(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcom
         for &pct in pcts {
             let mut cfg = block_config(name, share(&ws, pct));
             cfg.cache.policy = PolicyKind::Clock;
-            cfg.cache.admission = name.parse::<AdmissionConfig>().map_err(|e| e.to_string())?;
+            cfg.cache.admission = name.parse::<AdmissionConfig>().map_err(|e| EvalError::Config(e.to_string()))?;
             jobs.push(Job {
                 spec: spec.clone(),
                 cfg,

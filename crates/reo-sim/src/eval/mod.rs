@@ -14,6 +14,7 @@ mod run;
 
 use std::path::Path;
 
+use crate::error::EvalError;
 pub use outcome::Row;
 pub use run::{base, working_set, WorkingSet};
 
@@ -21,8 +22,8 @@ pub use run::{base, working_set, WorkingSet};
 pub const EXPERIMENTS: [&str; 6] = ["reo-normal", "reo-failures", "reo-dirty", "dedup", "admission", "selective"];
 
 /// Runs experiment `name` and writes its results into `out`. Returns the rows.
-pub fn run(name: &str, out: &Path, quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Vec<Row>, String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+pub fn run(name: &str, out: &Path, quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Vec<Row>, EvalError> {
+    std::fs::create_dir_all(out).map_err(|source| EvalError::Io { path: out.to_path_buf(), source })?;
     let outcome = match name {
         "reo-normal" => reo::normal(quick, progress)?,
         "reo-failures" => reo::failures(quick, progress)?,
@@ -30,7 +31,7 @@ pub fn run(name: &str, out: &Path, quick: bool, progress: &(dyn Fn(&str) + Sync)
         "dedup" => blocks::dedup(quick, progress)?,
         "admission" => blocks::admission(quick, progress)?,
         "selective" => blocks::selective(quick, progress)?,
-        other => return Err(format!("unknown experiment {other:?} (expected one of {})", EXPERIMENTS.join(", "))),
+        other => return Err(EvalError::UnknownExperiment { name: other.into(), expected: EXPERIMENTS.join(", ") }),
     };
     output::write(name, out, quick, &outcome)?;
     Ok(outcome.rows)

@@ -4,10 +4,11 @@
 use std::path::Path;
 
 use super::outcome::{Outcome, Plot};
+use crate::error::EvalError;
 
 /// Writes results.json, report.md and the plots of `outcome` into `out`.
-pub fn write(name: &str, out: &Path, quick: bool, outcome: &Outcome) -> Result<(), String> {
-    let io = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
+pub fn write(name: &str, out: &Path, quick: bool, outcome: &Outcome) -> Result<(), EvalError> {
+    let io = |p: &Path, source: std::io::Error| EvalError::Io { path: p.to_path_buf(), source };
     let json = serde_json::to_string_pretty(&outcome.rows).expect("rows serialize");
     let results = out.join("results.json");
     std::fs::write(&results, json + "\n").map_err(|e| io(&results, e))?;
@@ -28,7 +29,7 @@ pub fn write(name: &str, out: &Path, quick: bool, outcome: &Outcome) -> Result<(
     std::fs::write(&report, md).map_err(|e| io(&report, e))
 }
 
-fn render(p: &Plot, out: &Path) -> Result<(), String> {
+fn render(p: &Plot, out: &Path) -> Result<(), EvalError> {
     use reo_trace::plot::Chart;
     let chart =
         p.series.iter().fold(reo_trace::plot::LineChart::new(&p.title, &p.x_label, &p.y_label), |c, (n, pts)| {
@@ -36,7 +37,7 @@ fn render(p: &Plot, out: &Path) -> Result<(), String> {
         });
     for ext in ["png", "svg"] {
         let path = out.join(format!("{}.{ext}", p.name));
-        chart.save(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        chart.save(&path).map_err(|source| EvalError::Io { path: path.clone(), source })?;
     }
     Ok(())
 }
