@@ -10,21 +10,16 @@
 //!   a write budget), chained cheap → expensive, every rejection counted by reason.
 //! * [`policy`]: the trait and its contract (admission-agnostic; pinned/dirty objects are protected
 //!   through an `evictable` callback), and LRU, ARC, S3-FIFO, SIEVE and SDCC's generalized CLOCK.
-//! * [`sim`]: a miss-ratio simulator and a deterministic Zipf trace generator.
-//! * [`mod@bench`]: single-thread throughput and per-object memory of a policy.
 //! * [`hash`]: the fast key hash used by the policies' index.
-//! * [`failure_plan`]: failure points (fail device d at request n, replace at m) for experiments.
 //! * [`dedup`]: dedup-aware caching (CacheDedup's D-LRU, D-ARC, CD-ARC) over a metadata cache of
-//!   address → fingerprint and a data cache of fingerprints, with a dedup trace simulator.
+//!   address → fingerprint and a data cache of fingerprints.
 //!
 //! Every policy stores its entries (ghosts included) as 24-byte nodes in a slab (`Vec`, `u32`
 //! links, free list) indexed by a `hashbrown::HashTable<u32>` of slot numbers.
 
 pub mod admission;
-pub mod bench;
 pub mod config;
 pub mod dedup;
-pub mod failure_plan;
 pub mod hash;
 pub mod header;
 pub mod index;
@@ -32,16 +27,13 @@ mod manager;
 pub mod object;
 pub mod policy;
 pub mod redundancy;
-pub mod sim;
 pub mod stats;
 pub mod thinkey;
 pub mod units;
 
 pub use admission::{Admission, AdmissionConfig, AdmissionKind, AdmissionStats, Admitter, Decision};
-pub use bench::bench_policy;
 pub use config::{CacheConfig, ConfigError, EvictionMode};
 pub use dedup::{new_dedup, Chunk, DedupKind, DedupOutcome, DedupPolicy, Fingerprint};
-pub use failure_plan::{FailureAction, FailurePlan, FailurePoint};
 pub use manager::{
     object_version, Access, AccessHistory, Cache, CacheError, ControlReply, FillOutcome, GetResult, ObjectInfo,
     ObjectMeta, ObjectStatus, Piece, Pieces, PutReceipt, SenseCode, StreamedPut, SweepReport, WriteError,
@@ -50,5 +42,4 @@ pub use manager::{
 pub use object::Class;
 pub use policy::{new_policy, InsertError, Key, Policy, PolicyKind};
 pub use redundancy::{ClassSchemes, Redundancy, RedundancyError, SchemeError};
-pub use sim::{miss_ratio, splitmix64, zipf_trace, Rng, Zipf};
 pub use stats::CacheStats;

@@ -141,10 +141,10 @@ fn both_eviction_modes_keep_cached_bytes_exact_under_churn() {
         cf.policy = reo_cache::PolicyKind::S3Fifo;
         let c = open(&devs, cf);
         let objects = 2000u64;
-        let mut rng = reo_cache::sim::Rng::new(7);
-        let zipf = reo_cache::sim::Zipf::new(objects, 0.9);
+        let mut rng = reo_media::rng::Xoshiro256pp::new(7);
+        let zipf = reo_trace::generate::Zipf::new(objects, 0.9, 0.0);
         for i in 0..10_000u64 {
-            let k = zipf.sample(&mut rng);
+            let k = zipf.sample(&mut rng) + 1;
             let data = content(k, (FRAG / 2 + (k % 7) * 4096) as usize);
             let got = read_through(&c, format!("o{k}").as_bytes(), &data, 0, u64::MAX, i);
             assert_eq!(got, data, "{mode}: object {k}");

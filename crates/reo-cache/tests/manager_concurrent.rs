@@ -36,7 +36,7 @@ fn readers_writers_and_the_cleaner_never_see_wrong_bytes() {
     for w in 0..2u64 {
         let (c, versions) = (c.clone(), versions.clone());
         threads.push(std::thread::spawn(move || {
-            let mut rng = reo_cache::sim::Rng::new(100 + w);
+            let mut rng = reo_media::rng::Xoshiro256pp::new(100 + w);
             for i in 0..250u64 {
                 let k = (rng.next_u64() as usize % (KEYS / 2)) * 2 + w as usize;
                 // The backend (modelled by `versions`) moves first, then the cache.
@@ -57,7 +57,7 @@ fn readers_writers_and_the_cleaner_never_see_wrong_bytes() {
     for r in 0..2u64 {
         let (c, versions) = (c.clone(), versions.clone());
         threads.push(std::thread::spawn(move || {
-            let mut rng = reo_cache::sim::Rng::new(200 + r);
+            let mut rng = reo_media::rng::Xoshiro256pp::new(200 + r);
             let mut served = 0u64;
             for i in 0..1500u64 {
                 let k = rng.next_u64() as usize % KEYS;

@@ -91,7 +91,7 @@ fn dedup_with_gc_eviction_is_refused_with_a_reason() {
 #[test]
 fn churn_with_dedup_never_serves_wrong_bytes() {
     let c = open(&devices(4, 24), dedup_cfg(DedupKind::DArc, 48 * FRAG));
-    let mut rng = reo_cache::sim::Rng::new(3);
+    let mut rng = reo_media::rng::Xoshiro256pp::new(3);
     // 300 keys over 60 distinct contents; keys are rewritten now and then.
     let mut version = vec![0u64; 300];
     for i in 0..4000u64 {

@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 
 use reo_cache::hash::KeyBuildHasher;
 use reo_cache::policy::Clock;
-use reo_cache::{new_policy, zipf_trace, Policy, PolicyKind};
+use reo_cache::{new_policy, Policy, PolicyKind};
+use reo_trace::generate::zipf_trace;
 
 struct Counting;
 

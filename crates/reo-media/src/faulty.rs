@@ -8,10 +8,12 @@
 //! durable image (pre-images in reverse order), then re-applies whatever the cut mode lets
 //! survive. Writes are serialised through the log (one at a time per device); reads are not.
 
+use crate::rng::SplitMix64;
 use crate::Media;
+use parking_lot::Mutex;
 use std::io;
 use std::ops::Range;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Which operations a scheduled fault counts and fails.
@@ -81,10 +83,6 @@ pub struct FaultyMedia {
     log: Mutex<Log>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl FaultyMedia {
     /// Wraps `inner`; no faults are scheduled.
     pub fn new(inner: Arc<dyn Media>) -> Self {
@@ -98,45 +96,45 @@ impl FaultyMedia {
 
     /// The device is gone: every later operation fails ("device failed") until [`Self::revive`].
     pub fn fail_stop(&self) {
-        lock(&self.ctl).failed = true;
+        self.ctl.lock().failed = true;
     }
 
     /// Undoes [`Self::fail_stop`].
     pub fn revive(&self) {
-        lock(&self.ctl).failed = false;
+        self.ctl.lock().failed = false;
     }
 
     /// Counting operations of `kind` from now (1-based), the `n`-th (`n` = 0 counts as 1) fails
     /// with an injected error and is not performed; if `persistent`, every later one fails too.
     /// Several schedules may be active at once.
     pub fn fail_at(&self, n: u64, kind: OpKind, persistent: bool) {
-        lock(&self.ctl).faults.push(Fault { kind, n: n.max(1), seen: 0, persistent });
+        self.ctl.lock().faults.push(Fault { kind, n: n.max(1), seen: 0, persistent });
     }
 
     /// Removes every scheduled error (not a fail-stop).
     pub fn clear_faults(&self) {
-        lock(&self.ctl).faults.clear();
+        self.ctl.lock().faults.clear();
     }
 
     /// Operations seen so far (reads, writes and syncs, failed ones included).
     pub fn ops(&self) -> u64 {
-        lock(&self.ctl).ops
+        self.ctl.lock().ops
     }
 
     /// Sleeps `d` before each operation (zero: no delay).
     pub fn set_delay(&self, d: Duration) {
-        lock(&self.ctl).delay = d;
+        self.ctl.lock().delay = d;
     }
 
     /// While `lie` is set, a successful `sync` does not make anything durable: the writes stay
     /// in the unsynced log and a later power cut can lose them.
     pub fn set_lying_sync(&self, lie: bool) {
-        lock(&self.ctl).lying = lie;
+        self.ctl.lock().lying = lie;
     }
 
     /// Number of writes a power cut could lose now.
     pub fn unsynced_writes(&self) -> usize {
-        lock(&self.log).writes.len()
+        self.log.lock().writes.len()
     }
 
     /// Silently flips bit `bit` (0..8) of the byte at `offset` on the inner device. The flip is
@@ -147,7 +145,7 @@ impl FaultyMedia {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("bit {bit} is not in 0..8")));
         }
         let mask = 1u8 << bit;
-        let mut log = lock(&self.log);
+        let mut log = self.log.lock();
         let mut b = [0u8];
         self.inner.read_at(&mut b, offset)?;
         b[0] ^= mask;
@@ -170,14 +168,14 @@ impl FaultyMedia {
         if mode == (PowerCut::Torn { granularity: 0 }) {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "power cut: torn granularity must be > 0"));
         }
-        let mut log = lock(&self.log);
+        let mut log = self.log.lock();
         let writes = std::mem::take(&mut log.writes);
-        let mut rng = SplitMix64(seed);
+        let mut rng = SplitMix64::new(seed);
         let plan = match mode {
             PowerCut::DropAll => writes.iter().map(|_| Vec::new()).collect(),
             PowerCut::Reorder => writes
                 .iter()
-                .map(|w| match rng.next() & 1 {
+                .map(|w| match rng.next_u64() & 1 {
                     0 => std::iter::once(0..w.len).collect(),
                     _ => Vec::new(),
                 })
@@ -198,7 +196,7 @@ impl FaultyMedia {
             self.inner.sync()?;
         }
         drop(log);
-        let mut ctl = lock(&self.ctl);
+        let mut ctl = self.ctl.lock();
         ctl.failed = false;
         ctl.faults.clear();
         Ok(lost)
@@ -207,7 +205,7 @@ impl FaultyMedia {
     /// Counts the operation, applies the delay, and decides whether it fails.
     fn admit(&self, op: OpKind) -> io::Result<()> {
         let (delay, verdict) = {
-            let mut c = lock(&self.ctl);
+            let mut c = self.ctl.lock();
             c.ops += 1;
             let verdict = if c.failed {
                 Err(io::Error::other(format!("{}: device failed (fail-stop injected)", self.describe())))
@@ -244,23 +242,23 @@ fn torn_plan(writes: &[Unsynced], g: usize, rng: &mut SplitMix64) -> Vec<Vec<Ran
     let sectors: Vec<Vec<Range<usize>>> = writes.iter().map(|w| sectors(w.offset, w.len, g)).collect();
     let mut keep: Vec<Vec<bool>> = sectors
         .iter()
-        .map(|s| match rng.next() % 3 {
+        .map(|s| match rng.next_u64() % 3 {
             0 => vec![true; s.len()],
             1 => vec![false; s.len()],
-            _ => s.iter().map(|_| rng.next() & 1 == 1).collect(),
+            _ => s.iter().map(|_| rng.next_u64() & 1 == 1).collect(),
         })
         .collect();
     let torn = |k: &[bool]| k.contains(&true) && k.contains(&false);
     if !keep.iter().any(|k| torn(k)) {
         let candidates: Vec<usize> = (0..keep.len()).filter(|&i| keep[i].len() >= 2).collect();
         if !candidates.is_empty() {
-            let i = candidates[rng.below(candidates.len())];
+            let i = candidates[rng.below_mod(candidates.len() as u64) as usize];
             let n = keep[i].len();
             for k in keep[i].iter_mut() {
-                *k = rng.next() & 1 == 1;
+                *k = rng.next_u64() & 1 == 1;
             }
-            let a = rng.below(n);
-            let b = (a + 1 + rng.below(n - 1)) % n;
+            let a = rng.below_mod(n as u64) as usize;
+            let b = (a + 1 + rng.below_mod(n as u64 - 1) as usize) % n;
             keep[i][a] = true;
             keep[i][b] = false;
         }
@@ -285,23 +283,6 @@ fn sectors(offset: u64, len: usize, g: usize) -> Vec<Range<usize>> {
     out
 }
 
-/// splitmix64: a tiny deterministic PRNG for reproducible cuts.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 impl Media for FaultyMedia {
     fn len(&self) -> u64 {
         self.inner.len()
@@ -316,7 +297,7 @@ impl Media for FaultyMedia {
     // through here, so every write is admitted, counted and logged for power cuts as one.
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.admit(OpKind::Write)?;
-        let mut log = lock(&self.log);
+        let mut log = self.log.lock();
         let (pre, post) = if self.inner.stores_bytes() {
             let mut pre = vec![0u8; buf.len()];
             self.inner.read_at(&mut pre, offset)?;
@@ -334,10 +315,10 @@ impl Media for FaultyMedia {
     fn sync(&self) -> io::Result<()> {
         self.admit(OpKind::Sync)?;
         // Only writes that returned before this call become durable.
-        let upto = lock(&self.log).next_seq;
+        let upto = self.log.lock().next_seq;
         self.inner.sync()?;
-        if !lock(&self.ctl).lying {
-            let mut log = lock(&self.log);
+        if !self.ctl.lock().lying {
+            let mut log = self.log.lock();
             let k = log.writes.partition_point(|w| w.seq < upto);
             log.writes.drain(..k);
         }
@@ -650,13 +631,5 @@ mod tests {
         let m = setup();
         assert!(m.write_at(&[1u8; 8], LEN - 4).is_err());
         assert_eq!(m.unsynced_writes(), 0);
-    }
-
-    #[test]
-    fn splitmix_reference_values() {
-        // First outputs for seed 0 (reference splitmix64).
-        let mut r = SplitMix64(0);
-        assert_eq!(r.next(), 0xE220_A839_7B1D_CDAF);
-        assert_eq!(r.next(), 0x6E78_9E6A_A1B9_65F4);
     }
 }

@@ -381,23 +381,15 @@ fn sync_parent_dir(path: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tempfile::TempDir;
 
-    /// A unique temp path, removed on drop.
-    struct TempPath(PathBuf);
+    /// A unique path not yet created, in a temporary directory removed (with it) on drop.
+    struct TempPath(PathBuf, #[allow(dead_code, reason = "held for its Drop")] TempDir);
 
     impl TempPath {
         fn new() -> Self {
-            static N: AtomicUsize = AtomicUsize::new(0);
-            let n = N.fetch_add(1, Ordering::Relaxed);
-            let name = format!("reo-media-file-test-{}-{n}", std::process::id());
-            TempPath(std::env::temp_dir().join(name))
-        }
-    }
-
-    impl Drop for TempPath {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_file(&self.0);
+            let dir = TempDir::new().unwrap();
+            TempPath(dir.path().join("media.img"), dir)
         }
     }
 
@@ -412,8 +404,8 @@ mod tests {
 
     #[test]
     fn create_new_refuses_existing_files_and_links() {
-        let dir = std::env::temp_dir().join(format!("reo-create-new-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = TempDir::new().unwrap();
+        let dir = tmp.path();
         let p = dir.join("new.img");
         let m = FileMedia::create_new(&p, MIN_LEN).unwrap();
         assert_eq!(m.len(), MIN_LEN);
@@ -422,7 +414,6 @@ mod tests {
         std::os::unix::fs::symlink(dir.join("elsewhere.img"), &link).unwrap();
         assert!(FileMedia::create_new(&link, MIN_LEN).is_err(), "a dangling link is not followed");
         assert!(!dir.join("elsewhere.img").exists());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

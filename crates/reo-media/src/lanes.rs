@@ -24,12 +24,13 @@
 //! crosses threads. Byte-less media complete at once: [`ReadLanes::inline`] reads on the caller.
 
 use crate::{AlignedBuf, Media};
+use parking_lot::Mutex;
 use std::any::Any;
 use std::io;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// One read to serve.
@@ -119,8 +120,8 @@ impl ReadLanes {
     pub fn renew(&self, device: usize) {
         let Some(lanes) = &self.lanes else { return };
         let (tx, slots) = spawn_lane(device, &self.devices[device], self.depth, self.epoch);
-        *lock(&self.began[device]) = slots;
-        *lock(&lanes[device]) = tx;
+        *self.began[device].lock() = slots;
+        *lanes[device].lock() = tx;
     }
 
     /// How long the oldest read device `device` is serving has been in service (zero when its
@@ -134,7 +135,7 @@ impl ReadLanes {
     /// lanes' own clock) and how long it has been in service. `None` when the lane is idle.
     pub fn in_service(&self, device: usize) -> Option<(u64, Duration)> {
         let slots = self.began.get(device)?;
-        let oldest = lock(slots).iter().map(|s| s.load(Ordering::Acquire)).filter(|&b| b != 0).min()?;
+        let oldest = slots.lock().iter().map(|s| s.load(Ordering::Acquire)).filter(|&b| b != 0).min()?;
         Some((oldest, Duration::from_nanos(stamp(self.epoch).saturating_sub(oldest))))
     }
 
@@ -143,10 +144,6 @@ impl ReadLanes {
         let (tx, rx) = channel();
         ReadBatch { lanes: self, tx: Some(tx), rx, pending: 0 }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Starts `depth` threads serving a new queue of reads of `device` (position `d`); returns the
@@ -175,7 +172,7 @@ fn lane_loop(rx: &Mutex<Receiver<Request>>, device: &dyn Media, began: &AtomicU6
     loop {
         // Holding the lock while waiting is the point: the lane's other threads queue behind it,
         // and each request goes to exactly one of them.
-        let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+        let next = rx.lock().recv();
         match next {
             Ok(req) => serve_timed(device, req, Some((began, epoch))),
             Err(_) => return,
@@ -213,7 +210,7 @@ impl ReadBatch<'_> {
         match &self.lanes.lanes {
             None => serve(self.lanes.devices[device].as_ref(), req),
             Some(lanes) => {
-                let lane = lanes[device].lock().unwrap_or_else(|e| e.into_inner());
+                let lane = lanes[device].lock();
                 if let Err(lost) = lane.send(req) {
                     // The lane's threads are gone (only at shutdown): read here instead.
                     drop(lane);
@@ -271,7 +268,7 @@ impl ReadBatch<'_> {
 mod tests {
     use super::*;
     use crate::{FaultyMedia, MemMedia};
-    use std::sync::{Condvar, Mutex as StdMutex};
+    use parking_lot::Condvar;
 
     fn mem(n: usize) -> Vec<Arc<dyn Media>> {
         (0..n)
@@ -292,16 +289,16 @@ mod tests {
     struct Stall {
         inner: Arc<dyn Media>,
         /// (open, reads entered)
-        state: Arc<(StdMutex<(bool, usize)>, Condvar)>,
+        state: Arc<(Mutex<(bool, usize)>, Condvar)>,
     }
 
     /// The handle a test keeps to a [`Stall`].
-    struct StallHandle(Arc<(StdMutex<(bool, usize)>, Condvar)>);
+    struct StallHandle(Arc<(Mutex<(bool, usize)>, Condvar)>);
 
     impl Stall {
         /// `devices` with the first one stalled.
         fn first_of(mut devices: Vec<Arc<dyn Media>>) -> (StallHandle, Vec<Arc<dyn Media>>) {
-            let state = Arc::new((StdMutex::new((false, 0)), Condvar::new()));
+            let state = Arc::new((Mutex::new((false, 0)), Condvar::new()));
             devices[0] = Arc::new(Stall { inner: devices[0].clone(), state: state.clone() });
             (StallHandle(state), devices)
         }
@@ -309,12 +306,12 @@ mod tests {
 
     impl StallHandle {
         fn open(&self) {
-            self.0 .0.lock().unwrap().0 = true;
+            self.0 .0.lock().0 = true;
             self.0 .1.notify_all();
         }
 
         fn wait_entered(&self, n: usize) {
-            drop(self.0 .1.wait_while(self.0 .0.lock().unwrap(), |st| st.1 < n).unwrap());
+            self.0 .1.wait_while(&mut self.0 .0.lock(), |st| st.1 < n);
         }
     }
 
@@ -324,10 +321,11 @@ mod tests {
         }
         fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
             let (m, cv) = &*self.state;
-            let mut st = m.lock().unwrap();
+            let mut st = m.lock();
             st.1 += 1;
             cv.notify_all();
-            drop(cv.wait_while(st, |st| !st.0).unwrap());
+            cv.wait_while(&mut st, |st| !st.0);
+            drop(st);
             self.inner.read_at(buf, offset)
         }
         fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {

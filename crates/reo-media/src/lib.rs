@@ -13,7 +13,8 @@
 //! - [`AbsentMedia`]: a configured device that is missing: every I/O fails (it opens as failed).
 //!
 //! [`IoPool`] runs per-device I/O in parallel, [`ReadLanes`] queues reads per device;
-//! [`AlignedBuf`] is the aligned buffer type O_DIRECT needs.
+//! [`AlignedBuf`] is the aligned buffer type O_DIRECT needs. [`rng`] holds the seeded random
+//! generators of every crate (fault injection here; traces, admission and simulation above).
 
 mod absent;
 mod aligned;
@@ -22,6 +23,7 @@ mod file;
 mod lanes;
 mod mem;
 mod pool;
+pub mod rng;
 mod sim;
 mod stream;
 

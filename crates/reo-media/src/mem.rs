@@ -2,8 +2,8 @@
 //! process: used by tests, and as the durable image under [`crate::FaultyMedia`].
 
 use crate::{check_range, Media};
+use parking_lot::RwLock;
 use std::io;
-use std::sync::RwLock;
 
 /// Bytes are kept in segments with their own locks so that threads touching different parts of
 /// the device do not contend.
@@ -49,7 +49,7 @@ impl Media for MemMedia {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         check_range(self.len, offset, buf.len())?;
         self.for_each_piece(offset, buf.len(), |seg, off, at, n| {
-            let s = self.segments[seg].read().unwrap_or_else(|e| e.into_inner());
+            let s = self.segments[seg].read();
             buf[at..at + n].copy_from_slice(&s[off..off + n]);
         });
         Ok(())
@@ -58,7 +58,7 @@ impl Media for MemMedia {
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         check_range(self.len, offset, buf.len())?;
         self.for_each_piece(offset, buf.len(), |seg, off, at, n| {
-            let mut s = self.segments[seg].write().unwrap_or_else(|e| e.into_inner());
+            let mut s = self.segments[seg].write();
             s[off..off + n].copy_from_slice(&buf[at..at + n]);
         });
         Ok(())

@@ -22,12 +22,13 @@
 //! even when every pool thread is waiting in one: a taken job is always being run by a live
 //! thread.
 
+use parking_lot::{Condvar, Mutex};
 use std::any::Any;
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 
 /// A pool of I/O threads. Cheap to clone; the threads stop when the last clone is dropped.
 #[derive(Clone)]
@@ -74,12 +75,6 @@ thread_local! {
     static SERVES: Cell<usize> = const { Cell::new(0) };
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Jobs run under `catch_unwind` and no lock is held across a job, so a poisoned lock still
-    // holds consistent data.
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl ScopeJobs {
     fn new() -> ScopeJobs {
         ScopeJobs {
@@ -92,11 +87,11 @@ impl ScopeJobs {
 
     /// Takes the oldest job not yet taken and runs it; false when there was none.
     fn run_one(&self) -> bool {
-        let Some(job) = lock(&self.jobs).pop_front() else { return false };
+        let Some(job) = self.jobs.lock().pop_front() else { return false };
         if let Err(p) = catch_unwind(AssertUnwindSafe(job)) {
-            lock(&self.panic).get_or_insert(p);
+            self.panic.lock().get_or_insert(p);
         }
-        let mut pending = lock(&self.pending);
+        let mut pending = self.pending.lock();
         *pending -= 1;
         if *pending == 0 {
             self.finished.notify_all();
@@ -106,9 +101,9 @@ impl ScopeJobs {
 
     /// Blocks until every spawned job has finished.
     fn wait(&self) {
-        let mut pending = lock(&self.pending);
+        let mut pending = self.pending.lock();
         while *pending > 0 {
-            pending = self.finished.wait(pending).unwrap_or_else(|e| e.into_inner());
+            self.finished.wait(&mut pending);
         }
     }
 }
@@ -118,7 +113,7 @@ impl Queue {
         SERVES.with(|s| s.set(Arc::as_ptr(&self) as usize));
         loop {
             let ticket = {
-                let mut st = lock(&self.state);
+                let mut st = self.state.lock();
                 loop {
                     if let Some(t) = st.tickets.pop_front() {
                         break t;
@@ -126,7 +121,7 @@ impl Queue {
                     if st.shutdown {
                         return;
                     }
-                    st = self.work.wait(st).unwrap_or_else(|e| e.into_inner());
+                    self.work.wait(&mut st);
                 }
             };
             ticket.run_one();
@@ -140,7 +135,7 @@ impl Queue {
 
 impl Drop for Threads {
     fn drop(&mut self) {
-        lock(&self.queue.state).shutdown = true;
+        self.queue.state.lock().shutdown = true;
         self.queue.work.notify_all();
     }
 }
@@ -169,9 +164,9 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         // SAFETY: only the lifetime is erased; `IoPool::scope` does not return (nor unwind)
         // before this job has finished (see `ScopeJobs::jobs`).
         let job: Job = unsafe { std::mem::transmute::<Box<dyn FnOnce() + Send + 'scope>, Job>(job) };
-        *lock(&self.jobs.pending) += 1;
-        lock(&self.jobs.jobs).push_back(job);
-        lock(&queue.state).tickets.push_back(self.jobs.clone());
+        *self.jobs.pending.lock() += 1;
+        self.jobs.jobs.lock().push_back(job);
+        queue.state.lock().tickets.push_back(self.jobs.clone());
         queue.work.notify_one();
     }
 }
@@ -224,7 +219,7 @@ impl IoPool {
             let _end = EndOfScope { jobs: &scope.jobs, help: queue.is_some_and(|q| q.served_by_this_thread()) };
             body(&scope)
         };
-        if let Some(p) = lock(&scope.jobs.panic).take() {
+        if let Some(p) = scope.jobs.panic.lock().take() {
             resume_unwind(p);
         }
         out
@@ -245,11 +240,11 @@ impl IoPool {
         self.scope(|s| {
             for (i, slot) in slots.iter().enumerate().skip(1) {
                 let f = &f;
-                s.spawn(move || *lock(slot) = Some(f(i)));
+                s.spawn(move || *slot.lock() = Some(f(i)));
             }
-            *lock(&slots[0]) = Some(f(0));
+            *slots[0].lock() = Some(f(0));
         });
-        slots.into_iter().map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner()).expect("job ran")).collect()
+        slots.into_iter().map(|s| s.into_inner().expect("job ran")).collect()
     }
 
     /// Number of threads (1 for an inline pool: the caller's).
@@ -301,11 +296,10 @@ mod tests {
         let arrived = (Mutex::new(0usize), Condvar::new());
         let all_met = p.map(4, |_| {
             let (count, cv) = &arrived;
-            let mut c = lock(count);
+            let mut c = count.lock();
             *c += 1;
             cv.notify_all();
-            let (c, timeout) =
-                cv.wait_timeout_while(c, Duration::from_secs(30), |c| *c < 4).unwrap_or_else(|e| e.into_inner());
+            let timeout = cv.wait_while_for(&mut c, |c| *c < 4, Duration::from_secs(30));
             *c == 4 && !timeout.timed_out()
         });
         assert_eq!(all_met, vec![true; 4]);
@@ -381,14 +375,13 @@ mod tests {
                 for _ in 0..3 {
                     s.spawn(|| {
                         let (open, cv) = &gate;
-                        let g = cv
-                            .wait_timeout_while(lock(open), Duration::from_secs(30), |o| !*o)
-                            .unwrap_or_else(|e| e.into_inner());
+                        let mut g = open.lock();
+                        cv.wait_while_for(&mut g, |o| !*o, Duration::from_secs(30));
                         drop(g);
                         done.fetch_add(1, Ordering::Relaxed);
                     });
                 }
-                *lock(&gate.0) = true;
+                *gate.0.lock() = true;
                 gate.1.notify_all();
                 panic!("body fails");
             })

@@ -28,7 +28,8 @@ fn attach(image: &Path, sector: u32) -> Option<Loop> {
 
 #[test]
 fn block_device_size_direct_io_and_sync() {
-    let image = std::env::temp_dir().join(format!("reo-loop-{}.img", std::process::id()));
+    let tmp = tempfile::TempDir::new().unwrap();
+    let image = tmp.path().join("loop.img");
     std::fs::File::create(&image).unwrap().set_len(64 << 20).unwrap();
     for sector in [512, 4096] {
         let Some(dev) = attach(&image, sector) else { break };
@@ -47,5 +48,4 @@ fn block_device_size_direct_io_and_sync() {
             assert!(m.read_at(&mut back, (64 << 20) - 4096).is_err(), "read past the end is refused");
         }
     }
-    let _ = std::fs::remove_file(&image);
 }

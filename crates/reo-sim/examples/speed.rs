@@ -5,8 +5,10 @@
 //! policy (`d-lru`, `d-arc`, `cd-arc`: requests then carry content fingerprints, two addresses per
 //! content on average). No redundancy for clean data (isolated, unprotected), as the target
 //! says; `REO_SPEED_REDUNDANCY=reo-20%` measures Reo's default redundancy instead.
-use reo_cache::{CacheConfig, ClassSchemes, DedupKind, FailurePlan, PolicyKind, Redundancy, Rng, Zipf};
-use reo_sim::{ArraySpec, LatencyModel, MediaKind, Replay, ReplayConfig};
+use reo_cache::{CacheConfig, ClassSchemes, DedupKind, PolicyKind, Redundancy};
+use reo_media::rng::Xoshiro256pp;
+use reo_sim::{ArraySpec, FailurePlan, LatencyModel, MediaKind, Replay, ReplayConfig};
+use reo_trace::generate::Zipf;
 use reo_trace::{Op, Request};
 
 fn main() {
@@ -47,12 +49,12 @@ fn main() {
         model: LatencyModel::default(),
     };
     let mut r = Replay::new(cfg).unwrap();
-    let zipf = Zipf::new(objects, 0.9);
-    let mut rng = Rng::new(42);
+    let zipf = Zipf::new(objects, 0.9, 0.0);
+    let mut rng = Xoshiro256pp::new(42);
     // Generated before the clock starts: the figure is the replay's speed, not the sampler's.
     let trace: Vec<_> = (0..n)
         .map(|i| {
-            let key = zipf.sample(&mut rng);
+            let key = zipf.sample(&mut rng) + 1;
             Ok::<_, String>(Request {
                 time_ns: i,
                 op: Op::Get,

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use reo_media::{FileMedia, FileOptions, Media, SimMedia};
 use reo_store::{Store, StoreConfig};
 
+use crate::error::ArrayError;
 use crate::model::DeviceIo;
 
 /// Where the array's bytes go.
@@ -55,9 +56,9 @@ impl ArraySpec {
     }
 
     /// Opens a fresh store over new devices; returns it with the devices' I/O counters.
-    pub fn build(&self) -> Result<(Arc<Store>, Vec<Arc<Counted>>), String> {
+    pub fn build(&self) -> Result<(Arc<Store>, Vec<Arc<Counted>>), ArrayError> {
         if self.devices == 0 {
-            return Err("the array needs at least one device".into());
+            return Err(ArrayError::NoDevices);
         }
         let n = self.devices as u64;
         let zone = self.zone_size();
@@ -80,22 +81,22 @@ impl ArraySpec {
             let media: Arc<dyn Media> = match &self.media {
                 MediaKind::Sim => Arc::new(SimMedia::new(len)),
                 MediaKind::Files(dir) => {
-                    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                    std::fs::create_dir_all(dir).map_err(|source| ArrayError::Device { path: dir.clone(), source })?;
                     let path = dir.join(format!("dev{d}"));
                     let _ = std::fs::remove_file(&path);
                     let opts = FileOptions { create_len: Some(len), ..Default::default() };
-                    Arc::new(FileMedia::open(&path, &opts).map_err(|e| format!("{}: {e}", path.display()))?)
+                    Arc::new(FileMedia::open(&path, &opts).map_err(|source| ArrayError::Device { path, source })?)
                 }
             };
             counted.push(Arc::new(Counted::new(media, ops.clone())));
         }
         let devs: Vec<Arc<dyn Media>> = counted.iter().map(|c| c.clone() as Arc<dyn Media>).collect();
-        let (store, _) = Store::open(devs, &cfg).map_err(|e| format!("cannot create the array: {e}"))?;
+        let (store, _) = Store::open(devs, &cfg).map_err(ArrayError::Store)?;
         Ok((Arc::new(store), counted))
     }
 
     /// A replacement device like the others (for `--replace-at`).
-    pub fn replacement(&self, like: &Counted, d: usize) -> Result<Arc<Counted>, String> {
+    pub fn replacement(&self, like: &Counted, d: usize) -> Result<Arc<Counted>, ArrayError> {
         let len = like.len();
         let media: Arc<dyn Media> = match &self.media {
             MediaKind::Sim => Arc::new(SimMedia::new(len)),
@@ -103,7 +104,7 @@ impl ArraySpec {
                 let path = dir.join(format!("dev{d}.new"));
                 let _ = std::fs::remove_file(&path);
                 let opts = FileOptions { create_len: Some(len), ..Default::default() };
-                Arc::new(FileMedia::open(&path, &opts).map_err(|e| format!("{}: {e}", path.display()))?)
+                Arc::new(FileMedia::open(&path, &opts).map_err(|source| ArrayError::Device { path, source })?)
             }
         };
         Ok(Arc::new(Counted::new(media, like.array_ops.clone())))

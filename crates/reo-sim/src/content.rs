@@ -6,6 +6,8 @@
 //! pseudo-random words, its second half zeros, so equal content ids give equal bytes (dedup
 //! finds them) and LZ4 halves them (about the 2:1 CacheDedup reports for its compressed traces).
 
+use reo_media::rng::SplitMix64;
+
 /// Content bytes for replay requests.
 pub struct Contents {
     zeros: Vec<u8>,
@@ -32,10 +34,10 @@ impl Contents {
         let len = len as usize;
         self.scratch.clear();
         self.scratch.resize(len, 0);
-        let mut state = id ^ (u64::from(frag) << 48) ^ 0x5eed_c0de;
+        let mut state = SplitMix64::new(id ^ (u64::from(frag) << 48) ^ 0x5eed_c0de);
         let half = len / 2;
         for word in self.scratch[..half].chunks_mut(8) {
-            let v = reo_cache::splitmix64(&mut state).to_le_bytes();
+            let v = state.next_u64().to_le_bytes();
             word.copy_from_slice(&v[..word.len()]);
         }
         &self.scratch

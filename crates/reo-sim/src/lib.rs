@@ -2,17 +2,28 @@
 //! simulated devices that keep no bytes but count every read and write (or over real device
 //! files), request by request from a trace; [`model`] turns the counted I/O into latency and
 //! bandwidth; [`ReplayReport`] is what `reo replay` prints. `eval` runs the named experiments.
+//!
+//! Experiments outside the manager: [`FailurePlan`] (failure points of `reo replay` and `eval`),
+//! [`miss_ratio`] (the policies' miss ratios on a key trace) and [`dedup_sim`] (the dedup
+//! policies' hit ratios and flash writes on dedup traces).
 
 mod array;
 mod content;
+pub mod dedup_sim;
+mod error;
 pub mod eval;
+mod failure_plan;
 mod flusher;
 mod histogram;
+pub mod miss_ratio;
 pub mod model;
 mod replay;
 mod report;
 
 pub use array::{ArraySpec, MediaKind};
+pub use error::{ArrayError, EvalError, ReplayError};
+pub use failure_plan::{FailureAction, FailurePlan, FailurePlanError, FailurePoint};
+pub use miss_ratio::miss_ratio;
 pub use model::{BackendModel, DeviceModel, LatencyModel};
 pub use replay::{Replay, ReplayConfig};
 pub use report::{ReplayReport, Window};

@@ -11,12 +11,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use reo_cache::{Cache, CacheConfig, FailureAction, FailurePlan, ObjectMeta};
+use reo_cache::{Cache, CacheConfig, ObjectMeta};
 use reo_store::Store;
 use reo_trace::{Op, Request};
 
 use crate::array::{ArraySpec, Counted};
 use crate::content::Contents;
+use crate::error::ReplayError;
+use crate::failure_plan::{FailureAction, FailurePlan};
 use crate::flusher::Flusher;
 use crate::histogram::Histogram;
 use crate::model::{DeviceIo, LatencyModel};
@@ -110,13 +112,13 @@ struct WindowAcc {
 }
 
 impl Replay {
-    pub fn new(mut cfg: ReplayConfig) -> Result<Replay, String> {
+    pub fn new(mut cfg: ReplayConfig) -> Result<Replay, ReplayError> {
         let (store, devices) = cfg.array.build()?;
         if cfg.cache.capacity_bytes == 0 {
             cfg.cache.capacity_bytes = cfg.policy_capacity(&store).max(1 << 20);
         }
-        cfg.cache.validate(cfg.array.devices).map_err(|e| e.to_string())?;
-        let cache = Cache::open(store.clone(), cfg.cache.clone()).map_err(|e| e.to_string())?;
+        cfg.cache.validate(cfg.array.devices).map_err(|e| ReplayError::Cache(e.to_string()))?;
+        let cache = Cache::open(store.clone(), cfg.cache.clone()).map_err(|e| ReplayError::Cache(e.to_string()))?;
         let cap = cfg.cache.capacity_bytes as f64;
         let flusher = Flusher::new((cap * cfg.dirty_high) as u64, (cap * cfg.dirty_low) as u64);
         let io_ops = devices.first().map_or(0, |d| d.array_ops());
@@ -160,9 +162,9 @@ impl Replay {
         &mut self,
         trace: impl Iterator<Item = Result<Request, E>>,
         mut progress: impl FnMut(u64),
-    ) -> Result<(), String> {
+    ) -> Result<(), ReplayError> {
         for r in trace {
-            let r = r.map_err(|e| e.to_string())?;
+            let r = r.map_err(|e| ReplayError::Trace(e.to_string()))?;
             self.step(&r)?;
             if self.requests.is_multiple_of(16_384) {
                 progress(self.requests);
@@ -193,7 +195,7 @@ impl Replay {
     }
 
     /// Replays one request.
-    pub fn step(&mut self, r: &Request) -> Result<(), String> {
+    pub fn step(&mut self, r: &Request) -> Result<(), ReplayError> {
         self.apply_failures()?;
         let now = r.time_ns.max(self.requests);
         let key = r.key.to_le_bytes();
@@ -241,7 +243,7 @@ impl Replay {
                         self.refused_puts += 1;
                         self.flusher.flushed_bytes += r.obj_size;
                     }
-                    Err(e) => return Err(format!("request {}: put: {e}", self.requests)),
+                    Err(e) => return Err(self.request_error("put", e)),
                 }
                 secs += self.device_secs();
                 self.flusher.run(&self.cache);
@@ -268,7 +270,7 @@ impl Replay {
     /// A get: (whole hit, bytes from flash, bytes fetched from the backend, seconds of the flash
     /// reads on the request's path). The fills of a miss are written after the reply (the gateway
     /// admits in the background), so their device time is not the request's.
-    fn get(&mut self, key: &[u8], r: &Request, now: u64) -> Result<(bool, u64, u64, f64), String> {
+    fn get(&mut self, key: &[u8], r: &Request, now: u64) -> Result<(bool, u64, u64, f64), ReplayError> {
         let end = r.offset + r.len;
         let looked_up = self.cache.get_sized(key, r.offset, end, now);
         let flash_secs = self.device_secs();
@@ -279,7 +281,7 @@ impl Replay {
                 self.dirty_lost_reads += 1;
                 return Ok((false, 0, 0, flash_secs));
             }
-            Err(e) => return Err(format!("request {}: get: {e}", self.requests)),
+            Err(e) => return Err(self.request_error("get", e)),
         };
         let hit = res.is_hit();
         let hit_bytes: u64 = res.pieces.iter().filter_map(|p| p.data).sum();
@@ -311,23 +313,32 @@ impl Replay {
                 };
                 self.cache
                     .fill(key, size, f, data, &ObjectMeta::default(), res.token, now)
-                    .map_err(|e| format!("request {}: fill: {e}", self.requests))?;
+                    .map_err(|e| ReplayError::Request { request: self.requests, op: "fill", message: e.to_string() })?;
             }
         }
         Ok((false, hit_bytes, backend, flash_secs))
     }
 
-    fn apply_failures(&mut self) -> Result<(), String> {
+    /// The error of request number `self.requests` failing in the cache's `op`.
+    fn request_error(&self, op: &'static str, e: impl std::fmt::Display) -> ReplayError {
+        ReplayError::Request { request: self.requests, op, message: e.to_string() }
+    }
+
+    fn apply_failures(&mut self) -> Result<(), ReplayError> {
         let due: Vec<_> = self.plan.due(self.requests).to_vec();
         for p in due {
             match p.action {
                 FailureAction::Fail => {
-                    self.cache.fail_device(p.device).map_err(|e| format!("{p}: {e}"))?;
+                    self.cache
+                        .fail_device(p.device)
+                        .map_err(|e| ReplayError::Failure { point: p, message: e.to_string() })?;
                 }
                 FailureAction::Replace => {
                     let media = self.cfg.array.replacement(&self.devices[p.device], p.device)?;
-                    let handle =
-                        self.cache.replace_device(p.device, media.clone(), None).map_err(|e| format!("{p}: {e}"))?;
+                    let handle = self
+                        .cache
+                        .replace_device(p.device, media.clone(), None)
+                        .map_err(|e| ReplayError::Failure { point: p, message: e.to_string() })?;
                     handle.wait();
                     self.devices[p.device] = media;
                     self.io = self.devices.iter().map(|d| d.io()).collect();

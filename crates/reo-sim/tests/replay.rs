@@ -1,8 +1,8 @@
 //! Replays of small hand-made traces whose outcome is known: hits after warm-up, what a device
 //! failure takes under each redundancy, write-back flushing, and the eval's result rows.
 
-use reo_cache::{FailurePlan, Redundancy};
-use reo_sim::{Replay, ReplayConfig};
+use reo_cache::Redundancy;
+use reo_sim::{FailurePlan, Replay, ReplayConfig};
 use reo_trace::{Op, Request};
 
 /// The experiments' base configuration with `redundancy` on `cache_bytes` of flash.
@@ -73,8 +73,9 @@ fn write_back_puts_are_flushed_past_the_watermark() {
 /// `reo eval selective --quick` writes rows with the fields the issue names.
 #[test]
 fn eval_rows_carry_the_named_fields() {
-    let dir = std::env::temp_dir().join(format!("reo-eval-test-{}", std::process::id()));
-    let rows = reo_sim::eval::run("selective", &dir, true, &|_| {}).unwrap();
+    let tmp = tempfile::TempDir::new().unwrap();
+    let dir = tmp.path();
+    let rows = reo_sim::eval::run("selective", dir, true, &|_| {}).unwrap();
     assert_eq!(rows.len(), 2);
     let json: Vec<serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
@@ -98,7 +99,6 @@ fn eval_rows_carry_the_named_fields() {
     let png = std::fs::read(dir.join("selective-hit-ratio.png")).unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     assert!(std::fs::read_to_string(dir.join("report.md")).unwrap().contains("| watchlist |"));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A miss costs the client the backend fetch and the network, not the flash write of the fill

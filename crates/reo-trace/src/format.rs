@@ -4,6 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use thiserror::Error;
+
 /// A supported trace format; see `docs/TRACES.md` for each one's mapping to [`crate::Request`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -45,9 +47,9 @@ impl fmt::Display for Format {
 }
 
 impl FromStr for Format {
-    type Err = String;
+    type Err = FormatError;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, FormatError> {
         let lower = s.to_ascii_lowercase();
         let alias = match lower.as_str() {
             "csv" | "reo" => "native",
@@ -57,9 +59,17 @@ impl FromStr for Format {
         };
         Format::ALL.into_iter().find(|f| f.name() == alias).ok_or_else(|| {
             let names: Vec<_> = Format::ALL.iter().map(|f| f.name()).collect();
-            format!("unknown trace format {s:?} (expected one of {})", names.join(", "))
+            FormatError::Unknown { name: s.into(), expected: names.join(", ") }
         })
     }
+}
+
+/// A trace format name that is not one of [`Format::ALL`] (nor an alias).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum FormatError {
+    #[error("unknown trace format {name:?} (expected one of {expected})")]
+    Unknown { name: String, expected: String },
 }
 
 /// How a trace is read.
@@ -88,7 +98,7 @@ mod tests {
             assert_eq!(f.to_string().to_uppercase().parse::<Format>().unwrap(), f);
         }
         assert_eq!("oracleGeneral".parse::<Format>().unwrap(), Format::Oracle);
-        let e = "twitter".parse::<Format>().unwrap_err();
+        let e = "twitter".parse::<Format>().unwrap_err().to_string();
         assert!(e.contains("native, msr, fiu, oracle, kvcache"), "{e}");
     }
 }

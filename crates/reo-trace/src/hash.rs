@@ -12,12 +12,9 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
     h
 }
 
-/// The splitmix64 finalizer: a bijection on `u64` that scatters nearby inputs.
-pub fn mix64(mut x: u64) -> u64 {
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
+/// The splitmix64 finalizer: a bijection on `u64` that scatters nearby inputs (the generators'
+/// own, so that keys and generated streams share one definition).
+pub use reo_media::rng::mix64;
 
 /// The key of block `block` of volume `volume` in a block trace: the volume's hash in the top
 /// 24 bits plus the block number, so consecutive blocks have consecutive keys (admission's

@@ -18,7 +18,7 @@ mod stats;
 mod write;
 
 pub use error::TraceError;
-pub use format::{Format, ReadOptions};
+pub use format::{Format, FormatError, ReadOptions};
 pub use generate::{GenSpec, Workload};
 pub use input::{decompress, Compression};
 pub use reader::{open, TraceReader, MAX_LINE};

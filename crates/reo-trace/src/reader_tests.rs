@@ -172,13 +172,12 @@ fn non_utf8_and_overlong_lines_are_bad_lines() {
 
 #[test]
 fn open_names_the_file() {
-    let dir = std::env::temp_dir().join(format!("reo-trace-open-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::TempDir::new().unwrap();
+    let dir = tmp.path();
     let path = dir.join("trace.csv.zst");
     std::fs::write(&path, compressed(b"0,get,1,0,1\n1,get,1,0,-5\n", Compression::Zstd)).unwrap();
     let e = open(&path, Format::Native, &ReadOptions::default()).unwrap().nth(1).unwrap().unwrap_err();
     assert_eq!(e.to_string(), format!("{}:2: bad size \"-5\"", path.display()));
-    std::fs::remove_dir_all(&dir).unwrap();
     let missing = open(&dir.join("nope"), Format::Native, &ReadOptions::default()).err().unwrap();
     assert!(matches!(missing, TraceError::Io { .. }));
 }

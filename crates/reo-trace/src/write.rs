@@ -132,8 +132,8 @@ mod tests {
 
     #[test]
     fn save_picks_format_and_compression_by_name() {
-        let dir = std::env::temp_dir().join(format!("reo-trace-save-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::TempDir::new().unwrap();
+        let dir = tmp.path();
         for name in ["t.csv", "t.csv.gz", "t.csv.zst", "t.oracle", "t.oracle.zst"] {
             let path = dir.join(name);
             assert_eq!(save(&path, sample()).unwrap(), 4);
@@ -145,6 +145,5 @@ mod tests {
                 assert_eq!(back, sample(), "{name}");
             }
         }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

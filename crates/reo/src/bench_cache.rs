@@ -7,11 +7,14 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Args;
+
+use crate::bench_policy::bench_policy;
 use reo_cache::index::ObjectIndex;
 use reo_cache::object::{Class, ObjectEntry, PackedLoc};
-use reo_cache::sim::{zipf_trace, Rng};
-use reo_cache::{bench_policy, PolicyKind};
+use reo_cache::PolicyKind;
+use reo_media::rng::Xoshiro256pp;
 use reo_store::{Location, Placement, Scheme};
+use reo_trace::generate::zipf_trace;
 use serde_json::json;
 
 #[derive(Args, Debug)]
@@ -93,7 +96,7 @@ fn bench_index(objects: usize, requests: usize) -> (f64, f64) {
     }
     let bytes = ix.memory_bytes() as f64 / objects as f64;
     // Keys prepared before the clock starts; Zipf over the resident objects.
-    let mut rng = Rng::new(5);
+    let mut rng = Xoshiro256pp::new(5);
     let trace: Vec<Vec<u8>> = zipf_trace(objects as u64, requests.min(4_000_000), 1.0, rng.next_u64())
         .into_iter()
         .map(|k| key_of(k - 1))

@@ -24,7 +24,8 @@ pub fn run(args: &EvalArgs) -> Result<ExitCode, String> {
     for name in names {
         let out = if args.experiment == "all" { args.out.join(name) } else { args.out.clone() };
         let started = std::time::Instant::now();
-        let rows = reo_sim::eval::run(name, &out, args.quick, &|line| eprintln!("{name}: {line}"))?;
+        let rows = reo_sim::eval::run(name, &out, args.quick, &|line| eprintln!("{name}: {line}"))
+            .map_err(|e| e.to_string())?;
         println!(
             "{name}: {} rows in {:.1} s → {}",
             rows.len(),

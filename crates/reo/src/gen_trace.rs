@@ -45,7 +45,7 @@ pub struct GenTraceArgs {
 }
 
 fn spec(a: &GenTraceArgs) -> Result<GenSpec, String> {
-    let mut spec = GenSpec::preset(&a.kind, a.preset.as_deref())?;
+    let mut spec = GenSpec::preset(&a.kind, a.preset.as_deref()).map_err(|e| e.to_string())?;
     let common = [
         ("alpha", a.alpha.map(|v| v.to_string())),
         ("objects", a.objects.map(|v| v.to_string())),
@@ -61,16 +61,16 @@ fn spec(a: &GenTraceArgs) -> Result<GenSpec, String> {
     }
     for kv in &a.knobs {
         let (k, v) = kv.split_once('=').ok_or_else(|| format!("--set {kv:?}: expected KEY=VALUE"))?;
-        spec.set(k, v)?;
+        spec.set(k, v).map_err(|e| e.to_string())?;
     }
-    spec.validate()?;
+    spec.validate().map_err(|e| e.to_string())?;
     Ok(spec)
 }
 
 pub fn run(a: &GenTraceArgs) -> Result<ExitCode, String> {
     let spec = spec(a)?;
     let mut stats = TraceStats::default();
-    let workload = spec.build()?.inspect(|r| stats.add(r));
+    let workload = spec.build().map_err(|e| e.to_string())?.inspect(|r| stats.add(r));
     let written = reo_trace::save(&a.out, workload).map_err(|e| e.to_string())?;
     let unique = stats.unique_content_ratio().map_or("n/a (no fingerprints)".to_string(), |u| format!("{u:.3}"));
     println!(

@@ -8,6 +8,7 @@
 mod admin;
 mod bench_cache;
 mod bench_gateway;
+mod bench_policy;
 mod bench_rebuild;
 mod bench_store;
 mod config;

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use reo_cache::{AdmissionConfig, CacheConfig, DedupKind, EvictionMode, FailurePlan, PolicyKind, Redundancy};
-use reo_sim::{ArraySpec, LatencyModel, MediaKind, Replay, ReplayConfig};
+use reo_cache::{AdmissionConfig, CacheConfig, DedupKind, EvictionMode, PolicyKind, Redundancy};
+use reo_sim::{ArraySpec, FailurePlan, LatencyModel, MediaKind, Replay, ReplayConfig};
 use reo_trace::generate::GenSpec;
 use reo_trace::{Format, ReadOptions, Request};
 
@@ -97,7 +97,7 @@ impl ReplayArgs {
         };
         if let Some(spec) = &self.gen {
             let spec: GenSpec = spec.parse().map_err(|e| format!("--gen: {e}"))?;
-            return Ok(Box::new(spec.build()?.map(move |r| Ok(scaled(r)))));
+            return Ok(Box::new(spec.build().map_err(|e| e.to_string())?.map(move |r| Ok(scaled(r)))));
         }
         let path = self.trace.as_deref().ok_or("give a trace file or --gen SPEC")?;
         let format: Format = self.format.parse().map_err(|e| format!("--format: {e}"))?;
@@ -156,7 +156,7 @@ impl ReplayArgs {
             name,
             array: ArraySpec { devices: self.devices, cache_bytes, chunk_size: chunk as u32, media },
             cache,
-            failures: FailurePlan::parse(&self.fail_at, &self.replace_at, self.devices)?,
+            failures: FailurePlan::parse(&self.fail_at, &self.replace_at, self.devices).map_err(|e| e.to_string())?,
             write_back: !self.write_through,
             dirty_high: 0.05,
             dirty_low: 0.02,
@@ -174,16 +174,18 @@ pub fn run(args: &ReplayArgs) -> Result<ExitCode, String> {
         Some(spec) => spec.parse::<GenSpec>().map(|s| s.requests()).ok(),
         None => None,
     };
-    let mut replay = Replay::new(cfg)?;
+    let mut replay = Replay::new(cfg).map_err(|e| e.to_string())?;
     let tty = std::io::stderr().is_terminal() && !args.json;
-    replay.run(args.trace()?, |n| {
-        if tty {
-            match total {
-                Some(t) => eprint!("\r{n}/{t} requests ({:.0} %)", n as f64 * 100.0 / t.max(1) as f64),
-                None => eprint!("\r{n} requests"),
+    replay
+        .run(args.trace()?, |n| {
+            if tty {
+                match total {
+                    Some(t) => eprint!("\r{n}/{t} requests ({:.0} %)", n as f64 * 100.0 / t.max(1) as f64),
+                    None => eprint!("\r{n} requests"),
+                }
             }
-        }
-    })?;
+        })
+        .map_err(|e| e.to_string())?;
     if tty {
         eprintln!();
     }

@@ -23,7 +23,7 @@
 //! requests every other stage accepted. The parser in [`super::config`] does that.
 
 use super::{Admission, Decision, Request, Throttle, DAY_NS};
-use crate::sim::Rng;
+use reo_media::rng::Xoshiro256pp;
 
 /// Parameters of [`WriteBudget`]; defaults are CacheLib's DynamicRandomAP ones.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -74,7 +74,7 @@ impl BudgetConfig {
 #[derive(Clone, Debug)]
 pub struct WriteBudget {
     cfg: BudgetConfig,
-    rng: Rng,
+    rng: Xoshiro256pp,
     /// Tokens in byte·ns (bytes × `DAY_NS`), at most `burst_bytes × DAY_NS`.
     tokens: u128,
     start: Option<u64>,
@@ -89,7 +89,7 @@ impl WriteBudget {
     pub fn new(cfg: BudgetConfig) -> Self {
         WriteBudget {
             cfg,
-            rng: Rng::new(cfg.seed),
+            rng: Xoshiro256pp::new(cfg.seed),
             tokens: 0,
             start: None,
             last: 0,

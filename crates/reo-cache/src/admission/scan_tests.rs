@@ -5,7 +5,8 @@
 
 use super::{AdmissionConfig, AdmissionStats, Admitter, Decision, Request};
 use crate::policy::{Key, Lru, Policy};
-use crate::sim::{Rng, Zipf};
+use reo_media::rng::Xoshiro256pp;
+use reo_trace::generate::Zipf;
 
 const MIB: u64 = 1 << 20;
 /// Cache capacity in fragments.
@@ -69,17 +70,17 @@ struct Outcome {
 
 fn run(spec: &str) -> Outcome {
     let mut l = Loop::new(spec);
-    let zipf = Zipf::new(HOT, ALPHA);
-    let mut rng = Rng::new(42);
+    let zipf = Zipf::new(HOT, ALPHA, 0.0);
+    let mut rng = Xoshiro256pp::new(42);
     for _ in 0..WARMUP {
-        let k = zipf.sample(&mut rng);
+        let k = zipf.sample(&mut rng) + 1;
         l.access(k, 0);
     }
     let (mut hits, mut hot_reqs) = (0u64, 0u64);
     for frag in 0..SCAN {
         l.access(SCANNED, frag);
         if frag % SCAN_PER_HOT == 0 {
-            let hit = l.access(zipf.sample(&mut rng), 0);
+            let hit = l.access(zipf.sample(&mut rng) + 1, 0);
             if frag >= SCAN / 2 {
                 hot_reqs += 1;
                 hits += u64::from(hit);

@@ -11,7 +11,7 @@
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
-use crate::sim::splitmix64;
+use reo_media::rng::SplitMix64;
 
 /// BLAKE3-256 digest of a fragment's content.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -32,9 +32,9 @@ impl Fingerprint {
     /// is kept verbatim in bytes 8..16) and the first 8 bytes are a bijective mix of it, so the maps'
     /// prefix hash stays uniform. Not a hash of any bytes; do not mix with [`Fingerprint::of`].
     pub fn from_content_id(id: u64) -> Self {
-        let mut st = id.wrapping_sub(0x9e37_79b9_7f4a_7c15);
+        let mut st = SplitMix64::new(id.wrapping_sub(0x9e37_79b9_7f4a_7c15));
         let mut b = [0u8; 32];
-        b[..8].copy_from_slice(&splitmix64(&mut st).to_le_bytes());
+        b[..8].copy_from_slice(&st.next_u64().to_le_bytes());
         b[8..16].copy_from_slice(&id.to_le_bytes());
         Fingerprint(b)
     }
@@ -137,7 +137,7 @@ mod tests {
         assert_eq!(c.size as usize, text.len());
         assert!(c.compressed * 4 < c.size, "repetitive text compresses: {c:?}");
         assert_eq!(decompress(&compress(&text), text.len()).unwrap(), text);
-        let mut rng = crate::sim::Rng::new(1);
+        let mut rng = reo_media::rng::Xoshiro256pp::new(1);
         let noise: Vec<u8> = (0..4096).map(|_| rng.next_u64() as u8).collect();
         assert_eq!(Chunk::of(&noise).compressed, 4096, "incompressible data stored raw");
         assert_eq!(Chunk::sim(1, 4096, 2.0).compressed, 2048);

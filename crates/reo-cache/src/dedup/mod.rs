@@ -26,7 +26,6 @@
 mod darc;
 mod dlru;
 mod fingerprint;
-pub mod sim;
 mod store;
 mod table;
 #[cfg(test)]

@@ -189,7 +189,7 @@ fn same_as_arc(c: usize, keys: &[u64]) {
 
 #[test]
 fn d_arc_is_arc_on_a_zipf_trace_with_unique_content() {
-    same_as_arc(100, &crate::sim::zipf_trace(1000, 30_000, 0.9, 11));
+    same_as_arc(100, &reo_trace::generate::zipf_trace(1000, 30_000, 0.9, 11));
 }
 
 #[derive(Clone, Debug)]

@@ -13,9 +13,9 @@ use reo_cache::{AdmissionConfig, ClassSchemes, DedupKind, EvictionMode, PolicyKi
 use reo_store::{Placement, Scheme};
 use reo_trace::generate::GenSpec;
 
-use super::output::{Plot, Section};
+use super::outcome::{Outcome, Plot, Row, Section};
 use super::run::{base, row, run_all, share, working_set, Job};
-use super::{Outcome, Row};
+use crate::error::EvalError;
 use crate::replay::ReplayConfig;
 
 const BLOCK: u64 = 4096;
@@ -64,7 +64,7 @@ fn series(rows: &[&Row], names: &[String], metric: fn(&Row) -> f64) -> Vec<(Stri
 }
 
 /// CacheDedup.
-pub fn dedup(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, String> {
+pub fn dedup(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, EvalError> {
     let workloads: &[&str] = if quick { &["webvm"] } else { &["webvm", "homes", "mail"] };
     let pcts: &[f64] = if quick { &[5.0, 20.0] } else { &[2.0, 5.0, 10.0, 20.0, 40.0] };
     let names: Vec<String> = ["lru", "arc", "d-lru", "d-arc", "cd-arc"].map(String::from).to_vec();
@@ -78,7 +78,7 @@ pub fn dedup(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, S
                 match name.as_str() {
                     "lru" => cfg.cache.policy = PolicyKind::Lru,
                     "arc" => cfg.cache.policy = PolicyKind::Arc,
-                    d => cfg.cache.dedup = d.parse::<DedupKind>().map_err(|e| e.to_string())?,
+                    d => cfg.cache.dedup = d.parse::<DedupKind>().map_err(|e| EvalError::Config(e.to_string()))?,
                 }
                 jobs.push(Job {
                     spec: spec.clone(),
@@ -118,7 +118,7 @@ pub fn dedup(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, S
 }
 
 /// The Fusion-io study's admission × eviction tables.
-pub fn admission(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, String> {
+pub fn admission(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, EvalError> {
     let pcts: &[f64] = if quick { &[10.0] } else { &[5.0, 10.0, 20.0] };
     let kinds: &[&str] = if quick { &["aa", "seqr+tc"] } else { &["aa", "seqr", "sseqr", "tc", "seqr+tc", "sseqr+tc"] };
     let spec: GenSpec = "scan".parse()?;
@@ -131,7 +131,7 @@ pub fn admission(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcom
             names.push(name.clone());
             for &pct in pcts {
                 let mut cfg = block_config(&name, share(&ws, pct));
-                cfg.cache.admission = kind.parse::<AdmissionConfig>().map_err(|e| e.to_string())?;
+                cfg.cache.admission = kind.parse::<AdmissionConfig>().map_err(|e| EvalError::Config(e.to_string()))?;
                 cfg.cache.eviction =
                     if eviction == "gc-eviction" { EvictionMode::GcBased } else { EvictionMode::CacheBased };
                 jobs.push(Job {
@@ -174,7 +174,7 @@ pub fn admission(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcom
 }
 
 /// SDCC's selective caching.
-pub fn selective(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, String> {
+pub fn selective(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, EvalError> {
     let pcts: &[f64] = if quick { &[5.0] } else { &[2.0, 5.0, 10.0] };
     let spec: GenSpec = "oltp".parse()?;
     let ws = working_set(&spec)?;
@@ -184,7 +184,7 @@ pub fn selective(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcom
         for &pct in pcts {
             let mut cfg = block_config(name, share(&ws, pct));
             cfg.cache.policy = PolicyKind::Clock;
-            cfg.cache.admission = name.parse::<AdmissionConfig>().map_err(|e| e.to_string())?;
+            cfg.cache.admission = name.parse::<AdmissionConfig>().map_err(|e| EvalError::Config(e.to_string()))?;
             jobs.push(Job {
                 spec: spec.clone(),
                 cfg,

@@ -3,36 +3,12 @@
 
 use std::path::Path;
 
-use super::Outcome;
-
-/// A line chart of an experiment: series of (x, y) points.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Plot {
-    /// File stem (`<name>.png`, `<name>.svg`).
-    pub name: String,
-    pub title: String,
-    pub x_label: String,
-    pub y_label: String,
-    pub series: Vec<(String, Vec<(f64, f64)>)>,
-}
-
-impl Plot {
-    pub fn line(name: &str, title: &str, x_label: &str, y_label: &str, series: Vec<(String, Vec<(f64, f64)>)>) -> Plot {
-        Plot { name: name.into(), title: title.into(), x_label: x_label.into(), y_label: y_label.into(), series }
-    }
-}
-
-/// A part of the report: a heading, a markdown table, plots.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Section {
-    pub title: String,
-    pub text: String,
-    pub plots: Vec<Plot>,
-}
+use super::outcome::{Outcome, Plot};
+use crate::error::EvalError;
 
 /// Writes results.json, report.md and the plots of `outcome` into `out`.
-pub fn write(name: &str, out: &Path, quick: bool, outcome: &Outcome) -> Result<(), String> {
-    let io = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
+pub fn write(name: &str, out: &Path, quick: bool, outcome: &Outcome) -> Result<(), EvalError> {
+    let io = |p: &Path, source: std::io::Error| EvalError::Io { path: p.to_path_buf(), source };
     let json = serde_json::to_string_pretty(&outcome.rows).expect("rows serialize");
     let results = out.join("results.json");
     std::fs::write(&results, json + "\n").map_err(|e| io(&results, e))?;
@@ -53,7 +29,7 @@ pub fn write(name: &str, out: &Path, quick: bool, outcome: &Outcome) -> Result<(
     std::fs::write(&report, md).map_err(|e| io(&report, e))
 }
 
-fn render(p: &Plot, out: &Path) -> Result<(), String> {
+fn render(p: &Plot, out: &Path) -> Result<(), EvalError> {
     use reo_trace::plot::Chart;
     let chart =
         p.series.iter().fold(reo_trace::plot::LineChart::new(&p.title, &p.x_label, &p.y_label), |c, (n, pts)| {
@@ -61,7 +37,7 @@ fn render(p: &Plot, out: &Path) -> Result<(), String> {
         });
     for ext in ["png", "svg"] {
         let path = out.join(format!("{}.{ext}", p.name));
-        chart.save(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        chart.save(&path).map_err(|source| EvalError::Io { path: path.clone(), source })?;
     }
     Ok(())
 }

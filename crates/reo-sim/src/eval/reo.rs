@@ -4,25 +4,26 @@
 //! `reo-dirty` (Fig. 9: write ratio 10–50 %, Reo against full replication). The paper's
 //! configuration: 5 devices, 64 KiB chunks (1 MiB in the failure runs).
 
-use reo_cache::{ClassSchemes, FailurePlan, Redundancy};
+use reo_cache::{ClassSchemes, Redundancy};
 use reo_store::{Placement, Scheme};
 use reo_trace::generate::GenSpec;
 
-use super::output::{Plot, Section};
+use super::outcome::{Outcome, Plot, Row, Section};
 use super::run::{base, row, run_all, share, working_set, Job};
-use super::{Outcome, Row};
+use crate::error::EvalError;
+use crate::failure_plan::FailurePlan;
 use crate::replay::ReplayConfig;
 
 const REO: [&str; 3] = ["reo-10%", "reo-20%", "reo-40%"];
 const UNIFORM: [&str; 3] = ["0-parity", "1-parity", "2-parity"];
 
-fn config(name: &str, cache_bytes: u64) -> Result<ReplayConfig, String> {
+fn config(name: &str, cache_bytes: u64) -> Result<ReplayConfig, EvalError> {
     let mut cfg = base(name, cache_bytes);
     let (redundancy, striped) = match name.strip_suffix("/striped-cold") {
         Some(r) => (r, true),
         None => (name, false),
     };
-    cfg.cache.redundancy = redundancy.parse::<Redundancy>().map_err(|e| e.to_string())?;
+    cfg.cache.redundancy = redundancy.parse::<Redundancy>().map_err(|e| EvalError::Config(e.to_string()))?;
     if striped {
         // The paper's placement of cold data: striped over every device without parity.
         let mut s = ClassSchemes::reo_default(cfg.array.devices);
@@ -32,12 +33,12 @@ fn config(name: &str, cache_bytes: u64) -> Result<ReplayConfig, String> {
     Ok(cfg)
 }
 
-fn medisyn(preset: &str, write_ratio: f64) -> Result<GenSpec, String> {
-    format!("medisyn:{preset},write_ratio={write_ratio}").parse()
+fn medisyn(preset: &str, write_ratio: f64) -> Result<GenSpec, EvalError> {
+    Ok(format!("medisyn:{preset},write_ratio={write_ratio}").parse()?)
 }
 
 /// Figs. 5–7.
-pub fn normal(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, String> {
+pub fn normal(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, EvalError> {
     let workloads: &[&str] = if quick { &["weak"] } else { &["weak", "medium", "strong"] };
     let pcts: &[f64] = if quick { &[4.0, 12.0] } else { &[4.0, 6.0, 8.0, 10.0, 12.0] };
     let mut jobs = Vec::new();
@@ -117,7 +118,7 @@ pub fn normal(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, 
 
 /// Fig. 8: one row per configuration and number of failed devices (the window of requests
 /// between two failures).
-pub fn failures(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, String> {
+pub fn failures(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, EvalError> {
     let spec = medisyn("medium", 0.0)?;
     let ws = working_set(&spec)?;
     let mut names: Vec<String> = REO.iter().chain(&UNIFORM).map(|s| s.to_string()).collect();
@@ -207,7 +208,7 @@ pub fn failures(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome
 }
 
 /// Fig. 9.
-pub fn dirty(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, String> {
+pub fn dirty(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, EvalError> {
     let ratios: &[f64] = if quick { &[0.1, 0.5] } else { &[0.1, 0.2, 0.3, 0.4, 0.5] };
     let names = ["reo-20%", "full-replication"];
     let mut jobs = Vec::new();

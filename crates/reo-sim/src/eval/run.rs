@@ -6,11 +6,13 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use reo_cache::{CacheConfig, FailurePlan, PolicyKind};
+use reo_cache::{CacheConfig, PolicyKind};
 use reo_trace::generate::GenSpec;
 
-use super::Row;
+use super::outcome::Row;
 use crate::array::{ArraySpec, MediaKind};
+use crate::error::EvalError;
+use crate::failure_plan::FailurePlan;
 use crate::model::LatencyModel;
 use crate::replay::{Replay, ReplayConfig};
 use crate::report::ReplayReport;
@@ -23,7 +25,7 @@ pub struct WorkingSet {
 }
 
 /// The working set of `spec` (one pass over the workload; memory per distinct object).
-pub fn working_set(spec: &GenSpec) -> Result<WorkingSet, String> {
+pub fn working_set(spec: &GenSpec) -> Result<WorkingSet, EvalError> {
     let mut sizes: HashMap<u64, u64> = HashMap::new();
     for r in spec.build()? {
         let s = sizes.entry(r.key).or_insert(0);
@@ -64,9 +66,10 @@ pub struct Job {
 }
 
 /// Runs `jobs` on all cores; reports in job order.
-pub fn run_all(jobs: &[Job], progress: &(dyn Fn(&str) + Sync)) -> Result<Vec<ReplayReport>, String> {
+pub fn run_all(jobs: &[Job], progress: &(dyn Fn(&str) + Sync)) -> Result<Vec<ReplayReport>, EvalError> {
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<ReplayReport, String>>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
+    let results: Mutex<Vec<Option<Result<ReplayReport, EvalError>>>> =
+        Mutex::new((0..jobs.len()).map(|_| None).collect());
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(jobs.len().max(1));
     std::thread::scope(|sc| {
         for _ in 0..workers {
@@ -93,8 +96,9 @@ pub fn run_all(jobs: &[Job], progress: &(dyn Fn(&str) + Sync)) -> Result<Vec<Rep
     results.into_inner().unwrap().into_iter().map(|r| r.expect("every job ran")).collect()
 }
 
-fn replay_one(job: &Job) -> Result<ReplayReport, String> {
-    let mut replay = Replay::new(job.cfg.clone()).map_err(|e| format!("{}: {e}", job.cfg.name))?;
+fn replay_one(job: &Job) -> Result<ReplayReport, EvalError> {
+    let mut replay =
+        Replay::new(job.cfg.clone()).map_err(|source| EvalError::Open { name: job.cfg.name.clone(), source })?;
     let trace = job.spec.build()?.map(Ok::<_, String>);
     replay.run(trace, |_| {})?;
     Ok(replay.finish())

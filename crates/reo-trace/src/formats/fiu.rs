@@ -8,7 +8,7 @@
 //! each block's fingerprint is derived from it and the block's index, see `Expansion::blocks`).
 //! Fields are taken from the end of the line, so a process name with spaces still parses.
 
-use super::{digest_prefix, num, Clock, LineError, LineParser};
+use super::fields::{digest_prefix, num, Clock, LineError, LineParser};
 use crate::expand::Expansion;
 use crate::request::Op;
 

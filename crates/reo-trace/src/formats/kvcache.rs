@@ -7,7 +7,7 @@
 //! (offset 0, whole object); `op_count` > 1 → that many identical requests (0 → none, empty → 1);
 //! `op_time`, if present, is seconds, made relative to the first line; `key_size` is ignored.
 
-use super::{key, num, Clock, LineError, LineParser};
+use super::fields::{key, num, Clock, LineError, LineParser};
 use crate::expand::Expansion;
 use crate::request::{Op, Request};
 

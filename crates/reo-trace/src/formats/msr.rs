@@ -7,7 +7,7 @@
 //! `mix64(fnv1a64(Hostname) ^ DiskNumber)`. `ResponseTime` is ignored; a zero-size line yields
 //! no request.
 
-use super::{num, Clock, LineError, LineParser};
+use super::fields::{num, Clock, LineError, LineParser};
 use crate::expand::Expansion;
 use crate::hash::{fnv1a64, mix64};
 use crate::request::Op;

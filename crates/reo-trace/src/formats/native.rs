@@ -15,7 +15,7 @@
 //! Fields are trimmed. Blank lines and lines starting with `#` are ignored; a first line whose
 //! first field is `time_ns` is a header. Columns are positional (a header does not reorder them).
 
-use super::{key, num, op, LineError, LineParser};
+use super::fields::{key, num, op, LineError, LineParser};
 use crate::expand::Expansion;
 use crate::request::Request;
 
@@ -40,7 +40,7 @@ pub(crate) fn fingerprint(field: &str) -> Result<Option<u64>, LineError> {
     if let Ok(v) = f.parse::<u64>() {
         return Ok(Some(v));
     }
-    super::digest_prefix(f).map(Some).map_err(|_| bad())
+    super::fields::digest_prefix(f).map(Some).map_err(|_| bad())
 }
 
 impl LineParser for NativeParser {

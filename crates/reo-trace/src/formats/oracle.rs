@@ -5,7 +5,7 @@
 //! timestamp is seconds, made relative to the first record; `next_access_vtime` is ignored on
 //! read (the writer computes it, see [`crate::write_oracle`]).
 
-use super::Clock;
+use super::fields::Clock;
 use crate::request::{Op, Request};
 
 /// Bytes per record.

@@ -1,9 +1,9 @@
 //! What the block generators (dedup, scan, oltp) share: Poisson arrival clock and the request
 //! of one fixed-size block.
 
-use super::rng::Rng;
 use crate::hash::block_key;
 use crate::request::{Op, Request};
+use reo_media::rng::Xoshiro256pp;
 
 /// Poisson arrivals at `rate` requests per second.
 #[derive(Debug, Clone)]
@@ -18,7 +18,7 @@ impl Arrivals {
     }
 
     /// The next arrival time in ns.
-    pub fn next_ns(&mut self, rng: &mut Rng) -> u64 {
+    pub fn next_ns(&mut self, rng: &mut Xoshiro256pp) -> u64 {
         self.now_s += rng.exp(self.rate);
         (self.now_s * 1e9) as u64
     }

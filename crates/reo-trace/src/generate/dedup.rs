@@ -12,10 +12,11 @@
 
 use super::blocks::{block_request, Arrivals};
 use super::dist::Zipf;
+use super::error::GenError;
 use super::knob::{f64_knob, u64_knob, unknown};
-use super::rng::Rng;
 use crate::hash::mix64;
 use crate::request::{Op, Request};
+use reo_media::rng::Xoshiro256pp;
 
 /// Volume id of the dedup workloads' blocks.
 const VOLUME: u64 = 0xdd;
@@ -61,7 +62,7 @@ impl DedupParams {
         })
     }
 
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), GenError> {
         match key {
             "seed" => self.seed = u64_knob(key, value, 0)?,
             "blocks" | "objects" => self.blocks = u64_knob(key, value, 1)?.min(u64::from(u32::MAX)),
@@ -95,7 +96,7 @@ impl DedupParams {
 /// The dedup block generator; an iterator of exactly `requests` requests.
 pub struct DedupBlocks {
     p: DedupParams,
-    rng: Rng,
+    rng: Xoshiro256pp,
     zipf: Zipf,
     blocks: Vec<u32>,
     /// Per block: current content, 0 = not yet touched.
@@ -110,7 +111,7 @@ pub struct DedupBlocks {
 
 impl DedupBlocks {
     pub fn new(p: &DedupParams) -> Self {
-        let mut rng = Rng::new(p.seed);
+        let mut rng = Xoshiro256pp::new(p.seed);
         let blocks = rng.permutation(p.blocks as u32);
         DedupBlocks {
             zipf: Zipf::new(p.blocks, p.alpha, 0.0),

@@ -1,8 +1,8 @@
 //! The distributions the generators draw from: [`Zipf`] (generalized, `p_r ∝ (r + h)^−α`,
-//! sampled by inverse CDF with binary search) and [`lognormal_sizes`] (rescaled to a target
+//! sampled by inverse CDF with binary search; [`zipf_trace`] draws keys from it) and [`lognormal_sizes`] (rescaled to a target
 //! mean, clamped).
 
-use super::rng::Rng;
+use reo_media::rng::Xoshiro256pp;
 
 /// Ranks `0..n` with `P(rank r) ∝ (r + 1 + h)^−α`.
 #[derive(Debug, Clone)]
@@ -35,8 +35,8 @@ impl Zipf {
     }
 
     /// A rank (0 = most popular).
-    pub fn sample(&self, rng: &mut Rng) -> u64 {
-        let u = rng.f64();
+    pub fn sample(&self, rng: &mut Xoshiro256pp) -> u64 {
+        let u = rng.next_f64();
         (self.cdf.partition_point(|&c| c <= u) as u64).min(self.len() - 1)
     }
 
@@ -47,10 +47,19 @@ impl Zipf {
     }
 }
 
+/// `requests` keys drawn from Zipf(`alpha`) over `objects` ranks, as keys `1..=objects` (rank + 1,
+/// 1 the most popular), deterministic in `seed`: the policies' miss-ratio reference workload
+/// (`algorithms.md` §5) and the key stream of cache tests and `reo bench cache`.
+pub fn zipf_trace(objects: u64, requests: usize, alpha: f64, seed: u64) -> Vec<u64> {
+    let z = Zipf::new(objects, alpha, 0.0);
+    let mut rng = Xoshiro256pp::new(seed);
+    (0..requests).map(|_| z.sample(&mut rng) + 1).collect()
+}
+
 /// `n` sizes drawn from LogNormal(ln(mean) − σ²/2, σ), then repeatedly rescaled to `mean` and
 /// clamped to `[min, max]` (so the clamped sample's mean is `mean`, up to rounding, whenever
 /// `min ≤ mean ≤ max`).
-pub fn lognormal_sizes(rng: &mut Rng, n: usize, mean: f64, sigma: f64, min: u64, max: u64) -> Vec<u64> {
+pub fn lognormal_sizes(rng: &mut Xoshiro256pp, n: usize, mean: f64, sigma: f64, min: u64, max: u64) -> Vec<u64> {
     let mu = mean.ln() - sigma * sigma / 2.0;
     let mut s: Vec<f64> = (0..n).map(|_| (mu + sigma * rng.normal()).exp()).collect();
     for _ in 0..20 {
@@ -100,7 +109,7 @@ mod tests {
     #[test]
     fn zipf_samples_follow_the_cdf() {
         let z = Zipf::new(100, 1.0, 0.0);
-        let mut r = Rng::new(5);
+        let mut r = Xoshiro256pp::new(5);
         let mut top10 = 0;
         let n = 100_000;
         for _ in 0..n {
@@ -110,6 +119,21 @@ mod tests {
         }
         assert!((f64::from(top10) / f64::from(n) - z.top_share(0.1)).abs() < 0.01);
         assert_eq!(Zipf::new(1, 1.0, 0.0).sample(&mut r), 0);
+    }
+
+    #[test]
+    fn zipf_frequencies_follow_the_weights() {
+        let n = 1000u64;
+        let t = zipf_trace(n, 200_000, 1.0, 3);
+        assert!(t.iter().all(|&k| (1..=n).contains(&k)));
+        let h: f64 = (1..=n).map(|i| 1.0 / i as f64).sum();
+        for rank in [1u64, 2, 10] {
+            let seen = t.iter().filter(|&&k| k == rank).count() as f64 / t.len() as f64;
+            let want = 1.0 / (rank as f64 * h);
+            assert!((seen - want).abs() < 0.1 * want + 0.001, "rank {rank}: {seen} vs {want}");
+        }
+        assert_eq!(t, zipf_trace(n, 200_000, 1.0, 3));
+        assert_ne!(t, zipf_trace(n, 200_000, 1.0, 4));
     }
 
     #[test]
@@ -123,7 +147,7 @@ mod tests {
 
     #[test]
     fn sizes_have_target_mean_and_bounds() {
-        let mut r = Rng::new(9);
+        let mut r = Xoshiro256pp::new(9);
         let s = lognormal_sizes(&mut r, 4000, 4.4e6, 1.0, 4096, 64 << 20);
         let mean = s.iter().sum::<u64>() as f64 / 4000.0;
         assert!((mean / 4.4e6 - 1.0).abs() < 1e-3, "mean {mean}");

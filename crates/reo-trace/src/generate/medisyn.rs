@@ -14,10 +14,11 @@
 //! (the objects Zipf would have missed, e.g. ~600 of `strong`'s 89,723), all at the end.
 
 use super::dist::{lognormal_sizes, rescale_mean, Zipf};
+use super::error::GenError;
 use super::knob::{bool_knob, f64_knob, u64_knob, unknown};
-use super::rng::Rng;
 use crate::hash::mix64;
 use crate::request::{Op, Request};
+use reo_media::rng::Xoshiro256pp;
 
 /// Knobs of [`Medisyn`]; see the module doc and `docs/TRACES.md`.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,7 +88,7 @@ impl MedisynParams {
         })
     }
 
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), GenError> {
         match key {
             "seed" => self.seed = u64_knob(key, value, 0)?,
             "objects" => self.objects = u64_knob(key, value, 1)?.min(u64::from(u32::MAX)),
@@ -107,12 +108,9 @@ impl MedisynParams {
         Ok(())
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), GenError> {
         if !(self.min_size <= self.mean_size && self.mean_size <= self.max_size) {
-            return Err(format!(
-                "medisyn: need min_size ≤ mean_size ≤ max_size, got {} / {} / {}",
-                self.min_size, self.mean_size, self.max_size
-            ));
+            return Err(GenError::MedisynSizes { min: self.min_size, mean: self.mean_size, max: self.max_size });
         }
         Ok(())
     }
@@ -140,7 +138,7 @@ impl MedisynParams {
 /// The MediSyn-like generator; an iterator of exactly `requests` requests.
 pub struct Medisyn {
     p: MedisynParams,
-    rng: Rng,
+    rng: Xoshiro256pp,
     zipf: Zipf,
     /// Rank → object id.
     ids: Vec<u32>,
@@ -159,7 +157,7 @@ pub struct Medisyn {
 
 impl Medisyn {
     pub fn new(p: &MedisynParams) -> Self {
-        let mut rng = Rng::new(p.seed);
+        let mut rng = Xoshiro256pp::new(p.seed);
         let n = p.objects as usize;
         let ids = rng.permutation(p.objects as u32);
         let zipf = Zipf::new(p.objects, p.alpha, p.h);
@@ -396,7 +394,7 @@ mod tests {
         p.set("alpha", "1.1").unwrap();
         assert_eq!(p.alpha, 1.1);
         assert!(p.set("write_ratio", "0.6").is_err());
-        assert!(p.set("colour", "1").unwrap_err().contains("knobs: seed"));
+        assert!(p.set("colour", "1").unwrap_err().to_string().contains("knobs: seed"));
         p.set("min_size", "10000000").unwrap();
         assert!(p.validate().is_err());
     }

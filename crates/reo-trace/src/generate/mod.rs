@@ -5,17 +5,17 @@
 mod blocks;
 mod dedup;
 mod dist;
+mod error;
 mod knob;
 mod medisyn;
 mod oltp;
-mod rng;
 mod scan;
 
 pub use dedup::{DedupBlocks, DedupParams};
-pub use dist::{lognormal_sizes, Zipf};
+pub use dist::{lognormal_sizes, zipf_trace, Zipf};
+pub use error::GenError;
 pub use medisyn::{Medisyn, MedisynParams};
 pub use oltp::{Oltp, OltpParams};
-pub use rng::{splitmix64, Rng};
 pub use scan::{ScanMix, ScanParams};
 
 use crate::request::Request;
@@ -46,9 +46,9 @@ impl GenSpec {
     }
 
     /// Generator `kind` with `preset` (its first preset when `None`).
-    pub fn preset(kind: &str, preset: Option<&str>) -> Result<GenSpec, String> {
+    pub fn preset(kind: &str, preset: Option<&str>) -> Result<GenSpec, GenError> {
         let presets = Self::presets(kind)
-            .ok_or_else(|| format!("unknown generator {kind:?} (expected one of {})", Self::KINDS.join(", ")))?;
+            .ok_or_else(|| GenError::UnknownGenerator { kind: kind.into(), expected: Self::KINDS.join(", ") })?;
         let name = preset.unwrap_or(presets[0]);
         let spec = match kind {
             "medisyn" => MedisynParams::preset(name).map(GenSpec::Medisyn),
@@ -56,7 +56,11 @@ impl GenSpec {
             "scan" => ScanParams::preset(name).map(GenSpec::Scan),
             _ => OltpParams::preset(name).map(GenSpec::Oltp),
         };
-        spec.ok_or_else(|| format!("{kind} has no preset {name:?} (presets: {})", presets.join(", ")))
+        spec.ok_or_else(|| GenError::UnknownPreset {
+            kind: kind.into(),
+            name: name.into(),
+            presets: presets.join(", "),
+        })
     }
 
     pub fn kind(&self) -> &'static str {
@@ -69,7 +73,7 @@ impl GenSpec {
     }
 
     /// Sets knob `key` (see `docs/TRACES.md` for each generator's knobs and ranges).
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), GenError> {
         let key = key.trim().replace('-', "_");
         match self {
             GenSpec::Medisyn(p) => p.set(&key, value),
@@ -100,7 +104,7 @@ impl GenSpec {
     }
 
     /// Checks knobs that constrain each other.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), GenError> {
         match self {
             GenSpec::Medisyn(p) => p.validate(),
             _ => Ok(()),
@@ -109,7 +113,7 @@ impl GenSpec {
 
     /// The workload (allocates the generator's tables: popularity CDF, permutation, per-object
     /// state — O(objects or blocks), never O(requests)).
-    pub fn build(&self) -> Result<Workload, String> {
+    pub fn build(&self) -> Result<Workload, GenError> {
         self.validate()?;
         Ok(match self {
             GenSpec::Medisyn(p) => Workload::Medisyn(Medisyn::new(p)),
@@ -122,9 +126,9 @@ impl GenSpec {
 
 /// `KIND[:PRESET][,KEY=VALUE]…`, e.g. `medisyn:strong,alpha=1.1,seed=7`.
 impl FromStr for GenSpec {
-    type Err = String;
+    type Err = GenError;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, GenError> {
         let mut parts = s.split(',');
         let head = parts.next().unwrap_or("").trim();
         let (kind, preset) = match head.split_once(':') {
@@ -133,7 +137,7 @@ impl FromStr for GenSpec {
         };
         let mut spec = GenSpec::preset(kind, preset)?;
         for kv in parts.map(str::trim).filter(|p| !p.is_empty()) {
-            let (k, v) = kv.split_once('=').ok_or_else(|| format!("expected KEY=VALUE, got {kv:?}"))?;
+            let (k, v) = kv.split_once('=').ok_or_else(|| GenError::NotKeyValue(kv.into()))?;
             spec.set(k, v)?;
         }
         spec.validate()?;
@@ -207,10 +211,10 @@ mod tests {
 
     #[test]
     fn bad_specs_are_explained() {
-        assert!("zipf".parse::<GenSpec>().unwrap_err().contains("unknown generator"));
-        assert!("medisyn:huge".parse::<GenSpec>().unwrap_err().contains("weak, medium, strong"));
-        assert!("oltp,read_ratio".parse::<GenSpec>().unwrap_err().contains("KEY=VALUE"));
-        assert!("scan,alpha=x".parse::<GenSpec>().unwrap_err().contains("bad number"));
+        assert!("zipf".parse::<GenSpec>().unwrap_err().to_string().contains("unknown generator"));
+        assert!("medisyn:huge".parse::<GenSpec>().unwrap_err().to_string().contains("weak, medium, strong"));
+        assert!("oltp,read_ratio".parse::<GenSpec>().unwrap_err().to_string().contains("KEY=VALUE"));
+        assert!("scan,alpha=x".parse::<GenSpec>().unwrap_err().to_string().contains("bad number"));
     }
 
     #[test]

@@ -5,9 +5,10 @@
 //! matter to a cache). No fingerprints.
 
 use super::blocks::{block_request, Arrivals};
+use super::error::GenError;
 use super::knob::{f64_knob, u64_knob, unknown};
-use super::rng::Rng;
 use crate::request::{Op, Request};
+use reo_media::rng::Xoshiro256pp;
 
 const VOLUME: u64 = 0x01f9;
 
@@ -49,7 +50,7 @@ impl OltpParams {
         })
     }
 
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), GenError> {
         match key {
             "seed" => self.seed = u64_knob(key, value, 0)?,
             "blocks" | "objects" => self.blocks = u64_knob(key, value, 1)?,
@@ -89,7 +90,7 @@ impl OltpParams {
 pub struct Oltp {
     p: OltpParams,
     hot: u64,
-    rng: Rng,
+    rng: Xoshiro256pp,
     arrivals: Arrivals,
     left: u64,
 }
@@ -98,7 +99,7 @@ impl Oltp {
     pub fn new(p: &OltpParams) -> Self {
         Oltp {
             hot: p.hot_blocks(),
-            rng: Rng::new(p.seed),
+            rng: Xoshiro256pp::new(p.seed),
             arrivals: Arrivals::new(p.rate),
             left: p.requests,
             p: p.clone(),

@@ -13,9 +13,10 @@
 
 use super::blocks::{block_request, Arrivals};
 use super::dist::Zipf;
+use super::error::GenError;
 use super::knob::{f64_knob, u64_knob, unknown};
-use super::rng::Rng;
 use crate::request::{Op, Request};
+use reo_media::rng::Xoshiro256pp;
 
 const VOLUME: u64 = 0x5ca;
 
@@ -60,7 +61,7 @@ impl ScanParams {
         })
     }
 
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), GenError> {
         match key {
             "seed" => self.seed = u64_knob(key, value, 0)?,
             "hot_blocks" | "objects" => self.hot_blocks = u64_knob(key, value, 1)?.min(u64::from(u32::MAX)),
@@ -96,7 +97,7 @@ impl ScanParams {
 /// The scan-plus-random generator; an iterator of exactly `requests` requests.
 pub struct ScanMix {
     p: ScanParams,
-    rng: Rng,
+    rng: Xoshiro256pp,
     zipf: Zipf,
     hot: Vec<u32>,
     cursor: u64,
@@ -106,7 +107,7 @@ pub struct ScanMix {
 
 impl ScanMix {
     pub fn new(p: &ScanParams) -> Self {
-        let mut rng = Rng::new(p.seed);
+        let mut rng = Xoshiro256pp::new(p.seed);
         ScanMix {
             zipf: Zipf::new(p.hot_blocks, p.alpha, 0.0),
             hot: rng.permutation(p.hot_blocks as u32),

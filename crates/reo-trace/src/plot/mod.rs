@@ -128,12 +128,11 @@ mod tests {
 
     #[test]
     fn save_picks_format_by_extension() {
-        let dir = std::env::temp_dir().join(format!("reo-plot-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::TempDir::new().unwrap();
+        let dir = tmp.path();
         hit_ratio_chart().save(&dir.join("a.png")).unwrap();
         hit_ratio_chart().save(&dir.join("a.svg")).unwrap();
         assert!(std::fs::read(dir.join("a.png")).unwrap().starts_with(&png::SIGNATURE));
         assert!(std::fs::read_to_string(dir.join("a.svg")).unwrap().starts_with("<svg"));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use thiserror::Error;
+
 /// What to do to a device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailureAction {
@@ -31,6 +33,24 @@ impl fmt::Display for FailurePoint {
     }
 }
 
+/// Why `--fail-at` / `--replace-at` lists were refused; each message names the flag and item.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum FailurePlanError {
+    /// An item is not `REQUEST:DEVICE`.
+    #[error("{flag}: {item:?} is not REQUEST:DEVICE (e.g. 10000:0)")]
+    Syntax { flag: &'static str, item: String },
+    /// The device number is beyond the array.
+    #[error("{flag}: device {device} does not exist (the array has {devices})")]
+    NoSuchDevice { flag: &'static str, device: usize, devices: usize },
+    /// A device fails again before it was replaced.
+    #[error("{0}: the device is already failed (replace it first)")]
+    AlreadyFailed(FailurePoint),
+    /// A device is replaced while it is not failed.
+    #[error("{0}: the device has not failed before that request")]
+    NotFailed(FailurePoint),
+}
+
 /// Failure points in request order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FailurePlan {
@@ -41,18 +61,18 @@ pub struct FailurePlan {
 impl FailurePlan {
     /// Parses `--fail-at` and `--replace-at` lists (`N:D,N:D…`, either may be empty) for an
     /// array of `devices` devices. A device is replaced only after it failed.
-    pub fn parse(fail_at: &str, replace_at: &str, devices: usize) -> Result<FailurePlan, String> {
+    pub fn parse(fail_at: &str, replace_at: &str, devices: usize) -> Result<FailurePlan, FailurePlanError> {
         let mut points = Vec::new();
         for (list, action, flag) in
             [(fail_at, FailureAction::Fail, "--fail-at"), (replace_at, FailureAction::Replace, "--replace-at")]
         {
             for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-                let bad = || format!("{flag}: {item:?} is not REQUEST:DEVICE (e.g. 10000:0)");
+                let bad = || FailurePlanError::Syntax { flag, item: item.to_string() };
                 let (n, d) = item.split_once(':').ok_or_else(bad)?;
                 let at_request: u64 = n.trim().parse().map_err(|_| bad())?;
                 let device: usize = d.trim().parse().map_err(|_| bad())?;
                 if device >= devices {
-                    return Err(format!("{flag}: device {device} does not exist (the array has {devices})"));
+                    return Err(FailurePlanError::NoSuchDevice { flag, device, devices });
                 }
                 points.push(FailurePoint { at_request, device, action });
             }
@@ -62,12 +82,8 @@ impl FailurePlan {
         let mut failed = vec![false; devices];
         for p in &points {
             match p.action {
-                FailureAction::Fail if failed[p.device] => {
-                    return Err(format!("{p}: the device is already failed (replace it first)"))
-                }
-                FailureAction::Replace if !failed[p.device] => {
-                    return Err(format!("{p}: the device has not failed before that request"))
-                }
+                FailureAction::Fail if failed[p.device] => return Err(FailurePlanError::AlreadyFailed(*p)),
+                FailureAction::Replace if !failed[p.device] => return Err(FailurePlanError::NotFailed(*p)),
                 FailureAction::Fail => failed[p.device] = true,
                 FailureAction::Replace => failed[p.device] = false,
             }
@@ -123,7 +139,7 @@ mod tests {
             ("", "10:1", "has not failed"),
             ("20:1", "10:1", "has not failed"),
         ] {
-            let e = FailurePlan::parse(f, r, 4).unwrap_err();
+            let e = FailurePlan::parse(f, r, 4).unwrap_err().to_string();
             assert!(e.contains(want), "{f} / {r}: {e}");
         }
     }

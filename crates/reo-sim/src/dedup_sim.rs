@@ -10,9 +10,10 @@
 //! ids (so addresses share content, duplication factor ≈ `addrs / contents`), with a fraction of
 //! requests being one-time sequential scans of fresh addresses with unique content.
 
-use super::{Chunk, DedupOutcome, DedupPolicy};
-use crate::policy::{InsertError, Key, Policy};
-use crate::sim::{splitmix64, Rng, Zipf};
+use reo_cache::dedup::{Chunk, DedupOutcome, DedupPolicy};
+use reo_cache::policy::{InsertError, Key, Policy};
+use reo_media::rng::{SplitMix64, Xoshiro256pp};
+use reo_trace::generate::Zipf;
 
 /// One read: `addr` holds content `content` of `size` bytes that compresses `ratio`×.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -117,8 +118,8 @@ pub struct DedupTraceSpec {
 
 /// A deterministic dedup trace; see the module documentation.
 pub fn dedup_trace(spec: &DedupTraceSpec) -> Vec<DedupReq> {
-    let z = Zipf::new(spec.addrs, spec.alpha);
-    let mut rng = Rng::new(spec.seed);
+    let z = Zipf::new(spec.addrs, spec.alpha, 0.0);
+    let mut rng = Xoshiro256pp::new(spec.seed);
     let mut out = Vec::with_capacity(spec.requests);
     let (mut next_scan_addr, mut next_unique) = (spec.addrs + 1, spec.contents);
     let (size, ratio) = (spec.size, spec.ratio);
@@ -133,9 +134,8 @@ pub fn dedup_trace(spec: &DedupTraceSpec) -> Vec<DedupReq> {
             }
             continue;
         }
-        let addr = z.sample(&mut rng);
-        let mut h = addr ^ spec.seed.rotate_left(32);
-        let content = splitmix64(&mut h) % spec.contents;
+        let addr = z.sample(&mut rng) + 1;
+        let content = SplitMix64::new(addr ^ spec.seed.rotate_left(32)).below_mod(spec.contents);
         out.push(DedupReq { addr, content, size, ratio });
     }
     out
@@ -176,8 +176,8 @@ mod tests {
 #[cfg(test)]
 mod comparison {
     use super::*;
-    use crate::dedup::{new_dedup, DedupKind};
-    use crate::policy::{new_policy, PolicyKind};
+    use reo_cache::dedup::{new_dedup, DedupKind};
+    use reo_cache::policy::{new_policy, PolicyKind};
 
     fn figures(spec: &DedupTraceSpec, blocks: u64, meta: usize) -> Vec<(&'static str, DedupStats)> {
         let trace = dedup_trace(spec);

@@ -3,8 +3,8 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use crate::policy::{new_policy, PolicyKind};
-use crate::sim::zipf_trace;
+use reo_cache::policy::{new_policy, PolicyKind};
+use reo_trace::generate::zipf_trace;
 
 /// Ratio of the key universe to the cache size in [`bench_policy`] (the reference's 100 k / 1 M).
 pub const BENCH_UNIVERSE_FACTOR: usize = 10;
@@ -13,7 +13,7 @@ pub const BENCH_UNIVERSE_FACTOR: usize = 10;
 /// hottest keys, then `requests` Zipf(1.0) requests over `10 · objects` keys, each a lookup
 /// (`on_hit`) plus, on a miss, an insert with eviction. The trace is generated before the clock
 /// starts. Returns `(operations per second, metadata bytes per resident object)`, the latter being
-/// [`crate::Policy::memory_bytes`] (node slab + key index, ghosts included) over resident objects.
+/// [`reo_cache::Policy::memory_bytes`] (node slab + key index, ghosts included) over resident objects.
 pub fn bench_policy(kind: PolicyKind, objects: usize, requests: usize) -> (f64, f64) {
     let objects = objects.max(1);
     let trace = zipf_trace((objects * BENCH_UNIVERSE_FACTOR) as u64, requests, 1.0, 0x5eed);
@@ -51,7 +51,7 @@ mod tests {
         }
     }
 
-    /// The `reo bench cache` configuration: `cargo test -p reo-cache --release -- --ignored --nocapture`.
+    /// The `reo bench cache` configuration: `cargo test -p reo --release -- --ignored --nocapture`.
     #[test]
     #[ignore = "benchmark: 1 M objects, run in release"]
     fn bench_one_million_objects() {
