@@ -31,18 +31,21 @@ pub enum ArrayError {
 pub enum ReplayError {
     #[error(transparent)]
     Array(#[from] ArrayError),
-    /// The cache configuration was refused, or the cache did not open over the array.
-    #[error("{0}")]
-    Cache(String),
+    /// The cache configuration was refused.
+    #[error(transparent)]
+    CacheConfig(#[from] reo_cache::ConfigError),
+    /// The cache did not open over the array.
+    #[error(transparent)]
+    CacheOpen(#[from] reo_cache::CacheError),
     /// The trace yielded an error instead of a request.
     #[error("{0}")]
     Trace(String),
     /// The cache failed request number `request` (`op`: get, put or fill).
-    #[error("request {request}: {op}: {message}")]
-    Request { request: u64, op: &'static str, message: String },
+    #[error("request {request}: {op}: {source}")]
+    Request { request: u64, op: &'static str, source: reo_cache::WriteError },
     /// A failure point could not be applied.
-    #[error("{point}: {message}")]
-    Failure { point: FailurePoint, message: String },
+    #[error("{point}: {source}")]
+    Failure { point: FailurePoint, source: reo_cache::CacheError },
 }
 
 /// An experiment of `reo eval` that could not run or write its results.

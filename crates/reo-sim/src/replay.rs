@@ -117,8 +117,8 @@ impl Replay {
         if cfg.cache.capacity_bytes == 0 {
             cfg.cache.capacity_bytes = cfg.policy_capacity(&store).max(1 << 20);
         }
-        cfg.cache.validate(cfg.array.devices).map_err(|e| ReplayError::Cache(e.to_string()))?;
-        let cache = Cache::open(store.clone(), cfg.cache.clone()).map_err(|e| ReplayError::Cache(e.to_string()))?;
+        cfg.cache.validate(cfg.array.devices)?;
+        let cache = Cache::open(store.clone(), cfg.cache.clone())?;
         let cap = cfg.cache.capacity_bytes as f64;
         let flusher = Flusher::new((cap * cfg.dirty_high) as u64, (cap * cfg.dirty_low) as u64);
         let io_ops = devices.first().map_or(0, |d| d.array_ops());
@@ -313,15 +313,15 @@ impl Replay {
                 };
                 self.cache
                     .fill(key, size, f, data, &ObjectMeta::default(), res.token, now)
-                    .map_err(|e| ReplayError::Request { request: self.requests, op: "fill", message: e.to_string() })?;
+                    .map_err(|e| self.request_error("fill", e))?;
             }
         }
         Ok((false, hit_bytes, backend, flash_secs))
     }
 
     /// The error of request number `self.requests` failing in the cache's `op`.
-    fn request_error(&self, op: &'static str, e: impl std::fmt::Display) -> ReplayError {
-        ReplayError::Request { request: self.requests, op, message: e.to_string() }
+    fn request_error(&self, op: &'static str, source: reo_cache::WriteError) -> ReplayError {
+        ReplayError::Request { request: self.requests, op, source }
     }
 
     fn apply_failures(&mut self) -> Result<(), ReplayError> {
@@ -329,16 +329,14 @@ impl Replay {
         for p in due {
             match p.action {
                 FailureAction::Fail => {
-                    self.cache
-                        .fail_device(p.device)
-                        .map_err(|e| ReplayError::Failure { point: p, message: e.to_string() })?;
+                    self.cache.fail_device(p.device).map_err(|source| ReplayError::Failure { point: p, source })?;
                 }
                 FailureAction::Replace => {
                     let media = self.cfg.array.replacement(&self.devices[p.device], p.device)?;
                     let handle = self
                         .cache
                         .replace_device(p.device, media.clone(), None)
-                        .map_err(|e| ReplayError::Failure { point: p, message: e.to_string() })?;
+                        .map_err(|source| ReplayError::Failure { point: p, source })?;
                     handle.wait();
                     self.devices[p.device] = media;
                     self.io = self.devices.iter().map(|d| d.io()).collect();

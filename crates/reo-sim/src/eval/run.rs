@@ -2,9 +2,9 @@
 //! it), the base configuration every experiment starts from, and a pool that runs replays on
 //! all cores, each regenerating its (deterministic) workload.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use reo_cache::{CacheConfig, PolicyKind};
 use reo_trace::generate::GenSpec;
@@ -89,11 +89,11 @@ pub fn run_all(jobs: &[Job], progress: &(dyn Fn(&str) + Sync)) -> Result<Vec<Rep
                         rep.requests_per_s
                     ));
                 }
-                results.lock().unwrap()[i] = Some(r);
+                results.lock()[i] = Some(r);
             });
         }
     });
-    results.into_inner().unwrap().into_iter().map(|r| r.expect("every job ran")).collect()
+    results.into_inner().into_iter().map(|r| r.expect("every job ran")).collect()
 }
 
 fn replay_one(job: &Job) -> Result<ReplayReport, EvalError> {
