@@ -346,6 +346,7 @@ fn pwritev_all(f: &File, parts: &[&[u8]], mut offset: u64) -> io::Result<()> {
 fn dio_align(f: &File, block: bool) -> Option<usize> {
     // SAFETY: statx fills the zeroed struct; the empty path with AT_EMPTY_PATH names the fd.
     let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: `f` is an open descriptor and `st` a valid statx buffer it may fill.
     let rc = unsafe { libc::statx(f.as_raw_fd(), c"".as_ptr(), libc::AT_EMPTY_PATH, libc::STATX_DIOALIGN, &mut st) };
     if rc != 0 || st.stx_mask & libc::STATX_DIOALIGN == 0 || st.stx_dio_mem_align == 0 {
         return block.then(|| logical_block_size(f)).flatten().map(|n| n.max(512));
