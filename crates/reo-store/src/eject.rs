@@ -8,7 +8,7 @@
 //! (`write.rs`, `persist.rs`); they never pass through the budget.
 
 use crate::store::Inner;
-use std::sync::Mutex;
+use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 /// The error count of one device.
@@ -20,7 +20,7 @@ pub(crate) struct ErrorBudget {
 impl ErrorBudget {
     /// Adds one error at `now`; returns the decayed count including it.
     pub fn add(&self, now: Instant, halflife: Duration) -> f64 {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = self.state.lock();
         let count = match *s {
             Some((c, at)) => c * 0.5f64.powf(now.saturating_duration_since(at).as_secs_f64() / halflife.as_secs_f64()),
             None => 0.0,
@@ -31,7 +31,7 @@ impl ErrorBudget {
 
     /// Forgets every error (a replaced device starts with a clean budget).
     pub fn reset(&self) {
-        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *self.state.lock() = None;
     }
 }
 

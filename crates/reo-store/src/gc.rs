@@ -68,7 +68,7 @@ pub struct GcReport {
 impl Store {
     /// Cleans one band chosen by `policy`. `Ok(None)` when no sealed band exists.
     pub fn gc(&self, policy: VictimPolicy, handler: &mut dyn GcHandler) -> Result<Option<GcReport>> {
-        let _one = self.inner.gc_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _one = self.inner.gc_lock.lock();
         match self.inner.pick_victim(policy) {
             None => Ok(None),
             Some(band) => self.inner.clean(band, handler).map(Some),
@@ -77,9 +77,9 @@ impl Store {
 
     /// Seals the open bands, so that a following `gc` may clean them too.
     pub fn seal_open_bands(&self) {
-        let mut alloc = self.inner.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        let mut alloc = self.inner.alloc.lock();
         for (_, band) in alloc.open.drain() {
-            self.inner.bands[band as usize].write().unwrap_or_else(|e| e.into_inner()).state = BandState::Sealed;
+            self.inner.bands[band as usize].write().state = BandState::Sealed;
         }
     }
 }
@@ -90,7 +90,7 @@ impl Inner {
         let now = self.next_seq.load(std::sync::atomic::Ordering::Acquire);
         let mut best: Option<(f64, u32)> = None;
         for (i, b) in self.bands.iter().enumerate() {
-            let b = b.read().unwrap_or_else(|e| e.into_inner());
+            let b = b.read();
             if b.state != BandState::Sealed || b.inflight > 0 {
                 continue;
             }
@@ -112,7 +112,7 @@ impl Inner {
         let n = self.n();
         let mut report = GcReport { band, ..Default::default() };
         let (entries, used) = {
-            let b = self.bands[band as usize].read().unwrap_or_else(|e| e.into_inner());
+            let b = self.bands[band as usize].read();
             let mut v: Vec<_> = b.live.values().cloned().collect();
             v.sort_by_key(|e| e.loc.seq);
             (v, b.used_phys(n))
@@ -186,8 +186,8 @@ impl Inner {
         }
         // Every move and free above must be durable before the band can be overwritten.
         let pending = {
-            let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
-            let mut b = self.bands[band as usize].write().unwrap_or_else(|e| e.into_inner());
+            let _gate = self.gate.read();
+            let mut b = self.bands[band as usize].write();
             if !b.live.is_empty() {
                 return Err(Error::Journal(format!("band {band} gained blobs while being cleaned")));
             }
@@ -198,7 +198,7 @@ impl Inner {
         // does not wait for the journal writer: the records are still written (and counted) in
         // order, but the replay does not stall on every reclaimed band.
         pending.wait()?;
-        self.alloc.lock().unwrap_or_else(|e| e.into_inner()).free.push_back(band);
+        self.alloc.lock().free.push_back(band);
         report.reclaimed_device_bytes = used;
         Ok(report)
     }
@@ -214,8 +214,8 @@ impl Inner {
     /// being copied, the copy is discarded and false is returned.
     fn commit_move(&self, old: &Location, new: &Location, header: &[u8]) -> Result<bool> {
         let n = self.n();
-        let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
-        let mut ob = self.bands[old.band as usize].write().unwrap_or_else(|e| e.into_inner());
+        let _gate = self.gate.read();
+        let mut ob = self.bands[old.band as usize].write();
         if !ob.live.get(&old.seq).is_some_and(|e| e.loc == *old) {
             drop(ob);
             self.land(new.band, None, header); // the copy's space stays dead until cleaned

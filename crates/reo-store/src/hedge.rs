@@ -34,8 +34,8 @@
 use crate::location::Location;
 use crate::scheme::Scheme;
 use crate::store::Inner;
+use parking_lot::Mutex;
 use std::cell::Cell;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// One read's hedging: whether it may stop waiting for slow devices, which devices it left
@@ -166,7 +166,7 @@ impl Inner {
         }
         let grace = (limit / 4).min(Duration::from_secs(1));
         {
-            let mut suspect = self.stuck_suspects[d].lock().unwrap_or_else(|e| e.into_inner());
+            let mut suspect = self.stuck_suspects[d].lock();
             match *suspect {
                 Some((r, seen)) if r == read && seen.elapsed() >= grace => {}
                 Some((r, _)) if r == read => return,

@@ -17,8 +17,8 @@
 
 use crate::bytes::Writer;
 use crate::error::{Error, Result};
+use parking_lot::{Condvar, Mutex};
 use std::sync::mpsc;
-use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// A waiter's answer: the batch holding its records is durable, or why not.
@@ -101,7 +101,7 @@ impl Journal {
     }
 
     fn enqueue_as(&self, wait: bool, urgent: bool, f: impl FnOnce(&mut Writer)) -> Result<Pending> {
-        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = self.queue.lock();
         if q.stop {
             return Err(Error::Closed);
         }
@@ -131,7 +131,7 @@ impl Journal {
     /// group-commit delay of the oldest record over, or the journal stopping — waiting until
     /// then. Returns `None` when the writer must exit.
     pub fn take(&self) -> Option<Batch> {
-        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = self.queue.lock();
         let mut deadline: Option<Instant> = None;
         loop {
             if q.kill {
@@ -140,7 +140,7 @@ impl Journal {
             }
             let queued = !q.records.0.is_empty() || !q.waiters.is_empty();
             if q.draining {
-                q = self.wake.wait(q).unwrap_or_else(|e| e.into_inner());
+                self.wake.wait(&mut q);
                 continue;
             }
             if queued {
@@ -159,20 +159,20 @@ impl Journal {
             } else if q.stop {
                 return None;
             }
-            q = match deadline.filter(|_| queued) {
+            match deadline.filter(|_| queued) {
                 Some(d) => {
                     let left = d.saturating_duration_since(Instant::now());
-                    self.wake.wait_timeout(q, left).unwrap_or_else(|e| e.into_inner()).0
+                    self.wake.wait_for(&mut q, left);
                 }
-                None => self.wake.wait(q).unwrap_or_else(|e| e.into_inner()),
-            };
+                None => self.wake.wait(&mut q),
+            }
         }
     }
 
     /// Takes whatever is queued without waiting, for a checkpoint; returns the drain's number
     /// (for [`Journal::covered`]).
     pub fn drain(&self) -> (Vec<u8>, Vec<mpsc::Sender<Ack>>, u64) {
-        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = self.queue.lock();
         q.drains += 1;
         q.draining = true;
         (std::mem::take(&mut q.records.0), std::mem::take(&mut q.waiters), q.drains)
@@ -182,7 +182,7 @@ impl Journal {
     /// queued since (they are older, and a crash may lose `None` records only newest first), and
     /// their waiters wait for the batch that writes them instead of failing with the checkpoint.
     pub fn undrain(&self, records: Vec<u8>, waiters: Vec<mpsc::Sender<Ack>>) {
-        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = self.queue.lock();
         q.draining = false;
         let mut all = records;
         all.extend_from_slice(&q.records.0);
@@ -196,7 +196,7 @@ impl Journal {
 
     /// The checkpoint of drain `n` is written.
     pub fn covered(&self, n: u64) {
-        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = self.queue.lock();
         q.covered = q.covered.max(n);
         q.draining = false;
         drop(q);
@@ -207,12 +207,12 @@ impl Journal {
     /// Then the batch's records are in its snapshot. Asked by the writer holding the journal
     /// position, so no checkpoint is half-done.
     pub fn covered_since(&self, drains: u64) -> bool {
-        self.queue.lock().unwrap_or_else(|e| e.into_inner()).covered > drains
+        self.queue.lock().covered > drains
     }
 
     /// Asks the writer to exit after writing what is queued (`kill`: without writing it).
     pub fn stop(&self, kill: bool) {
-        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = self.queue.lock();
         q.stop = true;
         q.kill |= kill;
         drop(q);
@@ -230,7 +230,7 @@ impl Drop for WriterGuard<'_> {
         if !std::thread::panicking() {
             return;
         }
-        let mut q = self.0.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = self.0.queue.lock();
         q.stop = true;
         q.kill = true;
         let waiters = std::mem::take(&mut q.waiters);
@@ -374,7 +374,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(take_soon(&j), Some(vec![5, 6]));
-        assert!(!j.queue.lock().unwrap().urgent);
+        assert!(!j.queue.lock().urgent);
         // Without a delay (simulated media), an urgent record wakes the writer too.
         let j = journal(None);
         j.enqueue_urgent(|w| {

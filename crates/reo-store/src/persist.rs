@@ -93,7 +93,7 @@ pub(crate) fn writer_loop(inner: Arc<Inner>) {
     let _closes_on_panic = WriterGuard(&inner.journal);
     // An open that replayed the journal leaves the new generation's checkpoint to this thread
     // (`recover.rs`); taken before any batch. Should it fail, every batch retries it.
-    if inner.jpos.lock().unwrap_or_else(|e| e.into_inner()).wedged {
+    if inner.jpos.lock().wedged {
         if let Err(e) = checkpoint(&inner, false) {
             tracing::warn!(error = %e, "the checkpoint after recovery failed; writes wait for the next one");
         }
@@ -110,7 +110,7 @@ pub(crate) fn write_batch(inner: &Inner, batch: Batch) {
         ack_all(waiters, &Ok(()));
         return;
     }
-    let mut jp = inner.jpos.lock().unwrap_or_else(|e| e.into_inner());
+    let mut jp = inner.jpos.lock();
     if inner.journal.covered_since(drains) {
         // A checkpoint (`replace_device`'s) ran between taking the batch and here: its snapshot
         // holds these records, and its new generation must not replay them — a put among them
@@ -146,8 +146,8 @@ pub(crate) fn checkpoint(inner: &Inner, clean: bool) -> Result<()> {
 /// [`checkpoint`]; `journal_full`: taken because a batch did not fit, whose records a failure
 /// leaves in no journal, so that the generation takes no more batches.
 fn replace_journal(inner: &Inner, clean: bool, journal_full: bool) -> Result<()> {
-    let mut jp = inner.jpos.lock().unwrap_or_else(|e| e.into_inner());
-    let gate = inner.gate.write().unwrap_or_else(|e| e.into_inner());
+    let mut jp = inner.jpos.lock();
+    let gate = inner.gate.write();
     let (head, bands, mut live) = snapshot(inner, clean);
     let (drained, waiters, drain) = inner.journal.drain();
     // The stale marks after the drain: a mark set with its record before it is seen here, a
@@ -167,7 +167,7 @@ fn replace_journal(inner: &Inner, clean: bool, journal_full: bool) -> Result<()>
             "checkpoint of {} bytes exceeds its slot of {} bytes ({} live blobs): format with a larger checkpoint_size",
             frame.len(),
             inner.layout.ckpt_len,
-            inner.bands.iter().map(|b| b.read().unwrap_or_else(|e| e.into_inner()).live.len()).sum::<usize>()
+            inner.bands.iter().map(|b| b.read().live.len()).sum::<usize>()
         )))
     } else {
         write_everywhere(inner, inner.layout.ckpt_slot(number % 2), &frame, "checkpoint").map_err(Error::Journal)
@@ -204,7 +204,7 @@ fn snapshot(inner: &Inner, clean: bool) -> (Vec<u8>, Vec<Vec<u8>>, Vec<Vec<u8>>)
     let encoded = inner.pool.map(groups, |g| {
         let (mut bands, mut live) = (Writer::default(), Writer::default());
         for (i, b) in inner.bands.iter().enumerate().skip(g * per_group).take(per_group) {
-            let b = b.read().unwrap_or_else(|e| e.into_inner());
+            let b = b.read();
             encode_band(&mut bands, &b);
             live.0.reserve(b.live.len() * (PUT_RECORD_FIXED + 16));
             for e in b.live.values() {
@@ -301,9 +301,9 @@ mod tests {
         let (store, _) = Store::open(mems.clone(), &cfg).unwrap();
         let inner = store.inner.clone();
         inner.journal.stop(false);
-        let writer = store.writer.lock().unwrap().take();
+        let writer = store.writer.lock().take();
         writer.expect("a writer thread").join().unwrap();
-        inner.journal.queue.lock().unwrap().stop = false;
+        inner.journal.queue.lock().stop = false;
 
         let x = store.put(b"x", &[7; 1000], &PutOptions::new(Scheme::Replicate(2))).unwrap();
         let taken = inner.journal.take().expect("the put's record");

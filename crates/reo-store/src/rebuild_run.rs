@@ -105,7 +105,7 @@ fn read_stage(inner: &Inner, r: &Resync, queue: &[(u8, Location, u64)], t0: Inst
     let mut queued_bytes = 0u64;
     // Blobs handed to the writer: restored (or lost) once it gets to them.
     let mut sent: HashSet<u64> = HashSet::new();
-    let mut gc: Option<std::sync::MutexGuard<'_, ()>> = None;
+    let mut gc: Option<parking_lot::MutexGuard<'_, ()>> = None;
     let mut in_window = 0;
     loop {
         let counting = r.ctl().opts.as_ref().is_some_and(|o| o.pause_after_blobs.is_some());
@@ -167,7 +167,7 @@ fn read_stage(inner: &Inner, r: &Resync, queue: &[(u8, Location, u64)], t0: Inst
                     continue;
                 }
                 if gc.is_none() {
-                    gc = Some(inner.gc_lock.lock().unwrap_or_else(|e| e.into_inner()));
+                    gc = Some(inner.gc_lock.lock());
                     in_window = 0;
                 }
                 let preps: Vec<Prep> = std::thread::scope(|sc| {
@@ -223,11 +223,12 @@ fn read_stage(inner: &Inner, r: &Resync, queue: &[(u8, Location, u64)], t0: Inst
             Pick::Wait(w) => {
                 drain(tx);
                 gc = None;
-                let c = r.ctl();
+                let mut c = r.ctl();
                 // Re-checked on the next turn; a wake-up lost between the pick and this wait
                 // costs at most this bound.
                 let w = w.unwrap_or(Duration::from_millis(20)).min(Duration::from_millis(20));
-                drop(r.wake.wait_timeout(c, w).unwrap_or_else(|e| e.into_inner()));
+                r.wake.wait_for(&mut c, w);
+                drop(c);
             }
             Pick::Stop => {
                 drain(tx);
@@ -480,7 +481,7 @@ fn keep_unrestored(inner: &Inner, d: usize, lost: &[Location]) -> crate::error::
         return Ok(());
     }
     let pending = {
-        let _gate = inner.gate.read().unwrap_or_else(|e| e.into_inner());
+        let _gate = inner.gate.read();
         inner.unrestored[d].extend(lost.iter().map(|l| l.seq));
         inner.journal.enqueue(inner.stores_bytes, |w| {
             for l in lost {

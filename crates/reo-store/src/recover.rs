@@ -18,10 +18,11 @@ use crate::slot::Slot;
 use crate::stats::Counters;
 use crate::store::{Alloc, BlobHealth, Inner, JournalPos, Store};
 use crate::superblock::{Layout, FLAG_REBUILDING, FORMAT_VERSION, SUPERBLOCK_AREA};
+use parking_lot::{Mutex, RwLock};
 use reo_media::{AlignedBuf, IoPool, Media, ReadLanes};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 
 /// Queued journal records (nobody waiting) at which the writer takes a batch without waiting
 /// out the group-commit delay: recovery reads every blob of the last batch, so batches stay
@@ -263,7 +264,7 @@ fn format(devices: Vec<Arc<dyn Media>>, cfg: &StoreConfig, pool: IoPool) -> Resu
         persist::write_everywhere(&inner, off, &zero, "format").map_err(Error::Journal)?;
     }
     {
-        let mut alloc = inner.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        let mut alloc = inner.alloc.lock();
         alloc.free = (0..layout.zones).collect();
     }
     persist::checkpoint(&inner, true)?;
@@ -296,7 +297,7 @@ fn apply(inner: &Inner, rec: Record, last_seq: &mut u64) {
             if (loc.start as u64).saturating_add(sectors) > inner.layout.zone_sectors() {
                 return;
             }
-            let mut b = band.write().unwrap_or_else(|e| e.into_inner());
+            let mut b = band.write();
             if b.scheme != Some(loc.scheme) || b.state == BandState::Free {
                 if b.state != BandState::Free && !b.live.is_empty() {
                     return; // a band holds one scheme; a conflicting record is garbage
@@ -312,12 +313,12 @@ fn apply(inner: &Inner, rec: Record, last_seq: &mut u64) {
         }
         Record::Free { seq, band } => {
             if let Some(b) = inner.bands.get(band as usize) {
-                b.write().unwrap_or_else(|e| e.into_inner()).remove(seq, |l| inner.sectors(l), n);
+                b.write().remove(seq, |l| inner.sectors(l), n);
             }
         }
         Record::BandReset { band } => {
             if let Some(b) = inner.bands.get(band as usize) {
-                *b.write().unwrap_or_else(|e| e.into_inner()) = Band::new();
+                *b.write() = Band::new();
             }
         }
         // Kept even if the blob is freed later in the replay: harmless (sequence numbers are
@@ -356,9 +357,9 @@ fn apply_by_band(inner: &Inner, records: impl IntoIterator<Item = Record>) -> u6
     let per_band: Vec<(usize, Mutex<Vec<Record>>)> =
         per_band.into_iter().enumerate().filter(|(_, v)| !v.is_empty()).map(|(i, v)| (i, Mutex::new(v))).collect();
     let seqs = inner.pool.map(per_band.len(), |i| {
-        let recs = std::mem::take(&mut *per_band[i].1.lock().unwrap_or_else(|e| e.into_inner()));
+        let recs = std::mem::take(&mut *per_band[i].1.lock());
         let puts = recs.iter().filter(|r| matches!(r, Record::Put { .. })).count();
-        inner.bands[per_band[i].0].write().unwrap_or_else(|e| e.into_inner()).live.reserve(puts);
+        inner.bands[per_band[i].0].write().live.reserve(puts);
         let mut last_seq = 0;
         for rec in recs {
             apply(inner, rec, &mut last_seq);
@@ -386,7 +387,7 @@ fn recover(
     let (frame, ckpt) = load_checkpoint(&inner)?;
     let n = inner.n();
     for (i, (state, scheme, cursors)) in ckpt.bands.iter().enumerate().take(inner.bands.len()) {
-        let mut b = inner.bands[i].write().unwrap_or_else(|e| e.into_inner());
+        let mut b = inner.bands[i].write();
         if let (BandState::Open | BandState::Sealed, Some(s)) = (state, scheme) {
             let want = if s.is_isolated() { n } else { 1 };
             if s.validate(n).is_ok() && cursors.len() == want {
@@ -419,7 +420,7 @@ fn recover(
     inner.next_seq.store(next_seq, std::sync::atomic::Ordering::Release);
     fail_stale(&inner, &mut report);
     resume_one(&inner, rebuilding, &mut report);
-    *inner.jpos.lock().unwrap_or_else(|e| e.into_inner()) = JournalPos {
+    *inner.jpos.lock() = JournalPos {
         gen: frame.gen,
         pos: 0,
         batch: 0,
@@ -438,12 +439,12 @@ fn recover(
             && matches!(inner.read(loc, 0, loc.len), Err(Error::Corrupt { .. }))
     });
     for (loc, _) in last_puts.iter().zip(corrupt).filter(|(_, c)| *c) {
-        let mut b = inner.bands[loc.band as usize].write().unwrap_or_else(|e| e.into_inner());
+        let mut b = inner.bands[loc.band as usize].write();
         b.remove(loc.seq, |l| inner.sectors(l), n);
         report.dropped_unverified += 1;
     }
     settle_bands(&inner);
-    report.live_blobs = inner.bands.iter().map(|b| b.read().unwrap_or_else(|e| e.into_inner()).live.len()).sum();
+    report.live_blobs = inner.bands.iter().map(|b| b.read().live.len()).sum();
     // Before the writer starts: its first checkpoint may hold records an older format lacks.
     upgrade(&inner, older);
     Ok((start(inner), report))
@@ -489,10 +490,10 @@ fn resume_one(inner: &Inner, rebuilding: &[usize], report: &mut OpenReport) {
 /// Decides band states after replay: empty bands are free; the newest band of each scheme is
 /// reopened for appends; the rest are sealed.
 fn settle_bands(inner: &Inner) {
-    let mut alloc = inner.alloc.lock().unwrap_or_else(|e| e.into_inner());
+    let mut alloc = inner.alloc.lock();
     let mut newest: HashMap<Scheme, (u64, u32)> = HashMap::new();
     for (i, b) in inner.bands.iter().enumerate() {
-        let mut b = b.write().unwrap_or_else(|e| e.into_inner());
+        let mut b = b.write();
         let used = b.cursor.iter().any(|&c| c > 0);
         if b.state == BandState::Free || b.scheme.is_none() || (!used && b.live.is_empty()) {
             *b = Band::new();
@@ -507,7 +508,7 @@ fn settle_bands(inner: &Inner) {
         }
     }
     for (s, (_, i)) in newest {
-        inner.bands[i as usize].write().unwrap_or_else(|e| e.into_inner()).state = BandState::Open;
+        inner.bands[i as usize].write().state = BandState::Open;
         alloc.open.insert(s, i);
     }
 }

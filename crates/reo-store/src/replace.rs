@@ -54,7 +54,7 @@ impl RebuildHandle {
     pub fn wait_until(&self, until: impl Fn(&RebuildProgress) -> bool) -> RebuildProgress {
         let mut c = self.r.ctl();
         while !until(&c.progress) && !c.progress.finished() {
-            c = self.r.wake.wait(c).unwrap_or_else(|e| e.into_inner());
+            self.r.wake.wait(&mut c);
         }
         c.progress.clone()
     }
@@ -96,7 +96,7 @@ impl Store {
         // replacements: the checks below must hold until the new rebuild is installed, or two
         // concurrent calls could both pass them and swap two media into one slot, the first
         // rebuild writing to the second's device and clearing its state when it finishes.
-        let _gc = inner.gc_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _gc = inner.gc_lock.lock();
         if let Some(r) = inner.resync.device() {
             return Err(Error::Config(format!(
                 "device {r} is being rebuilt; wait for that rebuild to finish before replacing another device"
@@ -118,7 +118,7 @@ impl Store {
         {
             // No put is between taking its sequence number and recording its blob: every blob
             // below `start` is recorded (and rebuilt), every later one is written to `d` in full.
-            let _fence = inner.put_fence.write().unwrap_or_else(|e| e.into_inner());
+            let _fence = inner.put_fence.write();
             // Not stale any more: the rebuild gives it every blob below `start`, and no put
             // records a blob written without it from here on (it is up).
             inner.stale[d].store(false, Ordering::SeqCst);
@@ -185,7 +185,7 @@ impl Store {
             .name("reo-rebuild".into())
             .spawn(move || crate::rebuild_run::run(inner, rr, queue))
             .map_err(|e| Error::Config(format!("cannot start the rebuild thread: {e}")))?;
-        *r.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
+        *r.thread.lock() = Some(h);
         Ok(RebuildHandle { r })
     }
 }
@@ -227,7 +227,7 @@ fn queue(inner: &Inner, r: &Resync, opts: &RebuildOptions) -> Vec<(u8, Location,
     let mut q: Vec<(u8, Location, u64)> = Vec::new();
     for b in &inner.bands {
         let entries: Vec<(Location, Box<[u8]>)> = {
-            let b = b.read().unwrap_or_else(|e| e.into_inner());
+            let b = b.read();
             b.live.values().map(|e| (e.loc, e.header.clone())).collect()
         };
         for (loc, header) in entries {

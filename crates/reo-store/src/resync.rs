@@ -10,9 +10,10 @@
 use crate::location::Location;
 use crate::progress::{RebuildOptions, RebuildProgress, RebuildState};
 use crate::store::Inner;
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 const NONE: usize = usize::MAX;
@@ -37,17 +38,17 @@ impl Unrestored {
     }
 
     pub fn contains(&self, seq: u64) -> bool {
-        self.any.load(Ordering::Acquire) && self.seqs.lock().unwrap_or_else(|e| e.into_inner()).contains(&seq)
+        self.any.load(Ordering::Acquire) && self.seqs.lock().contains(&seq)
     }
 
     pub fn extend(&self, seqs: impl IntoIterator<Item = u64>) {
-        let mut s = self.seqs.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = self.seqs.lock();
         s.extend(seqs);
         self.any.store(!s.is_empty(), Ordering::Release);
     }
 
     pub fn clear(&self) {
-        let mut s = self.seqs.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = self.seqs.lock();
         s.clear();
         self.any.store(false, Ordering::Release);
     }
@@ -57,14 +58,14 @@ impl Unrestored {
         if !self.any() {
             return;
         }
-        let mut s = self.seqs.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = self.seqs.lock();
         s.remove(&seq);
         self.any.store(!s.is_empty(), Ordering::Release);
     }
 
     /// A copy of the set (for a checkpoint).
     pub fn seqs(&self) -> HashSet<u64> {
-        self.seqs.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.seqs.lock().clone()
     }
 }
 
@@ -123,17 +124,16 @@ impl Resync {
     }
 
     pub fn ctl(&self) -> MutexGuard<'_, Ctl> {
-        self.ctl.lock().unwrap_or_else(|e| e.into_inner())
+        self.ctl.lock()
     }
 
     /// Is the blob `seq`'s chunk on the device still to be restored?
     pub fn pending(&self, seq: u64) -> bool {
-        seq < self.start_seq.load(Ordering::Acquire)
-            && !self.done.lock().unwrap_or_else(|e| e.into_inner()).contains(&seq)
+        seq < self.start_seq.load(Ordering::Acquire) && !self.done.lock().contains(&seq)
     }
 
     pub fn mark_done(&self, seq: u64) {
-        self.done.lock().unwrap_or_else(|e| e.into_inner()).insert(seq);
+        self.done.lock().insert(seq);
     }
 
     /// Asks the thread to stop and waits for it.
@@ -146,7 +146,7 @@ impl Resync {
             }
         }
         self.wake.notify_all();
-        let h = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let h = self.thread.lock().take();
         if let Some(h) = h {
             let _ = h.join();
         }
@@ -159,18 +159,18 @@ impl ResyncCell {
         if self.dev.load(Ordering::Acquire) == NONE {
             return None;
         }
-        self.cur.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.cur.lock().clone()
     }
 
     pub fn install(&self, r: Arc<Resync>) {
         let d = r.device;
-        *self.cur.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+        *self.cur.lock() = Some(r);
         self.dev.store(d, Ordering::Release);
     }
 
     pub fn clear(&self) {
         self.dev.store(NONE, Ordering::Release);
-        *self.cur.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *self.cur.lock() = None;
     }
 
     /// The device being rebuilt, if any.

@@ -10,8 +10,8 @@ use crate::error::{Error, Result};
 use crate::persist::{decode_checkpoint, Checkpoint};
 use crate::record::{Frame, Record, BATCH_MAGIC, CKPT_MAGIC, FRAME_HEADER};
 use crate::store::Inner;
+use parking_lot::Mutex;
 use reo_media::AlignedBuf;
-use std::sync::Mutex;
 
 /// Reads `buf.len()` bytes at `offset` striped over `devices` (one piece each, in parallel), or
 /// from the one device given. False if `devices` is empty or any piece cannot be read.
@@ -22,7 +22,7 @@ fn read_striped(inner: &Inner, devices: &[usize], offset: u64, buf: &mut [u8]) -
     let piece = buf.len().div_ceil(devices.len()).div_ceil(4096) * 4096;
     let pieces: Vec<Mutex<&mut [u8]>> = buf.chunks_mut(piece.max(4096)).map(Mutex::new).collect();
     let ok = inner.pool.map(pieces.len(), |i| {
-        let mut p = pieces[i].lock().unwrap_or_else(|e| e.into_inner());
+        let mut p = pieces[i].lock();
         inner.devices[devices[i]].read_at(&mut p, offset + (i * piece) as u64).is_ok()
     });
     ok.into_iter().all(|o| o)

@@ -100,7 +100,7 @@ impl Inner {
     }
 
     fn scrub_blob(&self, loc: &Location, rep: &mut ScrubReport) {
-        let _gc = self.gc_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _gc = self.gc_lock.lock();
         if !self.is_live(loc) {
             return;
         }

@@ -29,11 +29,12 @@ use crate::read_bytes::{PendingRead, ReadBytes};
 use crate::scheme::Scheme;
 use crate::stats::{Counters, StoreStats};
 use crate::superblock::Layout;
+use parking_lot::{Mutex, RwLock};
 use reo_media::{IoPool, Media, ReadLanes};
 use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// When a put or free returns.
@@ -233,7 +234,7 @@ impl Inner {
         self.bands
             .get(loc.band as usize)
             .map(|b| {
-                let b = b.read().unwrap_or_else(|e| e.into_inner());
+                let b = b.read();
                 b.live.get(&loc.seq).is_some_and(|e| e.loc == *loc)
             })
             .unwrap_or(false)
@@ -322,7 +323,7 @@ impl Store {
     pub fn blobs(&self) -> Vec<(Location, Vec<u8>)> {
         let mut out = Vec::new();
         for b in &self.inner.bands {
-            let b = b.read().unwrap_or_else(|e| e.into_inner());
+            let b = b.read();
             out.extend(b.live.values().map(|e| (e.loc, e.header.to_vec())));
         }
         out.sort_by_key(|(l, _)| l.seq);
@@ -336,18 +337,18 @@ impl Store {
 
     /// The header of the live blob at `loc` (from the store's metadata, no device I/O).
     pub fn header(&self, loc: &Location) -> Option<Vec<u8>> {
-        let b = self.inner.bands.get(loc.band as usize)?.read().unwrap_or_else(|e| e.into_inner());
+        let b = self.inner.bands.get(loc.band as usize)?.read();
         b.live.get(&loc.seq).filter(|e| e.loc == *loc).map(|e| e.header.to_vec())
     }
 
     /// Bands on the free list (cheap: the cleaner's trigger).
     pub fn free_bands(&self) -> usize {
-        self.inner.alloc.lock().unwrap_or_else(|e| e.into_inner()).free.len()
+        self.inner.alloc.lock().free.len()
     }
 
     /// Number of live blobs.
     pub fn blob_count(&self) -> usize {
-        self.inner.bands.iter().map(|b| b.read().unwrap_or_else(|e| e.into_inner()).live.len()).sum()
+        self.inner.bands.iter().map(|b| b.read().live.len()).sum()
     }
 
     /// Marks device `d` failed: no more I/O goes to it; reads of its chunks reconstruct.
@@ -382,7 +383,7 @@ impl Store {
         let mut per: HashMap<Scheme, SchemeSpace> = HashMap::new();
         let mut free = 0;
         for b in &self.inner.bands {
-            let b = b.read().unwrap_or_else(|e| e.into_inner());
+            let b = b.read();
             match (b.state, b.scheme) {
                 (BandState::Free, _) | (_, None) => free += 1,
                 (_, Some(s)) => {
@@ -413,7 +414,7 @@ impl Store {
             .iter()
             .enumerate()
             .map(|(i, b)| {
-                let b = b.read().unwrap_or_else(|e| e.into_inner());
+                let b = b.read();
                 let used = b.used_phys(n);
                 BandInfo {
                     band: i as u32,
@@ -465,7 +466,7 @@ impl Store {
         }
         self.inner.journal.stop(kill);
         // Taken in its own statement: an `if let` would keep the guard for the join.
-        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let writer = self.writer.lock().take();
         if let Some(h) = writer {
             let _ = h.join();
         }

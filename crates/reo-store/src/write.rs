@@ -20,8 +20,8 @@ use crate::record::Record;
 use crate::scheme::Scheme;
 use crate::stats::Counters;
 use crate::store::{BlobHealth, Durability, Inner, PutOptions};
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 /// Device bytes of one segment of a put (the rows laid out, then written, together).
 const SEGMENT: usize = 1 << 20;
@@ -51,7 +51,7 @@ impl Inner {
             return Err(Error::TooLarge { len: loc.len, max });
         }
         // Held until the blob is recorded: a replacement waits for it (see `replace.rs`).
-        let fence = self.put_fence.read().unwrap_or_else(|e| e.into_inner());
+        let fence = self.put_fence.read();
         loc.seq = self.next_seq.fetch_add(1, Ordering::AcqRel);
         let (band, start, device) = self.allocate(scheme, sectors, opts.placement_key, gc)?;
         loc.band = band;
@@ -81,7 +81,7 @@ impl Inner {
             return Ok(loc);
         }
         let pending = {
-            let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
+            let _gate = self.gate.read();
             self.land(band, Some(&loc), header);
             self.journal
                 .enqueue(opts.durability == Durability::Sync, |w| self.encode_put_marking_stale(w, &loc, header))?
@@ -101,7 +101,7 @@ impl Inner {
 
     /// Ends a put's reservation in `band`, recording the blob if it was written.
     pub(crate) fn land(&self, band: u32, loc: Option<&Location>, header: &[u8]) {
-        let mut b = self.bands[band as usize].write().unwrap_or_else(|e| e.into_inner());
+        let mut b = self.bands[band as usize].write();
         b.inflight -= 1;
         if let Some(loc) = loc {
             b.insert(*loc, header.into(), self.sectors(loc), self.n());
@@ -111,9 +111,9 @@ impl Inner {
     /// Frees a live blob.
     pub(crate) fn free(&self, loc: &Location, durability: Durability) -> Result<()> {
         let pending = {
-            let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
+            let _gate = self.gate.read();
             let band = self.bands.get(loc.band as usize).ok_or(Error::NotFound { seq: loc.seq })?;
-            let mut b = band.write().unwrap_or_else(|e| e.into_inner());
+            let mut b = band.write();
             if !b.live.get(&loc.seq).is_some_and(|e| e.loc == *loc) {
                 return Err(Error::NotFound { seq: loc.seq });
             }
@@ -132,10 +132,10 @@ impl Inner {
     fn allocate(&self, scheme: Scheme, sectors: u64, key: u64, gc: bool) -> Result<(u32, u64, u16)> {
         let n = self.n();
         let zone = self.layout.zone_sectors();
-        let mut alloc = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        let mut alloc = self.alloc.lock();
         loop {
             if let Some(&band) = alloc.open.get(&scheme) {
-                let mut b = self.bands[band as usize].write().unwrap_or_else(|e| e.into_inner());
+                let mut b = self.bands[band as usize].write();
                 if scheme.is_isolated() {
                     // The key's device, else the next healthy one with room: a band is sealed
                     // only when no column has room, not when the key's column is full (which
@@ -164,7 +164,7 @@ impl Inner {
                 return Err(Error::OutOfSpace { needed: sectors * SECTOR });
             }
             let band = alloc.free.pop_front().expect("checked");
-            self.bands[band as usize].write().unwrap_or_else(|e| e.into_inner()).open(scheme, n);
+            self.bands[band as usize].write().open(scheme, n);
             alloc.open.insert(scheme, band);
         }
     }
@@ -203,7 +203,7 @@ impl Inner {
                     written.fetch_add(len as u64, Ordering::Relaxed);
                 }
                 Err(e) => {
-                    errors[d].lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
+                    errors[d].lock().get_or_insert(e);
                 }
             }
             self.bufs.give(col.side);
@@ -242,7 +242,7 @@ impl Inner {
             }
         });
         for (d, e) in errors.into_iter().enumerate() {
-            if let Some(e) = e.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            if let Some(e) = e.into_inner() {
                 Counters::add(&self.stats.write_errors, 1);
                 self.mark_failed(d, &format!("write error: {e}"));
             }
