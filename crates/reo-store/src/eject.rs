@@ -7,6 +7,7 @@
 //! its chunks are reconstructed from redundancy. Write and sync errors fail a device at once
 //! (`write.rs`, `persist.rs`); they never pass through the budget.
 
+use crate::stats::Stat;
 use crate::store::Inner;
 use parking_lot::Mutex;
 use std::time::{Duration, Instant};
@@ -51,7 +52,7 @@ impl Inner {
                      {limit} (half-life {halflife:?}); replace the device"
                 ),
             );
-            crate::stats::Counters::add(&self.stats.ejections, 1);
+            self.stats.add(Stat::Ejections, 1);
         }
     }
 }

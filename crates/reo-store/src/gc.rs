@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::location::Location;
 use crate::record::Record;
 use crate::scheme::Scheme;
-use crate::stats::Counters;
+use crate::stats::Stat;
 use crate::store::{BlobHealth, Durability, Inner, PutOptions, Store};
 
 /// How the cleaner chooses its victim band.
@@ -108,7 +108,7 @@ impl Inner {
     }
 
     fn clean(&self, band: u32, handler: &mut dyn GcHandler) -> Result<GcReport> {
-        Counters::add(&self.stats.gc_runs, 1);
+        self.stats.add(Stat::GcRuns, 1);
         let n = self.n();
         let mut report = GcReport { band, ..Default::default() };
         let (entries, used) = {
@@ -125,7 +125,7 @@ impl Inner {
                 GcDecision::Drop => {
                     if self.free(&e.loc, Durability::None).is_ok() {
                         report.dropped += 1;
-                        Counters::add(&self.stats.gc_dropped_blobs, 1);
+                        self.stats.add(Stat::GcDroppedBlobs, 1);
                         handler.dropped(&e.loc);
                     }
                     continue;

@@ -33,6 +33,7 @@
 
 use crate::location::Location;
 use crate::scheme::Scheme;
+use crate::stats::Stat;
 use crate::store::Inner;
 use parking_lot::Mutex;
 use std::cell::Cell;
@@ -185,7 +186,7 @@ impl Inner {
                 ),
             )
         {
-            crate::stats::Counters::add(&self.stats.ejections, 1);
+            self.stats.add(Stat::Ejections, 1);
         }
     }
 }

@@ -9,7 +9,7 @@ use crate::bytes::Writer;
 use crate::error::{Error, Result};
 use crate::journal::{ack_all, Ack, Batch, WriterGuard};
 use crate::record::{Frame, Record, BATCH_MAGIC, CKPT_MAGIC, PUT_RECORD_FIXED};
-use crate::stats::Counters;
+use crate::stats::Stat;
 use crate::store::Inner;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -39,7 +39,7 @@ pub(crate) fn write_everywhere(inner: &Inner, offset: u64, buf: &[u8], what: &st
         Some((inner.slots[d].generation(), dev.write_at(buf, offset).and_then(|_| dev.sync())))
     });
     let ok = tally(inner, what, "write/sync", results)?;
-    Counters::add(&inner.stats.journal_device_bytes, buf.len() as u64 * ok);
+    inner.stats.add(Stat::JournalDeviceBytes, buf.len() as u64 * ok);
     Ok(())
 }
 
@@ -61,7 +61,7 @@ fn tally(
         match r {
             Some((_, Ok(()))) => ok += 1,
             Some((generation, Err(e))) => {
-                Counters::add(&inner.stats.write_errors, 1);
+                inner.stats.add(Stat::WriteErrors, 1);
                 if inner.slots[d].generation() == generation {
                     inner.mark_failed(d, &format!("{what} {op} error: {e}"));
                 }
@@ -125,7 +125,7 @@ pub(crate) fn write_batch(inner: &Inner, batch: Batch) {
         if r.is_ok() {
             jp.pos += frame.len() as u64;
             jp.batch += 1;
-            Counters::add(&inner.stats.journal_batches, 1);
+            inner.stats.add(Stat::JournalBatches, 1);
         }
         r
     } else {
@@ -174,7 +174,7 @@ fn replace_journal(inner: &Inner, clean: bool, journal_full: bool) -> Result<()>
     };
     if result.is_ok() {
         *jp = crate::store::JournalPos { gen, pos: 0, batch: 0, ckpt_number: number, wedged: false };
-        Counters::add(&inner.stats.checkpoints, 1);
+        inner.stats.add(Stat::Checkpoints, 1);
         inner.journal.covered(drain);
         ack_all(waiters, &Ok(()));
     } else {

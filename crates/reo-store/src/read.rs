@@ -13,7 +13,7 @@ use crate::geometry::{Row, Shape, SECTOR};
 use crate::hedge::Hedge;
 use crate::location::Location;
 use crate::scheme::Scheme;
-use crate::stats::Counters;
+use crate::stats::Stat;
 use crate::store::{BlobHealth, Inner};
 use reo_media::{AlignedBuf, ReadBatch, Waited};
 use std::time::Instant;
@@ -95,8 +95,8 @@ impl Inner {
         if !self.is_live(loc) {
             return Err(Error::NotFound { seq: loc.seq });
         }
-        Counters::add(&self.stats.reads, 1);
-        Counters::add(&self.stats.read_bytes, to - from);
+        self.stats.add(Stat::Reads, 1);
+        self.stats.add(Stat::ReadBytes, to - from);
         Ok(())
     }
 
@@ -178,7 +178,7 @@ impl Inner {
         // only then), or above from the rebuilt chunk (every other one is in `missing`).
         unsafe { out.set_len(len) };
         if !missing.is_empty() {
-            Counters::add(&self.stats.degraded_reads, 1);
+            self.stats.add(Stat::DegradedReads, 1);
         }
         Ok(out)
     }
@@ -367,7 +367,7 @@ impl Inner {
                         if bufs[r].is_none() && !left[r] && self.give_up_on(run.0, hedge) {
                             left[r] = true;
                             if !self.is_failed(run.0) {
-                                Counters::add(&self.stats.slow_reads, 1);
+                                self.stats.add(Stat::SlowReads, 1);
                                 hedge.note_left(run.0);
                             }
                         }
@@ -387,7 +387,7 @@ impl Inner {
             let same_media = self.slots[*d].generation() == generations[r];
             match done.result {
                 Err(e) if hedge.charges(*d) => {
-                    Counters::add(&self.stats.read_errors, 1);
+                    self.stats.add(Stat::ReadErrors, 1);
                     if same_media {
                         self.note_read_error(*d, &format!("read error: {e}"));
                     }
@@ -401,7 +401,7 @@ impl Inner {
                             // Not the device's fault when it went down for this blob meanwhile:
                             // a read queued before a replacement runs on the new, blank device.
                             if same_media && self.is_live(loc) && !self.down(*d, seq) && hedge.charges(*d) {
-                                Counters::add(&self.stats.checksum_errors, 1);
+                                self.stats.add(Stat::ChecksumErrors, 1);
                                 self.note_read_error(*d, "checksum mismatch");
                             }
                             continue;

@@ -10,7 +10,7 @@ use crate::geometry::Row;
 use crate::location::Location;
 use crate::read::{ChunkAt, Want};
 use crate::scheme::Scheme;
-use crate::stats::Counters;
+use crate::stats::Stat;
 use crate::store::Inner;
 use std::cell::RefCell;
 
@@ -46,8 +46,8 @@ impl Inner {
         if !self.is_live(loc) {
             return Err(Error::NotFound { seq: loc.seq });
         }
-        Counters::add(&self.stats.reads, 1);
-        Counters::add(&self.stats.read_bytes, to - from);
+        self.stats.add(Stat::Reads, 1);
+        self.stats.add(Stat::ReadBytes, to - from);
         let shape = self.shape(loc);
         let Scratch { rows, want, chunks, copies } = scratch;
         rows.clear();
@@ -115,7 +115,7 @@ impl Inner {
             rest = &rest[n..];
         }
         if degraded {
-            Counters::add(&self.stats.degraded_reads, 1);
+            self.stats.add(Stat::DegradedReads, 1);
         }
         Ok(to - from)
     }
@@ -133,7 +133,7 @@ impl Inner {
                 (r, c) => {
                     if let Some(&mut (d, off, len)) = r {
                         self.devices[d].read_discard(len, off).map_err(|source| {
-                            Counters::add(&self.stats.read_errors, 1);
+                            self.stats.add(Stat::ReadErrors, 1);
                             Error::Io { device: d, op: "read", source }
                         })?;
                     }

@@ -22,7 +22,7 @@ use crate::location::Location;
 use crate::progress::{RebuildState, Restored};
 use crate::record::Record;
 use crate::resync::Resync;
-use crate::stats::Counters;
+use crate::stats::Stat;
 use crate::store::Inner;
 use reo_media::AlignedBuf;
 use std::collections::HashSet;
@@ -341,13 +341,13 @@ fn write_stage(
                     for it in &items[i..j] {
                         let Prep::Column(_, len, _) = &it.prep else { unreachable!() };
                         r.mark_done(it.loc.seq);
-                        Counters::add(&inner.stats.rebuilt_blobs, 1);
-                        Counters::add(&inner.stats.rebuild_device_bytes, *len as u64);
+                        inner.stats.add(Stat::RebuiltBlobs, 1);
+                        inner.stats.add(Stat::RebuildDeviceBytes, *len as u64);
                         outcomes.push(Outcome::Written(*len as u64));
                     }
                 }
                 Err(e) => {
-                    Counters::add(&inner.stats.write_errors, 1);
+                    inner.stats.add(Stat::WriteErrors, 1);
                     inner.mark_failed(d, &format!("write error during rebuild: {e}"));
                     outcomes.extend((i..j).map(|_| Outcome::Lost));
                 }
@@ -462,7 +462,7 @@ fn finish(inner: &Inner, r: &Resync, t0: Instant) {
             ));
         }
         End::DeviceFailed(e) => {
-            Counters::add(&inner.stats.write_errors, 1);
+            inner.stats.add(Stat::WriteErrors, 1);
             inner.mark_failed(d, &e);
             c.progress.state = RebuildState::Aborted(format!("device {d} failed: {e}"));
         }

@@ -16,6 +16,7 @@
 
 use crate::location::Location;
 use crate::read::ChunkAt;
+use crate::stats::Stat;
 use crate::store::{Inner, Store};
 use std::time::{Duration, Instant};
 
@@ -155,7 +156,7 @@ impl Inner {
                 }
                 Ok(()) => rep.chunks_repaired += bad.iter().filter(|&&i| chunks[i].device == dev).count() as u64,
                 Err(e) => {
-                    crate::stats::Counters::add(&self.stats.write_errors, 1);
+                    self.stats.add(Stat::WriteErrors, 1);
                     self.mark_failed(dev, &format!("write error during scrub repair: {e}"));
                 }
             }

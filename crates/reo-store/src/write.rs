@@ -18,7 +18,7 @@ use crate::lay_out::Column;
 use crate::location::{Location, ROW_BAND};
 use crate::record::Record;
 use crate::scheme::Scheme;
-use crate::stats::Counters;
+use crate::stats::Stat;
 use crate::store::{BlobHealth, Durability, Inner, PutOptions};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -68,13 +68,13 @@ impl Inner {
         };
         let s = &self.stats;
         if gc {
-            Counters::add(&s.gc_relocated_blobs, 1);
-            Counters::add(&s.gc_relocated_bytes, loc.len);
-            Counters::add(&s.gc_device_bytes, written);
+            s.add(Stat::GcRelocatedBlobs, 1);
+            s.add(Stat::GcRelocatedBytes, loc.len);
+            s.add(Stat::GcDeviceBytes, written);
         } else {
-            Counters::add(&s.puts, 1);
-            Counters::add(&s.put_bytes, loc.len);
-            Counters::add(&s.put_device_bytes, written);
+            s.add(Stat::Puts, 1);
+            s.add(Stat::PutBytes, loc.len);
+            s.add(Stat::PutDeviceBytes, written);
         }
         if gc {
             // The cleaner commits the move (new put + free of the old blob) as one record pair.
@@ -123,7 +123,7 @@ impl Inner {
             self.journal
                 .enqueue(durability == Durability::Sync, |w| Record::Free { seq: loc.seq, band: loc.band }.encode(w))?
         };
-        Counters::add(&self.stats.frees, 1);
+        self.stats.add(Stat::Frees, 1);
         pending.wait()
     }
 
@@ -243,7 +243,7 @@ impl Inner {
         });
         for (d, e) in errors.into_iter().enumerate() {
             if let Some(e) = e.into_inner() {
-                Counters::add(&self.stats.write_errors, 1);
+                self.stats.add(Stat::WriteErrors, 1);
                 self.mark_failed(d, &format!("write error: {e}"));
             }
         }
@@ -267,7 +267,7 @@ impl Inner {
             match self.devices[d].write_zeros(col_len, offset) {
                 Ok(()) => written += col_len as u64,
                 Err(e) => {
-                    Counters::add(&self.stats.write_errors, 1);
+                    self.stats.add(Stat::WriteErrors, 1);
                     self.mark_failed(d, &format!("write error: {e}"));
                 }
             }
