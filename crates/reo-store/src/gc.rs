@@ -134,7 +134,7 @@ impl Inner {
                 GcDecision::Reencode(s) => s,
             };
             // Byte-less media: the relocation's I/O without bytes (nothing is kept to move).
-            let read = if self.stores_bytes {
+            let read = if self.devs.stores_bytes() {
                 self.read(&e.loc, 0, e.loc.len)
             } else {
                 self.read_sized(&e.loc, 0, e.loc.len).map(|len| vec![0u8; len as usize])
@@ -165,7 +165,7 @@ impl Inner {
         // during that batch's fdatasync can keep the batch and lose the copy's unsynced data;
         // the replay then drops the copy (it fails verification) and frees the original — an
         // acknowledged blob gone. One fdatasync of every device per cleaned band.
-        if self.stores_bytes && !copies.is_empty() {
+        if self.devs.stores_bytes() && !copies.is_empty() {
             if let Err(err) = self.sync_everywhere("cleaner") {
                 self.discard_copies(copies);
                 return Err(Error::Journal(err));
@@ -192,7 +192,7 @@ impl Inner {
                 return Err(Error::Journal(format!("band {band} gained blobs while being cleaned")));
             }
             *b = Band::new();
-            self.journal.enqueue(self.stores_bytes, |w| Record::BandReset { band }.encode(w))?
+            self.journal.enqueue(self.devs.stores_bytes(), |w| Record::BandReset { band }.encode(w))?
         };
         // On byte-less (simulated) media nothing can be overwritten or recovered, so the cleaner
         // does not wait for the journal writer: the records are still written (and counted) in

@@ -18,6 +18,7 @@ mod bytes;
 mod chunk;
 mod codec;
 mod config;
+mod devices;
 mod eject;
 mod error;
 mod gc;

@@ -31,12 +31,12 @@ pub(crate) fn write_everywhere(inner: &Inner, offset: u64, buf: &[u8], what: &st
         aligned = b;
         &aligned[..]
     };
-    let results = inner.pool.map(inner.n(), |d| {
-        if inner.is_failed(d) {
+    let results = inner.devs.pool().map(inner.n(), |d| {
+        if inner.devs.is_failed(d) {
             return None;
         }
-        let dev = &inner.devices[d];
-        Some((inner.slots[d].generation(), dev.write_at(buf, offset).and_then(|_| dev.sync())))
+        let dev = &inner.devs.get(d);
+        Some((inner.devs.generation(d), dev.write_at(buf, offset).and_then(|_| dev.sync())))
     });
     let ok = tally(inner, what, "write/sync", results)?;
     inner.stats.add(Stat::JournalDeviceBytes, buf.len() as u64 * ok);
@@ -62,7 +62,7 @@ fn tally(
             Some((_, Ok(()))) => ok += 1,
             Some((generation, Err(e))) => {
                 inner.stats.add(Stat::WriteErrors, 1);
-                if inner.slots[d].generation() == generation {
+                if inner.devs.generation(d) == generation {
                     inner.mark_failed(d, &format!("{what} {op} error: {e}"));
                 }
                 last = format!("device {d}: {e}");
@@ -82,8 +82,9 @@ impl Inner {
     /// [`write_everywhere`]); succeeds if at least one device synced.
     pub(crate) fn sync_everywhere(&self, what: &str) -> std::result::Result<(), String> {
         let results = self
-            .pool
-            .map(self.n(), |d| (!self.is_failed(d)).then(|| (self.slots[d].generation(), self.devices[d].sync())));
+            .devs
+            .pool()
+            .map(self.n(), |d| (!self.devs.is_failed(d)).then(|| (self.devs.generation(d), self.devs.get(d).sync())));
         tally(self, what, "sync", results).map(|_| ())
     }
 }
@@ -201,7 +202,7 @@ fn snapshot(inner: &Inner, clean: bool) -> (Vec<u8>, Vec<Vec<u8>>, Vec<Vec<u8>>)
     // Devices a rebuild left without some blobs' chunks, with those blobs (usually none).
     let unrestored: Vec<(u16, HashSet<u64>)> =
         inner.unrestored.iter().enumerate().filter(|(_, u)| u.any()).map(|(d, u)| (d as u16, u.seqs())).collect();
-    let encoded = inner.pool.map(groups, |g| {
+    let encoded = inner.devs.pool().map(groups, |g| {
         let (mut bands, mut live) = (Writer::default(), Writer::default());
         for (i, b) in inner.bands.iter().enumerate().skip(g * per_group).take(per_group) {
             let b = b.read();

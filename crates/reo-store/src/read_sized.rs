@@ -33,7 +33,7 @@ impl Inner {
     /// Reads blob bytes `[from, to)` for their I/O only; returns the byte count. Fails as
     /// [`Inner::read`] would: a bad range, a freed blob, or a wanted chunk beyond redundancy.
     pub(crate) fn read_sized(&self, loc: &Location, from: u64, to: u64) -> Result<u64> {
-        if self.stores_bytes {
+        if self.devs.stores_bytes() {
             return self.read(loc, from, to).map(|v| v.len() as u64);
         }
         SCRATCH.with_borrow_mut(|scratch| self.read_sized_with(scratch, loc, from, to))
@@ -132,7 +132,7 @@ impl Inner {
                 }
                 (r, c) => {
                     if let Some(&mut (d, off, len)) = r {
-                        self.devices[d].read_discard(len, off).map_err(|source| {
+                        self.devs.get(d).read_discard(len, off).map_err(|source| {
                             self.stats.add(Stat::ReadErrors, 1);
                             Error::Io { device: d, op: "read", source }
                         })?;

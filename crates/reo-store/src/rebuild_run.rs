@@ -117,7 +117,7 @@ fn read_stage(inner: &Inner, r: &Resync, queue: &[(u8, Location, u64)], t0: Inst
             let mut c = r.ctl();
             if c.stop {
                 Pick::Stop
-            } else if inner.is_failed(d) {
+            } else if inner.devs.is_failed(d) {
                 c.progress.state = RebuildState::Aborted(format!("device {d} failed during the rebuild"));
                 Pick::Stop
             } else if c.paused {
@@ -233,7 +233,7 @@ fn read_stage(inner: &Inner, r: &Resync, queue: &[(u8, Location, u64)], t0: Inst
             Pick::Stop => {
                 drain(tx);
                 drop(gc);
-                if inner.is_failed(d) && !r.ctl().stop {
+                if inner.devs.is_failed(d) && !r.ctl().stop {
                     inner.resync.clear();
                     r.wake.notify_all();
                 }
@@ -322,7 +322,7 @@ fn write_stage(
             }
             let res = if j == i + 1 {
                 let Prep::Column(buf, len, _) = &items[i].prep else { unreachable!() };
-                inner.devices[d].write_at(&buf[..*len], *off)
+                inner.devs.get(d).write_at(&buf[..*len], *off)
             } else {
                 let mut big = inner.bufs.take(total);
                 let mut at = 0;
@@ -332,7 +332,7 @@ fn write_stage(
                         at += len;
                     }
                 }
-                let res = inner.devices[d].write_at(&big[..total], *off);
+                let res = inner.devs.get(d).write_at(&big[..total], *off);
                 inner.bufs.give(big);
                 res
             };
@@ -423,7 +423,7 @@ enum End {
 /// Makes the rebuilt chunks durable, clears the superblock's rebuilding flag, retires.
 fn finish(inner: &Inner, r: &Resync, t0: Instant) {
     let d = r.device;
-    let media = inner.slots[d].get();
+    let media = inner.devs.installed(d);
     // The lost blobs are recorded durably before the superblock stops saying *rebuilding*: a
     // crash in between resumes the rebuild, which finds them lost again. A journal that cannot
     // record them is no fault of the device: it stays up, the flag stays set (a restart resumes
@@ -483,7 +483,7 @@ fn keep_unrestored(inner: &Inner, d: usize, lost: &[Location]) -> crate::error::
     let pending = {
         let _gate = inner.gate.read();
         inner.unrestored[d].extend(lost.iter().map(|l| l.seq));
-        inner.journal.enqueue(inner.stores_bytes, |w| {
+        inner.journal.enqueue(inner.devs.stores_bytes(), |w| {
             for l in lost {
                 Record::Unrestored { device: d as u16, seq: l.seq, band: l.band }.encode(w);
             }

@@ -5,8 +5,8 @@
 
 use crate::band::{Band, BandState};
 use crate::bufpool::BufPool;
-use crate::config::StoreConfig;
-use crate::eject::ErrorBudget;
+use crate::config::{StoreConfig, Tunables};
+use crate::devices::DeviceSet;
 use crate::error::{Error, Result};
 use crate::journal::Journal;
 use crate::persist;
@@ -14,12 +14,11 @@ use crate::record::Record;
 use crate::resync::{Resync, ResyncCell};
 use crate::scan::{load_checkpoint, read_journal};
 use crate::scheme::Scheme;
-use crate::slot::Slot;
 use crate::stats::Counters;
 use crate::store::{Alloc, BlobHealth, Inner, JournalPos, Store};
 use crate::superblock::{Layout, FLAG_REBUILDING, FORMAT_VERSION, SUPERBLOCK_AREA};
 use parking_lot::{Mutex, RwLock};
-use reo_media::{AlignedBuf, IoPool, Media, ReadLanes};
+use reo_media::{AlignedBuf, IoPool, Media};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
@@ -170,10 +169,10 @@ impl Store {
 /// rewrite is failed, as after any write error.
 fn upgrade(inner: &Inner, older: &[(usize, u32)]) {
     for &(d, flags) in older {
-        if inner.is_failed(d) {
+        if inner.devs.is_failed(d) {
             continue;
         }
-        match crate::replace::write_superblock(inner, inner.devices[d].as_ref(), d, flags) {
+        match crate::replace::write_superblock(inner, inner.devs.get(d), d, flags) {
             Ok(()) => tracing::info!(device = d, format = FORMAT_VERSION, "device superblock upgraded"),
             Err(e) => {
                 inner.mark_failed(d, &format!("superblock upgrade to format {FORMAT_VERSION} failed: {e}"));
@@ -202,28 +201,15 @@ fn read_superblock(dev: &dyn Media) -> Found {
 }
 
 fn new_inner(layout: Layout, devices: Vec<Arc<dyn Media>>, pool: IoPool, failed: &[usize], cfg: &StoreConfig) -> Inner {
-    let stores_bytes = devices.iter().all(|d| d.stores_bytes());
-    let slots: Vec<Arc<Slot>> = devices.into_iter().map(|d| Arc::new(Slot::new(d))).collect();
-    let devices: Vec<Arc<dyn Media>> = slots.iter().map(|s| s.clone() as Arc<dyn Media>).collect();
-    // Byte-less media finish every call at once: read on the caller, as the pool does for them.
-    let reads =
-        if stores_bytes { ReadLanes::new(devices.clone(), cfg.read_depth) } else { ReadLanes::inline(devices.clone()) };
+    let devs = DeviceSet::new(devices, pool, failed, cfg.read_depth);
+    let stores_bytes = devs.stores_bytes();
     Inner {
-        reads,
-        budgets: (0..devices.len()).map(|_| ErrorBudget::default()).collect(),
-        error_limit: (cfg.io_error_limit, cfg.io_error_halflife),
-        slow_reads: (cfg.slow_read_after, cfg.stuck_read_fail_after),
-        stuck_suspects: (0..devices.len()).map(|_| Default::default()).collect(),
+        tunables: Tunables::of(cfg),
         put_fence: RwLock::new(()),
         resync: ResyncCell::default(),
-        unrestored: (0..devices.len()).map(|_| Default::default()).collect(),
-        stale: (0..devices.len()).map(|_| AtomicBool::new(false)).collect(),
-        stale_marks: AtomicU64::new(0),
-        slots,
-        failed: (0..devices.len()).map(|d| AtomicBool::new(failed.contains(&d))).collect(),
+        unrestored: (0..devs.len()).map(|_| Default::default()).collect(),
         bands: (0..layout.zones).map(|_| RwLock::new(Band::new())).collect(),
-        devices,
-        pool,
+        devs,
         alloc: Mutex::new(Alloc::default()),
         next_seq: AtomicU64::new(1),
         gate: RwLock::new(()),
@@ -234,7 +220,6 @@ fn new_inner(layout: Layout, devices: Vec<Arc<dyn Media>>, pool: IoPool, failed:
         },
         jpos: Mutex::new(JournalPos::default()),
         stats: Counters::default(),
-        stores_bytes,
         gc_lock: Mutex::new(()),
         bufs: BufPool::shared(),
         layout,
@@ -268,12 +253,12 @@ fn format(devices: Vec<Arc<dyn Media>>, cfg: &StoreConfig, pool: IoPool) -> Resu
         alloc.free = (0..layout.zones).collect();
     }
     persist::checkpoint(&inner, true)?;
-    let results = inner.pool.map(inner.n(), |d| {
+    let results = inner.devs.pool().map(inner.n(), |d| {
         let sb = layout.encode(d as u16);
         let mut two = AlignedBuf::zeroed(8192);
         two[..4096].copy_from_slice(&sb);
         two[4096..].copy_from_slice(&sb);
-        inner.devices[d].write_at(&two, 0).and_then(|_| inner.devices[d].sync())
+        inner.devs.get(d).write_at(&two, 0).and_then(|_| inner.devs.get(d).sync())
     });
     for (d, r) in results.into_iter().enumerate() {
         r.map_err(|e| Error::Io { device: d, op: "format", source: e })?;
@@ -342,9 +327,7 @@ fn apply_by_band(inner: &Inner, records: impl IntoIterator<Item = Record>) -> u6
         let band = match &rec {
             // Not a band's: applied here (a set-only fact, in any order).
             Record::Missed { device } => {
-                if let Some(s) = inner.stale.get(*device as usize) {
-                    s.store(true, std::sync::atomic::Ordering::Release);
-                }
+                inner.devs.replay_stale(*device as usize);
                 continue;
             }
             Record::Put { loc, .. } => loc.band,
@@ -356,7 +339,7 @@ fn apply_by_band(inner: &Inner, records: impl IntoIterator<Item = Record>) -> u6
     }
     let per_band: Vec<(usize, Mutex<Vec<Record>>)> =
         per_band.into_iter().enumerate().filter(|(_, v)| !v.is_empty()).map(|(i, v)| (i, Mutex::new(v))).collect();
-    let seqs = inner.pool.map(per_band.len(), |i| {
+    let seqs = inner.devs.pool().map(per_band.len(), |i| {
         let recs = std::mem::take(&mut *per_band[i].1.lock());
         let puts = recs.iter().filter(|r| matches!(r, Record::Put { .. })).count();
         inner.bands[per_band[i].0].write().live.reserve(puts);
@@ -432,7 +415,7 @@ fn recover(
     // A blob beyond its redundancy because its devices are missing cannot be verified: it is
     // kept (its put may have been acknowledged, and its bytes may be intact on a device that
     // comes back), not dropped as torn. Reads never return its bytes unverified either way.
-    let corrupt = inner.pool.map(last_puts.len(), |i| {
+    let corrupt = inner.devs.pool().map(last_puts.len(), |i| {
         let loc = &last_puts[i];
         inner.is_live(loc)
             && inner.health(loc) != BlobHealth::Lost
@@ -453,13 +436,13 @@ fn recover(
 /// Fails the devices the metadata says are stale (`stale.rs`), attached or not, before anything
 /// reads them (the last batch's verification would otherwise read their old chunks).
 fn fail_stale(inner: &Inner, report: &mut OpenReport) {
-    for d in (0..inner.n()).filter(|&d| inner.is_stale(d)) {
-        if !inner.is_failed(d) {
-            inner.failed[d].store(true, std::sync::atomic::Ordering::Release);
+    for d in (0..inner.n()).filter(|&d| inner.devs.is_stale(d)) {
+        if !inner.devs.is_failed(d) {
+            inner.devs.fail_quietly(d);
             report.failed_devices.push(d);
             tracing::warn!(
                 device = d,
-                file = %inner.devices[d].describe(),
+                file = %inner.devs.get(d).describe(),
                 "device missed writes while it was failed: it stays failed until it is replaced (the same \
                  device may be given back to be rebuilt)"
             );
@@ -475,12 +458,12 @@ fn fail_stale(inner: &Inner, report: &mut OpenReport) {
 /// are failed: only one rebuild runs, and a device with an aborted rebuild behind it holds an
 /// unknown part of its blobs.
 fn resume_one(inner: &Inner, rebuilding: &[usize], report: &mut OpenReport) {
-    let mut usable = rebuilding.iter().copied().filter(|&d| !inner.is_failed(d));
+    let mut usable = rebuilding.iter().copied().filter(|&d| !inner.devs.is_failed(d));
     if let Some(d) = usable.next() {
         inner.resync.install(Arc::new(Resync::new(d, u64::MAX, true)));
     }
     for d in usable {
-        inner.failed[d].store(true, std::sync::atomic::Ordering::Release);
+        inner.devs.fail_quietly(d);
         report.failed_devices.push(d);
         tracing::warn!(device = d, "device is marked rebuilding too; only one rebuild resumes: it opens failed");
     }

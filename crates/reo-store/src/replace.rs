@@ -84,12 +84,12 @@ impl Store {
                 inner.layout.device_len
             )));
         }
-        if media.stores_bytes() != inner.stores_bytes {
+        if media.stores_bytes() != inner.devs.stores_bytes() {
             return Err(Error::Devices(format!(
                 "replacement {} is {} but the store's devices are {}",
                 media.describe(),
                 kind(media.stores_bytes()),
-                kind(inner.stores_bytes)
+                kind(inner.devs.stores_bytes())
             )));
         }
         // No cleaner move is half-done while the slot comes back. The lock also serialises
@@ -102,16 +102,13 @@ impl Store {
                 "device {r} is being rebuilt; wait for that rebuild to finish before replacing another device"
             )));
         }
-        if !inner.is_failed(d) {
+        if !inner.devs.is_failed(d) {
             return Err(Error::Config(format!(
                 "device {d} is healthy: only a failed device can be replaced (fail it first with fail_device)"
             )));
         }
         prepare(inner, d, &media).map_err(|e| Error::Io { device: d, op: "replace", source: e })?;
-        inner.slots[d].swap(media);
-        // New lane threads: a read stuck in the old media must not block or count against it.
-        inner.reads.renew(d);
-        inner.budgets[d].reset();
+        inner.devs.replace(d, media);
         inner.unrestored[d].clear();
         let r = Arc::new(Resync::new(d, u64::MAX, false));
         inner.resync.install(r.clone());
@@ -121,11 +118,10 @@ impl Store {
             let _fence = inner.put_fence.write();
             // Not stale any more: the rebuild gives it every blob below `start`, and no put
             // records a blob written without it from here on (it is up).
-            inner.stale[d].store(false, Ordering::SeqCst);
-            inner.failed[d].store(false, Ordering::SeqCst);
+            inner.devs.bring_back(d);
             r.start_seq.store(inner.next_seq.load(Ordering::SeqCst), Ordering::SeqCst);
         }
-        tracing::info!(device = d, by = %inner.devices[d].describe(), "device replaced; rebuilding");
+        tracing::info!(device = d, by = %inner.devs.get(d).describe(), "device replaced; rebuilding");
         // The new device gets the whole metadata (a checkpoint), not only later journal batches.
         // Without it the device must not stay up: it holds none of the blobs older than `start`
         // and no rebuild will write them, so its reads would fail their checksums (charging a

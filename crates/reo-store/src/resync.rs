@@ -189,7 +189,7 @@ impl Inner {
     /// No device failed, being rebuilt or missing blobs its rebuild lost: [`Inner::down`] is
     /// false for every device and blob.
     pub(crate) fn all_up(&self) -> bool {
-        self.resync.device().is_none() && (0..self.n()).all(|d| !self.is_failed(d) && !self.unrestored[d].any())
+        self.resync.device().is_none() && (0..self.n()).all(|d| !self.devs.is_failed(d) && !self.unrestored[d].any())
     }
 
     /// Is device `d` unusable for blob `seq`: failed, being rebuilt and this blob's chunk on it
@@ -204,7 +204,7 @@ impl Inner {
     }
 
     pub(crate) fn down(&self, d: usize, seq: u64) -> bool {
-        if self.is_failed(d) || self.unrestored[d].contains(seq) {
+        if self.devs.is_failed(d) || self.unrestored[d].contains(seq) {
             return true;
         }
         if self.resync.device() != Some(d) {

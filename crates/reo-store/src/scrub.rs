@@ -90,11 +90,11 @@ impl Inner {
     /// Do all the blob's chunks on device `d` read and verify? (Bypasses the rebuild's view.)
     pub(crate) fn column_verifies(&self, loc: &Location, d: usize) -> bool {
         let chunks: Vec<ChunkAt> = self.blob_chunks(loc).into_iter().filter(|c| c.device == d).collect();
-        let media = &self.devices[d];
+        let media = &self.devs.get(d);
         chunks.iter().all(|c| {
             let mut b = self.bufs.take(c.height);
             let ok = media.read_at(&mut b[..c.height], c.offset).is_ok()
-                && (!self.stores_bytes || crate::chunk::verify(&b[..c.height], loc.seq, c.index, c.place));
+                && (!self.devs.stores_bytes() || crate::chunk::verify(&b[..c.height], loc.seq, c.index, c.place));
             self.bufs.give(b);
             ok
         })
@@ -147,7 +147,7 @@ impl Inner {
         devs.sort_unstable();
         devs.dedup();
         for dev in devs {
-            match self.devices[dev].write_at(&cols[dev][..len], off).and_then(|_| self.devices[dev].sync()) {
+            match self.devs.get(dev).write_at(&cols[dev][..len], off).and_then(|_| self.devs.get(dev).sync()) {
                 Ok(()) if unrestored.contains(&dev) => {
                     // Written and synced before it leaves the set: a checkpoint that sees the
                     // smaller set can only follow the bytes.
@@ -169,6 +169,6 @@ impl Inner {
     /// Is `d` a serving device that lacks blob `seq` only because its rebuild could not restore
     /// it (not failed, not being rebuilt)?
     fn restorable_onto(&self, d: usize, seq: u64) -> bool {
-        !self.is_failed(d) && self.resync.device() != Some(d) && self.unrestored[d].contains(seq)
+        !self.devs.is_failed(d) && self.resync.device() != Some(d) && self.unrestored[d].contains(seq)
     }
 }

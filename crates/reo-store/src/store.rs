@@ -21,6 +21,8 @@
 
 use crate::band::{Band, BandState, SeqHasher};
 use crate::bufpool::BufPool;
+use crate::config::Tunables;
+use crate::devices::DeviceSet;
 use crate::error::{Error, Result};
 use crate::geometry::Shape;
 use crate::journal::Journal;
@@ -30,7 +32,6 @@ use crate::scheme::Scheme;
 use crate::stats::{Counters, StoreStats};
 use crate::superblock::Layout;
 use parking_lot::{Mutex, RwLock};
-use reo_media::{IoPool, Media, ReadLanes};
 use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -151,12 +152,8 @@ pub(crate) struct JournalPos {
 /// State shared by the store handle, the journal writer and the cleaner.
 pub(crate) struct Inner {
     pub layout: Layout,
-    pub devices: Vec<Arc<dyn Media>>,
-    pub failed: Vec<AtomicBool>,
-    pub pool: IoPool,
-    /// The devices' read lanes: the chunk reads of blob reads, rebuilds, the cleaner and scrub
-    /// go through them (`read.rs`); metadata scans and scrub's column checks read directly.
-    pub reads: ReadLanes,
+    pub devs: DeviceSet,
+    pub tunables: Tunables,
     pub bands: Vec<RwLock<Band>>,
     pub alloc: Mutex<Alloc>,
     pub next_seq: AtomicU64,
@@ -164,21 +161,10 @@ pub(crate) struct Inner {
     pub journal: Journal,
     pub jpos: Mutex<JournalPos>,
     pub stats: Counters,
-    pub stores_bytes: bool,
     /// Serialises cleaners.
     pub gc_lock: Mutex<()>,
     /// Column and read buffers reused across operations (the process-wide pool).
     pub bufs: &'static BufPool,
-    /// The device positions behind `devices`, whose media `replace_device` swaps.
-    pub slots: Vec<Arc<crate::slot::Slot>>,
-    /// Per-device decaying read-error counts (automatic ejection).
-    pub budgets: Vec<crate::eject::ErrorBudget>,
-    /// (io_error_limit, io_error_halflife) from the configuration.
-    pub error_limit: (u32, std::time::Duration),
-    /// (slow_read_after, stuck_read_fail_after) from the configuration (`hedge.rs`).
-    pub slow_reads: (Option<std::time::Duration>, Option<std::time::Duration>),
-    /// Per device: a read seen in service past `stuck_read_fail_after` (`hedge.rs`).
-    pub stuck_suspects: Vec<crate::hedge::StuckSuspect>,
     /// Held (read) by every put from taking its sequence number until its blob is recorded;
     /// a replacement takes it (write) to bring a device back at a clean sequence boundary.
     pub put_fence: RwLock<()>,
@@ -186,15 +172,11 @@ pub(crate) struct Inner {
     pub resync: crate::resync::ResyncCell,
     /// Per device: blobs its last rebuild could not restore onto it (`resync.rs`).
     pub unrestored: Vec<crate::resync::Unrestored>,
-    /// Per device: it missed writes while failed, and opens failed until replaced (`stale.rs`).
-    pub stale: Vec<AtomicBool>,
-    /// Marks set so far (`stale.rs`).
-    pub stale_marks: AtomicU64,
 }
 
 impl Inner {
     pub fn n(&self) -> usize {
-        self.devices.len()
+        self.devs.len()
     }
 
     pub fn chunk(&self) -> usize {
@@ -207,26 +189,6 @@ impl Inner {
 
     pub fn sectors(&self, loc: &Location) -> u64 {
         self.shape(loc).sectors()
-    }
-
-    pub fn is_failed(&self, d: usize) -> bool {
-        self.failed[d].load(Ordering::Acquire)
-    }
-
-    pub fn healthy(&self) -> usize {
-        (0..self.n()).filter(|&d| !self.is_failed(d)).count()
-    }
-
-    /// Marks device `d` failed (after a write or sync error, or by command). Returns whether
-    /// this call failed it (false: it was failed already).
-    pub fn mark_failed(&self, d: usize, why: &str) -> bool {
-        let newly = !self.failed[d].swap(true, Ordering::AcqRel);
-        if newly {
-            tracing::warn!(device = d, file = %self.devices[d].describe(), reason = why, "device marked failed");
-        }
-        // Its last writes are suspect: it must not come back by itself (`stale.rs`).
-        self.mark_stale(d);
-        newly
     }
 
     /// Is `loc` a live blob?
@@ -358,13 +320,13 @@ impl Store {
         if d >= self.inner.n() {
             return Err(Error::Config(format!("no device {d}: the store has {} devices", self.inner.n())));
         }
-        self.inner.failed[d].store(true, Ordering::Release);
+        self.inner.devs.fail_quietly(d);
         Ok(())
     }
 
     /// Indices of failed devices.
     pub fn failed_devices(&self) -> Vec<usize> {
-        (0..self.inner.n()).filter(|&d| self.inner.is_failed(d)).collect()
+        (0..self.inner.n()).filter(|&d| self.inner.devs.is_failed(d)).collect()
     }
 
     /// The layout recorded in the superblocks.
@@ -442,10 +404,10 @@ impl Store {
         let mut r;
         let mut tries = 0;
         loop {
-            let marks = self.inner.stale_marks();
+            let marks = self.inner.devs.stale_marks();
             r = crate::persist::checkpoint(&self.inner, true);
             tries += 1;
-            if r.is_err() || self.inner.stale_marks() == marks || tries == 3 {
+            if r.is_err() || self.inner.devs.stale_marks() == marks || tries == 3 {
                 break;
             }
         }

@@ -41,8 +41,8 @@ impl Inner {
             Scheme::Rs { k, .. } => k as usize,
             _ => 1,
         };
-        if self.healthy() < need {
-            return Err(Error::InsufficientDevices { scheme: scheme.to_string(), healthy: self.healthy() });
+        if self.devs.healthy() < need {
+            return Err(Error::InsufficientDevices { scheme: scheme.to_string(), healthy: self.devs.healthy() });
         }
         let mut loc = Location { seq: 0, band: 0, start: 0, device: ROW_BAND, scheme, len: data.len() as u64 };
         let sectors = self.sectors(&loc);
@@ -63,7 +63,7 @@ impl Inner {
             other => {
                 self.land(band, None, header);
                 other?;
-                return Err(Error::InsufficientDevices { scheme: scheme.to_string(), healthy: self.healthy() });
+                return Err(Error::InsufficientDevices { scheme: scheme.to_string(), healthy: self.devs.healthy() });
             }
         };
         let s = &self.stats;
@@ -94,7 +94,7 @@ impl Inner {
         // not acknowledged, and its record is undone rather than left as a blob that reads lost.
         if self.health(&loc) == BlobHealth::Lost {
             self.free(&loc, opts.durability)?;
-            return Err(Error::InsufficientDevices { scheme: scheme.to_string(), healthy: self.healthy() });
+            return Err(Error::InsufficientDevices { scheme: scheme.to_string(), healthy: self.devs.healthy() });
         }
         Ok(loc)
     }
@@ -142,8 +142,9 @@ impl Inner {
                     // would leave the other devices' columns mostly empty). A spilled blob
                     // still lives wholly on one device; only an object's blobs may then span two.
                     let first = (key % n as u64) as usize;
-                    if let Some(d) =
-                        (0..n).map(|i| (first + i) % n).find(|&d| !self.is_failed(d) && b.cursor[d] + sectors <= zone)
+                    if let Some(d) = (0..n)
+                        .map(|i| (first + i) % n)
+                        .find(|&d| !self.devs.is_failed(d) && b.cursor[d] + sectors <= zone)
                     {
                         let start = b.cursor[d];
                         b.cursor[d] += sectors;
@@ -178,7 +179,7 @@ impl Inner {
     fn write_blob(&self, loc: &Location, data: &[u8]) -> Result<u64> {
         let n = self.n();
         let offset = self.layout.offset(loc.band, loc.start as u64);
-        if !self.stores_bytes {
+        if !self.devs.stores_bytes() {
             return Ok(self.write_blob_sized(loc, offset));
         }
         let shape = self.shape(loc);
@@ -192,13 +193,13 @@ impl Inner {
         // multiples of 512 bytes in a 4 KiB-aligned buffer — with chunk sizes multiples of 4 KiB,
         // a body divisible by the alignment means an alignment dividing 512. (A part that missed
         // it would still be written correctly, through `FileMedia`'s bounce buffer.)
-        let align = self.devices.iter().map(|d| d.vector_align()).max().unwrap_or(1);
+        let align = self.devs.vector_align();
         let body = self.layout.chunk as usize - crate::chunk::SLOT;
         let zero_copy = (data.as_ptr() as usize).is_multiple_of(align) && body.is_multiple_of(align);
         let errors: Vec<Mutex<Option<std::io::Error>>> = (0..n).map(|_| Mutex::new(None)).collect();
         let written = AtomicU64::new(0);
         let write = |d: usize, col: Column, len: usize, at: u64| {
-            match self.devices[d].write_vectored_at(&col.parts(data), at) {
+            match self.devs.get(d).write_vectored_at(&col.parts(data), at) {
                 Ok(()) => {
                     written.fetch_add(len as u64, Ordering::Relaxed);
                 }
@@ -208,7 +209,7 @@ impl Inner {
             }
             self.bufs.give(col.side);
         };
-        self.pool.scope(|s| {
+        self.devs.pool().scope(|s| {
             let mut from = 0;
             while from < loc.len {
                 // The last segment takes a remainder under half a segment (typically the
@@ -222,13 +223,13 @@ impl Inner {
                 // The last segment's first write runs here: a one-segment blob on one device
                 // (small isolated puts) is written without a hop to the pool.
                 let mine = if to == loc.len {
-                    cols.iter().position(|(d, c)| !c.is_empty() && !self.is_failed(*d))
+                    cols.iter().position(|(d, c)| !c.is_empty() && !self.devs.is_failed(*d))
                 } else {
                     None
                 };
                 let mine = mine.map(|i| cols.swap_remove(i));
                 for (d, col) in cols {
-                    if col.is_empty() || self.is_failed(d) {
+                    if col.is_empty() || self.devs.is_failed(d) {
                         self.bufs.give(col.side);
                         continue;
                     }
@@ -261,10 +262,10 @@ impl Inner {
         let isolated = loc.scheme.is_isolated();
         let mut written = 0;
         for d in 0..self.n() {
-            if (isolated && d != loc.device as usize) || self.is_failed(d) {
+            if (isolated && d != loc.device as usize) || self.devs.is_failed(d) {
                 continue;
             }
-            match self.devices[d].write_zeros(col_len, offset) {
+            match self.devs.get(d).write_zeros(col_len, offset) {
                 Ok(()) => written += col_len as u64,
                 Err(e) => {
                     self.stats.add(Stat::WriteErrors, 1);
