@@ -186,13 +186,13 @@ impl Inner {
         }
         // Every move and free above must be durable before the band can be overwritten.
         let pending = {
-            let _gate = self.gate.read();
+            let m = self.meta.mutation();
             let mut b = self.bands[band as usize].write();
             if !b.live.is_empty() {
                 return Err(Error::Journal(format!("band {band} gained blobs while being cleaned")));
             }
             *b = Band::new();
-            self.journal.enqueue(self.devs.stores_bytes(), |w| Record::BandReset { band }.encode(w))?
+            m.enqueue(self.devs.stores_bytes(), |w| Record::BandReset { band }.encode(w))?
         };
         // On byte-less (simulated) media nothing can be overwritten or recovered, so the cleaner
         // does not wait for the journal writer: the records are still written (and counted) in
@@ -214,7 +214,7 @@ impl Inner {
     /// being copied, the copy is discarded and false is returned.
     fn commit_move(&self, old: &Location, new: &Location, header: &[u8]) -> Result<bool> {
         let n = self.n();
-        let _gate = self.gate.read();
+        let m = self.meta.mutation();
         let mut ob = self.bands[old.band as usize].write();
         if !ob.live.get(&old.seq).is_some_and(|e| e.loc == *old) {
             drop(ob);
@@ -225,7 +225,7 @@ impl Inner {
         drop(ob);
         self.forget_unrestored(old.seq);
         self.land(new.band, Some(new), header);
-        self.journal.enqueue(false, |w| {
+        m.enqueue(false, |w| {
             self.encode_put_marking_stale(w, new, header);
             Record::Free { seq: old.seq, band: old.band }.encode(w);
         })?;

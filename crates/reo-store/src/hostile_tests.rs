@@ -81,11 +81,12 @@ proptest! {
         let kept = store.put(b"kept", &data, &PutOptions::new(Scheme::Replicate(2))).unwrap();
         store.flush().unwrap();
         let encoded = records.clone();
-        store.inner.journal.enqueue(true, move |w: &mut Writer| {
+        let pending = store.inner.meta.mutation().enqueue(true, move |w: &mut Writer| {
             for r in &encoded {
                 r.encode(w);
             }
-        }).unwrap().wait().unwrap();
+        }).unwrap();
+        pending.wait().unwrap();
         drop(store); // a crash: no checkpoint, the next open replays the journal
         match Store::open(devs(), &config()) {
             Ok((again, _)) => {

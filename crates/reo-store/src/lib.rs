@@ -29,6 +29,7 @@ mod hostile_tests;
 mod journal;
 pub(crate) mod lay_out;
 mod location;
+mod metalog;
 mod persist;
 mod progress;
 mod read;

@@ -7,7 +7,7 @@
 use crate::band::{Band, BandState};
 use crate::bytes::Writer;
 use crate::error::{Error, Result};
-use crate::journal::{ack_all, Ack, Batch, WriterGuard};
+use crate::journal::{ack_all, Ack, Batch};
 use crate::record::{Frame, Record, BATCH_MAGIC, CKPT_MAGIC, PUT_RECORD_FIXED};
 use crate::stats::Stat;
 use crate::store::Inner;
@@ -91,15 +91,15 @@ impl Inner {
 
 /// The journal writer thread: batches, writes, syncs, acknowledges; checkpoints when full.
 pub(crate) fn writer_loop(inner: Arc<Inner>) {
-    let _closes_on_panic = WriterGuard(&inner.journal);
+    let _closes_on_panic = inner.meta.writer_guard();
     // An open that replayed the journal leaves the new generation's checkpoint to this thread
     // (`recover.rs`); taken before any batch. Should it fail, every batch retries it.
-    if inner.jpos.lock().wedged {
+    if inner.meta.wedged() {
         if let Err(e) = checkpoint(&inner, false) {
             tracing::warn!(error = %e, "the checkpoint after recovery failed; writes wait for the next one");
         }
     }
-    while let Some(batch) = inner.journal.take() {
+    while let Some(batch) = inner.meta.take() {
         write_batch(&inner, batch);
     }
 }
@@ -111,8 +111,8 @@ pub(crate) fn write_batch(inner: &Inner, batch: Batch) {
         ack_all(waiters, &Ok(()));
         return;
     }
-    let mut jp = inner.jpos.lock();
-    if inner.journal.covered_since(drains) {
+    let mut jp = inner.meta.append();
+    if jp.covered_since(drains) {
         // A checkpoint (`replace_device`'s) ran between taking the batch and here: its snapshot
         // holds these records, and its new generation must not replay them — a put among them
         // freed before the snapshot would come back to life at the next open.
@@ -120,19 +120,20 @@ pub(crate) fn write_batch(inner: &Inner, batch: Batch) {
         ack_all(waiters, &Ok(()));
         return;
     }
-    let frame = Frame::wrap(BATCH_MAGIC, inner.layout.store_id, jp.gen, jp.batch, &payload);
-    let ack: Ack = if !jp.wedged && jp.pos + frame.len() as u64 <= inner.layout.journal_len {
-        let r = write_everywhere(inner, inner.layout.journal_off + jp.pos, &frame, "journal");
+    let (gen, number) = jp.next_batch();
+    let frame = Frame::wrap(BATCH_MAGIC, inner.layout.store_id, gen, number, &payload);
+    let ack: Ack = if let Some(pos) = jp.room(frame.len() as u64, inner.layout.journal_len) {
+        let r = write_everywhere(inner, inner.layout.journal_off + pos, &frame, "journal");
         if r.is_ok() {
-            jp.pos += frame.len() as u64;
-            jp.batch += 1;
+            jp.appended(frame.len() as u64);
             inner.stats.add(Stat::JournalBatches, 1);
         }
         r
     } else {
         drop(jp);
         // The state already holds these records: a checkpoint makes them durable. Failed, it
-        // leaves the generation wedged (`JournalPos::wedged`): these records are in no journal.
+        // leaves the generation wedged (`metalog::JournalPos::wedged`): these records are in no
+        // journal.
         replace_journal(inner, false, true).map_err(|e| e.to_string())
     };
     ack_all(waiters, &ack);
@@ -147,18 +148,16 @@ pub(crate) fn checkpoint(inner: &Inner, clean: bool) -> Result<()> {
 /// [`checkpoint`]; `journal_full`: taken because a batch did not fit, whose records a failure
 /// leaves in no journal, so that the generation takes no more batches.
 fn replace_journal(inner: &Inner, clean: bool, journal_full: bool) -> Result<()> {
-    let mut jp = inner.jpos.lock();
-    let gate = inner.gate.write();
+    let frozen = inner.meta.begin_checkpoint();
     let (head, bands, mut live) = snapshot(inner, clean);
-    let (drained, waiters, drain) = inner.journal.drain();
+    let drained = frozen.drain();
     // The stale marks after the drain: a mark set with its record before it is seen here, a
     // later one has its record in the next generation (`stale.rs`).
     let mut stale = Writer::default();
     inner.stale_records(&mut stale);
     live.push(stale.0);
-    drop(gate);
-    let number = jp.ckpt_number + 1;
-    let gen = jp.gen + 1;
+    let ckpt = frozen.thaw();
+    let (gen, number) = ckpt.next();
     let parts: Vec<&[u8]> =
         std::iter::once(&head[..]).chain(bands.iter().map(|b| &b[..])).chain(live.iter().map(|l| &l[..])).collect();
     let frame = Frame::wrap_parts(CKPT_MAGIC, inner.layout.store_id, gen, number, &parts);
@@ -174,19 +173,11 @@ fn replace_journal(inner: &Inner, clean: bool, journal_full: bool) -> Result<()>
         write_everywhere(inner, inner.layout.ckpt_slot(number % 2), &frame, "checkpoint").map_err(Error::Journal)
     };
     if result.is_ok() {
-        *jp = crate::store::JournalPos { gen, pos: 0, batch: 0, ckpt_number: number, wedged: false };
         inner.stats.add(Stat::Checkpoints, 1);
-        inner.journal.covered(drain);
-        ack_all(waiters, &Ok(()));
+        ckpt.written(drained);
     } else {
-        // The journal goes on in its generation (or, wedged, through checkpoints): the drained
-        // records go back to the front of the queue for its next batch. Dropped, they would be
-        // missing from the journal while newer records are not, and a crash could lose an
-        // older `None` put or free than a newer acknowledged one.
-        jp.wedged |= journal_full;
-        inner.journal.undrain(drained, waiters);
+        ckpt.failed(drained, journal_full);
     }
-    drop(jp);
     result
 }
 
@@ -301,18 +292,18 @@ mod tests {
         let mems: Vec<Arc<dyn Media>> = (0..2).map(|_| Arc::new(MemMedia::new(8 << 20)) as Arc<dyn Media>).collect();
         let (store, _) = Store::open(mems.clone(), &cfg).unwrap();
         let inner = store.inner.clone();
-        inner.journal.stop(false);
+        inner.meta.stop(false);
         let writer = store.writer.lock().take();
         writer.expect("a writer thread").join().unwrap();
-        inner.journal.queue.lock().stop = false;
+        inner.meta.reopen();
 
         let x = store.put(b"x", &[7; 1000], &PutOptions::new(Scheme::Replicate(2))).unwrap();
-        let taken = inner.journal.take().expect("the put's record");
+        let taken = inner.meta.take().expect("the put's record");
         store.free(&x, Durability::None).unwrap();
         checkpoint(&inner, false).unwrap();
         write_batch(&inner, taken);
         // A crash now: nothing more is written.
-        inner.journal.stop(true);
+        inner.meta.stop(true);
         drop(store);
         let (store, _) = Store::open(mems, &cfg).unwrap();
         assert!(!store.contains(&x), "a blob freed before the checkpoint stays freed");

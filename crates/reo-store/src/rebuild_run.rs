@@ -481,9 +481,9 @@ fn keep_unrestored(inner: &Inner, d: usize, lost: &[Location]) -> crate::error::
         return Ok(());
     }
     let pending = {
-        let _gate = inner.gate.read();
+        let m = inner.meta.mutation();
         inner.unrestored[d].extend(lost.iter().map(|l| l.seq));
-        inner.journal.enqueue(inner.devs.stores_bytes(), |w| {
+        m.enqueue(inner.devs.stores_bytes(), |w| {
             for l in lost {
                 Record::Unrestored { device: d as u16, seq: l.seq, band: l.band }.encode(w);
             }

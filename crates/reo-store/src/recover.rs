@@ -9,13 +9,14 @@ use crate::config::{StoreConfig, Tunables};
 use crate::devices::DeviceSet;
 use crate::error::{Error, Result};
 use crate::journal::Journal;
+use crate::metalog::MetaLog;
 use crate::persist;
 use crate::record::Record;
 use crate::resync::{Resync, ResyncCell};
 use crate::scan::{load_checkpoint, read_journal};
 use crate::scheme::Scheme;
 use crate::stats::Counters;
-use crate::store::{Alloc, BlobHealth, Inner, JournalPos, Store};
+use crate::store::{Alloc, BlobHealth, Inner, Store};
 use crate::superblock::{Layout, FLAG_REBUILDING, FORMAT_VERSION, SUPERBLOCK_AREA};
 use parking_lot::{Mutex, RwLock};
 use reo_media::{AlignedBuf, IoPool, Media};
@@ -205,20 +206,16 @@ fn new_inner(layout: Layout, devices: Vec<Arc<dyn Media>>, pool: IoPool, failed:
     let stores_bytes = devs.stores_bytes();
     Inner {
         tunables: Tunables::of(cfg),
-        put_fence: RwLock::new(()),
         resync: ResyncCell::default(),
         unrestored: (0..devs.len()).map(|_| Default::default()).collect(),
         bands: (0..layout.zones).map(|_| RwLock::new(Band::new())).collect(),
         devs,
         alloc: Mutex::new(Alloc::default()),
         next_seq: AtomicU64::new(1),
-        gate: RwLock::new(()),
-        journal: Journal {
-            eager_bytes: if stores_bytes { JOURNAL_EAGER_BYTES } else { SIM_JOURNAL_WAKE_BYTES },
-            delay: stores_bytes.then_some(cfg.journal_delay),
-            ..Default::default()
-        },
-        jpos: Mutex::new(JournalPos::default()),
+        meta: MetaLog::new(Journal::new(
+            if stores_bytes { JOURNAL_EAGER_BYTES } else { SIM_JOURNAL_WAKE_BYTES },
+            stores_bytes.then_some(cfg.journal_delay),
+        )),
         stats: Counters::default(),
         gc_lock: Mutex::new(()),
         bufs: BufPool::shared(),
@@ -403,14 +400,9 @@ fn recover(
     inner.next_seq.store(next_seq, std::sync::atomic::Ordering::Release);
     fail_stale(&inner, &mut report);
     resume_one(&inner, rebuilding, &mut report);
-    *inner.jpos.lock() = JournalPos {
-        gen: frame.gen,
-        pos: 0,
-        batch: 0,
-        ckpt_number: frame.number,
-        // New generation due: nothing after this point can be confused with the old tail.
-        wedged: replayed || !ckpt.clean,
-    };
+    // New generation due (wedged) after a replay: nothing after this point can be confused with
+    // the old tail.
+    inner.meta.recovered(frame.gen, frame.number, replayed || !ckpt.clean);
     // Verified in parallel: each is a read of its own (an I/O latency each, one after another).
     // A blob beyond its redundancy because its devices are missing cannot be verified: it is
     // kept (its put may have been acknowledged, and its bytes may be intact on a device that

@@ -115,7 +115,7 @@ impl Store {
         {
             // No put is between taking its sequence number and recording its blob: every blob
             // below `start` is recorded (and rebuilt), every later one is written to `d` in full.
-            let _fence = inner.put_fence.write();
+            let _fence = inner.meta.fence_all_puts();
             // Not stale any more: the rebuild gives it every blob below `start`, and no put
             // records a blob written without it from here on (it is up).
             inner.devs.bring_back(d);

@@ -53,7 +53,7 @@ impl Inner {
         if self.devs.is_stale(d) {
             return;
         }
-        let queued = self.journal.enqueue_urgent(|w| self.mark_stale_in(w, d));
+        let queued = self.meta.enqueue_urgent(|w| self.mark_stale_in(w, d));
         if queued.is_err() {
             self.devs.set_stale(d);
         }

@@ -25,8 +25,8 @@ use crate::config::Tunables;
 use crate::devices::DeviceSet;
 use crate::error::{Error, Result};
 use crate::geometry::Shape;
-use crate::journal::Journal;
 use crate::location::Location;
+use crate::metalog::MetaLog;
 use crate::read_bytes::{PendingRead, ReadBytes};
 use crate::scheme::Scheme;
 use crate::stats::{Counters, StoreStats};
@@ -132,23 +132,6 @@ pub(crate) struct Alloc {
     pub free: VecDeque<u32>,
 }
 
-/// Where the journal writer is.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct JournalPos {
-    pub gen: u64,
-    pub pos: u64,
-    pub batch: u64,
-    pub ckpt_number: u64,
-    /// No batch may be appended in this generation; every batch goes through a checkpoint until
-    /// one succeeds, which starts a new generation. Two causes: a batch did not fit and the
-    /// checkpoint that was to replace it failed (that batch's records are in no journal, and a
-    /// crash would keep newer records without the older ones); or an open replayed this
-    /// generation and the journal writer has not yet written the checkpoint that ends it
-    /// (`recover.rs`: a batch at `pos` 0 would overwrite the replayed journal's first batch and
-    /// be followed by its stale successors).
-    pub wedged: bool,
-}
-
 /// State shared by the store handle, the journal writer and the cleaner.
 pub(crate) struct Inner {
     pub layout: Layout,
@@ -157,17 +140,12 @@ pub(crate) struct Inner {
     pub bands: Vec<RwLock<Band>>,
     pub alloc: Mutex<Alloc>,
     pub next_seq: AtomicU64,
-    pub gate: RwLock<()>,
-    pub journal: Journal,
-    pub jpos: Mutex<JournalPos>,
+    pub meta: MetaLog,
     pub stats: Counters,
     /// Serialises cleaners.
     pub gc_lock: Mutex<()>,
     /// Column and read buffers reused across operations (the process-wide pool).
     pub bufs: &'static BufPool,
-    /// Held (read) by every put from taking its sequence number until its blob is recorded;
-    /// a replacement takes it (write) to bring a device back at a clean sequence boundary.
-    pub put_fence: RwLock<()>,
     /// The device being rebuilt, if any (see `resync.rs`).
     pub resync: crate::resync::ResyncCell,
     /// Per device: blobs its last rebuild could not restore onto it (`resync.rs`).
@@ -273,7 +251,7 @@ impl Store {
 
     /// Waits until every record queued so far is durable.
     pub fn flush(&self) -> Result<()> {
-        self.inner.journal.enqueue(true, |_| {})?.wait()
+        self.inner.meta.flush()?.wait()
     }
 
     /// Health of the blob at `loc` given the failed devices (no I/O).
@@ -426,7 +404,7 @@ impl Store {
         if let Some(r) = self.inner.resync.get() {
             r.stop("the store was closed; reopening resumes the rebuild");
         }
-        self.inner.journal.stop(kill);
+        self.inner.meta.stop(kill);
         // Taken in its own statement: an `if let` would keep the guard for the join.
         let writer = self.writer.lock().take();
         if let Some(h) = writer {

@@ -51,7 +51,7 @@ impl Inner {
             return Err(Error::TooLarge { len: loc.len, max });
         }
         // Held until the blob is recorded: a replacement waits for it (see `replace.rs`).
-        let fence = self.put_fence.read();
+        let fence = self.meta.fence_put();
         loc.seq = self.next_seq.fetch_add(1, Ordering::AcqRel);
         let (band, start, device) = self.allocate(scheme, sectors, opts.placement_key, gc)?;
         loc.band = band;
@@ -81,10 +81,9 @@ impl Inner {
             return Ok(loc);
         }
         let pending = {
-            let _gate = self.gate.read();
+            let m = self.meta.mutation();
             self.land(band, Some(&loc), header);
-            self.journal
-                .enqueue(opts.durability == Durability::Sync, |w| self.encode_put_marking_stale(w, &loc, header))?
+            m.enqueue(opts.durability == Durability::Sync, |w| self.encode_put_marking_stale(w, &loc, header))?
         };
         drop(fence);
         pending.wait()?;
@@ -111,7 +110,7 @@ impl Inner {
     /// Frees a live blob.
     pub(crate) fn free(&self, loc: &Location, durability: Durability) -> Result<()> {
         let pending = {
-            let _gate = self.gate.read();
+            let m = self.meta.mutation();
             let band = self.bands.get(loc.band as usize).ok_or(Error::NotFound { seq: loc.seq })?;
             let mut b = band.write();
             if !b.live.get(&loc.seq).is_some_and(|e| e.loc == *loc) {
@@ -120,8 +119,7 @@ impl Inner {
             b.remove(loc.seq, |l| self.sectors(l), self.n());
             drop(b);
             self.forget_unrestored(loc.seq);
-            self.journal
-                .enqueue(durability == Durability::Sync, |w| Record::Free { seq: loc.seq, band: loc.band }.encode(w))?
+            m.enqueue(durability == Durability::Sync, |w| Record::Free { seq: loc.seq, band: loc.band }.encode(w))?
         };
         self.stats.add(Stat::Frees, 1);
         pending.wait()
