@@ -4,7 +4,6 @@
 //! the band to the free list once the moves are durable. Relocated bytes are counted apart from
 //! user writes.
 
-use crate::band::{Band, BandState};
 use crate::error::{Error, Result};
 use crate::location::Location;
 use crate::record::Record;
@@ -68,7 +67,7 @@ pub struct GcReport {
 impl Store {
     /// Cleans one band chosen by `policy`. `Ok(None)` when no sealed band exists.
     pub fn gc(&self, policy: VictimPolicy, handler: &mut dyn GcHandler) -> Result<Option<GcReport>> {
-        let _one = self.inner.gc_lock.lock();
+        let _one = self.inner.space.lock_cleaner();
         match self.inner.pick_victim(policy) {
             None => Ok(None),
             Some(band) => self.inner.clean(band, handler).map(Some),
@@ -77,46 +76,28 @@ impl Store {
 
     /// Seals the open bands, so that a following `gc` may clean them too.
     pub fn seal_open_bands(&self) {
-        let mut alloc = self.inner.alloc.lock();
-        for (_, band) in alloc.open.drain() {
-            self.inner.bands[band as usize].write().state = BandState::Sealed;
-        }
+        self.inner.space.seal_open();
     }
 }
 
 impl Inner {
     fn pick_victim(&self, policy: VictimPolicy) -> Option<u32> {
-        let n = self.n();
-        let now = self.next_seq.load(std::sync::atomic::Ordering::Acquire);
-        let mut best: Option<(f64, u32)> = None;
-        for (i, b) in self.bands.iter().enumerate() {
-            let b = b.read();
-            if b.state != BandState::Sealed || b.inflight > 0 {
-                continue;
-            }
-            let used = b.used_phys(n).max(1) as f64;
-            let u = b.live_phys as f64 / used;
-            let score = match policy {
-                VictimPolicy::Greedy => -(b.live_phys as f64),
+        let now = self.space.next_seq();
+        self.space.best_sealed(|b| {
+            let used = b.used.max(1) as f64;
+            let u = b.live as f64 / used;
+            match policy {
+                VictimPolicy::Greedy => -(b.live as f64),
                 VictimPolicy::CostBenefit => (1.0 - u) * (now.saturating_sub(b.last_write) + 1) as f64 / (1.0 + u),
-            };
-            if best.is_none_or(|(s, _)| score > s) {
-                best = Some((score, i as u32));
             }
-        }
-        best.map(|(_, i)| i)
+        })
     }
 
     fn clean(&self, band: u32, handler: &mut dyn GcHandler) -> Result<GcReport> {
         self.stats.add(Stat::GcRuns, 1);
-        let n = self.n();
         let mut report = GcReport { band, ..Default::default() };
-        let (entries, used) = {
-            let b = self.bands[band as usize].read();
-            let mut v: Vec<_> = b.live.values().cloned().collect();
-            v.sort_by_key(|e| e.loc.seq);
-            (v, b.used_phys(n))
-        };
+        let (mut entries, used) = self.space.contents(band);
+        entries.sort_by_key(|e| e.loc.seq);
         // Live blobs copied, committed (moved) only once every copy is durable (below).
         let mut copies = Vec::new();
         for e in entries {
@@ -175,7 +156,7 @@ impl Inner {
             // A device that failed the sync may have taken the copy past its redundancy: keep
             // the original (the band then cannot be reclaimed this time).
             if self.health(&new) == BlobHealth::Lost {
-                self.land(new.band, None, &e.header);
+                self.space.release(new.band);
                 continue;
             }
             if self.commit_move(&e.loc, &new, &e.header)? {
@@ -187,44 +168,37 @@ impl Inner {
         // Every move and free above must be durable before the band can be overwritten.
         let pending = {
             let m = self.meta.mutation();
-            let mut b = self.bands[band as usize].write();
-            if !b.live.is_empty() {
+            if !self.space.reset_if_empty(&m, band) {
                 return Err(Error::Journal(format!("band {band} gained blobs while being cleaned")));
             }
-            *b = Band::new();
             m.enqueue(self.devs.stores_bytes(), |w| Record::BandReset { band }.encode(w))?
         };
         // On byte-less (simulated) media nothing can be overwritten or recovered, so the cleaner
         // does not wait for the journal writer: the records are still written (and counted) in
         // order, but the replay does not stall on every reclaimed band.
         pending.wait()?;
-        self.alloc.lock().free.push_back(band);
+        self.space.reclaim(band);
         report.reclaimed_device_bytes = used;
         Ok(report)
     }
 
     /// Gives up copies not committed: their space stays dead until cleaned.
     fn discard_copies(&self, copies: Vec<(crate::band::Entry, Location)>) {
-        for (e, new) in copies {
-            self.land(new.band, None, &e.header);
+        for (_, new) in copies {
+            self.space.release(new.band);
         }
     }
 
     /// Swaps `old` for its relocated copy `new` in one journal batch. If `old` was freed while
     /// being copied, the copy is discarded and false is returned.
     fn commit_move(&self, old: &Location, new: &Location, header: &[u8]) -> Result<bool> {
-        let n = self.n();
         let m = self.meta.mutation();
-        let mut ob = self.bands[old.band as usize].write();
-        if !ob.live.get(&old.seq).is_some_and(|e| e.loc == *old) {
-            drop(ob);
-            self.land(new.band, None, header); // the copy's space stays dead until cleaned
+        if !self.space.remove_live(&m, old) {
+            self.space.release(new.band); // the copy's space stays dead until cleaned
             return Ok(false);
         }
-        ob.remove(old.seq, |l| self.sectors(l), n);
-        drop(ob);
         self.forget_unrestored(old.seq);
-        self.land(new.band, Some(new), header);
+        self.space.land(&m, new.band, new, header);
         m.enqueue(false, |w| {
             self.encode_put_marking_stale(w, new, header);
             Record::Free { seq: old.seq, band: old.band }.encode(w);

@@ -45,6 +45,7 @@ mod scan;
 mod scheme;
 mod scrub;
 mod slot;
+mod space;
 mod stale;
 mod stats;
 mod store;
@@ -64,8 +65,9 @@ pub use recover::OpenReport;
 pub use replace::RebuildHandle;
 pub use scheme::{Geometry, Placement, Scheme};
 pub use scrub::{ScrubOptions, ScrubReport};
+pub use space::{BandInfo, SchemeSpace, SpaceReport};
 pub use stats::StoreStats;
-pub use store::{BandInfo, BlobHealth, Durability, PutOptions, SchemeSpace, SpaceReport, Store};
+pub use store::{BlobHealth, Durability, PutOptions, Store};
 pub use superblock::{Layout, FLAG_REBUILDING, FORMAT_VERSION};
 
 /// Raw codec entry points, for benchmarks.

@@ -8,14 +8,12 @@ use crate::band::{Band, BandState};
 use crate::bytes::Writer;
 use crate::error::{Error, Result};
 use crate::journal::{ack_all, Ack, Batch};
-use crate::record::{Frame, Record, BATCH_MAGIC, CKPT_MAGIC, PUT_RECORD_FIXED};
+use crate::metalog::Frozen;
+use crate::record::{Frame, Record, BATCH_MAGIC, CKPT_MAGIC};
 use crate::stats::Stat;
 use crate::store::Inner;
 use std::collections::HashSet;
 use std::sync::Arc;
-
-/// Groups of bands a checkpoint snapshot encodes in parallel (on the I/O pool's threads).
-const SNAPSHOT_GROUPS: usize = 8;
 
 /// Writes `buf` at `offset` on every healthy device and fdatasyncs them, in parallel. Devices
 /// that fail are marked failed; succeeds if at least one device holds the bytes.
@@ -149,7 +147,7 @@ pub(crate) fn checkpoint(inner: &Inner, clean: bool) -> Result<()> {
 /// leaves in no journal, so that the generation takes no more batches.
 fn replace_journal(inner: &Inner, clean: bool, journal_full: bool) -> Result<()> {
     let frozen = inner.meta.begin_checkpoint();
-    let (head, bands, mut live) = snapshot(inner, clean);
+    let (head, bands, mut live) = snapshot(inner, &frozen, clean);
     let drained = frozen.drain();
     // The stale marks after the drain: a mark set with its record before it is seen here, a
     // later one has its record in the next generation (`stale.rs`).
@@ -167,7 +165,7 @@ fn replace_journal(inner: &Inner, clean: bool, journal_full: bool) -> Result<()>
             "checkpoint of {} bytes exceeds its slot of {} bytes ({} live blobs): format with a larger checkpoint_size",
             frame.len(),
             inner.layout.ckpt_len,
-            inner.bands.iter().map(|b| b.read().live.len()).sum::<usize>()
+            inner.space.blob_count()
         )))
     } else {
         write_everywhere(inner, inner.layout.ckpt_slot(number % 2), &frame, "checkpoint").map_err(Error::Journal)
@@ -181,47 +179,17 @@ fn replace_journal(inner: &Inner, clean: bool, journal_full: bool) -> Result<()>
     result
 }
 
-/// The checkpoint payload in parts, to be concatenated: the head, then the band descriptors and
-/// the live records of consecutive groups of bands. The groups are encoded in parallel: the
-/// snapshot holds the gate (puts wait), and a single thread took ~60 ms per 300,000 blobs here.
-fn snapshot(inner: &Inner, clean: bool) -> (Vec<u8>, Vec<Vec<u8>>, Vec<Vec<u8>>) {
+/// The checkpoint payload in parts, to be concatenated: the head, then the band entries and the
+/// live records of consecutive groups of bands ([`crate::space::Space::snapshot`]).
+fn snapshot(inner: &Inner, frozen: &Frozen, clean: bool) -> (Vec<u8>, Vec<Vec<u8>>, Vec<Vec<u8>>) {
     let mut head = Writer::default();
-    head.u64(inner.next_seq.load(std::sync::atomic::Ordering::Acquire)).u8(clean as u8);
-    head.u32(inner.bands.len() as u32);
-    let groups = SNAPSHOT_GROUPS.min(inner.bands.len()).max(1);
-    let per_group = inner.bands.len().div_ceil(groups);
+    head.u64(inner.space.next_seq()).u8(clean as u8);
+    head.u32(inner.space.band_count() as u32);
     // Devices a rebuild left without some blobs' chunks, with those blobs (usually none).
     let unrestored: Vec<(u16, HashSet<u64>)> =
         inner.unrestored.iter().enumerate().filter(|(_, u)| u.any()).map(|(d, u)| (d as u16, u.seqs())).collect();
-    let encoded = inner.devs.pool().map(groups, |g| {
-        let (mut bands, mut live) = (Writer::default(), Writer::default());
-        for (i, b) in inner.bands.iter().enumerate().skip(g * per_group).take(per_group) {
-            let b = b.read();
-            encode_band(&mut bands, &b);
-            live.0.reserve(b.live.len() * (PUT_RECORD_FIXED + 16));
-            for e in b.live.values() {
-                Record::encode_put(&mut live, &e.loc, &e.header);
-                for (device, _) in unrestored.iter().filter(|(_, s)| s.contains(&e.loc.seq)) {
-                    Record::Unrestored { device: *device, seq: e.loc.seq, band: i as u32 }.encode(&mut live);
-                }
-            }
-        }
-        (bands.0, live.0)
-    });
-    let (bands, live) = encoded.into_iter().unzip();
+    let (bands, live) = inner.space.snapshot(frozen, inner.devs.pool(), &unrestored);
     (head.0, bands, live)
-}
-
-fn encode_band(w: &mut Writer, b: &Band) {
-    let state = match b.state {
-        BandState::Free => 0,
-        BandState::Open => 1,
-        BandState::Sealed => 2,
-    };
-    w.u8(state).bytes(&b.scheme.map(|s| s.encode()).unwrap_or([0; 3])).u8(b.cursor.len() as u8);
-    for c in &b.cursor {
-        w.u64(*c);
-    }
 }
 
 /// A decoded checkpoint.
@@ -244,23 +212,7 @@ pub(crate) fn decode_checkpoint(payload: &[u8], max_bands: usize, devices: usize
     }
     let mut bands = Vec::with_capacity(nb);
     for _ in 0..nb {
-        let state = match r.u8()? {
-            0 => BandState::Free,
-            1 => BandState::Open,
-            2 => BandState::Sealed,
-            _ => return None,
-        };
-        let s = r.take(3)?;
-        let scheme = crate::scheme::Scheme::decode([s[0], s[1], s[2]]);
-        let nc = r.u8()? as usize;
-        if nc > devices {
-            return None;
-        }
-        let mut cursors = Vec::with_capacity(nc);
-        for _ in 0..nc {
-            cursors.push(r.u64()?);
-        }
-        bands.push((state, scheme, cursors));
+        bands.push(Band::decode_entry(&mut r, devices)?);
     }
     let rest = r.take(r.remaining())?;
     let live = Record::decode_all(rest)?;
@@ -321,8 +273,8 @@ mod tests {
             w.u64(77).u8(1).u32(2);
             let mut b = Band::new();
             b.open(crate::scheme::Scheme::Rs { k: 2, p: 2 }, 4);
-            encode_band(&mut w, &b);
-            encode_band(&mut w, &Band::new());
+            b.encode_entry(&mut w);
+            Band::new().encode_entry(&mut w);
             Record::Free { seq: 1, band: 0 }.encode(&mut w);
             let good = w.0.clone();
             let c = decode_checkpoint(&good, 8, 4).expect("valid checkpoint decodes");

@@ -92,7 +92,7 @@ impl Inner {
         if from > to || to > loc.len {
             return Err(Error::BadRange { start: from, end: to, len: loc.len });
         }
-        if !self.is_live(loc) {
+        if !self.space.is_live(loc) {
             return Err(Error::NotFound { seq: loc.seq });
         }
         self.stats.add(Stat::Reads, 1);
@@ -102,7 +102,7 @@ impl Inner {
 
     /// The outcome of a read, a failure reported as `NotFound` if the blob was freed meanwhile.
     pub(crate) fn stale_or<T>(&self, loc: &Location, r: Result<T>) -> Result<T> {
-        if r.is_err() && !self.is_live(loc) {
+        if r.is_err() && !self.space.is_live(loc) {
             // Freed or relocated while we read: the location is stale, not the data corrupt.
             return Err(Error::NotFound { seq: loc.seq });
         }
@@ -400,7 +400,7 @@ impl Inner {
                         if self.devs.stores_bytes() && !chunk::verify(bytes, seq, c.index, c.place) {
                             // Not the device's fault when it went down for this blob meanwhile:
                             // a read queued before a replacement runs on the new, blank device.
-                            if same_media && self.is_live(loc) && !self.down(*d, seq) && hedge.charges(*d) {
+                            if same_media && self.space.is_live(loc) && !self.down(*d, seq) && hedge.charges(*d) {
                                 self.stats.add(Stat::ChecksumErrors, 1);
                                 self.note_read_error(*d, "checksum mismatch");
                             }

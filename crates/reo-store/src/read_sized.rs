@@ -43,7 +43,7 @@ impl Inner {
         if from > to || to > loc.len {
             return Err(Error::BadRange { start: from, end: to, len: loc.len });
         }
-        if !self.is_live(loc) {
+        if !self.space.is_live(loc) {
             return Err(Error::NotFound { seq: loc.seq });
         }
         self.stats.add(Stat::Reads, 1);

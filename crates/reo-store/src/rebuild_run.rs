@@ -22,6 +22,7 @@ use crate::location::Location;
 use crate::progress::{RebuildState, Restored};
 use crate::record::Record;
 use crate::resync::Resync;
+use crate::space::CleanerLock;
 use crate::stats::Stat;
 use crate::store::Inner;
 use reo_media::AlignedBuf;
@@ -105,7 +106,7 @@ fn read_stage(inner: &Inner, r: &Resync, queue: &[(u8, Location, u64)], t0: Inst
     let mut queued_bytes = 0u64;
     // Blobs handed to the writer: restored (or lost) once it gets to them.
     let mut sent: HashSet<u64> = HashSet::new();
-    let mut gc: Option<parking_lot::MutexGuard<'_, ()>> = None;
+    let mut gc: Option<CleanerLock<'_>> = None;
     let mut in_window = 0;
     loop {
         let counting = r.ctl().opts.as_ref().is_some_and(|o| o.pause_after_blobs.is_some());
@@ -167,7 +168,7 @@ fn read_stage(inner: &Inner, r: &Resync, queue: &[(u8, Location, u64)], t0: Inst
                     continue;
                 }
                 if gc.is_none() {
-                    gc = Some(inner.gc_lock.lock());
+                    gc = Some(inner.space.lock_cleaner());
                     in_window = 0;
                 }
                 let preps: Vec<Prep> = std::thread::scope(|sc| {
@@ -251,7 +252,7 @@ fn read_stage(inner: &Inner, r: &Resync, queue: &[(u8, Location, u64)], t0: Inst
 /// The read stage of one blob (the caller holds the cleaner's lock).
 fn prepare(inner: &Inner, r: &Resync, loc: &Location) -> Prep {
     let d = r.device;
-    if !inner.is_live(loc) {
+    if !inner.space.is_live(loc) {
         r.mark_done(loc.seq);
         return Prep::Done(Outcome::Skipped);
     }
@@ -261,7 +262,7 @@ fn prepare(inner: &Inner, r: &Resync, loc: &Location) -> Prep {
     }
     let data = match inner.read_verified(loc, 0, loc.len) {
         Ok(data) => data,
-        Err(_) if !inner.is_live(loc) => {
+        Err(_) if !inner.space.is_live(loc) => {
             r.mark_done(loc.seq);
             return Prep::Done(Outcome::Skipped);
         }

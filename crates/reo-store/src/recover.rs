@@ -3,7 +3,6 @@
 //! (the only one that may point at data that never became durable), and, after a crash, take a
 //! fresh checkpoint so the torn journal tail can never be mistaken for new batches.
 
-use crate::band::{Band, BandState};
 use crate::bufpool::BufPool;
 use crate::config::{StoreConfig, Tunables};
 use crate::devices::DeviceSet;
@@ -14,14 +13,13 @@ use crate::persist;
 use crate::record::Record;
 use crate::resync::{Resync, ResyncCell};
 use crate::scan::{load_checkpoint, read_journal};
-use crate::scheme::Scheme;
+use crate::space::Space;
 use crate::stats::Counters;
-use crate::store::{Alloc, BlobHealth, Inner, Store};
+use crate::store::{BlobHealth, Inner, Store};
 use crate::superblock::{Layout, FLAG_REBUILDING, FORMAT_VERSION, SUPERBLOCK_AREA};
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use reo_media::{AlignedBuf, IoPool, Media};
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// Queued journal records (nobody waiting) at which the writer takes a batch without waiting
@@ -153,10 +151,7 @@ impl Store {
         let inner = new_inner(layout, devs, pool, &failed, cfg);
         let (store, mut report) = recover(inner, failed, &rebuilding, &older)?;
         if let Some(r) = store.inner.resync.get() {
-            r.start_seq.store(
-                store.inner.next_seq.load(std::sync::atomic::Ordering::Acquire),
-                std::sync::atomic::Ordering::Release,
-            );
+            r.start_seq.store(store.inner.space.next_seq(), std::sync::atomic::Ordering::Release);
             report.rebuilding_device = Some(r.device);
             tracing::info!(device = r.device, "device was being rebuilt; call resume_rebuild to finish");
         }
@@ -208,16 +203,13 @@ fn new_inner(layout: Layout, devices: Vec<Arc<dyn Media>>, pool: IoPool, failed:
         tunables: Tunables::of(cfg),
         resync: ResyncCell::default(),
         unrestored: (0..devs.len()).map(|_| Default::default()).collect(),
-        bands: (0..layout.zones).map(|_| RwLock::new(Band::new())).collect(),
+        space: Space::new(&layout),
         devs,
-        alloc: Mutex::new(Alloc::default()),
-        next_seq: AtomicU64::new(1),
         meta: MetaLog::new(Journal::new(
             if stores_bytes { JOURNAL_EAGER_BYTES } else { SIM_JOURNAL_WAKE_BYTES },
             stores_bytes.then_some(cfg.journal_delay),
         )),
         stats: Counters::default(),
-        gc_lock: Mutex::new(()),
         bufs: BufPool::shared(),
         layout,
     }
@@ -245,10 +237,7 @@ fn format(devices: Vec<Arc<dyn Media>>, cfg: &StoreConfig, pool: IoPool) -> Resu
     for off in [layout.journal_off, layout.ckpt_slot(0), layout.ckpt_slot(1)] {
         persist::write_everywhere(&inner, off, &zero, "format").map_err(Error::Journal)?;
     }
-    {
-        let mut alloc = inner.alloc.lock();
-        alloc.free = (0..layout.zones).collect();
-    }
+    inner.space.settle(); // every band free
     persist::checkpoint(&inner, true)?;
     let results = inner.devs.pool().map(inner.n(), |d| {
         let sb = layout.encode(d as u16);
@@ -264,62 +253,12 @@ fn format(devices: Vec<Arc<dyn Media>>, cfg: &StoreConfig, pool: IoPool) -> Resu
     Ok((start(inner), report))
 }
 
-fn apply(inner: &Inner, rec: Record, last_seq: &mut u64) {
-    let n = inner.n();
-    match rec {
-        Record::Put { loc, header } => {
-            let Some(band) = inner.bands.get(loc.band as usize) else { return };
-            if loc.seq >= crate::location::SEQ_LIMIT
-                || loc.scheme.validate(n).is_err()
-                || (loc.scheme.is_isolated() && loc.device as usize >= n)
-            {
-                return;
-            }
-            let sectors = inner.sectors(&loc);
-            if (loc.start as u64).saturating_add(sectors) > inner.layout.zone_sectors() {
-                return;
-            }
-            let mut b = band.write();
-            if b.scheme != Some(loc.scheme) || b.state == BandState::Free {
-                if b.state != BandState::Free && !b.live.is_empty() {
-                    return; // a band holds one scheme; a conflicting record is garbage
-                }
-                b.open(loc.scheme, n);
-                b.state = BandState::Sealed;
-            }
-            b.cover(&loc, sectors);
-            if !b.live.contains_key(&loc.seq) {
-                b.insert(loc, header.into_boxed_slice(), sectors, n);
-            }
-            *last_seq = (*last_seq).max(loc.seq);
-        }
-        Record::Free { seq, band } => {
-            if let Some(b) = inner.bands.get(band as usize) {
-                b.write().remove(seq, |l| inner.sectors(l), n);
-            }
-        }
-        Record::BandReset { band } => {
-            if let Some(b) = inner.bands.get(band as usize) {
-                *b.write() = Band::new();
-            }
-        }
-        // Kept even if the blob is freed later in the replay: harmless (sequence numbers are
-        // never reused), and the next checkpoint keeps only those of live blobs.
-        Record::Unrestored { device, seq, .. } => {
-            if let Some(u) = inner.unrestored.get(device as usize) {
-                u.extend([seq]);
-            }
-        }
-        Record::Missed { .. } => {} // applied by `apply_by_band`
-    }
-}
-
 /// Applies `records` (in their order within each band) and returns the highest sequence number
 /// put. A record only ever touches its own band, so the records are split by band and the bands
 /// applied in parallel, each band's live map sized once: replaying 300,000 journal records one
 /// by one took ~50 ms here, half of a crash restart before its checkpoint.
 fn apply_by_band(inner: &Inner, records: impl IntoIterator<Item = Record>) -> u64 {
-    let mut per_band: Vec<Vec<Record>> = (0..inner.bands.len()).map(|_| Vec::new()).collect();
+    let mut per_band: Vec<Vec<Record>> = (0..inner.space.band_count()).map(|_| Vec::new()).collect();
     for rec in records {
         let band = match &rec {
             // Not a band's: applied here (a set-only fact, in any order).
@@ -327,8 +266,19 @@ fn apply_by_band(inner: &Inner, records: impl IntoIterator<Item = Record>) -> u6
                 inner.devs.replay_stale(*device as usize);
                 continue;
             }
+            // Not a band's either (set-only), but only kept for a band the store has. Kept even
+            // if the blob is freed later in the replay: harmless (sequence numbers are never
+            // reused), and the next checkpoint keeps only those of live blobs.
+            Record::Unrestored { device, seq, band } => {
+                if (*band as usize) < per_band.len() {
+                    if let Some(u) = inner.unrestored.get(*device as usize) {
+                        u.extend([*seq]);
+                    }
+                }
+                continue;
+            }
             Record::Put { loc, .. } => loc.band,
-            Record::Free { band, .. } | Record::BandReset { band } | Record::Unrestored { band, .. } => *band,
+            Record::Free { band, .. } | Record::BandReset { band } => *band,
         };
         if let Some(v) = per_band.get_mut(band as usize) {
             v.push(rec);
@@ -338,13 +288,7 @@ fn apply_by_band(inner: &Inner, records: impl IntoIterator<Item = Record>) -> u6
         per_band.into_iter().enumerate().filter(|(_, v)| !v.is_empty()).map(|(i, v)| (i, Mutex::new(v))).collect();
     let seqs = inner.devs.pool().map(per_band.len(), |i| {
         let recs = std::mem::take(&mut *per_band[i].1.lock());
-        let puts = recs.iter().filter(|r| matches!(r, Record::Put { .. })).count();
-        inner.bands[per_band[i].0].write().live.reserve(puts);
-        let mut last_seq = 0;
-        for rec in recs {
-            apply(inner, rec, &mut last_seq);
-        }
-        last_seq
+        inner.space.replay(per_band[i].0, recs)
     });
     seqs.into_iter().max().unwrap_or(0)
 }
@@ -365,17 +309,8 @@ fn recover(
     older: &[(usize, u32)],
 ) -> Result<(Store, OpenReport)> {
     let (frame, ckpt) = load_checkpoint(&inner)?;
-    let n = inner.n();
-    for (i, (state, scheme, cursors)) in ckpt.bands.iter().enumerate().take(inner.bands.len()) {
-        let mut b = inner.bands[i].write();
-        if let (BandState::Open | BandState::Sealed, Some(s)) = (state, scheme) {
-            let want = if s.is_isolated() { n } else { 1 };
-            if s.validate(n).is_ok() && cursors.len() == want {
-                b.open(*s, n);
-                b.state = BandState::Sealed;
-                b.cursor = cursors.iter().map(|&c| c.min(inner.layout.zone_sectors())).collect();
-            }
-        }
+    for (i, (state, scheme, cursors)) in ckpt.bands.iter().enumerate().take(inner.space.band_count()) {
+        inner.space.restore_band(i, *state, *scheme, cursors);
     }
     let mut last_seq = apply_by_band(&inner, ckpt.live);
     let (batches, _end, _next) = read_journal(&inner, frame.gen);
@@ -397,7 +332,7 @@ fn recover(
     // `last_seq` is below the limit (records beyond it are not applied); a checkpoint's counter
     // beyond it is clamped rather than trusted.
     let next_seq = ckpt.next_seq.min(crate::location::SEQ_LIMIT).max(last_seq + 1);
-    inner.next_seq.store(next_seq, std::sync::atomic::Ordering::Release);
+    inner.space.set_next_seq(next_seq);
     fail_stale(&inner, &mut report);
     resume_one(&inner, rebuilding, &mut report);
     // New generation due (wedged) after a replay: nothing after this point can be confused with
@@ -409,17 +344,16 @@ fn recover(
     // comes back), not dropped as torn. Reads never return its bytes unverified either way.
     let corrupt = inner.devs.pool().map(last_puts.len(), |i| {
         let loc = &last_puts[i];
-        inner.is_live(loc)
+        inner.space.is_live(loc)
             && inner.health(loc) != BlobHealth::Lost
             && matches!(inner.read(loc, 0, loc.len), Err(Error::Corrupt { .. }))
     });
     for (loc, _) in last_puts.iter().zip(corrupt).filter(|(_, c)| *c) {
-        let mut b = inner.bands[loc.band as usize].write();
-        b.remove(loc.seq, |l| inner.sectors(l), n);
+        inner.space.remove_live(&inner.meta.mutation(), loc);
         report.dropped_unverified += 1;
     }
-    settle_bands(&inner);
-    report.live_blobs = inner.bands.iter().map(|b| b.read().live.len()).sum();
+    inner.space.settle();
+    report.live_blobs = inner.space.blob_count();
     // Before the writer starts: its first checkpoint may hold records an older format lacks.
     upgrade(&inner, older);
     Ok((start(inner), report))
@@ -460,30 +394,4 @@ fn resume_one(inner: &Inner, rebuilding: &[usize], report: &mut OpenReport) {
         tracing::warn!(device = d, "device is marked rebuilding too; only one rebuild resumes: it opens failed");
     }
     report.failed_devices.sort_unstable();
-}
-
-/// Decides band states after replay: empty bands are free; the newest band of each scheme is
-/// reopened for appends; the rest are sealed.
-fn settle_bands(inner: &Inner) {
-    let mut alloc = inner.alloc.lock();
-    let mut newest: HashMap<Scheme, (u64, u32)> = HashMap::new();
-    for (i, b) in inner.bands.iter().enumerate() {
-        let mut b = b.write();
-        let used = b.cursor.iter().any(|&c| c > 0);
-        if b.state == BandState::Free || b.scheme.is_none() || (!used && b.live.is_empty()) {
-            *b = Band::new();
-            alloc.free.push_back(i as u32);
-            continue;
-        }
-        b.state = BandState::Sealed;
-        let s = b.scheme.expect("checked");
-        let e = newest.entry(s).or_insert((b.last_write, i as u32));
-        if b.last_write >= e.0 {
-            *e = (b.last_write, i as u32);
-        }
-    }
-    for (s, (_, i)) in newest {
-        inner.bands[i as usize].write().state = BandState::Open;
-        alloc.open.insert(s, i);
-    }
 }

@@ -4,6 +4,7 @@
 //! at a clean sequence boundary, and starts the rebuild thread (`rebuild_run.rs`). A rebuild
 //! found at open (a superblock still marked rebuilding) is resumed by [`Store::resume_rebuild`].
 
+use crate::band::Entry;
 use crate::error::{Error, Result};
 use crate::location::Location;
 use crate::progress::{RebuildOptions, RebuildProgress, RebuildState};
@@ -96,7 +97,7 @@ impl Store {
         // replacements: the checks below must hold until the new rebuild is installed, or two
         // concurrent calls could both pass them and swap two media into one slot, the first
         // rebuild writing to the second's device and clearing its state when it finishes.
-        let _gc = inner.gc_lock.lock();
+        let _gc = inner.space.lock_cleaner();
         if let Some(r) = inner.resync.device() {
             return Err(Error::Config(format!(
                 "device {r} is being rebuilt; wait for that rebuild to finish before replacing another device"
@@ -115,11 +116,11 @@ impl Store {
         {
             // No put is between taking its sequence number and recording its blob: every blob
             // below `start` is recorded (and rebuilt), every later one is written to `d` in full.
-            let _fence = inner.meta.fence_all_puts();
+            let fence = inner.meta.fence_all_puts();
             // Not stale any more: the rebuild gives it every blob below `start`, and no put
             // records a blob written without it from here on (it is up).
             inner.devs.bring_back(d);
-            r.start_seq.store(inner.next_seq.load(Ordering::SeqCst), Ordering::SeqCst);
+            r.start_seq.store(inner.space.seq_boundary(&fence), Ordering::SeqCst);
         }
         tracing::info!(device = d, by = %inner.devs.get(d).describe(), "device replaced; rebuilding");
         // The new device gets the whole metadata (a checkpoint), not only later journal batches.
@@ -221,12 +222,9 @@ pub(crate) fn write_superblock(inner: &Inner, media: &dyn Media, d: usize, flags
 fn queue(inner: &Inner, r: &Resync, opts: &RebuildOptions) -> Vec<(u8, Location, u64)> {
     let start = r.start_seq.load(Ordering::Acquire);
     let mut q: Vec<(u8, Location, u64)> = Vec::new();
-    for b in &inner.bands {
-        let entries: Vec<(Location, Box<[u8]>)> = {
-            let b = b.read();
-            b.live.values().map(|e| (e.loc, e.header.clone())).collect()
-        };
-        for (loc, header) in entries {
+    for band in 0..inner.space.band_count() {
+        let (entries, _) = inner.space.contents(band as u32);
+        for Entry { loc, header } in entries {
             if loc.seq >= start || (loc.scheme.is_isolated() && loc.device as usize != r.device) {
                 continue;
             }

@@ -101,8 +101,8 @@ impl Inner {
     }
 
     fn scrub_blob(&self, loc: &Location, rep: &mut ScrubReport) {
-        let _gc = self.gc_lock.lock();
-        if !self.is_live(loc) {
+        let _gc = self.space.lock_cleaner();
+        if !self.space.is_live(loc) {
             return;
         }
         rep.blobs += 1;

@@ -19,7 +19,6 @@
 //! and leaves, so they never wait for a waiter. The layer above may call in holding its own lock,
 //! except for what takes `gc_lock` or waits (`gc`, `replace_device`, `scrub`, `Sync` frees).
 
-use crate::band::{Band, BandState, SeqHasher};
 use crate::bufpool::BufPool;
 use crate::config::Tunables;
 use crate::devices::DeviceSet;
@@ -29,12 +28,11 @@ use crate::location::Location;
 use crate::metalog::MetaLog;
 use crate::read_bytes::{PendingRead, ReadBytes};
 use crate::scheme::Scheme;
+use crate::space::{BandInfo, Space, SpaceReport};
 use crate::stats::{Counters, StoreStats};
 use crate::superblock::Layout;
-use parking_lot::{Mutex, RwLock};
-use std::collections::{HashMap, VecDeque};
-use std::hash::BuildHasherDefault;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -87,63 +85,14 @@ pub enum BlobHealth {
     Lost,
 }
 
-/// Space held by one scheme.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SchemeSpace {
-    pub bands: usize,
-    /// User bytes of live blobs.
-    pub live_bytes: u64,
-    /// Device bytes held by live blobs (with redundancy and padding).
-    pub live_device_bytes: u64,
-    /// Device bytes written in its bands (live + dead).
-    pub used_device_bytes: u64,
-}
-
-/// Space report.
-#[derive(Debug, Clone, Default)]
-pub struct SpaceReport {
-    /// Device bytes of all zones of all devices.
-    pub capacity: u64,
-    pub free_bands: usize,
-    pub total_bands: usize,
-    pub per_scheme: Vec<(Scheme, SchemeSpace)>,
-}
-
-/// One band's state and space, for operators and the cleaner's callers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BandInfo {
-    pub band: u32,
-    /// "free", "open" or "sealed".
-    pub state: &'static str,
-    pub scheme: Option<Scheme>,
-    pub live_blobs: usize,
-    pub live_bytes: u64,
-    pub live_device_bytes: u64,
-    pub used_device_bytes: u64,
-    /// Device bytes not yet written (the band's capacity minus used).
-    pub free_device_bytes: u64,
-}
-
-/// Allocation state: the open band of each scheme and the free bands.
-#[derive(Default)]
-pub(crate) struct Alloc {
-    // A handful of schemes, looked up on every put: a multiply hash, not SipHash.
-    pub open: HashMap<Scheme, u32, BuildHasherDefault<SeqHasher>>,
-    pub free: VecDeque<u32>,
-}
-
 /// State shared by the store handle, the journal writer and the cleaner.
 pub(crate) struct Inner {
     pub layout: Layout,
     pub devs: DeviceSet,
     pub tunables: Tunables,
-    pub bands: Vec<RwLock<Band>>,
-    pub alloc: Mutex<Alloc>,
-    pub next_seq: AtomicU64,
+    pub space: Space,
     pub meta: MetaLog,
     pub stats: Counters,
-    /// Serialises cleaners.
-    pub gc_lock: Mutex<()>,
     /// Column and read buffers reused across operations (the process-wide pool).
     pub bufs: &'static BufPool,
     /// The device being rebuilt, if any (see `resync.rs`).
@@ -167,17 +116,6 @@ impl Inner {
 
     pub fn sectors(&self, loc: &Location) -> u64 {
         self.shape(loc).sectors()
-    }
-
-    /// Is `loc` a live blob?
-    pub fn is_live(&self, loc: &Location) -> bool {
-        self.bands
-            .get(loc.band as usize)
-            .map(|b| {
-                let b = b.read();
-                b.live.get(&loc.seq).is_some_and(|e| e.loc == *loc)
-            })
-            .unwrap_or(false)
     }
 }
 
@@ -261,34 +199,27 @@ impl Store {
 
     /// Every live blob with its header, in sequence order.
     pub fn blobs(&self) -> Vec<(Location, Vec<u8>)> {
-        let mut out = Vec::new();
-        for b in &self.inner.bands {
-            let b = b.read();
-            out.extend(b.live.values().map(|e| (e.loc, e.header.to_vec())));
-        }
-        out.sort_by_key(|(l, _)| l.seq);
-        out
+        self.inner.space.blobs()
     }
 
     /// Is `loc` a live blob? (The store's metadata, no device I/O.)
     pub fn contains(&self, loc: &Location) -> bool {
-        self.inner.is_live(loc)
+        self.inner.space.is_live(loc)
     }
 
     /// The header of the live blob at `loc` (from the store's metadata, no device I/O).
     pub fn header(&self, loc: &Location) -> Option<Vec<u8>> {
-        let b = self.inner.bands.get(loc.band as usize)?.read();
-        b.live.get(&loc.seq).filter(|e| e.loc == *loc).map(|e| e.header.to_vec())
+        self.inner.space.header(loc)
     }
 
     /// Bands on the free list (cheap: the cleaner's trigger).
     pub fn free_bands(&self) -> usize {
-        self.inner.alloc.lock().free.len()
+        self.inner.space.free_bands()
     }
 
     /// Number of live blobs.
     pub fn blob_count(&self) -> usize {
-        self.inner.bands.iter().map(|b| b.read().live.len()).sum()
+        self.inner.space.blob_count()
     }
 
     /// Marks device `d` failed: no more I/O goes to it; reads of its chunks reconstruct.
@@ -319,59 +250,12 @@ impl Store {
 
     /// Live, used and free space, per scheme.
     pub fn space(&self) -> SpaceReport {
-        let n = self.inner.n();
-        let mut per: HashMap<Scheme, SchemeSpace> = HashMap::new();
-        let mut free = 0;
-        for b in &self.inner.bands {
-            let b = b.read();
-            match (b.state, b.scheme) {
-                (BandState::Free, _) | (_, None) => free += 1,
-                (_, Some(s)) => {
-                    let e = per.entry(s).or_default();
-                    e.bands += 1;
-                    e.live_bytes += b.live_bytes;
-                    e.live_device_bytes += b.live_phys;
-                    e.used_device_bytes += b.used_phys(n);
-                }
-            }
-        }
-        let mut per_scheme: Vec<_> = per.into_iter().collect();
-        per_scheme.sort_by_key(|(s, _)| s.to_string());
-        SpaceReport {
-            capacity: self.inner.layout.zone * self.inner.layout.zones as u64 * n as u64,
-            free_bands: free,
-            total_bands: self.inner.bands.len(),
-            per_scheme,
-        }
+        self.inner.space.report()
     }
 
     /// Per-band state and space.
     pub fn bands(&self) -> Vec<BandInfo> {
-        let n = self.inner.n();
-        let cap = self.inner.layout.zone * n as u64;
-        self.inner
-            .bands
-            .iter()
-            .enumerate()
-            .map(|(i, b)| {
-                let b = b.read();
-                let used = b.used_phys(n);
-                BandInfo {
-                    band: i as u32,
-                    state: match b.state {
-                        BandState::Free => "free",
-                        BandState::Open => "open",
-                        BandState::Sealed => "sealed",
-                    },
-                    scheme: b.scheme,
-                    live_blobs: b.live.len(),
-                    live_bytes: b.live_bytes,
-                    live_device_bytes: b.live_phys,
-                    used_device_bytes: used,
-                    free_device_bytes: cap.saturating_sub(used),
-                }
-            })
-            .collect()
+        self.inner.space.band_infos()
     }
 
     /// Clean shutdown: writes what is queued, then a checkpoint, so the next open scans nothing.

@@ -10,7 +10,6 @@
 //! would add that much to every put and leave the devices idle meanwhile. (1 MiB measured better
 //! than 2 or 4 MiB, and far better than 512 KiB: BENCHMARKS.md.)
 
-use crate::band::BandState;
 use crate::config::MAX_HEADER_LEN;
 use crate::error::{Error, Result};
 use crate::geometry::{Row, SECTOR};
@@ -25,9 +24,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Device bytes of one segment of a put (the rows laid out, then written, together).
 const SEGMENT: usize = 1 << 20;
-
-/// Free bands only the cleaner may open (one per scheme it may move into at once, plus one).
-pub const GC_RESERVE: usize = 2;
 
 impl Inner {
     /// Stores a blob. `gc` marks cleaner relocations, counted apart from user writes.
@@ -52,8 +48,9 @@ impl Inner {
         }
         // Held until the blob is recorded: a replacement waits for it (see `replace.rs`).
         let fence = self.meta.fence_put();
-        loc.seq = self.next_seq.fetch_add(1, Ordering::AcqRel);
-        let (band, start, device) = self.allocate(scheme, sectors, opts.placement_key, gc)?;
+        loc.seq = self.space.take_seq(&fence);
+        let (band, start, device) =
+            self.space.allocate(&fence, scheme, sectors, opts.placement_key, gc, |d| self.devs.is_failed(d))?;
         loc.band = band;
         loc.start = start as u32;
         loc.device = device;
@@ -61,7 +58,7 @@ impl Inner {
         let written = match self.write_blob(&loc, data) {
             Ok(w) if self.health(&loc) != BlobHealth::Lost => w,
             other => {
-                self.land(band, None, header);
+                self.space.release(band);
                 other?;
                 return Err(Error::InsufficientDevices { scheme: scheme.to_string(), healthy: self.devs.healthy() });
             }
@@ -82,7 +79,7 @@ impl Inner {
         }
         let pending = {
             let m = self.meta.mutation();
-            self.land(band, Some(&loc), header);
+            self.space.land(&m, band, &loc, header);
             m.enqueue(opts.durability == Durability::Sync, |w| self.encode_put_marking_stale(w, &loc, header))?
         };
         drop(fence);
@@ -98,74 +95,18 @@ impl Inner {
         Ok(loc)
     }
 
-    /// Ends a put's reservation in `band`, recording the blob if it was written.
-    pub(crate) fn land(&self, band: u32, loc: Option<&Location>, header: &[u8]) {
-        let mut b = self.bands[band as usize].write();
-        b.inflight -= 1;
-        if let Some(loc) = loc {
-            b.insert(*loc, header.into(), self.sectors(loc), self.n());
-        }
-    }
-
     /// Frees a live blob.
     pub(crate) fn free(&self, loc: &Location, durability: Durability) -> Result<()> {
         let pending = {
             let m = self.meta.mutation();
-            let band = self.bands.get(loc.band as usize).ok_or(Error::NotFound { seq: loc.seq })?;
-            let mut b = band.write();
-            if !b.live.get(&loc.seq).is_some_and(|e| e.loc == *loc) {
+            if !self.space.remove_live(&m, loc) {
                 return Err(Error::NotFound { seq: loc.seq });
             }
-            b.remove(loc.seq, |l| self.sectors(l), self.n());
-            drop(b);
             self.forget_unrestored(loc.seq);
             m.enqueue(durability == Durability::Sync, |w| Record::Free { seq: loc.seq, band: loc.band }.encode(w))?
         };
         self.stats.add(Stat::Frees, 1);
         pending.wait()
-    }
-
-    /// Reserves `sectors` in the open band of `scheme`; returns (band, start sector, device).
-    /// User puts leave [`GC_RESERVE`] free bands for the cleaner, which needs room to move into.
-    fn allocate(&self, scheme: Scheme, sectors: u64, key: u64, gc: bool) -> Result<(u32, u64, u16)> {
-        let n = self.n();
-        let zone = self.layout.zone_sectors();
-        let mut alloc = self.alloc.lock();
-        loop {
-            if let Some(&band) = alloc.open.get(&scheme) {
-                let mut b = self.bands[band as usize].write();
-                if scheme.is_isolated() {
-                    // The key's device, else the next healthy one with room: a band is sealed
-                    // only when no column has room, not when the key's column is full (which
-                    // would leave the other devices' columns mostly empty). A spilled blob
-                    // still lives wholly on one device; only an object's blobs may then span two.
-                    let first = (key % n as u64) as usize;
-                    if let Some(d) = (0..n)
-                        .map(|i| (first + i) % n)
-                        .find(|&d| !self.devs.is_failed(d) && b.cursor[d] + sectors <= zone)
-                    {
-                        let start = b.cursor[d];
-                        b.cursor[d] += sectors;
-                        b.inflight += 1;
-                        return Ok((band, start, d as u16));
-                    }
-                } else if b.cursor[0] + sectors <= zone {
-                    let start = b.cursor[0];
-                    b.cursor[0] += sectors;
-                    b.inflight += 1;
-                    return Ok((band, start, ROW_BAND));
-                }
-                b.state = BandState::Sealed;
-                alloc.open.remove(&scheme);
-            }
-            let reserve = if gc { 0 } else { GC_RESERVE };
-            if alloc.free.len() <= reserve {
-                return Err(Error::OutOfSpace { needed: sectors * SECTOR });
-            }
-            let band = alloc.free.pop_front().expect("checked");
-            self.bands[band as usize].write().open(scheme, n);
-            alloc.open.insert(scheme, band);
-        }
     }
 
     /// Lays out and writes the blob's chunks, segment by segment (see the module doc); returns
