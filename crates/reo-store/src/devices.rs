@@ -120,6 +120,11 @@ impl DeviceSet {
         self.failed[d].load(Ordering::Acquire)
     }
 
+    /// No device is failed.
+    pub fn none_failed(&self) -> bool {
+        (0..self.len()).all(|d| !self.is_failed(d))
+    }
+
     /// Devices not failed.
     pub fn healthy(&self) -> usize {
         (0..self.len()).filter(|&d| !self.is_failed(d)).count()

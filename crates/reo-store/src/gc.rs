@@ -197,7 +197,7 @@ impl Inner {
             self.space.release(new.band); // the copy's space stays dead until cleaned
             return Ok(false);
         }
-        self.forget_unrestored(old.seq);
+        self.resync.forget(&m, old.seq);
         self.space.land(&m, new.band, new, header);
         m.enqueue(false, |w| {
             self.encode_put_marking_stale(w, new, header);

@@ -12,7 +12,6 @@ use crate::metalog::Frozen;
 use crate::record::{Frame, Record, BATCH_MAGIC, CKPT_MAGIC};
 use crate::stats::Stat;
 use crate::store::Inner;
-use std::collections::HashSet;
 use std::sync::Arc;
 
 /// Writes `buf` at `offset` on every healthy device and fdatasyncs them, in parallel. Devices
@@ -186,9 +185,7 @@ fn snapshot(inner: &Inner, frozen: &Frozen, clean: bool) -> (Vec<u8>, Vec<Vec<u8
     head.u64(inner.space.next_seq()).u8(clean as u8);
     head.u32(inner.space.band_count() as u32);
     // Devices a rebuild left without some blobs' chunks, with those blobs (usually none).
-    let unrestored: Vec<(u16, HashSet<u64>)> =
-        inner.unrestored.iter().enumerate().filter(|(_, u)| u.any()).map(|(d, u)| (d as u16, u.seqs())).collect();
-    let (bands, live) = inner.space.snapshot(frozen, inner.devs.pool(), &unrestored);
+    let (bands, live) = inner.space.snapshot(frozen, inner.devs.pool(), &inner.resync.unrestored());
     (head.0, bands, live)
 }
 

@@ -11,7 +11,7 @@ use crate::journal::Journal;
 use crate::metalog::MetaLog;
 use crate::persist;
 use crate::record::Record;
-use crate::resync::{Resync, ResyncCell};
+use crate::resync::{Resync, ResyncState};
 use crate::scan::{load_checkpoint, read_journal};
 use crate::space::Space;
 use crate::stats::Counters;
@@ -150,10 +150,10 @@ impl Store {
         failed.sort_unstable();
         let inner = new_inner(layout, devs, pool, &failed, cfg);
         let (store, mut report) = recover(inner, failed, &rebuilding, &older)?;
-        if let Some(r) = store.inner.resync.get() {
-            r.start_seq.store(store.inner.space.next_seq(), std::sync::atomic::Ordering::Release);
-            report.rebuilding_device = Some(r.device);
-            tracing::info!(device = r.device, "device was being rebuilt; call resume_rebuild to finish");
+        if let Some(r) = store.inner.resync.current() {
+            r.set_start_seq(store.inner.space.next_seq());
+            report.rebuilding_device = Some(r.device());
+            tracing::info!(device = r.device(), "device was being rebuilt; call resume_rebuild to finish");
         }
         Ok((store, report))
     }
@@ -201,8 +201,7 @@ fn new_inner(layout: Layout, devices: Vec<Arc<dyn Media>>, pool: IoPool, failed:
     let stores_bytes = devs.stores_bytes();
     Inner {
         tunables: Tunables::of(cfg),
-        resync: ResyncCell::default(),
-        unrestored: (0..devs.len()).map(|_| Default::default()).collect(),
+        resync: ResyncState::new(devs.len()),
         space: Space::new(&layout),
         devs,
         meta: MetaLog::new(Journal::new(
@@ -271,9 +270,7 @@ fn apply_by_band(inner: &Inner, records: impl IntoIterator<Item = Record>) -> u6
             // reused), and the next checkpoint keeps only those of live blobs.
             Record::Unrestored { device, seq, band } => {
                 if (*band as usize) < per_band.len() {
-                    if let Some(u) = inner.unrestored.get(*device as usize) {
-                        u.extend([*seq]);
-                    }
+                    inner.resync.replay_unrestored(*device as usize, *seq);
                 }
                 continue;
             }

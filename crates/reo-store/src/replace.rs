@@ -7,12 +7,11 @@
 use crate::band::Entry;
 use crate::error::{Error, Result};
 use crate::location::Location;
-use crate::progress::{RebuildOptions, RebuildProgress, RebuildState};
+use crate::progress::{RebuildOptions, RebuildProgress};
 use crate::resync::Resync;
 use crate::store::{Inner, Store};
 use crate::superblock::FLAG_REBUILDING;
 use reo_media::{AlignedBuf, Media};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// A running (or finished) rebuild: progress, resume, wait.
@@ -22,42 +21,29 @@ pub struct RebuildHandle {
 
 impl std::fmt::Debug for RebuildHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "RebuildHandle(device {})", self.r.device)
+        write!(f, "RebuildHandle(device {})", self.r.device())
     }
 }
 
 impl RebuildHandle {
     /// The device being rebuilt.
     pub fn device(&self) -> usize {
-        self.r.device
+        self.r.device()
     }
 
     /// A snapshot of the progress.
     pub fn progress(&self) -> RebuildProgress {
-        self.r.ctl().progress.clone()
+        self.r.progress()
     }
 
     /// Starts a rebuild that is paused (`start_paused`, `pause_after_blobs`).
     pub fn resume(&self) {
-        let mut c = self.r.ctl();
-        c.paused = false;
-        if let Some(o) = c.opts.as_mut() {
-            o.pause_after_blobs = None;
-        }
-        if c.progress.state == RebuildState::Paused {
-            c.progress.state = RebuildState::Running;
-        }
-        drop(c);
-        self.r.wake.notify_all();
+        self.r.resume();
     }
 
     /// Waits until `until` holds for the progress or the rebuild finished; returns the progress.
     pub fn wait_until(&self, until: impl Fn(&RebuildProgress) -> bool) -> RebuildProgress {
-        let mut c = self.r.ctl();
-        while !until(&c.progress) && !c.progress.finished() {
-            self.r.wake.wait(&mut c);
-        }
-        c.progress.clone()
+        self.r.wait_until(until)
     }
 
     /// Waits until the rebuild is done or aborted.
@@ -110,7 +96,7 @@ impl Store {
         }
         prepare(inner, d, &media).map_err(|e| Error::Io { device: d, op: "replace", source: e })?;
         inner.devs.replace(d, media);
-        inner.unrestored[d].clear();
+        inner.resync.clear_unrestored(d);
         let r = Arc::new(Resync::new(d, u64::MAX, false));
         inner.resync.install(r.clone());
         {
@@ -120,7 +106,7 @@ impl Store {
             // Not stale any more: the rebuild gives it every blob below `start`, and no put
             // records a blob written without it from here on (it is up).
             inner.devs.bring_back(d);
-            r.start_seq.store(inner.space.seq_boundary(&fence), Ordering::SeqCst);
+            r.set_start_seq(inner.space.seq_boundary(&fence));
         }
         tracing::info!(device = d, by = %inner.devs.get(d).describe(), "device replaced; rebuilding");
         // The new device gets the whole metadata (a checkpoint), not only later journal batches.
@@ -141,48 +127,32 @@ impl Store {
     /// (`OpenReport::rebuilding_device`). Blobs whose chunks on it verify are kept; the others
     /// are rebuilt. `Ok(None)` when there is nothing to resume.
     pub fn resume_rebuild(&self, opts: RebuildOptions) -> Result<Option<RebuildHandle>> {
-        let Some(r) = self.inner.resync.get() else { return Ok(None) };
+        let Some(r) = self.inner.resync.current() else { return Ok(None) };
         // Claimed atomically: two concurrent calls must not both start a rebuild thread.
-        if r.started.swap(true, Ordering::AcqRel) {
-            return Err(Error::Config(format!("the rebuild of device {} is already running", r.device)));
+        if !r.claim() {
+            return Err(Error::Config(format!("the rebuild of device {} is already running", r.device())));
         }
         let h = self.start_rebuild(r.clone(), opts);
         if h.is_err() {
-            r.started.store(false, Ordering::Release);
+            r.unclaim();
         }
         h.map(Some)
     }
 
     /// Progress of the rebuild in progress, if any.
     pub fn rebuild_progress(&self) -> Option<RebuildProgress> {
-        self.inner.resync.get().map(|r| r.ctl().progress.clone())
+        self.inner.resync.current().map(|r| r.progress())
     }
 
     fn start_rebuild(&self, r: Arc<Resync>, opts: RebuildOptions) -> Result<RebuildHandle> {
         let queue = queue(&self.inner, &r, &opts);
-        {
-            let mut c = r.ctl();
-            c.paused = opts.start_paused;
-            c.progress.state = if opts.start_paused { RebuildState::Paused } else { RebuildState::Running };
-            for (prio, _, bytes) in &queue {
-                let e = c.progress.classes.entry(*prio).or_default();
-                e.blobs_total += 1;
-                e.bytes_total += bytes;
-                c.progress.blobs_total += 1;
-                c.progress.bytes_total += bytes;
-            }
-            for e in c.progress.classes.values_mut().filter(|e| e.blobs_total == 0) {
-                e.restored_at = Some(std::time::Duration::ZERO);
-            }
-            c.opts = Some(opts);
-        }
-        r.started.store(true, Ordering::Release);
+        r.start(opts, queue.iter().map(|&(prio, _, bytes)| (prio, bytes)));
         let (inner, rr) = (self.inner.clone(), r.clone());
         let h = std::thread::Builder::new()
             .name("reo-rebuild".into())
             .spawn(move || crate::rebuild_run::run(inner, rr, queue))
             .map_err(|e| Error::Config(format!("cannot start the rebuild thread: {e}")))?;
-        *r.thread.lock() = Some(h);
+        r.set_thread(h);
         Ok(RebuildHandle { r })
     }
 }
@@ -220,12 +190,12 @@ pub(crate) fn write_superblock(inner: &Inner, media: &dyn Media, d: usize, flags
 /// (priority, location, device bytes to write on it), in priority order and, within a class, in device
 /// order (sequential writes on the new device).
 fn queue(inner: &Inner, r: &Resync, opts: &RebuildOptions) -> Vec<(u8, Location, u64)> {
-    let start = r.start_seq.load(Ordering::Acquire);
+    let start = r.start_seq();
     let mut q: Vec<(u8, Location, u64)> = Vec::new();
     for band in 0..inner.space.band_count() {
         let (entries, _) = inner.space.contents(band as u32);
         for Entry { loc, header } in entries {
-            if loc.seq >= start || (loc.scheme.is_isolated() && loc.device as usize != r.device) {
+            if loc.seq >= start || (loc.scheme.is_isolated() && loc.device as usize != r.device()) {
                 continue;
             }
             // Blobs already beyond their redundancy count no bytes: none will be written.

@@ -151,7 +151,7 @@ impl Inner {
                 Ok(()) if unrestored.contains(&dev) => {
                     // Written and synced before it leaves the set: a checkpoint that sees the
                     // smaller set can only follow the bytes.
-                    self.unrestored[dev].remove(loc.seq);
+                    self.resync.restored(dev, loc.seq);
                     rep.blobs_restored += 1;
                 }
                 Ok(()) => rep.chunks_repaired += bad.iter().filter(|&&i| chunks[i].device == dev).count() as u64,
@@ -169,6 +169,6 @@ impl Inner {
     /// Is `d` a serving device that lacks blob `seq` only because its rebuild could not restore
     /// it (not failed, not being rebuilt)?
     fn restorable_onto(&self, d: usize, seq: u64) -> bool {
-        !self.devs.is_failed(d) && self.resync.device() != Some(d) && self.unrestored[d].contains(seq)
+        !self.devs.is_failed(d) && self.resync.restorable(d, seq)
     }
 }

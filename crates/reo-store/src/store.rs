@@ -27,6 +27,7 @@ use crate::geometry::Shape;
 use crate::location::Location;
 use crate::metalog::MetaLog;
 use crate::read_bytes::{PendingRead, ReadBytes};
+use crate::resync::ResyncState;
 use crate::scheme::Scheme;
 use crate::space::{BandInfo, Space, SpaceReport};
 use crate::stats::{Counters, StoreStats};
@@ -95,10 +96,7 @@ pub(crate) struct Inner {
     pub stats: Counters,
     /// Column and read buffers reused across operations (the process-wide pool).
     pub bufs: &'static BufPool,
-    /// The device being rebuilt, if any (see `resync.rs`).
-    pub resync: crate::resync::ResyncCell,
-    /// Per device: blobs its last rebuild could not restore onto it (`resync.rs`).
-    pub unrestored: Vec<crate::resync::Unrestored>,
+    pub resync: ResyncState,
 }
 
 impl Inner {
@@ -116,6 +114,18 @@ impl Inner {
 
     pub fn sectors(&self, loc: &Location) -> u64 {
         self.shape(loc).sectors()
+    }
+
+    /// Is device `d` unusable for blob `seq`: failed, or lacking its chunks (being rebuilt and
+    /// this blob not restored yet, or rebuilt without it: `resync.rs`)?
+    pub fn down(&self, d: usize, seq: u64) -> bool {
+        self.devs.is_failed(d) || self.resync.misses(d, seq)
+    }
+
+    /// No device failed, being rebuilt or missing blobs its rebuild lost: [`Inner::down`] is
+    /// false for every device and blob.
+    pub fn all_up(&self) -> bool {
+        self.resync.idle() && self.devs.none_failed()
     }
 }
 
@@ -139,7 +149,7 @@ impl Store {
     /// During a rebuild, a blob whose chunk on the new device is not restored yet is queued for
     /// repair ahead of the rebuild's queue (on-demand repair); the read itself reconstructs.
     pub fn read(&self, loc: &Location, start: u64, end: u64) -> Result<Vec<u8>> {
-        self.inner.on_demand(loc);
+        self.inner.resync.on_demand(loc);
         self.inner.read(loc, start, end)
     }
 
@@ -147,7 +157,7 @@ impl Store {
     /// slices of the buffers the devices read them into (see [`ReadBytes`] for why). For callers
     /// that stream or compare the bytes; the buffers return to the store's pool on drop.
     pub fn read_bytes(&self, loc: &Location, start: u64, end: u64) -> Result<ReadBytes> {
-        self.inner.on_demand(loc);
+        self.inner.resync.on_demand(loc);
         self.inner.read_bytes(loc, start, end)
     }
 
@@ -156,7 +166,7 @@ impl Store {
     /// the next ones before finishing the first, so that every device always has a read queued
     /// (see [`PendingRead`]).
     pub fn begin_read_bytes(&self, loc: &Location, start: u64, end: u64) -> Result<PendingRead<'_>> {
-        self.inner.on_demand(loc);
+        self.inner.resync.on_demand(loc);
         self.inner.begin_read_bytes(loc, start, end)
     }
 
@@ -165,7 +175,7 @@ impl Store {
     /// exactly the I/O of [`Store::read`] is issued (degraded reads included); on real media it
     /// is a verified read whose bytes are dropped. Fails where [`Store::read`] would.
     pub fn read_sized(&self, loc: &Location, start: u64, end: u64) -> Result<u64> {
-        self.inner.on_demand(loc);
+        self.inner.resync.on_demand(loc);
         self.inner.read_sized(loc, start, end)
     }
 
@@ -285,7 +295,7 @@ impl Store {
     }
 
     fn stop_writer(&self, kill: bool) {
-        if let Some(r) = self.inner.resync.get() {
+        if let Some(r) = self.inner.resync.current() {
             r.stop("the store was closed; reopening resumes the rebuild");
         }
         self.inner.meta.stop(kill);

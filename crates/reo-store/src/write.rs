@@ -102,7 +102,7 @@ impl Inner {
             if !self.space.remove_live(&m, loc) {
                 return Err(Error::NotFound { seq: loc.seq });
             }
-            self.forget_unrestored(loc.seq);
+            self.resync.forget(&m, loc.seq);
             m.enqueue(durability == Durability::Sync, |w| Record::Free { seq: loc.seq, band: loc.band }.encode(w))?
         };
         self.stats.add(Stat::Frees, 1);
