@@ -5,11 +5,12 @@
 //! user writes.
 
 use crate::error::{Error, Result};
+use crate::handle::Store;
 use crate::location::Location;
 use crate::record::Record;
 use crate::scheme::Scheme;
 use crate::stats::Stat;
-use crate::store::{BlobHealth, Durability, Inner, PutOptions, Store};
+use crate::store::{BlobHealth, Durability, Inner, PutOptions};
 
 /// How the cleaner chooses its victim band.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

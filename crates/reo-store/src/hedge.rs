@@ -162,8 +162,9 @@ impl Inner {
 mod tests {
     use super::*;
     use crate::config::StoreConfig;
+    use crate::handle::Store;
     use crate::scheme::Placement;
-    use crate::store::{PutOptions, Store};
+    use crate::store::PutOptions;
     use reo_media::{Media, MemMedia};
     use std::sync::Arc;
 

@@ -13,10 +13,11 @@ use reo_media::{Media, MemMedia};
 
 use crate::bytes::Writer;
 use crate::config::StoreConfig;
+use crate::handle::Store;
 use crate::location::Location;
 use crate::record::Record;
 use crate::scheme::{Placement, Scheme};
-use crate::store::{PutOptions, Store};
+use crate::store::PutOptions;
 
 fn config() -> StoreConfig {
     StoreConfig {

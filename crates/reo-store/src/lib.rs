@@ -23,6 +23,7 @@ mod eject;
 mod error;
 mod gc;
 mod geometry;
+mod handle;
 mod hedge;
 #[cfg(test)]
 mod hostile_tests;
@@ -57,6 +58,7 @@ pub use chunk::SLOT as CHUNK_SLOT;
 pub use config::{StoreConfig, MAX_CHUNK, MAX_HEADER_LEN, MIN_CHUNK};
 pub use error::{Error, Result};
 pub use gc::{GcDecision, GcHandler, GcReport, KeepAll, VictimPolicy};
+pub use handle::Store;
 pub use location::{Location, ROW_BAND};
 pub use progress::{ClassProgress, LostFn, PriorityFn, RebuildOptions, RebuildProgress, RebuildState, Restored};
 pub use read::{device_read_bytes, MAX_RUN as MAX_READ_RUN};
@@ -67,7 +69,7 @@ pub use scheme::{Geometry, Placement, Scheme};
 pub use scrub::{ScrubOptions, ScrubReport};
 pub use space::{BandInfo, SchemeSpace, SpaceReport};
 pub use stats::StoreStats;
-pub use store::{BlobHealth, Durability, PutOptions, Store};
+pub use store::{BlobHealth, Durability, PutOptions};
 pub use superblock::{Layout, FLAG_REBUILDING, FORMAT_VERSION};
 
 /// Raw codec entry points, for benchmarks.

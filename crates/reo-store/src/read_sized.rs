@@ -148,8 +148,9 @@ impl Inner {
 #[cfg(test)]
 mod tests {
     use crate::config::StoreConfig;
+    use crate::handle::Store;
     use crate::scheme::{Placement, Scheme};
-    use crate::store::{PutOptions, Store};
+    use crate::store::PutOptions;
     use reo_media::{Media, MediaStats, MemMedia, SimMedia};
     use std::sync::Arc;
 

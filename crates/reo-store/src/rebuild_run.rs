@@ -374,7 +374,7 @@ fn finish(inner: &Inner, r: &Resync, t0: Instant) {
         Err(e) => End::DeviceFailed(format!("sync error at the end of the rebuild: {e}")),
         Ok(()) => match keep_unrestored(inner, d, &lost) {
             Err(e) => End::Unrecorded(e.to_string()),
-            Ok(()) => match crate::replace::write_superblock(inner, media.as_ref(), d, 0) {
+            Ok(()) => match inner.layout.write_superblocks(media.as_ref(), d, 0) {
                 Ok(()) => End::Done,
                 Err(e) => End::DeviceFailed(format!("superblock write error at the end of the rebuild: {e}")),
             },

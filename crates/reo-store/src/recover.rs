@@ -7,6 +7,7 @@ use crate::bufpool::BufPool;
 use crate::config::{StoreConfig, Tunables};
 use crate::devices::DeviceSet;
 use crate::error::{Error, Result};
+use crate::handle::Store;
 use crate::journal::Journal;
 use crate::metalog::MetaLog;
 use crate::persist;
@@ -15,11 +16,10 @@ use crate::resync::{Resync, ResyncState};
 use crate::scan::{load_checkpoint, read_journal};
 use crate::space::Space;
 use crate::stats::Counters;
-use crate::store::{BlobHealth, Inner, Store};
+use crate::store::{BlobHealth, Inner};
 use crate::superblock::{Layout, FLAG_REBUILDING, FORMAT_VERSION, SUPERBLOCK_AREA};
 use parking_lot::Mutex;
 use reo_media::{AlignedBuf, IoPool, Media};
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// Queued journal records (nobody waiting) at which the writer takes a batch without waiting
@@ -168,7 +168,7 @@ fn upgrade(inner: &Inner, older: &[(usize, u32)]) {
         if inner.devs.is_failed(d) {
             continue;
         }
-        match crate::replace::write_superblock(inner, inner.devs.get(d), d, flags) {
+        match inner.layout.write_superblocks(inner.devs.get(d), d, flags) {
             Ok(()) => tracing::info!(device = d, format = FORMAT_VERSION, "device superblock upgraded"),
             Err(e) => {
                 inner.mark_failed(d, &format!("superblock upgrade to format {FORMAT_VERSION} failed: {e}"));
@@ -214,16 +214,6 @@ fn new_inner(layout: Layout, devices: Vec<Arc<dyn Media>>, pool: IoPool, failed:
     }
 }
 
-fn start(inner: Inner) -> Store {
-    let inner = Arc::new(inner);
-    let w = inner.clone();
-    let handle = std::thread::Builder::new()
-        .name("reo-journal".into())
-        .spawn(move || persist::writer_loop(w))
-        .expect("cannot start the journal writer thread");
-    Store { inner, writer: Mutex::new(Some(handle)), closed: AtomicBool::new(false) }
-}
-
 fn format(devices: Vec<Arc<dyn Media>>, cfg: &StoreConfig, pool: IoPool) -> Result<(Store, OpenReport)> {
     let len = devices.iter().map(|d| d.len()).min().unwrap_or(0);
     let id =
@@ -238,18 +228,12 @@ fn format(devices: Vec<Arc<dyn Media>>, cfg: &StoreConfig, pool: IoPool) -> Resu
     }
     inner.space.settle(); // every band free
     persist::checkpoint(&inner, true)?;
-    let results = inner.devs.pool().map(inner.n(), |d| {
-        let sb = layout.encode(d as u16);
-        let mut two = AlignedBuf::zeroed(8192);
-        two[..4096].copy_from_slice(&sb);
-        two[4096..].copy_from_slice(&sb);
-        inner.devs.get(d).write_at(&two, 0).and_then(|_| inner.devs.get(d).sync())
-    });
+    let results = inner.devs.pool().map(inner.n(), |d| layout.write_superblocks(inner.devs.get(d), d, 0));
     for (d, r) in results.into_iter().enumerate() {
         r.map_err(|e| Error::Io { device: d, op: "format", source: e })?;
     }
     let report = OpenReport { formatted: true, clean: true, ..Default::default() };
-    Ok((start(inner), report))
+    Ok((Store::start(inner), report))
 }
 
 /// Applies `records` (in their order within each band) and returns the highest sequence number
@@ -353,7 +337,7 @@ fn recover(
     report.live_blobs = inner.space.blob_count();
     // Before the writer starts: its first checkpoint may hold records an older format lacks.
     upgrade(&inner, older);
-    Ok((start(inner), report))
+    Ok((Store::start(inner), report))
 }
 
 /// Fails the devices the metadata says are stale (`stale.rs`), attached or not, before anything

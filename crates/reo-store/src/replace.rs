@@ -6,10 +6,11 @@
 
 use crate::band::Entry;
 use crate::error::{Error, Result};
+use crate::handle::Store;
 use crate::location::Location;
 use crate::progress::{RebuildOptions, RebuildProgress};
 use crate::resync::Resync;
-use crate::store::{Inner, Store};
+use crate::store::Inner;
 use crate::superblock::FLAG_REBUILDING;
 use reo_media::{AlignedBuf, Media};
 use std::sync::Arc;
@@ -173,17 +174,7 @@ fn prepare(inner: &Inner, d: usize, media: &Arc<dyn Media>) -> std::io::Result<(
     for off in [l.journal_off, l.ckpt_slot(0), l.ckpt_slot(1)] {
         media.write_at(&zero, off)?;
     }
-    write_superblock(inner, media.as_ref(), d, FLAG_REBUILDING)
-}
-
-/// Writes both superblock copies of device `d` with `flags`, synced.
-pub(crate) fn write_superblock(inner: &Inner, media: &dyn Media, d: usize, flags: u32) -> std::io::Result<()> {
-    let sb = inner.layout.encode_flags(d as u16, flags);
-    let mut two = AlignedBuf::zeroed(8192);
-    two[..4096].copy_from_slice(&sb);
-    two[4096..].copy_from_slice(&sb);
-    media.write_at(&two, 0)?;
-    media.sync()
+    l.write_superblocks(media.as_ref(), d, FLAG_REBUILDING)
 }
 
 /// The blobs to rebuild: live, older than the replacement, with a chunk on the device; as

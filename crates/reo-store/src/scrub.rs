@@ -14,10 +14,11 @@
 //! the end of the pass makes the smaller set durable (a crash before it only leaves them to the
 //! next scrub — the set errs on the side of not reading the device).
 
+use crate::handle::Store;
 use crate::location::Location;
 use crate::read::ChunkAt;
 use crate::stats::Stat;
-use crate::store::{Inner, Store};
+use crate::store::Inner;
 use std::time::{Duration, Instant};
 
 /// How a scrub runs.
