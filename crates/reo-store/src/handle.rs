@@ -21,7 +21,7 @@ use std::thread::JoinHandle;
 pub struct Store {
     pub(crate) inner: Arc<Inner>,
     pub(crate) writer: Mutex<Option<JoinHandle<()>>>,
-    pub(crate) closed: AtomicBool,
+    closed: AtomicBool,
 }
 
 impl Store {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 /// A running (or finished) rebuild: progress, resume, wait.
 pub struct RebuildHandle {
-    pub(crate) r: Arc<Resync>,
+    r: Arc<Resync>,
 }
 
 impl std::fmt::Debug for RebuildHandle {

@@ -102,17 +102,18 @@ pub enum BlobHealth {
     Lost,
 }
 
-/// State shared by the store handle, the journal writer and the cleaner.
+/// The state of an open store, as its components (see the module doc).
 pub(crate) struct Inner {
+    /// The geometry recorded in the superblocks (fixed at format).
     pub layout: Layout,
     pub devs: DeviceSet,
-    pub tunables: Tunables,
     pub space: Space,
     pub meta: MetaLog,
+    pub resync: ResyncState,
+    pub tunables: Tunables,
     pub stats: Counters,
     /// Column and read buffers reused across operations (the process-wide pool).
     pub bufs: &'static BufPool,
-    pub resync: ResyncState,
 }
 
 impl Inner {
