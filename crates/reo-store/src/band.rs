@@ -3,6 +3,7 @@
 //! A band tracks its write cursor (one per device for isolated placement, where each device's
 //! zone is its own log), the live blobs it holds, and live/used space for the cleaner.
 
+use crate::bytes::{Reader, Writer};
 use crate::geometry::SECTOR;
 use crate::location::Location;
 use crate::scheme::Scheme;
@@ -124,6 +125,42 @@ impl Band {
         self.live_bytes -= e.loc.len;
         self.live_phys -= Band::phys(&e.loc.scheme, sectors_of(&e.loc), devices);
         Some(e)
+    }
+
+    /// Encodes the band's checkpoint entry: `state u8 | scheme [u8;3] | cursors u8 | cursor u64 ×
+    /// cursors`.
+    pub fn encode_entry(&self, w: &mut Writer) {
+        let state = match self.state {
+            BandState::Free => 0,
+            BandState::Open => 1,
+            BandState::Sealed => 2,
+        };
+        w.u8(state).bytes(&self.scheme.map(|s| s.encode()).unwrap_or([0; 3])).u8(self.cursor.len() as u8);
+        for c in &self.cursor {
+            w.u64(*c);
+        }
+    }
+
+    /// Decodes a checkpoint entry ([`Band::encode_entry`]) of a store of `devices` devices: (state,
+    /// scheme, cursors); `None` if malformed.
+    pub fn decode_entry(r: &mut Reader, devices: usize) -> Option<(BandState, Option<Scheme>, Vec<u64>)> {
+        let state = match r.u8()? {
+            0 => BandState::Free,
+            1 => BandState::Open,
+            2 => BandState::Sealed,
+            _ => return None,
+        };
+        let s = r.take(3)?;
+        let scheme = Scheme::decode([s[0], s[1], s[2]]);
+        let nc = r.u8()? as usize;
+        if nc > devices {
+            return None;
+        }
+        let mut cursors = Vec::with_capacity(nc);
+        for _ in 0..nc {
+            cursors.push(r.u64()?);
+        }
+        Some((state, scheme, cursors))
     }
 
     /// Extends the cursor to cover a blob at `start` of `sectors` (replay of a put record).

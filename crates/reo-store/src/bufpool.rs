@@ -14,8 +14,9 @@
 //! operation: callers use a prefix and must write every byte of it that reaches a device or a
 //! caller (the write path zeroes padding and unused columns explicitly).
 
+use parking_lot::Mutex;
 use reo_media::AlignedBuf;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 /// Idle bytes the process-wide pool keeps.
 const SHARED_BYTES: usize = 128 << 20;
@@ -67,7 +68,7 @@ impl BufPool {
         if len == 0 {
             return AlignedBuf::zeroed(0);
         }
-        let mut f = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let mut f = self.free.lock();
         let best =
             f.bufs.iter().enumerate().rev().filter(|(_, b)| fits(b, len)).min_by_key(|(_, b)| b.len()).map(|(i, _)| i);
         if let Some(i) = best {
@@ -88,7 +89,7 @@ impl BufPool {
         if buf.is_empty() || buf.capacity() > self.max_bytes / 4 {
             return;
         }
-        let mut f = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let mut f = self.free.lock();
         while f.bytes + buf.capacity() > self.max_bytes && !f.bufs.is_empty() {
             let old = f.bufs.remove(0);
             f.bytes -= old.capacity();
@@ -100,7 +101,7 @@ impl BufPool {
     /// Bytes held idle (for tests).
     #[cfg(test)]
     pub fn idle_bytes(&self) -> usize {
-        self.free.lock().unwrap_or_else(|e| e.into_inner()).bytes
+        self.free.lock().bytes
     }
 }
 

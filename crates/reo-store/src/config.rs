@@ -151,6 +151,53 @@ impl StoreConfig {
     }
 }
 
+/// The limits an open store applies to its devices' reads, from its configuration: automatic
+/// ejection (`eject.rs`) and hedged and stuck reads (`hedge.rs`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Tunables {
+    io_error_limit: u32,
+    io_error_halflife: std::time::Duration,
+    slow_read_after: Option<std::time::Duration>,
+    stuck_read_fail_after: Option<std::time::Duration>,
+}
+
+impl Tunables {
+    pub fn of(cfg: &StoreConfig) -> Tunables {
+        Tunables {
+            io_error_limit: cfg.io_error_limit,
+            io_error_halflife: cfg.io_error_halflife,
+            slow_read_after: cfg.slow_read_after,
+            stuck_read_fail_after: cfg.stuck_read_fail_after,
+        }
+    }
+
+    /// (`io_error_limit`, `io_error_halflife`); a limit of 0 ejects nothing.
+    pub fn error_limit(&self) -> (u32, std::time::Duration) {
+        (self.io_error_limit, self.io_error_halflife)
+    }
+
+    /// After how long in service a device's read is left behind when others can rebuild it.
+    pub fn slow_read_after(&self) -> Option<std::time::Duration> {
+        self.slow_read_after
+    }
+
+    /// After how long in service one read fails its device as stuck.
+    pub fn stuck_read_fail_after(&self) -> Option<std::time::Duration> {
+        self.stuck_read_fail_after
+    }
+
+    /// How often a reader waiting on the lanes looks for slow and stuck devices; `None`: it
+    /// never does (both limits off).
+    pub fn hedge_poll(&self) -> Option<std::time::Duration> {
+        let every = match (self.slow_read_after, self.stuck_read_fail_after) {
+            (Some(s), _) => s / 2,
+            (None, Some(s)) => s / 8,
+            (None, None) => return None,
+        };
+        Some(every.max(std::time::Duration::from_millis(1)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

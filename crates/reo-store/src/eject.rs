@@ -5,44 +5,21 @@
 //! exactly from the time since the last error, no timer thread). When it exceeds the limit, the
 //! device is marked failed and a loud message goes to stderr: from then on no I/O goes to it and
 //! its chunks are reconstructed from redundancy. Write and sync errors fail a device at once
-//! (`write.rs`, `persist.rs`); they never pass through the budget.
+//! (`write.rs`, `persist.rs`); they never pass through the budget. The counts are the device
+//! set's (`devices.rs`); the limit and half-life the configuration's (`config::Tunables`).
 
+use crate::stats::Stat;
 use crate::store::Inner;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
-/// The error count of one device.
-#[derive(Default)]
-pub(crate) struct ErrorBudget {
-    state: Mutex<Option<(f64, Instant)>>,
-}
-
-impl ErrorBudget {
-    /// Adds one error at `now`; returns the decayed count including it.
-    pub fn add(&self, now: Instant, halflife: Duration) -> f64 {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let count = match *s {
-            Some((c, at)) => c * 0.5f64.powf(now.saturating_duration_since(at).as_secs_f64() / halflife.as_secs_f64()),
-            None => 0.0,
-        } + 1.0;
-        *s = Some((count, now));
-        count
-    }
-
-    /// Forgets every error (a replaced device starts with a clean budget).
-    pub fn reset(&self) {
-        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = None;
-    }
-}
+use std::time::Instant;
 
 impl Inner {
     /// Counts a read error or checksum mismatch on device `d`, ejecting it past the budget.
     pub(crate) fn note_read_error(&self, d: usize, what: &str) {
-        let (limit, halflife) = self.error_limit;
-        if limit == 0 || self.is_failed(d) {
+        let (limit, halflife) = self.tunables.error_limit();
+        if limit == 0 || self.devs.is_failed(d) {
             return;
         }
-        let count = self.budgets[d].add(Instant::now(), halflife);
+        let count = self.devs.charge_error(d, Instant::now(), halflife);
         if count > limit as f64 {
             self.mark_failed(
                 d,
@@ -51,27 +28,7 @@ impl Inner {
                      {limit} (half-life {halflife:?}); replace the device"
                 ),
             );
-            crate::stats::Counters::add(&self.stats.ejections, 1);
+            self.stats.add(Stat::Ejections, 1);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn count_decays_by_half_each_halflife() {
-        let b = ErrorBudget::default();
-        let t = Instant::now();
-        let h = Duration::from_secs(10);
-        assert_eq!(b.add(t, h), 1.0);
-        assert_eq!(b.add(t, h), 2.0);
-        let c = b.add(t + h, h);
-        assert!((c - 2.0).abs() < 1e-9, "{c}");
-        let c = b.add(t + h * 3, h);
-        assert!((c - 1.5).abs() < 1e-9, "{c}");
-        b.reset();
-        assert_eq!(b.add(t, h), 1.0);
     }
 }

@@ -4,13 +4,13 @@
 //! the band to the free list once the moves are durable. Relocated bytes are counted apart from
 //! user writes.
 
-use crate::band::{Band, BandState};
 use crate::error::{Error, Result};
+use crate::handle::Store;
 use crate::location::Location;
 use crate::record::Record;
 use crate::scheme::Scheme;
-use crate::stats::Counters;
-use crate::store::{BlobHealth, Durability, Inner, PutOptions, Store};
+use crate::stats::Stat;
+use crate::store::{BlobHealth, Durability, Inner, PutOptions};
 
 /// How the cleaner chooses its victim band.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +68,7 @@ pub struct GcReport {
 impl Store {
     /// Cleans one band chosen by `policy`. `Ok(None)` when no sealed band exists.
     pub fn gc(&self, policy: VictimPolicy, handler: &mut dyn GcHandler) -> Result<Option<GcReport>> {
-        let _one = self.inner.gc_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _one = self.inner.space.lock_cleaner();
         match self.inner.pick_victim(policy) {
             None => Ok(None),
             Some(band) => self.inner.clean(band, handler).map(Some),
@@ -77,46 +77,28 @@ impl Store {
 
     /// Seals the open bands, so that a following `gc` may clean them too.
     pub fn seal_open_bands(&self) {
-        let mut alloc = self.inner.alloc.lock().unwrap_or_else(|e| e.into_inner());
-        for (_, band) in alloc.open.drain() {
-            self.inner.bands[band as usize].write().unwrap_or_else(|e| e.into_inner()).state = BandState::Sealed;
-        }
+        self.inner.space.seal_open();
     }
 }
 
 impl Inner {
     fn pick_victim(&self, policy: VictimPolicy) -> Option<u32> {
-        let n = self.n();
-        let now = self.next_seq.load(std::sync::atomic::Ordering::Acquire);
-        let mut best: Option<(f64, u32)> = None;
-        for (i, b) in self.bands.iter().enumerate() {
-            let b = b.read().unwrap_or_else(|e| e.into_inner());
-            if b.state != BandState::Sealed || b.inflight > 0 {
-                continue;
-            }
-            let used = b.used_phys(n).max(1) as f64;
-            let u = b.live_phys as f64 / used;
-            let score = match policy {
-                VictimPolicy::Greedy => -(b.live_phys as f64),
+        let now = self.space.next_seq();
+        self.space.best_sealed(|b| {
+            let used = b.used.max(1) as f64;
+            let u = b.live as f64 / used;
+            match policy {
+                VictimPolicy::Greedy => -(b.live as f64),
                 VictimPolicy::CostBenefit => (1.0 - u) * (now.saturating_sub(b.last_write) + 1) as f64 / (1.0 + u),
-            };
-            if best.is_none_or(|(s, _)| score > s) {
-                best = Some((score, i as u32));
             }
-        }
-        best.map(|(_, i)| i)
+        })
     }
 
     fn clean(&self, band: u32, handler: &mut dyn GcHandler) -> Result<GcReport> {
-        Counters::add(&self.stats.gc_runs, 1);
-        let n = self.n();
+        self.stats.add(Stat::GcRuns, 1);
         let mut report = GcReport { band, ..Default::default() };
-        let (entries, used) = {
-            let b = self.bands[band as usize].read().unwrap_or_else(|e| e.into_inner());
-            let mut v: Vec<_> = b.live.values().cloned().collect();
-            v.sort_by_key(|e| e.loc.seq);
-            (v, b.used_phys(n))
-        };
+        let (mut entries, used) = self.space.contents(band);
+        entries.sort_by_key(|e| e.loc.seq);
         // Live blobs copied, committed (moved) only once every copy is durable (below).
         let mut copies = Vec::new();
         for e in entries {
@@ -125,7 +107,7 @@ impl Inner {
                 GcDecision::Drop => {
                     if self.free(&e.loc, Durability::None).is_ok() {
                         report.dropped += 1;
-                        Counters::add(&self.stats.gc_dropped_blobs, 1);
+                        self.stats.add(Stat::GcDroppedBlobs, 1);
                         handler.dropped(&e.loc);
                     }
                     continue;
@@ -134,7 +116,7 @@ impl Inner {
                 GcDecision::Reencode(s) => s,
             };
             // Byte-less media: the relocation's I/O without bytes (nothing is kept to move).
-            let read = if self.stores_bytes {
+            let read = if self.devs.stores_bytes() {
                 self.read(&e.loc, 0, e.loc.len)
             } else {
                 self.read_sized(&e.loc, 0, e.loc.len).map(|len| vec![0u8; len as usize])
@@ -165,7 +147,7 @@ impl Inner {
         // during that batch's fdatasync can keep the batch and lose the copy's unsynced data;
         // the replay then drops the copy (it fails verification) and frees the original — an
         // acknowledged blob gone. One fdatasync of every device per cleaned band.
-        if self.stores_bytes && !copies.is_empty() {
+        if self.devs.stores_bytes() && !copies.is_empty() {
             if let Err(err) = self.sync_everywhere("cleaner") {
                 self.discard_copies(copies);
                 return Err(Error::Journal(err));
@@ -175,7 +157,7 @@ impl Inner {
             // A device that failed the sync may have taken the copy past its redundancy: keep
             // the original (the band then cannot be reclaimed this time).
             if self.health(&new) == BlobHealth::Lost {
-                self.land(new.band, None, &e.header);
+                self.space.release(new.band);
                 continue;
             }
             if self.commit_move(&e.loc, &new, &e.header)? {
@@ -186,46 +168,39 @@ impl Inner {
         }
         // Every move and free above must be durable before the band can be overwritten.
         let pending = {
-            let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
-            let mut b = self.bands[band as usize].write().unwrap_or_else(|e| e.into_inner());
-            if !b.live.is_empty() {
+            let m = self.meta.mutation();
+            if !self.space.reset_if_empty(&m, band) {
                 return Err(Error::Journal(format!("band {band} gained blobs while being cleaned")));
             }
-            *b = Band::new();
-            self.journal.enqueue(self.stores_bytes, |w| Record::BandReset { band }.encode(w))?
+            m.enqueue(self.devs.stores_bytes(), |w| Record::BandReset { band }.encode(w))?
         };
         // On byte-less (simulated) media nothing can be overwritten or recovered, so the cleaner
         // does not wait for the journal writer: the records are still written (and counted) in
         // order, but the replay does not stall on every reclaimed band.
         pending.wait()?;
-        self.alloc.lock().unwrap_or_else(|e| e.into_inner()).free.push_back(band);
+        self.space.reclaim(band);
         report.reclaimed_device_bytes = used;
         Ok(report)
     }
 
     /// Gives up copies not committed: their space stays dead until cleaned.
     fn discard_copies(&self, copies: Vec<(crate::band::Entry, Location)>) {
-        for (e, new) in copies {
-            self.land(new.band, None, &e.header);
+        for (_, new) in copies {
+            self.space.release(new.band);
         }
     }
 
     /// Swaps `old` for its relocated copy `new` in one journal batch. If `old` was freed while
     /// being copied, the copy is discarded and false is returned.
     fn commit_move(&self, old: &Location, new: &Location, header: &[u8]) -> Result<bool> {
-        let n = self.n();
-        let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
-        let mut ob = self.bands[old.band as usize].write().unwrap_or_else(|e| e.into_inner());
-        if !ob.live.get(&old.seq).is_some_and(|e| e.loc == *old) {
-            drop(ob);
-            self.land(new.band, None, header); // the copy's space stays dead until cleaned
+        let m = self.meta.mutation();
+        if !self.space.remove_live(&m, old) {
+            self.space.release(new.band); // the copy's space stays dead until cleaned
             return Ok(false);
         }
-        ob.remove(old.seq, |l| self.sectors(l), n);
-        drop(ob);
-        self.forget_unrestored(old.seq);
-        self.land(new.band, Some(new), header);
-        self.journal.enqueue(false, |w| {
+        self.resync.forget(&m, old.seq);
+        self.space.land(&m, new.band, new, header);
+        m.enqueue(false, |w| {
             self.encode_put_marking_stale(w, new, header);
             Record::Free { seq: old.seq, band: old.band }.encode(w);
         })?;

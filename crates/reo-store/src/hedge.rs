@@ -33,10 +33,9 @@
 
 use crate::location::Location;
 use crate::scheme::Scheme;
+use crate::stats::Stat;
 use crate::store::Inner;
 use std::cell::Cell;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 /// One read's hedging: whether it may stop waiting for slow devices, which devices it left
 /// behind, and which devices' errors it charges.
@@ -65,7 +64,7 @@ impl Hedge {
     /// The hedging of a read of `loc`: on when configured and the blob has redundancy.
     pub fn for_blob(inner: &Inner, loc: &Location) -> Hedge {
         let redundant = !matches!(loc.scheme, Scheme::None(_));
-        let on = redundant && inner.slow_reads.0.is_some();
+        let on = redundant && inner.tunables.slow_read_after().is_some();
         Hedge { on, left: Cell::new(0), charge_only: None, planned: Cell::new(None) }
     }
 
@@ -92,14 +91,10 @@ impl Hedge {
     }
 }
 
-/// A read seen in service past `stuck_read_fail_after`: (its identity in the lanes' clock, when
-/// first seen so).
-pub(crate) type StuckSuspect = Mutex<Option<(u64, Instant)>>;
-
 impl Inner {
     /// Whether device `d` has a read in service past `slow_read_after`.
     pub(crate) fn slow(&self, d: usize) -> bool {
-        self.slow_reads.0.is_some_and(|t| self.reads.busy_for(d) >= t)
+        self.tunables.slow_read_after().is_some_and(|t| self.devs.busy_for(d) >= t)
     }
 
     /// Whether a read with `hedge` plans around device `d` for blob `seq`: it is down for the blob,
@@ -123,7 +118,7 @@ impl Inner {
         let mut planned = 0;
         for d in (0..n).filter(|&d| slow & bit(d) != 0) {
             self.fail_if_stuck(d);
-            if (0..self.n()).any(|e| e != d && !self.is_failed(e) && (e >= 63 || slow & bit(e) == 0)) {
+            if (0..self.n()).any(|e| e != d && !self.devs.is_failed(e) && (e >= 63 || slow & bit(e) == 0)) {
                 planned |= bit(d);
             }
         }
@@ -134,48 +129,21 @@ impl Inner {
     /// Whether some device other than `d` is up and has no read in service past
     /// `slow_read_after`.
     fn another_is_prompt(&self, d: usize) -> bool {
-        (0..self.n()).any(|e| e != d && !self.is_failed(e) && !self.slow(e))
-    }
-
-    /// How often a reader waiting on the lanes looks for slow and stuck devices; `None`: it
-    /// never does (both limits off).
-    pub(crate) fn hedge_poll(&self) -> Option<Duration> {
-        let (slow, stuck) = self.slow_reads;
-        let every = match (slow, stuck) {
-            (Some(s), _) => s / 2,
-            (None, Some(s)) => s / 8,
-            (None, None) => return None,
-        };
-        Some(every.max(Duration::from_millis(1)))
+        (0..self.n()).any(|e| e != d && !self.devs.is_failed(e) && !self.slow(e))
     }
 
     /// Whether a reader waiting for a read of device `d` stops waiting: the device failed (or
     /// is found stuck now, and marked failed), or `hedge` allows leaving a slow device behind.
     pub(crate) fn give_up_on(&self, d: usize, hedge: &Hedge) -> bool {
         self.fail_if_stuck(d);
-        self.is_failed(d) || (hedge.on && self.slow(d) && self.another_is_prompt(d))
+        self.devs.is_failed(d) || (hedge.on && self.slow(d) && self.another_is_prompt(d))
     }
 
     /// Marks device `d` failed if the same read has been in service on it past
     /// `stuck_read_fail_after` at two sights a grace apart, while another device is prompt.
     fn fail_if_stuck(&self, d: usize) {
-        let Some(limit) = self.slow_reads.1 else { return };
-        let Some((read, busy)) = self.reads.in_service(d) else { return };
-        if busy < limit || self.is_failed(d) {
-            return;
-        }
-        let grace = (limit / 4).min(Duration::from_secs(1));
-        {
-            let mut suspect = self.stuck_suspects[d].lock().unwrap_or_else(|e| e.into_inner());
-            match *suspect {
-                Some((r, seen)) if r == read && seen.elapsed() >= grace => {}
-                Some((r, _)) if r == read => return,
-                _ => {
-                    *suspect = Some((read, Instant::now()));
-                    return;
-                }
-            }
-        }
+        let Some(limit) = self.tunables.stuck_read_fail_after() else { return };
+        let Some(busy) = self.devs.stuck_for(d, limit) else { return };
         if self.another_is_prompt(d)
             && self.mark_failed(
                 d,
@@ -185,7 +153,7 @@ impl Inner {
                 ),
             )
         {
-            crate::stats::Counters::add(&self.stats.ejections, 1);
+            self.stats.add(Stat::Ejections, 1);
         }
     }
 }
@@ -194,8 +162,9 @@ impl Inner {
 mod tests {
     use super::*;
     use crate::config::StoreConfig;
+    use crate::handle::Store;
     use crate::scheme::Placement;
-    use crate::store::{PutOptions, Store};
+    use crate::store::PutOptions;
     use reo_media::{Media, MemMedia};
     use std::sync::Arc;
 
@@ -224,7 +193,7 @@ mod tests {
                 (Scheme::Rs { k: 2, p: 2 }, true),
             ] {
                 let loc = s.put(b"h", &[7u8; 40_000], &PutOptions::new(scheme)).unwrap();
-                let configured = s.inner.slow_reads.0.is_some();
+                let configured = s.inner.tunables.slow_read_after().is_some();
                 assert_eq!(Hedge::for_blob(&s.inner, &loc).on, redundant && configured, "{scheme:?}");
             }
         }

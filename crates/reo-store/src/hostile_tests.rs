@@ -13,10 +13,11 @@ use reo_media::{Media, MemMedia};
 
 use crate::bytes::Writer;
 use crate::config::StoreConfig;
+use crate::handle::Store;
 use crate::location::Location;
 use crate::record::Record;
 use crate::scheme::{Placement, Scheme};
-use crate::store::{PutOptions, Store};
+use crate::store::PutOptions;
 
 fn config() -> StoreConfig {
     StoreConfig {
@@ -81,11 +82,12 @@ proptest! {
         let kept = store.put(b"kept", &data, &PutOptions::new(Scheme::Replicate(2))).unwrap();
         store.flush().unwrap();
         let encoded = records.clone();
-        store.inner.journal.enqueue(true, move |w: &mut Writer| {
+        let pending = store.inner.meta.mutation().enqueue(true, move |w: &mut Writer| {
             for r in &encoded {
                 r.encode(w);
             }
-        }).unwrap().wait().unwrap();
+        }).unwrap();
+        pending.wait().unwrap();
         drop(store); // a crash: no checkpoint, the next open replays the journal
         match Store::open(devs(), &config()) {
             Ok((again, _)) => {

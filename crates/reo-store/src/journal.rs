@@ -1,7 +1,7 @@
 //! The metadata journal: a group-committing writer of record batches, replicated on every device.
 //!
 //! Mutations append encoded records to an in-memory queue (under the checkpoint gate, see
-//! `store.rs`). One writer thread takes everything queued, frames it as one batch, writes the batch
+//! `metalog.rs`). One writer thread takes everything queued, frames it as one batch, writes the batch
 //! at the same offset of every healthy device, fdatasyncs them all — which also makes the data the
 //! records point to durable, since data was written before its record was queued — and only then
 //! acknowledges the waiters. A batch is written only after the previous one is synced, so after a
@@ -17,8 +17,8 @@
 
 use crate::bytes::Writer;
 use crate::error::{Error, Result};
+use parking_lot::{Condvar, Mutex};
 use std::sync::mpsc;
-use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// A waiter's answer: the batch holding its records is durable, or why not.
@@ -26,25 +26,25 @@ pub type Ack = std::result::Result<(), String>;
 
 /// Records waiting for the writer.
 #[derive(Default)]
-pub struct Queue {
-    pub records: Writer,
-    pub waiters: Vec<mpsc::Sender<Ack>>,
-    pub stop: bool,
+struct Queue {
+    records: Writer,
+    waiters: Vec<mpsc::Sender<Ack>>,
+    stop: bool,
     /// Stop without writing what is queued (simulated crash).
-    pub kill: bool,
+    kill: bool,
     /// Checkpoints that took the queue ([`Journal::drain`]), and the latest of them whose
     /// checkpoint was written: a batch the writer took before such a checkpoint is in its
     /// snapshot, and must not be written after it (see [`Journal::covered_since`]).
-    pub drains: u64,
-    pub covered: u64,
+    drains: u64,
+    covered: u64,
     /// A checkpoint drained the queue and has not succeeded or failed yet: the writer takes no
     /// batch meanwhile. Why: should the checkpoint fail, its records go back to the queue
     /// ([`Journal::undrain`]), and a batch of newer records taken in between would be written
     /// before them — a `Free` before the `Put` it frees, replayed in that order, brings the
     /// blob back.
-    pub draining: bool,
+    draining: bool,
     /// Records queued by [`Journal::enqueue_urgent`]: the next batch is due at once.
-    pub urgent: bool,
+    urgent: bool,
 }
 
 /// Records the writer took, with their waiters and the drain count at the time.
@@ -57,15 +57,25 @@ pub struct Batch {
 /// The shared queue between mutators and the writer thread.
 #[derive(Default)]
 pub struct Journal {
-    pub queue: Mutex<Queue>,
-    pub wake: Condvar,
+    queue: Mutex<Queue>,
+    wake: Condvar,
     /// Records nobody waits for are written at once when this many bytes are queued.
-    pub eager_bytes: usize,
+    eager_bytes: usize,
     /// Otherwise, how long the first of them may wait for more to join its batch (group commit):
     /// `Some(0)` writes a batch per wake-up. `None` (byte-less, simulated media, where nothing can
     /// crash and a wake-up per record would cost more than the replay) wakes the writer only at
     /// [`Journal::eager_bytes`], and then takes whatever is queued.
-    pub delay: Option<Duration>,
+    delay: Option<Duration>,
+}
+
+/// What a checkpoint took from the queue ([`Journal::drain`]): the records its snapshot covers
+/// and their waiters, to acknowledge once it is written ([`Journal::covered`]) or to give back
+/// if it fails ([`Journal::undrain`]).
+pub struct Drained {
+    records: Vec<u8>,
+    waiters: Vec<mpsc::Sender<Ack>>,
+    /// The drain's number.
+    number: u64,
 }
 
 /// A pending acknowledgement.
@@ -86,6 +96,12 @@ impl Pending {
 }
 
 impl Journal {
+    /// A journal taking a batch without waiting at `eager_bytes` queued, and otherwise after
+    /// `delay` (see [`Journal::take`]).
+    pub fn new(eager_bytes: usize, delay: Option<Duration>) -> Journal {
+        Journal { eager_bytes, delay, ..Default::default() }
+    }
+
     /// Queues records written by `f`; with `wait`, the returned [`Pending`] resolves when they
     /// are durable.
     pub fn enqueue(&self, wait: bool, f: impl FnOnce(&mut Writer)) -> Result<Pending> {
@@ -101,7 +117,7 @@ impl Journal {
     }
 
     fn enqueue_as(&self, wait: bool, urgent: bool, f: impl FnOnce(&mut Writer)) -> Result<Pending> {
-        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = self.queue.lock();
         if q.stop {
             return Err(Error::Closed);
         }
@@ -131,7 +147,7 @@ impl Journal {
     /// group-commit delay of the oldest record over, or the journal stopping — waiting until
     /// then. Returns `None` when the writer must exit.
     pub fn take(&self) -> Option<Batch> {
-        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = self.queue.lock();
         let mut deadline: Option<Instant> = None;
         loop {
             if q.kill {
@@ -140,7 +156,7 @@ impl Journal {
             }
             let queued = !q.records.0.is_empty() || !q.waiters.is_empty();
             if q.draining {
-                q = self.wake.wait(q).unwrap_or_else(|e| e.into_inner());
+                self.wake.wait(&mut q);
                 continue;
             }
             if queued {
@@ -159,30 +175,31 @@ impl Journal {
             } else if q.stop {
                 return None;
             }
-            q = match deadline.filter(|_| queued) {
+            match deadline.filter(|_| queued) {
                 Some(d) => {
                     let left = d.saturating_duration_since(Instant::now());
-                    self.wake.wait_timeout(q, left).unwrap_or_else(|e| e.into_inner()).0
+                    self.wake.wait_for(&mut q, left);
                 }
-                None => self.wake.wait(q).unwrap_or_else(|e| e.into_inner()),
-            };
+                None => self.wake.wait(&mut q),
+            }
         }
     }
 
-    /// Takes whatever is queued without waiting, for a checkpoint; returns the drain's number
-    /// (for [`Journal::covered`]).
-    pub fn drain(&self) -> (Vec<u8>, Vec<mpsc::Sender<Ack>>, u64) {
-        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+    /// Takes whatever is queued without waiting, for a checkpoint (which must then either
+    /// [`Journal::covered`] or [`Journal::undrain`] it).
+    pub fn drain(&self) -> Drained {
+        let mut q = self.queue.lock();
         q.drains += 1;
         q.draining = true;
-        (std::mem::take(&mut q.records.0), std::mem::take(&mut q.waiters), q.drains)
+        Drained { records: std::mem::take(&mut q.records.0), waiters: std::mem::take(&mut q.waiters), number: q.drains }
     }
 
     /// Gives back what a checkpoint drained but could not write: the records go before anything
     /// queued since (they are older, and a crash may lose `None` records only newest first), and
     /// their waiters wait for the batch that writes them instead of failing with the checkpoint.
-    pub fn undrain(&self, records: Vec<u8>, waiters: Vec<mpsc::Sender<Ack>>) {
-        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+    pub fn undrain(&self, drained: Drained) {
+        let Drained { records, waiters, .. } = drained;
+        let mut q = self.queue.lock();
         q.draining = false;
         let mut all = records;
         all.extend_from_slice(&q.records.0);
@@ -194,25 +211,27 @@ impl Journal {
         self.wake.notify_all();
     }
 
-    /// The checkpoint of drain `n` is written.
-    pub fn covered(&self, n: u64) {
-        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-        q.covered = q.covered.max(n);
+    /// The checkpoint of `drained` is written: the records it took are durable in it, and their
+    /// waiters are told so.
+    pub fn covered(&self, drained: Drained) {
+        let mut q = self.queue.lock();
+        q.covered = q.covered.max(drained.number);
         q.draining = false;
         drop(q);
         self.wake.notify_all();
+        ack_all(drained.waiters, &Ok(()));
     }
 
     /// Was a checkpoint that drained the queue after a batch was taken (at `drains`) written?
     /// Then the batch's records are in its snapshot. Asked by the writer holding the journal
     /// position, so no checkpoint is half-done.
     pub fn covered_since(&self, drains: u64) -> bool {
-        self.queue.lock().unwrap_or_else(|e| e.into_inner()).covered > drains
+        self.queue.lock().covered > drains
     }
 
     /// Asks the writer to exit after writing what is queued (`kill`: without writing it).
     pub fn stop(&self, kill: bool) {
-        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = self.queue.lock();
         q.stop = true;
         q.kill |= kill;
         drop(q);
@@ -223,14 +242,27 @@ impl Journal {
 /// Held by the journal writer thread. If the thread dies of a panic (a bug), the journal is
 /// closed: the waiters queued get an error instead of waiting forever, and later operations fail
 /// with `Closed`, instead of queueing records no thread will ever write.
-pub struct WriterGuard<'a>(pub &'a Journal);
+pub struct WriterGuard<'a>(&'a Journal);
+
+impl Journal {
+    /// The guard the writer thread holds (see [`WriterGuard`]).
+    pub fn writer_guard(&self) -> WriterGuard<'_> {
+        WriterGuard(self)
+    }
+
+    /// Reopens a stopped journal (tests standing in for the writer thread).
+    #[cfg(test)]
+    pub fn reopen(&self) {
+        self.queue.lock().stop = false;
+    }
+}
 
 impl Drop for WriterGuard<'_> {
     fn drop(&mut self) {
         if !std::thread::panicking() {
             return;
         }
-        let mut q = self.0.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = self.0.queue.lock();
         q.stop = true;
         q.kill = true;
         let waiters = std::mem::take(&mut q.waiters);
@@ -281,7 +313,7 @@ mod tests {
         let _ = j.enqueue(false, |w| {
             w.u8(1);
         });
-        let (older, waiters, _) = j.drain();
+        let older = j.drain();
         let _ = j.enqueue(true, |w| {
             w.u8(2);
         });
@@ -291,7 +323,7 @@ mod tests {
             let _ = tx.send(jt.take().map(|b| b.records));
         });
         assert!(rx.recv_timeout(Duration::from_millis(200)).is_err(), "a batch was taken during the checkpoint");
-        j.undrain(older, waiters);
+        j.undrain(older);
         assert_eq!(rx.recv_timeout(Duration::from_secs(30)).expect("taken after the undrain"), Some(vec![1, 2]));
     }
 
@@ -299,7 +331,7 @@ mod tests {
     #[test]
     fn a_written_checkpoint_releases_the_writer() {
         let j = journal(Some(HOUR));
-        let (_, _, n) = j.drain();
+        let n = j.drain();
         let _ = j.enqueue(true, |w| {
             w.u8(5);
         });
@@ -374,7 +406,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(take_soon(&j), Some(vec![5, 6]));
-        assert!(!j.queue.lock().unwrap().urgent);
+        assert!(!j.queue.lock().urgent);
         // Without a delay (simulated media), an urgent record wakes the writer too.
         let j = journal(None);
         j.enqueue_urgent(|w| {
@@ -395,7 +427,7 @@ mod tests {
             .expect("open journal");
         let writer = j.clone();
         let died = std::thread::spawn(move || {
-            let _guard = WriterGuard(&writer);
+            let _guard = writer.writer_guard();
             panic!("a bug in the writer");
         })
         .join();

@@ -337,8 +337,9 @@ impl Inner {
 mod tests {
     use super::*;
     use crate::config::StoreConfig;
+    use crate::handle::Store;
     use crate::scheme::Placement;
-    use crate::store::{Durability, PutOptions, Store};
+    use crate::store::{Durability, PutOptions};
     use reo_media::{Media, MemMedia};
     use std::sync::Arc;
 

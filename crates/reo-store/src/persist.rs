@@ -7,15 +7,12 @@
 use crate::band::{Band, BandState};
 use crate::bytes::Writer;
 use crate::error::{Error, Result};
-use crate::journal::{ack_all, Ack, Batch, WriterGuard};
-use crate::record::{Frame, Record, BATCH_MAGIC, CKPT_MAGIC, PUT_RECORD_FIXED};
-use crate::stats::Counters;
+use crate::journal::{ack_all, Ack, Batch};
+use crate::metalog::Frozen;
+use crate::record::{Frame, Record, BATCH_MAGIC, CKPT_MAGIC};
+use crate::stats::Stat;
 use crate::store::Inner;
-use std::collections::HashSet;
 use std::sync::Arc;
-
-/// Groups of bands a checkpoint snapshot encodes in parallel (on the I/O pool's threads).
-const SNAPSHOT_GROUPS: usize = 8;
 
 /// Writes `buf` at `offset` on every healthy device and fdatasyncs them, in parallel. Devices
 /// that fail are marked failed; succeeds if at least one device holds the bytes.
@@ -31,15 +28,15 @@ pub(crate) fn write_everywhere(inner: &Inner, offset: u64, buf: &[u8], what: &st
         aligned = b;
         &aligned[..]
     };
-    let results = inner.pool.map(inner.n(), |d| {
-        if inner.is_failed(d) {
+    let results = inner.devs.pool().map(inner.n(), |d| {
+        if inner.devs.is_failed(d) {
             return None;
         }
-        let dev = &inner.devices[d];
-        Some((inner.slots[d].generation(), dev.write_at(buf, offset).and_then(|_| dev.sync())))
+        let dev = &inner.devs.get(d);
+        Some((inner.devs.generation(d), dev.write_at(buf, offset).and_then(|_| dev.sync())))
     });
     let ok = tally(inner, what, "write/sync", results)?;
-    Counters::add(&inner.stats.journal_device_bytes, buf.len() as u64 * ok);
+    inner.stats.add(Stat::JournalDeviceBytes, buf.len() as u64 * ok);
     Ok(())
 }
 
@@ -61,8 +58,8 @@ fn tally(
         match r {
             Some((_, Ok(()))) => ok += 1,
             Some((generation, Err(e))) => {
-                Counters::add(&inner.stats.write_errors, 1);
-                if inner.slots[d].generation() == generation {
+                inner.stats.add(Stat::WriteErrors, 1);
+                if inner.devs.generation(d) == generation {
                     inner.mark_failed(d, &format!("{what} {op} error: {e}"));
                 }
                 last = format!("device {d}: {e}");
@@ -82,23 +79,24 @@ impl Inner {
     /// [`write_everywhere`]); succeeds if at least one device synced.
     pub(crate) fn sync_everywhere(&self, what: &str) -> std::result::Result<(), String> {
         let results = self
-            .pool
-            .map(self.n(), |d| (!self.is_failed(d)).then(|| (self.slots[d].generation(), self.devices[d].sync())));
+            .devs
+            .pool()
+            .map(self.n(), |d| (!self.devs.is_failed(d)).then(|| (self.devs.generation(d), self.devs.get(d).sync())));
         tally(self, what, "sync", results).map(|_| ())
     }
 }
 
 /// The journal writer thread: batches, writes, syncs, acknowledges; checkpoints when full.
 pub(crate) fn writer_loop(inner: Arc<Inner>) {
-    let _closes_on_panic = WriterGuard(&inner.journal);
+    let _closes_on_panic = inner.meta.writer_guard();
     // An open that replayed the journal leaves the new generation's checkpoint to this thread
     // (`recover.rs`); taken before any batch. Should it fail, every batch retries it.
-    if inner.jpos.lock().unwrap_or_else(|e| e.into_inner()).wedged {
+    if inner.meta.wedged() {
         if let Err(e) = checkpoint(&inner, false) {
             tracing::warn!(error = %e, "the checkpoint after recovery failed; writes wait for the next one");
         }
     }
-    while let Some(batch) = inner.journal.take() {
+    while let Some(batch) = inner.meta.take() {
         write_batch(&inner, batch);
     }
 }
@@ -110,8 +108,8 @@ pub(crate) fn write_batch(inner: &Inner, batch: Batch) {
         ack_all(waiters, &Ok(()));
         return;
     }
-    let mut jp = inner.jpos.lock().unwrap_or_else(|e| e.into_inner());
-    if inner.journal.covered_since(drains) {
+    let mut jp = inner.meta.append();
+    if jp.covered_since(drains) {
         // A checkpoint (`replace_device`'s) ran between taking the batch and here: its snapshot
         // holds these records, and its new generation must not replay them — a put among them
         // freed before the snapshot would come back to life at the next open.
@@ -119,19 +117,20 @@ pub(crate) fn write_batch(inner: &Inner, batch: Batch) {
         ack_all(waiters, &Ok(()));
         return;
     }
-    let frame = Frame::wrap(BATCH_MAGIC, inner.layout.store_id, jp.gen, jp.batch, &payload);
-    let ack: Ack = if !jp.wedged && jp.pos + frame.len() as u64 <= inner.layout.journal_len {
-        let r = write_everywhere(inner, inner.layout.journal_off + jp.pos, &frame, "journal");
+    let (gen, number) = jp.next_batch();
+    let frame = Frame::wrap(BATCH_MAGIC, inner.layout.store_id, gen, number, &payload);
+    let ack: Ack = if let Some(pos) = jp.room(frame.len() as u64, inner.layout.journal_len) {
+        let r = write_everywhere(inner, inner.layout.journal_off + pos, &frame, "journal");
         if r.is_ok() {
-            jp.pos += frame.len() as u64;
-            jp.batch += 1;
-            Counters::add(&inner.stats.journal_batches, 1);
+            jp.appended(frame.len() as u64);
+            inner.stats.add(Stat::JournalBatches, 1);
         }
         r
     } else {
         drop(jp);
         // The state already holds these records: a checkpoint makes them durable. Failed, it
-        // leaves the generation wedged (`JournalPos::wedged`): these records are in no journal.
+        // leaves the generation wedged (`metalog::JournalPos::wedged`): these records are in no
+        // journal.
         replace_journal(inner, false, true).map_err(|e| e.to_string())
     };
     ack_all(waiters, &ack);
@@ -146,18 +145,16 @@ pub(crate) fn checkpoint(inner: &Inner, clean: bool) -> Result<()> {
 /// [`checkpoint`]; `journal_full`: taken because a batch did not fit, whose records a failure
 /// leaves in no journal, so that the generation takes no more batches.
 fn replace_journal(inner: &Inner, clean: bool, journal_full: bool) -> Result<()> {
-    let mut jp = inner.jpos.lock().unwrap_or_else(|e| e.into_inner());
-    let gate = inner.gate.write().unwrap_or_else(|e| e.into_inner());
-    let (head, bands, mut live) = snapshot(inner, clean);
-    let (drained, waiters, drain) = inner.journal.drain();
+    let frozen = inner.meta.begin_checkpoint();
+    let (head, bands, mut live) = snapshot(inner, &frozen, clean);
+    let drained = frozen.drain();
     // The stale marks after the drain: a mark set with its record before it is seen here, a
     // later one has its record in the next generation (`stale.rs`).
     let mut stale = Writer::default();
     inner.stale_records(&mut stale);
     live.push(stale.0);
-    drop(gate);
-    let number = jp.ckpt_number + 1;
-    let gen = jp.gen + 1;
+    let ckpt = frozen.thaw();
+    let (gen, number) = ckpt.next();
     let parts: Vec<&[u8]> =
         std::iter::once(&head[..]).chain(bands.iter().map(|b| &b[..])).chain(live.iter().map(|l| &l[..])).collect();
     let frame = Frame::wrap_parts(CKPT_MAGIC, inner.layout.store_id, gen, number, &parts);
@@ -167,69 +164,29 @@ fn replace_journal(inner: &Inner, clean: bool, journal_full: bool) -> Result<()>
             "checkpoint of {} bytes exceeds its slot of {} bytes ({} live blobs): format with a larger checkpoint_size",
             frame.len(),
             inner.layout.ckpt_len,
-            inner.bands.iter().map(|b| b.read().unwrap_or_else(|e| e.into_inner()).live.len()).sum::<usize>()
+            inner.space.blob_count()
         )))
     } else {
         write_everywhere(inner, inner.layout.ckpt_slot(number % 2), &frame, "checkpoint").map_err(Error::Journal)
     };
     if result.is_ok() {
-        *jp = crate::store::JournalPos { gen, pos: 0, batch: 0, ckpt_number: number, wedged: false };
-        Counters::add(&inner.stats.checkpoints, 1);
-        inner.journal.covered(drain);
-        ack_all(waiters, &Ok(()));
+        inner.stats.add(Stat::Checkpoints, 1);
+        ckpt.written(drained);
     } else {
-        // The journal goes on in its generation (or, wedged, through checkpoints): the drained
-        // records go back to the front of the queue for its next batch. Dropped, they would be
-        // missing from the journal while newer records are not, and a crash could lose an
-        // older `None` put or free than a newer acknowledged one.
-        jp.wedged |= journal_full;
-        inner.journal.undrain(drained, waiters);
+        ckpt.failed(drained, journal_full);
     }
-    drop(jp);
     result
 }
 
-/// The checkpoint payload in parts, to be concatenated: the head, then the band descriptors and
-/// the live records of consecutive groups of bands. The groups are encoded in parallel: the
-/// snapshot holds the gate (puts wait), and a single thread took ~60 ms per 300,000 blobs here.
-fn snapshot(inner: &Inner, clean: bool) -> (Vec<u8>, Vec<Vec<u8>>, Vec<Vec<u8>>) {
+/// The checkpoint payload in parts, to be concatenated: the head, then the band entries and the
+/// live records of consecutive groups of bands ([`crate::space::Space::snapshot`]).
+fn snapshot(inner: &Inner, frozen: &Frozen, clean: bool) -> (Vec<u8>, Vec<Vec<u8>>, Vec<Vec<u8>>) {
     let mut head = Writer::default();
-    head.u64(inner.next_seq.load(std::sync::atomic::Ordering::Acquire)).u8(clean as u8);
-    head.u32(inner.bands.len() as u32);
-    let groups = SNAPSHOT_GROUPS.min(inner.bands.len()).max(1);
-    let per_group = inner.bands.len().div_ceil(groups);
+    head.u64(inner.space.next_seq()).u8(clean as u8);
+    head.u32(inner.space.band_count() as u32);
     // Devices a rebuild left without some blobs' chunks, with those blobs (usually none).
-    let unrestored: Vec<(u16, HashSet<u64>)> =
-        inner.unrestored.iter().enumerate().filter(|(_, u)| u.any()).map(|(d, u)| (d as u16, u.seqs())).collect();
-    let encoded = inner.pool.map(groups, |g| {
-        let (mut bands, mut live) = (Writer::default(), Writer::default());
-        for (i, b) in inner.bands.iter().enumerate().skip(g * per_group).take(per_group) {
-            let b = b.read().unwrap_or_else(|e| e.into_inner());
-            encode_band(&mut bands, &b);
-            live.0.reserve(b.live.len() * (PUT_RECORD_FIXED + 16));
-            for e in b.live.values() {
-                Record::encode_put(&mut live, &e.loc, &e.header);
-                for (device, _) in unrestored.iter().filter(|(_, s)| s.contains(&e.loc.seq)) {
-                    Record::Unrestored { device: *device, seq: e.loc.seq, band: i as u32 }.encode(&mut live);
-                }
-            }
-        }
-        (bands.0, live.0)
-    });
-    let (bands, live) = encoded.into_iter().unzip();
+    let (bands, live) = inner.space.snapshot(frozen, inner.devs.pool(), &inner.resync.unrestored());
     (head.0, bands, live)
-}
-
-fn encode_band(w: &mut Writer, b: &Band) {
-    let state = match b.state {
-        BandState::Free => 0,
-        BandState::Open => 1,
-        BandState::Sealed => 2,
-    };
-    w.u8(state).bytes(&b.scheme.map(|s| s.encode()).unwrap_or([0; 3])).u8(b.cursor.len() as u8);
-    for c in &b.cursor {
-        w.u64(*c);
-    }
 }
 
 /// A decoded checkpoint.
@@ -252,23 +209,7 @@ pub(crate) fn decode_checkpoint(payload: &[u8], max_bands: usize, devices: usize
     }
     let mut bands = Vec::with_capacity(nb);
     for _ in 0..nb {
-        let state = match r.u8()? {
-            0 => BandState::Free,
-            1 => BandState::Open,
-            2 => BandState::Sealed,
-            _ => return None,
-        };
-        let s = r.take(3)?;
-        let scheme = crate::scheme::Scheme::decode([s[0], s[1], s[2]]);
-        let nc = r.u8()? as usize;
-        if nc > devices {
-            return None;
-        }
-        let mut cursors = Vec::with_capacity(nc);
-        for _ in 0..nc {
-            cursors.push(r.u64()?);
-        }
-        bands.push((state, scheme, cursors));
+        bands.push(Band::decode_entry(&mut r, devices)?);
     }
     let rest = r.take(r.remaining())?;
     let live = Record::decode_all(rest)?;
@@ -300,18 +241,18 @@ mod tests {
         let mems: Vec<Arc<dyn Media>> = (0..2).map(|_| Arc::new(MemMedia::new(8 << 20)) as Arc<dyn Media>).collect();
         let (store, _) = Store::open(mems.clone(), &cfg).unwrap();
         let inner = store.inner.clone();
-        inner.journal.stop(false);
-        let writer = store.writer.lock().unwrap().take();
+        inner.meta.stop(false);
+        let writer = store.writer.lock().take();
         writer.expect("a writer thread").join().unwrap();
-        inner.journal.queue.lock().unwrap().stop = false;
+        inner.meta.reopen();
 
         let x = store.put(b"x", &[7; 1000], &PutOptions::new(Scheme::Replicate(2))).unwrap();
-        let taken = inner.journal.take().expect("the put's record");
+        let taken = inner.meta.take().expect("the put's record");
         store.free(&x, Durability::None).unwrap();
         checkpoint(&inner, false).unwrap();
         write_batch(&inner, taken);
         // A crash now: nothing more is written.
-        inner.journal.stop(true);
+        inner.meta.stop(true);
         drop(store);
         let (store, _) = Store::open(mems, &cfg).unwrap();
         assert!(!store.contains(&x), "a blob freed before the checkpoint stays freed");
@@ -329,8 +270,8 @@ mod tests {
             w.u64(77).u8(1).u32(2);
             let mut b = Band::new();
             b.open(crate::scheme::Scheme::Rs { k: 2, p: 2 }, 4);
-            encode_band(&mut w, &b);
-            encode_band(&mut w, &Band::new());
+            b.encode_entry(&mut w);
+            Band::new().encode_entry(&mut w);
             Record::Free { seq: 1, band: 0 }.encode(&mut w);
             let good = w.0.clone();
             let c = decode_checkpoint(&good, 8, 4).expect("valid checkpoint decodes");

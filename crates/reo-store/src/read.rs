@@ -13,7 +13,7 @@ use crate::geometry::{Row, Shape, SECTOR};
 use crate::hedge::Hedge;
 use crate::location::Location;
 use crate::scheme::Scheme;
-use crate::stats::Counters;
+use crate::stats::Stat;
 use crate::store::{BlobHealth, Inner};
 use reo_media::{AlignedBuf, ReadBatch, Waited};
 use std::time::Instant;
@@ -92,17 +92,17 @@ impl Inner {
         if from > to || to > loc.len {
             return Err(Error::BadRange { start: from, end: to, len: loc.len });
         }
-        if !self.is_live(loc) {
+        if !self.space.is_live(loc) {
             return Err(Error::NotFound { seq: loc.seq });
         }
-        Counters::add(&self.stats.reads, 1);
-        Counters::add(&self.stats.read_bytes, to - from);
+        self.stats.add(Stat::Reads, 1);
+        self.stats.add(Stat::ReadBytes, to - from);
         Ok(())
     }
 
     /// The outcome of a read, a failure reported as `NotFound` if the blob was freed meanwhile.
     pub(crate) fn stale_or<T>(&self, loc: &Location, r: Result<T>) -> Result<T> {
-        if r.is_err() && !self.is_live(loc) {
+        if r.is_err() && !self.space.is_live(loc) {
             // Freed or relocated while we read: the location is stale, not the data corrupt.
             return Err(Error::NotFound { seq: loc.seq });
         }
@@ -178,7 +178,7 @@ impl Inner {
         // only then), or above from the rebuilt chunk (every other one is in `missing`).
         unsafe { out.set_len(len) };
         if !missing.is_empty() {
-            Counters::add(&self.stats.degraded_reads, 1);
+            self.stats.add(Stat::DegradedReads, 1);
         }
         Ok(out)
     }
@@ -321,8 +321,8 @@ impl Inner {
             }
         }
         // Taken before the reads are queued: a replacement from here on makes them straddle it.
-        let generations = runs.iter().map(|r| self.slots[r.0].generation()).collect();
-        let mut batch = self.reads.batch();
+        let generations = runs.iter().map(|r| self.devs.generation(r.0)).collect();
+        let mut batch = self.devs.read_batch();
         for (r, &(d, off, len, _)) in runs.iter().enumerate() {
             batch.submit(d, off, len, self.bufs.take(len), r);
         }
@@ -353,7 +353,7 @@ impl Inner {
         // Every run came back or was left behind.
         let settled =
             |bufs: &[Option<AlignedBuf>], left: &[bool]| bufs.iter().zip(left).all(|(b, &l)| b.is_some() || l);
-        let poll = self.hedge_poll();
+        let poll = self.tunables.hedge_poll();
         loop {
             let waited = match poll {
                 None => batch.wait_next().map_or(Waited::Finished, Waited::Done),
@@ -366,8 +366,8 @@ impl Inner {
                     for (r, run) in runs.iter().enumerate() {
                         if bufs[r].is_none() && !left[r] && self.give_up_on(run.0, hedge) {
                             left[r] = true;
-                            if !self.is_failed(run.0) {
-                                Counters::add(&self.stats.slow_reads, 1);
+                            if !self.devs.is_failed(run.0) {
+                                self.stats.add(Stat::SlowReads, 1);
                                 hedge.note_left(run.0);
                             }
                         }
@@ -384,10 +384,10 @@ impl Inner {
             let (d, _, _, members) = &runs[r];
             // A failure of a read that straddled a replacement of its device is not charged to
             // the new device: it may have run on the old one (`slot.rs`).
-            let same_media = self.slots[*d].generation() == generations[r];
+            let same_media = self.devs.generation(*d) == generations[r];
             match done.result {
                 Err(e) if hedge.charges(*d) => {
-                    Counters::add(&self.stats.read_errors, 1);
+                    self.stats.add(Stat::ReadErrors, 1);
                     if same_media {
                         self.note_read_error(*d, &format!("read error: {e}"));
                     }
@@ -397,11 +397,11 @@ impl Inner {
                     for (&(i, off), dest) in members.iter().zip(run_dests[r].iter_mut()) {
                         let c = chunks[i];
                         let bytes = &done.buf[off..off + c.height];
-                        if self.stores_bytes && !chunk::verify(bytes, seq, c.index, c.place) {
+                        if self.devs.stores_bytes() && !chunk::verify(bytes, seq, c.index, c.place) {
                             // Not the device's fault when it went down for this blob meanwhile:
                             // a read queued before a replacement runs on the new, blank device.
-                            if same_media && self.is_live(loc) && !self.down(*d, seq) && hedge.charges(*d) {
-                                Counters::add(&self.stats.checksum_errors, 1);
+                            if same_media && self.space.is_live(loc) && !self.down(*d, seq) && hedge.charges(*d) {
+                                self.stats.add(Stat::ChecksumErrors, 1);
                                 self.note_read_error(*d, "checksum mismatch");
                             }
                             continue;

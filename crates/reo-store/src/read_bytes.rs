@@ -17,7 +17,7 @@ use crate::error::Result;
 use crate::hedge::Hedge;
 use crate::location::Location;
 use crate::read::{Queued, ReadPlan};
-use crate::stats::Counters;
+use crate::stats::Stat;
 use crate::store::Inner;
 use bytes::Bytes;
 use reo_media::AlignedBuf;
@@ -289,7 +289,7 @@ impl Inner {
         }
         compact(&mut bufs, &mut segs);
         if !missing.is_empty() {
-            Counters::add(&self.stats.degraded_reads, 1);
+            self.stats.add(Stat::DegradedReads, 1);
         }
         Ok(ReadBytes { bufs, segs, len: (to - from) as usize })
     }

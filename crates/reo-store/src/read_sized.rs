@@ -10,7 +10,7 @@ use crate::geometry::Row;
 use crate::location::Location;
 use crate::read::{ChunkAt, Want};
 use crate::scheme::Scheme;
-use crate::stats::Counters;
+use crate::stats::Stat;
 use crate::store::Inner;
 use std::cell::RefCell;
 
@@ -33,7 +33,7 @@ impl Inner {
     /// Reads blob bytes `[from, to)` for their I/O only; returns the byte count. Fails as
     /// [`Inner::read`] would: a bad range, a freed blob, or a wanted chunk beyond redundancy.
     pub(crate) fn read_sized(&self, loc: &Location, from: u64, to: u64) -> Result<u64> {
-        if self.stores_bytes {
+        if self.devs.stores_bytes() {
             return self.read(loc, from, to).map(|v| v.len() as u64);
         }
         SCRATCH.with_borrow_mut(|scratch| self.read_sized_with(scratch, loc, from, to))
@@ -43,11 +43,11 @@ impl Inner {
         if from > to || to > loc.len {
             return Err(Error::BadRange { start: from, end: to, len: loc.len });
         }
-        if !self.is_live(loc) {
+        if !self.space.is_live(loc) {
             return Err(Error::NotFound { seq: loc.seq });
         }
-        Counters::add(&self.stats.reads, 1);
-        Counters::add(&self.stats.read_bytes, to - from);
+        self.stats.add(Stat::Reads, 1);
+        self.stats.add(Stat::ReadBytes, to - from);
         let shape = self.shape(loc);
         let Scratch { rows, want, chunks, copies } = scratch;
         rows.clear();
@@ -115,7 +115,7 @@ impl Inner {
             rest = &rest[n..];
         }
         if degraded {
-            Counters::add(&self.stats.degraded_reads, 1);
+            self.stats.add(Stat::DegradedReads, 1);
         }
         Ok(to - from)
     }
@@ -132,8 +132,8 @@ impl Inner {
                 }
                 (r, c) => {
                     if let Some(&mut (d, off, len)) = r {
-                        self.devices[d].read_discard(len, off).map_err(|source| {
-                            Counters::add(&self.stats.read_errors, 1);
+                        self.devs.get(d).read_discard(len, off).map_err(|source| {
+                            self.stats.add(Stat::ReadErrors, 1);
                             Error::Io { device: d, op: "read", source }
                         })?;
                     }
@@ -148,8 +148,9 @@ impl Inner {
 #[cfg(test)]
 mod tests {
     use crate::config::StoreConfig;
+    use crate::handle::Store;
     use crate::scheme::{Placement, Scheme};
-    use crate::store::{PutOptions, Store};
+    use crate::store::PutOptions;
     use reo_media::{Media, MediaStats, MemMedia, SimMedia};
     use std::sync::Arc;
 

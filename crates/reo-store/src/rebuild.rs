@@ -15,7 +15,7 @@ use crate::hedge::Hedge;
 use crate::location::Location;
 use crate::read::{ChunkAt, Fetched, Want};
 use crate::scheme::Scheme;
-use crate::stats::Counters;
+use crate::stats::Stat;
 use crate::store::Inner;
 use reo_media::AlignedBuf;
 
@@ -67,7 +67,7 @@ impl Inner {
                         if let Some((run, off)) = found[t] {
                             let body = rows[want[missing[m]].1].body();
                             out[m] = Some(bufs[run][off..off + body].to_vec());
-                            Counters::add(&self.stats.reconstructed_chunks, 1);
+                            self.stats.add(Stat::ReconstructedChunks, 1);
                         }
                     }
                     for b in bufs {
@@ -212,7 +212,7 @@ impl Inner {
                         let mut b = vec![0u8; body];
                         codec::unpack(&mut b, &restored[t][a..a + codec::padded(body)]);
                         out[m] = b;
-                        Counters::add(&self.stats.reconstructed_chunks, 1);
+                        self.stats.add(Stat::ReconstructedChunks, 1);
                     }
                 }
             } else {

@@ -19,10 +19,10 @@
 //! device and keeps them if they all verify.
 
 use crate::location::Location;
-use crate::progress::{RebuildState, Restored};
 use crate::record::Record;
-use crate::resync::Resync;
-use crate::stats::Counters;
+use crate::resync::{Outcome, Resync};
+use crate::space::CleanerLock;
+use crate::stats::Stat;
 use crate::store::Inner;
 use reo_media::AlignedBuf;
 use std::collections::HashSet;
@@ -38,14 +38,6 @@ const WINDOW: usize = 32;
 const DEPTH: usize = 4;
 /// Largest coalesced write.
 const MAX_WRITE: usize = 16 << 20;
-
-/// What became of one blob.
-enum Outcome {
-    Written(u64),
-    Intact,
-    Skipped,
-    Lost,
-}
 
 /// One blob after the read stage.
 enum Prep {
@@ -100,29 +92,29 @@ fn drain(tx: &SyncSender<Msg>) {
 
 /// The reader: picks and prepares batches; true when the queue is done (false: stopped).
 fn read_stage(inner: &Inner, r: &Resync, queue: &[(u8, Location, u64)], t0: Instant, tx: &SyncSender<Msg>) -> bool {
-    let d = r.device;
+    let d = r.device();
     let mut next = 0;
     let mut queued_bytes = 0u64;
     // Blobs handed to the writer: restored (or lost) once it gets to them.
     let mut sent: HashSet<u64> = HashSet::new();
-    let mut gc: Option<std::sync::MutexGuard<'_, ()>> = None;
+    let mut gc: Option<CleanerLock<'_>> = None;
     let mut in_window = 0;
     loop {
-        let counting = r.ctl().opts.as_ref().is_some_and(|o| o.pause_after_blobs.is_some());
+        let counting = r.ctl().pauses_after_blobs();
         if counting {
             // Exact pause points: the progress must count every blob sent.
             drain(tx);
         }
         let pick = {
             let mut c = r.ctl();
-            if c.stop {
+            if c.stopping() {
                 Pick::Stop
-            } else if inner.is_failed(d) {
-                c.progress.state = RebuildState::Aborted(format!("device {d} failed during the rebuild"));
+            } else if inner.devs.is_failed(d) {
+                c.abort(format!("device {d} failed during the rebuild"));
                 Pick::Stop
-            } else if c.paused {
+            } else if c.paused() {
                 Pick::Wait(None)
-            } else if let Some(l) = c.urgent.pop_front() {
+            } else if let Some(l) = c.next_urgent() {
                 Pick::Batch(vec![l], true)
             } else {
                 while next < queue.len() && (!r.pending(queue[next].1.seq) || sent.contains(&queue[next].1.seq)) {
@@ -131,18 +123,14 @@ fn read_stage(inner: &Inner, r: &Resync, queue: &[(u8, Location, u64)], t0: Inst
                 if next >= queue.len() {
                     Pick::Finished
                 } else {
-                    let wait = c.opts.as_ref().and_then(|o| o.rate_limit).map(|rate| {
+                    let wait = c.rate_limit().map(|rate| {
                         let due = t0 + Duration::from_secs_f64(queued_bytes as f64 / rate.max(1) as f64);
                         due.saturating_duration_since(Instant::now())
                     });
                     match wait {
                         Some(w) if !w.is_zero() => Pick::Wait(Some(w)),
                         _ => {
-                            let room = c
-                                .opts
-                                .as_ref()
-                                .and_then(|o| o.pause_after_blobs)
-                                .map(|n| n.saturating_sub(c.progress.blobs_done));
+                            let room = c.room();
                             let max = room.map_or(BATCH, |r| (r as usize).clamp(1, BATCH));
                             let prio = queue[next].0;
                             let mut batch = Vec::new();
@@ -167,7 +155,7 @@ fn read_stage(inner: &Inner, r: &Resync, queue: &[(u8, Location, u64)], t0: Inst
                     continue;
                 }
                 if gc.is_none() {
-                    gc = Some(inner.gc_lock.lock().unwrap_or_else(|e| e.into_inner()));
+                    gc = Some(inner.space.lock_cleaner());
                     in_window = 0;
                 }
                 let preps: Vec<Prep> = std::thread::scope(|sc| {
@@ -202,7 +190,7 @@ fn read_stage(inner: &Inner, r: &Resync, queue: &[(u8, Location, u64)], t0: Inst
                     // frees lost blobs).
                     drain(tx);
                     gc = None;
-                    let cb = r.ctl().opts.as_ref().and_then(|o| o.on_lost.clone());
+                    let cb = r.ctl().on_lost();
                     for loc in &lost {
                         tracing::error!(
                             device = d,
@@ -223,18 +211,19 @@ fn read_stage(inner: &Inner, r: &Resync, queue: &[(u8, Location, u64)], t0: Inst
             Pick::Wait(w) => {
                 drain(tx);
                 gc = None;
-                let c = r.ctl();
+                let mut c = r.ctl();
                 // Re-checked on the next turn; a wake-up lost between the pick and this wait
                 // costs at most this bound.
                 let w = w.unwrap_or(Duration::from_millis(20)).min(Duration::from_millis(20));
-                drop(r.wake.wait_timeout(c, w).unwrap_or_else(|e| e.into_inner()));
+                r.wait_for(&mut c, w);
+                drop(c);
             }
             Pick::Stop => {
                 drain(tx);
                 drop(gc);
-                if inner.is_failed(d) && !r.ctl().stop {
+                if inner.devs.is_failed(d) && !r.ctl().stopping() {
                     inner.resync.clear();
-                    r.wake.notify_all();
+                    r.notify();
                 }
                 return false;
             }
@@ -249,18 +238,18 @@ fn read_stage(inner: &Inner, r: &Resync, queue: &[(u8, Location, u64)], t0: Inst
 
 /// The read stage of one blob (the caller holds the cleaner's lock).
 fn prepare(inner: &Inner, r: &Resync, loc: &Location) -> Prep {
-    let d = r.device;
-    if !inner.is_live(loc) {
+    let d = r.device();
+    if !inner.space.is_live(loc) {
         r.mark_done(loc.seq);
         return Prep::Done(Outcome::Skipped);
     }
-    if r.verify_first && inner.column_verifies(loc, d) {
+    if r.verify_first() && inner.column_verifies(loc, d) {
         r.mark_done(loc.seq);
         return Prep::Done(Outcome::Intact);
     }
     let data = match inner.read_verified(loc, 0, loc.len) {
         Ok(data) => data,
-        Err(_) if !inner.is_live(loc) => {
+        Err(_) if !inner.space.is_live(loc) => {
             r.mark_done(loc.seq);
             return Prep::Done(Outcome::Skipped);
         }
@@ -283,7 +272,7 @@ fn write_stage(
     t0: Instant,
     rx: Receiver<Msg>,
 ) {
-    let d = r.device;
+    let d = r.device();
     while let Ok(msg) = rx.recv() {
         let items = match msg {
             Msg::Drain(ack) => {
@@ -321,7 +310,7 @@ fn write_stage(
             }
             let res = if j == i + 1 {
                 let Prep::Column(buf, len, _) = &items[i].prep else { unreachable!() };
-                inner.devices[d].write_at(&buf[..*len], *off)
+                inner.devs.get(d).write_at(&buf[..*len], *off)
             } else {
                 let mut big = inner.bufs.take(total);
                 let mut at = 0;
@@ -331,7 +320,7 @@ fn write_stage(
                         at += len;
                     }
                 }
-                let res = inner.devices[d].write_at(&big[..total], *off);
+                let res = inner.devs.get(d).write_at(&big[..total], *off);
                 inner.bufs.give(big);
                 res
             };
@@ -340,13 +329,13 @@ fn write_stage(
                     for it in &items[i..j] {
                         let Prep::Column(_, len, _) = &it.prep else { unreachable!() };
                         r.mark_done(it.loc.seq);
-                        Counters::add(&inner.stats.rebuilt_blobs, 1);
-                        Counters::add(&inner.stats.rebuild_device_bytes, *len as u64);
+                        inner.stats.add(Stat::RebuiltBlobs, 1);
+                        inner.stats.add(Stat::RebuildDeviceBytes, *len as u64);
                         outcomes.push(Outcome::Written(*len as u64));
                     }
                 }
                 Err(e) => {
-                    Counters::add(&inner.stats.write_errors, 1);
+                    inner.stats.add(Stat::WriteErrors, 1);
                     inner.mark_failed(d, &format!("write error during rebuild: {e}"));
                     outcomes.extend((i..j).map(|_| Outcome::Lost));
                 }
@@ -357,57 +346,10 @@ fn write_stage(
             if let Prep::Column(buf, _, _) = it.prep {
                 inner.bufs.give(buf);
             }
-            account(r, prio_of, t0, &it.loc, it.urgent, outcome);
+            let prio = prio_of.get(&it.loc.seq).copied().unwrap_or(0);
+            r.account(prio, t0, &it.loc, it.urgent, outcome);
         }
     }
-}
-
-/// Counts one handled blob in the progress (and reports it if lost).
-fn account(
-    r: &Resync,
-    prio_of: &std::collections::HashMap<u64, u8>,
-    t0: Instant,
-    loc: &Location,
-    urgent: bool,
-    outcome: Outcome,
-) {
-    let prio = prio_of.get(&loc.seq).copied().unwrap_or(0);
-    let mut c = r.ctl();
-    let p = &mut c.progress;
-    let class = p.classes.entry(prio).or_default();
-    class.blobs_done += 1;
-    match outcome {
-        Outcome::Written(b) => {
-            class.bytes_done += b;
-            p.bytes_done += b;
-        }
-        Outcome::Intact => p.already_intact += 1,
-        Outcome::Skipped => p.skipped += 1,
-        Outcome::Lost => {
-            class.blobs_lost += 1;
-            p.lost.push(*loc);
-        }
-    }
-    if class.blobs_done >= class.blobs_total && class.restored_at.is_none() {
-        class.restored_at = Some(t0.elapsed());
-    }
-    p.blobs_done += 1;
-    if urgent {
-        p.on_demand += 1;
-    }
-    p.elapsed = t0.elapsed();
-    p.rate = p.bytes_done as f64 / p.elapsed.as_secs_f64().max(1e-9);
-    p.eta = (p.rate > 0.0).then(|| Duration::from_secs_f64(p.bytes_total.saturating_sub(p.bytes_done) as f64 / p.rate));
-    let record = c.opts.as_ref().is_some_and(|o| o.record_order);
-    if record {
-        c.progress.order.push(Restored { seq: loc.seq, priority: prio, on_demand: urgent });
-    }
-    if c.opts.as_ref().and_then(|o| o.pause_after_blobs).is_some_and(|n| c.progress.blobs_done >= n) {
-        c.paused = true;
-        c.progress.state = RebuildState::Paused;
-    }
-    drop(c);
-    r.wake.notify_all();
 }
 
 /// How a rebuild ended.
@@ -421,68 +363,53 @@ enum End {
 
 /// Makes the rebuilt chunks durable, clears the superblock's rebuilding flag, retires.
 fn finish(inner: &Inner, r: &Resync, t0: Instant) {
-    let d = r.device;
-    let media = inner.slots[d].get();
+    let d = r.device();
+    let media = inner.devs.installed(d);
     // The lost blobs are recorded durably before the superblock stops saying *rebuilding*: a
     // crash in between resumes the rebuild, which finds them lost again. A journal that cannot
     // record them is no fault of the device: it stays up, the flag stays set (a restart resumes
     // the rebuild), and the rebuild reports why.
-    let lost = r.ctl().progress.lost.clone();
+    let lost = r.lost();
     let end = match media.sync() {
         Err(e) => End::DeviceFailed(format!("sync error at the end of the rebuild: {e}")),
         Ok(()) => match keep_unrestored(inner, d, &lost) {
             Err(e) => End::Unrecorded(e.to_string()),
-            Ok(()) => match crate::replace::write_superblock(inner, media.as_ref(), d, 0) {
+            Ok(()) => match inner.layout.write_superblocks(media.as_ref(), d, 0) {
                 Ok(()) => End::Done,
                 Err(e) => End::DeviceFailed(format!("superblock write error at the end of the rebuild: {e}")),
             },
         },
     };
-    let mut c = r.ctl();
-    c.progress.elapsed = t0.elapsed();
-    match end {
-        End::Done => {
-            c.progress.state = RebuildState::Done;
-            c.progress.eta = Some(Duration::ZERO);
-            tracing::info!(
-                device = d,
-                blobs = c.progress.blobs_done,
-                bytes = c.progress.bytes_done,
-                elapsed = ?c.progress.elapsed,
-                lost = c.progress.lost.len(),
-                "device rebuilt"
-            );
-        }
-        End::Unrecorded(e) => {
-            c.progress.state = RebuildState::Aborted(format!(
-                "device {d} is rebuilt but the {} blobs it lost could not be recorded ({e}): it stays marked \
-                 rebuilding, and the rebuild resumes at the next open",
-                lost.len()
-            ));
-        }
+    let end = match end {
+        End::Done => Ok(()),
+        End::Unrecorded(e) => Err(format!(
+            "device {d} is rebuilt but the {} blobs it lost could not be recorded ({e}): it stays marked \
+             rebuilding, and the rebuild resumes at the next open",
+            lost.len()
+        )),
         End::DeviceFailed(e) => {
-            Counters::add(&inner.stats.write_errors, 1);
+            inner.stats.add(Stat::WriteErrors, 1);
             inner.mark_failed(d, &e);
-            c.progress.state = RebuildState::Aborted(format!("device {d} failed: {e}"));
+            Err(format!("device {d} failed: {e}"))
         }
-    }
-    drop(c);
+    };
+    r.conclude(t0, end);
     inner.resync.clear();
-    r.wake.notify_all();
+    r.notify();
 }
 
 /// The blobs the rebuild of `d` could not restore: the device never holds their chunks
 /// (`resync.rs`). Set and journaled under the gate, so that a checkpoint holds either both or
 /// neither, and waited for: durable when this returns. Set before the rebuild retires, since
-/// until then `Inner::down` treats them as pending.
+/// until then reads treat them as pending (`ResyncState::misses`).
 fn keep_unrestored(inner: &Inner, d: usize, lost: &[Location]) -> crate::error::Result<()> {
     if lost.is_empty() {
         return Ok(());
     }
     let pending = {
-        let _gate = inner.gate.read().unwrap_or_else(|e| e.into_inner());
-        inner.unrestored[d].extend(lost.iter().map(|l| l.seq));
-        inner.journal.enqueue(inner.stores_bytes, |w| {
+        let m = inner.meta.mutation();
+        inner.resync.keep_unrestored(&m, d, lost.iter().map(|l| l.seq));
+        m.enqueue(inner.devs.stores_bytes(), |w| {
             for l in lost {
                 Record::Unrestored { device: d as u16, seq: l.seq, band: l.band }.encode(w);
             }

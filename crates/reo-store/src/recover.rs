@@ -3,25 +3,24 @@
 //! (the only one that may point at data that never became durable), and, after a crash, take a
 //! fresh checkpoint so the torn journal tail can never be mistaken for new batches.
 
-use crate::band::{Band, BandState};
 use crate::bufpool::BufPool;
-use crate::config::StoreConfig;
-use crate::eject::ErrorBudget;
+use crate::config::{StoreConfig, Tunables};
+use crate::devices::DeviceSet;
 use crate::error::{Error, Result};
+use crate::handle::Store;
 use crate::journal::Journal;
+use crate::metalog::MetaLog;
 use crate::persist;
 use crate::record::Record;
-use crate::resync::{Resync, ResyncCell};
+use crate::resync::{Resync, ResyncState};
 use crate::scan::{load_checkpoint, read_journal};
-use crate::scheme::Scheme;
-use crate::slot::Slot;
+use crate::space::Space;
 use crate::stats::Counters;
-use crate::store::{Alloc, BlobHealth, Inner, JournalPos, Store};
+use crate::store::{BlobHealth, Inner};
 use crate::superblock::{Layout, FLAG_REBUILDING, FORMAT_VERSION, SUPERBLOCK_AREA};
-use reo_media::{AlignedBuf, IoPool, Media, ReadLanes};
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::{Arc, Mutex, RwLock};
+use parking_lot::Mutex;
+use reo_media::{AlignedBuf, IoPool, Media};
+use std::sync::Arc;
 
 /// Queued journal records (nobody waiting) at which the writer takes a batch without waiting
 /// out the group-commit delay: recovery reads every blob of the last batch, so batches stay
@@ -151,13 +150,10 @@ impl Store {
         failed.sort_unstable();
         let inner = new_inner(layout, devs, pool, &failed, cfg);
         let (store, mut report) = recover(inner, failed, &rebuilding, &older)?;
-        if let Some(r) = store.inner.resync.get() {
-            r.start_seq.store(
-                store.inner.next_seq.load(std::sync::atomic::Ordering::Acquire),
-                std::sync::atomic::Ordering::Release,
-            );
-            report.rebuilding_device = Some(r.device);
-            tracing::info!(device = r.device, "device was being rebuilt; call resume_rebuild to finish");
+        if let Some(r) = store.inner.resync.current() {
+            r.set_start_seq(store.inner.space.next_seq());
+            report.rebuilding_device = Some(r.device());
+            tracing::info!(device = r.device(), "device was being rebuilt; call resume_rebuild to finish");
         }
         Ok((store, report))
     }
@@ -169,10 +165,10 @@ impl Store {
 /// rewrite is failed, as after any write error.
 fn upgrade(inner: &Inner, older: &[(usize, u32)]) {
     for &(d, flags) in older {
-        if inner.is_failed(d) {
+        if inner.devs.is_failed(d) {
             continue;
         }
-        match crate::replace::write_superblock(inner, inner.devices[d].as_ref(), d, flags) {
+        match inner.layout.write_superblocks(inner.devs.get(d), d, flags) {
             Ok(()) => tracing::info!(device = d, format = FORMAT_VERSION, "device superblock upgraded"),
             Err(e) => {
                 inner.mark_failed(d, &format!("superblock upgrade to format {FORMAT_VERSION} failed: {e}"));
@@ -201,53 +197,21 @@ fn read_superblock(dev: &dyn Media) -> Found {
 }
 
 fn new_inner(layout: Layout, devices: Vec<Arc<dyn Media>>, pool: IoPool, failed: &[usize], cfg: &StoreConfig) -> Inner {
-    let stores_bytes = devices.iter().all(|d| d.stores_bytes());
-    let slots: Vec<Arc<Slot>> = devices.into_iter().map(|d| Arc::new(Slot::new(d))).collect();
-    let devices: Vec<Arc<dyn Media>> = slots.iter().map(|s| s.clone() as Arc<dyn Media>).collect();
-    // Byte-less media finish every call at once: read on the caller, as the pool does for them.
-    let reads =
-        if stores_bytes { ReadLanes::new(devices.clone(), cfg.read_depth) } else { ReadLanes::inline(devices.clone()) };
+    let devs = DeviceSet::new(devices, pool, failed, cfg.read_depth);
+    let stores_bytes = devs.stores_bytes();
     Inner {
-        reads,
-        budgets: (0..devices.len()).map(|_| ErrorBudget::default()).collect(),
-        error_limit: (cfg.io_error_limit, cfg.io_error_halflife),
-        slow_reads: (cfg.slow_read_after, cfg.stuck_read_fail_after),
-        stuck_suspects: (0..devices.len()).map(|_| Default::default()).collect(),
-        put_fence: RwLock::new(()),
-        resync: ResyncCell::default(),
-        unrestored: (0..devices.len()).map(|_| Default::default()).collect(),
-        stale: (0..devices.len()).map(|_| AtomicBool::new(false)).collect(),
-        stale_marks: AtomicU64::new(0),
-        slots,
-        failed: (0..devices.len()).map(|d| AtomicBool::new(failed.contains(&d))).collect(),
-        bands: (0..layout.zones).map(|_| RwLock::new(Band::new())).collect(),
-        devices,
-        pool,
-        alloc: Mutex::new(Alloc::default()),
-        next_seq: AtomicU64::new(1),
-        gate: RwLock::new(()),
-        journal: Journal {
-            eager_bytes: if stores_bytes { JOURNAL_EAGER_BYTES } else { SIM_JOURNAL_WAKE_BYTES },
-            delay: stores_bytes.then_some(cfg.journal_delay),
-            ..Default::default()
-        },
-        jpos: Mutex::new(JournalPos::default()),
+        tunables: Tunables::of(cfg),
+        resync: ResyncState::new(devs.len()),
+        space: Space::new(&layout),
+        devs,
+        meta: MetaLog::new(Journal::new(
+            if stores_bytes { JOURNAL_EAGER_BYTES } else { SIM_JOURNAL_WAKE_BYTES },
+            stores_bytes.then_some(cfg.journal_delay),
+        )),
         stats: Counters::default(),
-        stores_bytes,
-        gc_lock: Mutex::new(()),
         bufs: BufPool::shared(),
         layout,
     }
-}
-
-fn start(inner: Inner) -> Store {
-    let inner = Arc::new(inner);
-    let w = inner.clone();
-    let handle = std::thread::Builder::new()
-        .name("reo-journal".into())
-        .spawn(move || persist::writer_loop(w))
-        .expect("cannot start the journal writer thread");
-    Store { inner, writer: Mutex::new(Some(handle)), closed: AtomicBool::new(false) }
 }
 
 fn format(devices: Vec<Arc<dyn Media>>, cfg: &StoreConfig, pool: IoPool) -> Result<(Store, OpenReport)> {
@@ -262,73 +226,14 @@ fn format(devices: Vec<Arc<dyn Media>>, cfg: &StoreConfig, pool: IoPool) -> Resu
     for off in [layout.journal_off, layout.ckpt_slot(0), layout.ckpt_slot(1)] {
         persist::write_everywhere(&inner, off, &zero, "format").map_err(Error::Journal)?;
     }
-    {
-        let mut alloc = inner.alloc.lock().unwrap_or_else(|e| e.into_inner());
-        alloc.free = (0..layout.zones).collect();
-    }
+    inner.space.settle(); // every band free
     persist::checkpoint(&inner, true)?;
-    let results = inner.pool.map(inner.n(), |d| {
-        let sb = layout.encode(d as u16);
-        let mut two = AlignedBuf::zeroed(8192);
-        two[..4096].copy_from_slice(&sb);
-        two[4096..].copy_from_slice(&sb);
-        inner.devices[d].write_at(&two, 0).and_then(|_| inner.devices[d].sync())
-    });
+    let results = inner.devs.pool().map(inner.n(), |d| layout.write_superblocks(inner.devs.get(d), d, 0));
     for (d, r) in results.into_iter().enumerate() {
         r.map_err(|e| Error::Io { device: d, op: "format", source: e })?;
     }
     let report = OpenReport { formatted: true, clean: true, ..Default::default() };
-    Ok((start(inner), report))
-}
-
-fn apply(inner: &Inner, rec: Record, last_seq: &mut u64) {
-    let n = inner.n();
-    match rec {
-        Record::Put { loc, header } => {
-            let Some(band) = inner.bands.get(loc.band as usize) else { return };
-            if loc.seq >= crate::location::SEQ_LIMIT
-                || loc.scheme.validate(n).is_err()
-                || (loc.scheme.is_isolated() && loc.device as usize >= n)
-            {
-                return;
-            }
-            let sectors = inner.sectors(&loc);
-            if (loc.start as u64).saturating_add(sectors) > inner.layout.zone_sectors() {
-                return;
-            }
-            let mut b = band.write().unwrap_or_else(|e| e.into_inner());
-            if b.scheme != Some(loc.scheme) || b.state == BandState::Free {
-                if b.state != BandState::Free && !b.live.is_empty() {
-                    return; // a band holds one scheme; a conflicting record is garbage
-                }
-                b.open(loc.scheme, n);
-                b.state = BandState::Sealed;
-            }
-            b.cover(&loc, sectors);
-            if !b.live.contains_key(&loc.seq) {
-                b.insert(loc, header.into_boxed_slice(), sectors, n);
-            }
-            *last_seq = (*last_seq).max(loc.seq);
-        }
-        Record::Free { seq, band } => {
-            if let Some(b) = inner.bands.get(band as usize) {
-                b.write().unwrap_or_else(|e| e.into_inner()).remove(seq, |l| inner.sectors(l), n);
-            }
-        }
-        Record::BandReset { band } => {
-            if let Some(b) = inner.bands.get(band as usize) {
-                *b.write().unwrap_or_else(|e| e.into_inner()) = Band::new();
-            }
-        }
-        // Kept even if the blob is freed later in the replay: harmless (sequence numbers are
-        // never reused), and the next checkpoint keeps only those of live blobs.
-        Record::Unrestored { device, seq, .. } => {
-            if let Some(u) = inner.unrestored.get(device as usize) {
-                u.extend([seq]);
-            }
-        }
-        Record::Missed { .. } => {} // applied by `apply_by_band`
-    }
+    Ok((Store::start(inner), report))
 }
 
 /// Applies `records` (in their order within each band) and returns the highest sequence number
@@ -336,18 +241,25 @@ fn apply(inner: &Inner, rec: Record, last_seq: &mut u64) {
 /// applied in parallel, each band's live map sized once: replaying 300,000 journal records one
 /// by one took ~50 ms here, half of a crash restart before its checkpoint.
 fn apply_by_band(inner: &Inner, records: impl IntoIterator<Item = Record>) -> u64 {
-    let mut per_band: Vec<Vec<Record>> = (0..inner.bands.len()).map(|_| Vec::new()).collect();
+    let mut per_band: Vec<Vec<Record>> = (0..inner.space.band_count()).map(|_| Vec::new()).collect();
     for rec in records {
         let band = match &rec {
             // Not a band's: applied here (a set-only fact, in any order).
             Record::Missed { device } => {
-                if let Some(s) = inner.stale.get(*device as usize) {
-                    s.store(true, std::sync::atomic::Ordering::Release);
+                inner.devs.replay_stale(*device as usize);
+                continue;
+            }
+            // Not a band's either (set-only), but only kept for a band the store has. Kept even
+            // if the blob is freed later in the replay: harmless (sequence numbers are never
+            // reused), and the next checkpoint keeps only those of live blobs.
+            Record::Unrestored { device, seq, band } => {
+                if (*band as usize) < per_band.len() {
+                    inner.resync.replay_unrestored(*device as usize, *seq);
                 }
                 continue;
             }
             Record::Put { loc, .. } => loc.band,
-            Record::Free { band, .. } | Record::BandReset { band } | Record::Unrestored { band, .. } => *band,
+            Record::Free { band, .. } | Record::BandReset { band } => *band,
         };
         if let Some(v) = per_band.get_mut(band as usize) {
             v.push(rec);
@@ -355,15 +267,9 @@ fn apply_by_band(inner: &Inner, records: impl IntoIterator<Item = Record>) -> u6
     }
     let per_band: Vec<(usize, Mutex<Vec<Record>>)> =
         per_band.into_iter().enumerate().filter(|(_, v)| !v.is_empty()).map(|(i, v)| (i, Mutex::new(v))).collect();
-    let seqs = inner.pool.map(per_band.len(), |i| {
-        let recs = std::mem::take(&mut *per_band[i].1.lock().unwrap_or_else(|e| e.into_inner()));
-        let puts = recs.iter().filter(|r| matches!(r, Record::Put { .. })).count();
-        inner.bands[per_band[i].0].write().unwrap_or_else(|e| e.into_inner()).live.reserve(puts);
-        let mut last_seq = 0;
-        for rec in recs {
-            apply(inner, rec, &mut last_seq);
-        }
-        last_seq
+    let seqs = inner.devs.pool().map(per_band.len(), |i| {
+        let recs = std::mem::take(&mut *per_band[i].1.lock());
+        inner.space.replay(per_band[i].0, recs)
     });
     seqs.into_iter().max().unwrap_or(0)
 }
@@ -384,17 +290,8 @@ fn recover(
     older: &[(usize, u32)],
 ) -> Result<(Store, OpenReport)> {
     let (frame, ckpt) = load_checkpoint(&inner)?;
-    let n = inner.n();
-    for (i, (state, scheme, cursors)) in ckpt.bands.iter().enumerate().take(inner.bands.len()) {
-        let mut b = inner.bands[i].write().unwrap_or_else(|e| e.into_inner());
-        if let (BandState::Open | BandState::Sealed, Some(s)) = (state, scheme) {
-            let want = if s.is_isolated() { n } else { 1 };
-            if s.validate(n).is_ok() && cursors.len() == want {
-                b.open(*s, n);
-                b.state = BandState::Sealed;
-                b.cursor = cursors.iter().map(|&c| c.min(inner.layout.zone_sectors())).collect();
-            }
-        }
+    for (i, (state, scheme, cursors)) in ckpt.bands.iter().enumerate().take(inner.space.band_count()) {
+        inner.space.restore_band(i, *state, *scheme, cursors);
     }
     let mut last_seq = apply_by_band(&inner, ckpt.live);
     let (batches, _end, _next) = read_journal(&inner, frame.gen);
@@ -416,49 +313,43 @@ fn recover(
     // `last_seq` is below the limit (records beyond it are not applied); a checkpoint's counter
     // beyond it is clamped rather than trusted.
     let next_seq = ckpt.next_seq.min(crate::location::SEQ_LIMIT).max(last_seq + 1);
-    inner.next_seq.store(next_seq, std::sync::atomic::Ordering::Release);
+    inner.space.set_next_seq(next_seq);
     fail_stale(&inner, &mut report);
     resume_one(&inner, rebuilding, &mut report);
-    *inner.jpos.lock().unwrap_or_else(|e| e.into_inner()) = JournalPos {
-        gen: frame.gen,
-        pos: 0,
-        batch: 0,
-        ckpt_number: frame.number,
-        // New generation due: nothing after this point can be confused with the old tail.
-        wedged: replayed || !ckpt.clean,
-    };
+    // New generation due (wedged) after a replay: nothing after this point can be confused with
+    // the old tail.
+    inner.meta.recovered(frame.gen, frame.number, replayed || !ckpt.clean);
     // Verified in parallel: each is a read of its own (an I/O latency each, one after another).
     // A blob beyond its redundancy because its devices are missing cannot be verified: it is
     // kept (its put may have been acknowledged, and its bytes may be intact on a device that
     // comes back), not dropped as torn. Reads never return its bytes unverified either way.
-    let corrupt = inner.pool.map(last_puts.len(), |i| {
+    let corrupt = inner.devs.pool().map(last_puts.len(), |i| {
         let loc = &last_puts[i];
-        inner.is_live(loc)
+        inner.space.is_live(loc)
             && inner.health(loc) != BlobHealth::Lost
             && matches!(inner.read(loc, 0, loc.len), Err(Error::Corrupt { .. }))
     });
     for (loc, _) in last_puts.iter().zip(corrupt).filter(|(_, c)| *c) {
-        let mut b = inner.bands[loc.band as usize].write().unwrap_or_else(|e| e.into_inner());
-        b.remove(loc.seq, |l| inner.sectors(l), n);
+        inner.space.remove_live(&inner.meta.mutation(), loc);
         report.dropped_unverified += 1;
     }
-    settle_bands(&inner);
-    report.live_blobs = inner.bands.iter().map(|b| b.read().unwrap_or_else(|e| e.into_inner()).live.len()).sum();
+    inner.space.settle();
+    report.live_blobs = inner.space.blob_count();
     // Before the writer starts: its first checkpoint may hold records an older format lacks.
     upgrade(&inner, older);
-    Ok((start(inner), report))
+    Ok((Store::start(inner), report))
 }
 
 /// Fails the devices the metadata says are stale (`stale.rs`), attached or not, before anything
 /// reads them (the last batch's verification would otherwise read their old chunks).
 fn fail_stale(inner: &Inner, report: &mut OpenReport) {
-    for d in (0..inner.n()).filter(|&d| inner.is_stale(d)) {
-        if !inner.is_failed(d) {
-            inner.failed[d].store(true, std::sync::atomic::Ordering::Release);
+    for d in (0..inner.n()).filter(|&d| inner.devs.is_stale(d)) {
+        if !inner.devs.is_failed(d) {
+            inner.devs.fail_quietly(d);
             report.failed_devices.push(d);
             tracing::warn!(
                 device = d,
-                file = %inner.devices[d].describe(),
+                file = %inner.devs.get(d).describe(),
                 "device missed writes while it was failed: it stays failed until it is replaced (the same \
                  device may be given back to be rebuilt)"
             );
@@ -474,40 +365,14 @@ fn fail_stale(inner: &Inner, report: &mut OpenReport) {
 /// are failed: only one rebuild runs, and a device with an aborted rebuild behind it holds an
 /// unknown part of its blobs.
 fn resume_one(inner: &Inner, rebuilding: &[usize], report: &mut OpenReport) {
-    let mut usable = rebuilding.iter().copied().filter(|&d| !inner.is_failed(d));
+    let mut usable = rebuilding.iter().copied().filter(|&d| !inner.devs.is_failed(d));
     if let Some(d) = usable.next() {
         inner.resync.install(Arc::new(Resync::new(d, u64::MAX, true)));
     }
     for d in usable {
-        inner.failed[d].store(true, std::sync::atomic::Ordering::Release);
+        inner.devs.fail_quietly(d);
         report.failed_devices.push(d);
         tracing::warn!(device = d, "device is marked rebuilding too; only one rebuild resumes: it opens failed");
     }
     report.failed_devices.sort_unstable();
-}
-
-/// Decides band states after replay: empty bands are free; the newest band of each scheme is
-/// reopened for appends; the rest are sealed.
-fn settle_bands(inner: &Inner) {
-    let mut alloc = inner.alloc.lock().unwrap_or_else(|e| e.into_inner());
-    let mut newest: HashMap<Scheme, (u64, u32)> = HashMap::new();
-    for (i, b) in inner.bands.iter().enumerate() {
-        let mut b = b.write().unwrap_or_else(|e| e.into_inner());
-        let used = b.cursor.iter().any(|&c| c > 0);
-        if b.state == BandState::Free || b.scheme.is_none() || (!used && b.live.is_empty()) {
-            *b = Band::new();
-            alloc.free.push_back(i as u32);
-            continue;
-        }
-        b.state = BandState::Sealed;
-        let s = b.scheme.expect("checked");
-        let e = newest.entry(s).or_insert((b.last_write, i as u32));
-        if b.last_write >= e.0 {
-            *e = (b.last_write, i as u32);
-        }
-    }
-    for (s, (_, i)) in newest {
-        inner.bands[i as usize].write().unwrap_or_else(|e| e.into_inner()).state = BandState::Open;
-        alloc.open.insert(s, i);
-    }
 }

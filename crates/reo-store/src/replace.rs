@@ -4,59 +4,47 @@
 //! at a clean sequence boundary, and starts the rebuild thread (`rebuild_run.rs`). A rebuild
 //! found at open (a superblock still marked rebuilding) is resumed by [`Store::resume_rebuild`].
 
+use crate::band::Entry;
 use crate::error::{Error, Result};
+use crate::handle::Store;
 use crate::location::Location;
-use crate::progress::{RebuildOptions, RebuildProgress, RebuildState};
+use crate::progress::{RebuildOptions, RebuildProgress};
 use crate::resync::Resync;
-use crate::store::{Inner, Store};
+use crate::store::Inner;
 use crate::superblock::FLAG_REBUILDING;
 use reo_media::{AlignedBuf, Media};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// A running (or finished) rebuild: progress, resume, wait.
 pub struct RebuildHandle {
-    pub(crate) r: Arc<Resync>,
+    r: Arc<Resync>,
 }
 
 impl std::fmt::Debug for RebuildHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "RebuildHandle(device {})", self.r.device)
+        write!(f, "RebuildHandle(device {})", self.r.device())
     }
 }
 
 impl RebuildHandle {
     /// The device being rebuilt.
     pub fn device(&self) -> usize {
-        self.r.device
+        self.r.device()
     }
 
     /// A snapshot of the progress.
     pub fn progress(&self) -> RebuildProgress {
-        self.r.ctl().progress.clone()
+        self.r.progress()
     }
 
     /// Starts a rebuild that is paused (`start_paused`, `pause_after_blobs`).
     pub fn resume(&self) {
-        let mut c = self.r.ctl();
-        c.paused = false;
-        if let Some(o) = c.opts.as_mut() {
-            o.pause_after_blobs = None;
-        }
-        if c.progress.state == RebuildState::Paused {
-            c.progress.state = RebuildState::Running;
-        }
-        drop(c);
-        self.r.wake.notify_all();
+        self.r.resume();
     }
 
     /// Waits until `until` holds for the progress or the rebuild finished; returns the progress.
     pub fn wait_until(&self, until: impl Fn(&RebuildProgress) -> bool) -> RebuildProgress {
-        let mut c = self.r.ctl();
-        while !until(&c.progress) && !c.progress.finished() {
-            c = self.r.wake.wait(c).unwrap_or_else(|e| e.into_inner());
-        }
-        c.progress.clone()
+        self.r.wait_until(until)
     }
 
     /// Waits until the rebuild is done or aborted.
@@ -84,48 +72,44 @@ impl Store {
                 inner.layout.device_len
             )));
         }
-        if media.stores_bytes() != inner.stores_bytes {
+        if media.stores_bytes() != inner.devs.stores_bytes() {
             return Err(Error::Devices(format!(
                 "replacement {} is {} but the store's devices are {}",
                 media.describe(),
                 kind(media.stores_bytes()),
-                kind(inner.stores_bytes)
+                kind(inner.devs.stores_bytes())
             )));
         }
         // No cleaner move is half-done while the slot comes back. The lock also serialises
         // replacements: the checks below must hold until the new rebuild is installed, or two
         // concurrent calls could both pass them and swap two media into one slot, the first
         // rebuild writing to the second's device and clearing its state when it finishes.
-        let _gc = inner.gc_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _gc = inner.space.lock_cleaner();
         if let Some(r) = inner.resync.device() {
             return Err(Error::Config(format!(
                 "device {r} is being rebuilt; wait for that rebuild to finish before replacing another device"
             )));
         }
-        if !inner.is_failed(d) {
+        if !inner.devs.is_failed(d) {
             return Err(Error::Config(format!(
                 "device {d} is healthy: only a failed device can be replaced (fail it first with fail_device)"
             )));
         }
         prepare(inner, d, &media).map_err(|e| Error::Io { device: d, op: "replace", source: e })?;
-        inner.slots[d].swap(media);
-        // New lane threads: a read stuck in the old media must not block or count against it.
-        inner.reads.renew(d);
-        inner.budgets[d].reset();
-        inner.unrestored[d].clear();
+        inner.devs.replace(d, media);
+        inner.resync.clear_unrestored(d);
         let r = Arc::new(Resync::new(d, u64::MAX, false));
         inner.resync.install(r.clone());
         {
             // No put is between taking its sequence number and recording its blob: every blob
             // below `start` is recorded (and rebuilt), every later one is written to `d` in full.
-            let _fence = inner.put_fence.write().unwrap_or_else(|e| e.into_inner());
+            let fence = inner.meta.fence_all_puts();
             // Not stale any more: the rebuild gives it every blob below `start`, and no put
             // records a blob written without it from here on (it is up).
-            inner.stale[d].store(false, Ordering::SeqCst);
-            inner.failed[d].store(false, Ordering::SeqCst);
-            r.start_seq.store(inner.next_seq.load(Ordering::SeqCst), Ordering::SeqCst);
+            inner.devs.bring_back(d);
+            r.set_start_seq(inner.space.seq_boundary(&fence));
         }
-        tracing::info!(device = d, by = %inner.devices[d].describe(), "device replaced; rebuilding");
+        tracing::info!(device = d, by = %inner.devs.get(d).describe(), "device replaced; rebuilding");
         // The new device gets the whole metadata (a checkpoint), not only later journal batches.
         // Without it the device must not stay up: it holds none of the blobs older than `start`
         // and no rebuild will write them, so its reads would fail their checksums (charging a
@@ -144,48 +128,32 @@ impl Store {
     /// (`OpenReport::rebuilding_device`). Blobs whose chunks on it verify are kept; the others
     /// are rebuilt. `Ok(None)` when there is nothing to resume.
     pub fn resume_rebuild(&self, opts: RebuildOptions) -> Result<Option<RebuildHandle>> {
-        let Some(r) = self.inner.resync.get() else { return Ok(None) };
+        let Some(r) = self.inner.resync.current() else { return Ok(None) };
         // Claimed atomically: two concurrent calls must not both start a rebuild thread.
-        if r.started.swap(true, Ordering::AcqRel) {
-            return Err(Error::Config(format!("the rebuild of device {} is already running", r.device)));
+        if !r.claim() {
+            return Err(Error::Config(format!("the rebuild of device {} is already running", r.device())));
         }
         let h = self.start_rebuild(r.clone(), opts);
         if h.is_err() {
-            r.started.store(false, Ordering::Release);
+            r.unclaim();
         }
         h.map(Some)
     }
 
     /// Progress of the rebuild in progress, if any.
     pub fn rebuild_progress(&self) -> Option<RebuildProgress> {
-        self.inner.resync.get().map(|r| r.ctl().progress.clone())
+        self.inner.resync.current().map(|r| r.progress())
     }
 
     fn start_rebuild(&self, r: Arc<Resync>, opts: RebuildOptions) -> Result<RebuildHandle> {
         let queue = queue(&self.inner, &r, &opts);
-        {
-            let mut c = r.ctl();
-            c.paused = opts.start_paused;
-            c.progress.state = if opts.start_paused { RebuildState::Paused } else { RebuildState::Running };
-            for (prio, _, bytes) in &queue {
-                let e = c.progress.classes.entry(*prio).or_default();
-                e.blobs_total += 1;
-                e.bytes_total += bytes;
-                c.progress.blobs_total += 1;
-                c.progress.bytes_total += bytes;
-            }
-            for e in c.progress.classes.values_mut().filter(|e| e.blobs_total == 0) {
-                e.restored_at = Some(std::time::Duration::ZERO);
-            }
-            c.opts = Some(opts);
-        }
-        r.started.store(true, Ordering::Release);
+        r.start(opts, queue.iter().map(|&(prio, _, bytes)| (prio, bytes)));
         let (inner, rr) = (self.inner.clone(), r.clone());
         let h = std::thread::Builder::new()
             .name("reo-rebuild".into())
             .spawn(move || crate::rebuild_run::run(inner, rr, queue))
             .map_err(|e| Error::Config(format!("cannot start the rebuild thread: {e}")))?;
-        *r.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
+        r.set_thread(h);
         Ok(RebuildHandle { r })
     }
 }
@@ -206,32 +174,19 @@ fn prepare(inner: &Inner, d: usize, media: &Arc<dyn Media>) -> std::io::Result<(
     for off in [l.journal_off, l.ckpt_slot(0), l.ckpt_slot(1)] {
         media.write_at(&zero, off)?;
     }
-    write_superblock(inner, media.as_ref(), d, FLAG_REBUILDING)
-}
-
-/// Writes both superblock copies of device `d` with `flags`, synced.
-pub(crate) fn write_superblock(inner: &Inner, media: &dyn Media, d: usize, flags: u32) -> std::io::Result<()> {
-    let sb = inner.layout.encode_flags(d as u16, flags);
-    let mut two = AlignedBuf::zeroed(8192);
-    two[..4096].copy_from_slice(&sb);
-    two[4096..].copy_from_slice(&sb);
-    media.write_at(&two, 0)?;
-    media.sync()
+    l.write_superblocks(media.as_ref(), d, FLAG_REBUILDING)
 }
 
 /// The blobs to rebuild: live, older than the replacement, with a chunk on the device; as
 /// (priority, location, device bytes to write on it), in priority order and, within a class, in device
 /// order (sequential writes on the new device).
 fn queue(inner: &Inner, r: &Resync, opts: &RebuildOptions) -> Vec<(u8, Location, u64)> {
-    let start = r.start_seq.load(Ordering::Acquire);
+    let start = r.start_seq();
     let mut q: Vec<(u8, Location, u64)> = Vec::new();
-    for b in &inner.bands {
-        let entries: Vec<(Location, Box<[u8]>)> = {
-            let b = b.read().unwrap_or_else(|e| e.into_inner());
-            b.live.values().map(|e| (e.loc, e.header.clone())).collect()
-        };
-        for (loc, header) in entries {
-            if loc.seq >= start || (loc.scheme.is_isolated() && loc.device as usize != r.device) {
+    for band in 0..inner.space.band_count() {
+        let (entries, _) = inner.space.contents(band as u32);
+        for Entry { loc, header } in entries {
+            if loc.seq >= start || (loc.scheme.is_isolated() && loc.device as usize != r.device()) {
                 continue;
             }
             // Blobs already beyond their redundancy count no bytes: none will be written.

@@ -10,8 +10,8 @@ use crate::error::{Error, Result};
 use crate::persist::{decode_checkpoint, Checkpoint};
 use crate::record::{Frame, Record, BATCH_MAGIC, CKPT_MAGIC, FRAME_HEADER};
 use crate::store::Inner;
+use parking_lot::Mutex;
 use reo_media::AlignedBuf;
-use std::sync::Mutex;
 
 /// Reads `buf.len()` bytes at `offset` striped over `devices` (one piece each, in parallel), or
 /// from the one device given. False if `devices` is empty or any piece cannot be read.
@@ -21,9 +21,9 @@ fn read_striped(inner: &Inner, devices: &[usize], offset: u64, buf: &mut [u8]) -
     }
     let piece = buf.len().div_ceil(devices.len()).div_ceil(4096) * 4096;
     let pieces: Vec<Mutex<&mut [u8]>> = buf.chunks_mut(piece.max(4096)).map(Mutex::new).collect();
-    let ok = inner.pool.map(pieces.len(), |i| {
-        let mut p = pieces[i].lock().unwrap_or_else(|e| e.into_inner());
-        inner.devices[devices[i]].read_at(&mut p, offset + (i * piece) as u64).is_ok()
+    let ok = inner.devs.pool().map(pieces.len(), |i| {
+        let mut p = pieces[i].lock();
+        inner.devs.get(devices[i]).read_at(&mut p, offset + (i * piece) as u64).is_ok()
     });
     ok.into_iter().all(|o| o)
 }
@@ -35,14 +35,14 @@ fn read_striped(inner: &Inner, devices: &[usize], offset: u64, buf: &mut [u8]) -
 /// slots of every device (the slots are 1/32 of a device each, and decoding holds every blob).
 pub(crate) fn load_checkpoint(inner: &Inner) -> Result<(Frame, Checkpoint)> {
     let l = inner.layout;
-    let heads: Vec<Vec<(u64, Frame)>> = inner.pool.map(inner.n(), |d| {
-        if inner.is_failed(d) {
+    let heads: Vec<Vec<(u64, Frame)>> = inner.devs.pool().map(inner.n(), |d| {
+        if inner.devs.is_failed(d) {
             return Vec::new();
         }
         let mut found = Vec::new();
         let mut buf = AlignedBuf::zeroed(4096);
         for slot in 0..2 {
-            if inner.devices[d].read_at(&mut buf, l.ckpt_slot(slot)).is_err() {
+            if inner.devs.get(d).read_at(&mut buf, l.ckpt_slot(slot)).is_err() {
                 continue;
             }
             let Some(f) = Frame::parse(&buf) else { continue };
@@ -83,7 +83,7 @@ pub(crate) fn read_journal(inner: &Inner, gen: u64) -> (Vec<Vec<Record>>, u64, u
     let l = inner.layout;
     let mut window = (256u64 << 10).min(l.journal_len) as usize;
     let max_window = (4u64 << 20).min(l.journal_len) as usize;
-    let healthy: Vec<usize> = (0..inner.n()).filter(|&d| !inner.is_failed(d)).collect();
+    let healthy: Vec<usize> = (0..inner.n()).filter(|&d| !inner.devs.is_failed(d)).collect();
     let mut batches = Vec::new();
     let (mut pos, mut number) = (0u64, 0u64);
     // The current window of each device: (start position, bytes).
@@ -112,7 +112,7 @@ pub(crate) fn read_journal(inner: &Inner, gen: u64) -> (Vec<Vec<Record>>, u64, u
                 f.payload(view).and_then(Record::decode_all)
             } else {
                 let mut b = AlignedBuf::zeroed(f.total_len() as usize);
-                match inner.devices[d].read_at(&mut b, l.journal_off + pos) {
+                match inner.devs.get(d).read_at(&mut b, l.journal_off + pos) {
                     Ok(()) => f.payload(&b).and_then(Record::decode_all),
                     Err(_) => None,
                 }
@@ -146,12 +146,12 @@ fn window_at<'a>(
     let hit = windows[d].as_ref().is_some_and(|(s, b)| pos >= *s && pos + 4096 <= *s + b.len() as u64);
     if !hit {
         let mut b = AlignedBuf::zeroed(4096);
-        inner.devices[d].read_at(&mut b, l.journal_off + pos).ok()?;
+        inner.devs.get(d).read_at(&mut b, l.journal_off + pos).ok()?;
         let len = (window as u64).min(l.journal_len - pos) as usize;
         if len > b.len() && Frame::parse(&b).is_some_and(|f| wanted(&f)) {
             b = AlignedBuf::zeroed(len);
             if !read_striped(inner, stripe, l.journal_off + pos, &mut b) {
-                inner.devices[d].read_at(&mut b, l.journal_off + pos).ok()?;
+                inner.devs.get(d).read_at(&mut b, l.journal_off + pos).ok()?;
             }
         }
         windows[d] = Some((pos, b));

@@ -14,9 +14,11 @@
 //! the end of the pass makes the smaller set durable (a crash before it only leaves them to the
 //! next scrub — the set errs on the side of not reading the device).
 
+use crate::handle::Store;
 use crate::location::Location;
 use crate::read::ChunkAt;
-use crate::store::{Inner, Store};
+use crate::stats::Stat;
+use crate::store::Inner;
 use std::time::{Duration, Instant};
 
 /// How a scrub runs.
@@ -89,19 +91,19 @@ impl Inner {
     /// Do all the blob's chunks on device `d` read and verify? (Bypasses the rebuild's view.)
     pub(crate) fn column_verifies(&self, loc: &Location, d: usize) -> bool {
         let chunks: Vec<ChunkAt> = self.blob_chunks(loc).into_iter().filter(|c| c.device == d).collect();
-        let media = &self.devices[d];
+        let media = &self.devs.get(d);
         chunks.iter().all(|c| {
             let mut b = self.bufs.take(c.height);
             let ok = media.read_at(&mut b[..c.height], c.offset).is_ok()
-                && (!self.stores_bytes || crate::chunk::verify(&b[..c.height], loc.seq, c.index, c.place));
+                && (!self.devs.stores_bytes() || crate::chunk::verify(&b[..c.height], loc.seq, c.index, c.place));
             self.bufs.give(b);
             ok
         })
     }
 
     fn scrub_blob(&self, loc: &Location, rep: &mut ScrubReport) {
-        let _gc = self.gc_lock.lock().unwrap_or_else(|e| e.into_inner());
-        if !self.is_live(loc) {
+        let _gc = self.space.lock_cleaner();
+        if !self.space.is_live(loc) {
             return;
         }
         rep.blobs += 1;
@@ -146,16 +148,16 @@ impl Inner {
         devs.sort_unstable();
         devs.dedup();
         for dev in devs {
-            match self.devices[dev].write_at(&cols[dev][..len], off).and_then(|_| self.devices[dev].sync()) {
+            match self.devs.get(dev).write_at(&cols[dev][..len], off).and_then(|_| self.devs.get(dev).sync()) {
                 Ok(()) if unrestored.contains(&dev) => {
                     // Written and synced before it leaves the set: a checkpoint that sees the
                     // smaller set can only follow the bytes.
-                    self.unrestored[dev].remove(loc.seq);
+                    self.resync.restored(dev, loc.seq);
                     rep.blobs_restored += 1;
                 }
                 Ok(()) => rep.chunks_repaired += bad.iter().filter(|&&i| chunks[i].device == dev).count() as u64,
                 Err(e) => {
-                    crate::stats::Counters::add(&self.stats.write_errors, 1);
+                    self.stats.add(Stat::WriteErrors, 1);
                     self.mark_failed(dev, &format!("write error during scrub repair: {e}"));
                 }
             }
@@ -168,6 +170,6 @@ impl Inner {
     /// Is `d` a serving device that lacks blob `seq` only because its rebuild could not restore
     /// it (not failed, not being rebuilt)?
     fn restorable_onto(&self, d: usize, seq: u64) -> bool {
-        !self.is_failed(d) && self.resync.device() != Some(d) && self.unrestored[d].contains(seq)
+        !self.devs.is_failed(d) && self.resync.restorable(d, seq)
     }
 }

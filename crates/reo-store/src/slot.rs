@@ -9,10 +9,11 @@
 //! finished: a read that straddled a replacement may have run on the old media (a hung device's
 //! read failing long after the admin replaced it), and its failure is not the new device's.
 
+use parking_lot::RwLock;
 use reo_media::Media;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 /// One device position.
 pub(crate) struct Slot {
@@ -28,12 +29,12 @@ impl Slot {
 
     /// The media currently installed.
     pub fn get(&self) -> Arc<dyn Media> {
-        self.media.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.media.read().clone()
     }
 
     /// Installs `media` in place of the current one.
     pub fn swap(&self, media: Arc<dyn Media>) {
-        let mut m = self.media.write().unwrap_or_else(|e| e.into_inner());
+        let mut m = self.media.write();
         *m = media;
         self.generation.fetch_add(1, Ordering::SeqCst);
     }

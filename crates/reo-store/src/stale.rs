@@ -17,17 +17,25 @@ use crate::bytes::Writer;
 use crate::location::Location;
 use crate::record::Record;
 use crate::store::Inner;
-use std::sync::atomic::Ordering;
 
 impl Inner {
+    /// Marks device `d` failed (after a write or sync error, or by its error budget or a stuck
+    /// read) and stale. Returns whether this call failed it (false: it was failed already).
+    pub(crate) fn mark_failed(&self, d: usize, why: &str) -> bool {
+        let newly = self.devs.set_failed(d, why);
+        // Its last writes are suspect: it must not come back by itself.
+        self.mark_stale(d);
+        newly
+    }
+
     /// Encodes the record of a blob written at `loc`, preceded by a `Missed` record for each
     /// failed device it makes stale (each marked once). Called inside the journal's enqueue
     /// closure, under the queue lock: a `Put` of another blob written without the device cannot
     /// get into the queue between the mark and its record, so no batch holds such a `Put`
     /// without the `Missed` before it. Isolated blobs never involve another device.
     pub(crate) fn encode_put_marking_stale(&self, w: &mut Writer, loc: &Location, header: &[u8]) {
-        if !loc.scheme.is_isolated() && self.healthy() < self.n() {
-            for d in (0..self.n()).filter(|&d| self.is_failed(d)) {
+        if !loc.scheme.is_isolated() && self.devs.healthy() < self.n() {
+            for d in (0..self.n()).filter(|&d| self.devs.is_failed(d)) {
                 self.mark_stale_in(w, d);
             }
         }
@@ -42,43 +50,25 @@ impl Inner {
     /// writer marks a device that failed a journal write itself, and a crash before the mark is
     /// durable would let the device back in at the next open.
     pub(crate) fn mark_stale(&self, d: usize) {
-        if self.is_stale(d) {
+        if self.devs.is_stale(d) {
             return;
         }
-        let queued = self.journal.enqueue_urgent(|w| self.mark_stale_in(w, d));
+        let queued = self.meta.enqueue_urgent(|w| self.mark_stale_in(w, d));
         if queued.is_err() {
-            self.set_stale(d);
+            self.devs.set_stale(d);
         }
     }
 
     /// Sets the mark of `d` if it is new, with its record into `w`.
     fn mark_stale_in(&self, w: &mut Writer, d: usize) {
-        if !self.is_stale(d) && self.set_stale(d) {
+        if !self.devs.is_stale(d) && self.devs.set_stale(d) {
             Record::Missed { device: d as u16 }.encode(w);
         }
     }
 
-    /// Sets the mark of `d`; true if it was not set.
-    fn set_stale(&self, d: usize) -> bool {
-        let new = !self.stale[d].swap(true, Ordering::AcqRel);
-        if new {
-            self.stale_marks.fetch_add(1, Ordering::AcqRel);
-        }
-        new
-    }
-
-    pub(crate) fn is_stale(&self, d: usize) -> bool {
-        self.stale[d].load(Ordering::Acquire)
-    }
-
-    /// Marks set so far (a close checkpoints again if this moved while it checkpointed).
-    pub(crate) fn stale_marks(&self) -> u64 {
-        self.stale_marks.load(Ordering::Acquire)
-    }
-
     /// The stale devices, as records (for a checkpoint).
     pub(crate) fn stale_records(&self, w: &mut Writer) {
-        for d in (0..self.n()).filter(|&d| self.is_stale(d)) {
+        for d in (0..self.n()).filter(|&d| self.devs.is_stale(d)) {
             Record::Missed { device: d as u16 }.encode(w);
         }
     }

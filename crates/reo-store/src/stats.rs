@@ -3,32 +3,40 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-/// Live counters.
-#[derive(Default)]
+/// One live counter of [`Counters`] (each is a field of [`StoreStats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stat {
+    Puts,
+    PutBytes,
+    PutDeviceBytes,
+    Frees,
+    Reads,
+    ReadBytes,
+    DegradedReads,
+    ReconstructedChunks,
+    ChecksumErrors,
+    ReadErrors,
+    SlowReads,
+    WriteErrors,
+    GcRuns,
+    GcRelocatedBlobs,
+    GcRelocatedBytes,
+    GcDeviceBytes,
+    GcDroppedBlobs,
+    JournalBatches,
+    JournalDeviceBytes,
+    Checkpoints,
+    Ejections,
+    RebuiltBlobs,
+    RebuildDeviceBytes,
+}
+
+/// How many counters there are.
+const COUNT: usize = Stat::RebuildDeviceBytes as usize + 1;
+
+/// Live counters, one per [`Stat`].
 pub struct Counters {
-    pub puts: AtomicU64,
-    pub put_bytes: AtomicU64,
-    pub put_device_bytes: AtomicU64,
-    pub frees: AtomicU64,
-    pub reads: AtomicU64,
-    pub read_bytes: AtomicU64,
-    pub degraded_reads: AtomicU64,
-    pub reconstructed_chunks: AtomicU64,
-    pub checksum_errors: AtomicU64,
-    pub read_errors: AtomicU64,
-    pub slow_reads: AtomicU64,
-    pub write_errors: AtomicU64,
-    pub gc_runs: AtomicU64,
-    pub gc_relocated_blobs: AtomicU64,
-    pub gc_relocated_bytes: AtomicU64,
-    pub gc_device_bytes: AtomicU64,
-    pub gc_dropped_blobs: AtomicU64,
-    pub journal_batches: AtomicU64,
-    pub journal_device_bytes: AtomicU64,
-    pub checkpoints: AtomicU64,
-    pub ejections: AtomicU64,
-    pub rebuilt_blobs: AtomicU64,
-    pub rebuild_device_bytes: AtomicU64,
+    counts: [AtomicU64; COUNT],
 }
 
 /// A snapshot of the store's counters. Device bytes include redundancy (copies, parity, padding)
@@ -71,37 +79,44 @@ pub struct StoreStats {
     pub rebuild_device_bytes: u64,
 }
 
+impl Default for Counters {
+    fn default() -> Self {
+        Counters { counts: std::array::from_fn(|_| AtomicU64::new(0)) }
+    }
+}
+
 impl Counters {
-    pub fn add(c: &AtomicU64, v: u64) {
-        c.fetch_add(v, Relaxed);
+    /// Adds `v` to counter `s`.
+    pub fn add(&self, s: Stat, v: u64) {
+        self.counts[s as usize].fetch_add(v, Relaxed);
     }
 
     pub fn snapshot(&self) -> StoreStats {
-        let g = |c: &AtomicU64| c.load(Relaxed);
+        let g = |s: Stat| self.counts[s as usize].load(Relaxed);
         StoreStats {
-            puts: g(&self.puts),
-            put_bytes: g(&self.put_bytes),
-            put_device_bytes: g(&self.put_device_bytes),
-            frees: g(&self.frees),
-            reads: g(&self.reads),
-            read_bytes: g(&self.read_bytes),
-            degraded_reads: g(&self.degraded_reads),
-            reconstructed_chunks: g(&self.reconstructed_chunks),
-            checksum_errors: g(&self.checksum_errors),
-            read_errors: g(&self.read_errors),
-            slow_reads: g(&self.slow_reads),
-            write_errors: g(&self.write_errors),
-            gc_runs: g(&self.gc_runs),
-            gc_relocated_blobs: g(&self.gc_relocated_blobs),
-            gc_relocated_bytes: g(&self.gc_relocated_bytes),
-            gc_device_bytes: g(&self.gc_device_bytes),
-            gc_dropped_blobs: g(&self.gc_dropped_blobs),
-            journal_batches: g(&self.journal_batches),
-            journal_device_bytes: g(&self.journal_device_bytes),
-            checkpoints: g(&self.checkpoints),
-            ejections: g(&self.ejections),
-            rebuilt_blobs: g(&self.rebuilt_blobs),
-            rebuild_device_bytes: g(&self.rebuild_device_bytes),
+            puts: g(Stat::Puts),
+            put_bytes: g(Stat::PutBytes),
+            put_device_bytes: g(Stat::PutDeviceBytes),
+            frees: g(Stat::Frees),
+            reads: g(Stat::Reads),
+            read_bytes: g(Stat::ReadBytes),
+            degraded_reads: g(Stat::DegradedReads),
+            reconstructed_chunks: g(Stat::ReconstructedChunks),
+            checksum_errors: g(Stat::ChecksumErrors),
+            read_errors: g(Stat::ReadErrors),
+            slow_reads: g(Stat::SlowReads),
+            write_errors: g(Stat::WriteErrors),
+            gc_runs: g(Stat::GcRuns),
+            gc_relocated_blobs: g(Stat::GcRelocatedBlobs),
+            gc_relocated_bytes: g(Stat::GcRelocatedBytes),
+            gc_device_bytes: g(Stat::GcDeviceBytes),
+            gc_dropped_blobs: g(Stat::GcDroppedBlobs),
+            journal_batches: g(Stat::JournalBatches),
+            journal_device_bytes: g(Stat::JournalDeviceBytes),
+            checkpoints: g(Stat::Checkpoints),
+            ejections: g(Stat::Ejections),
+            rebuilt_blobs: g(Stat::RebuiltBlobs),
+            rebuild_device_bytes: g(Stat::RebuildDeviceBytes),
         }
     }
 }

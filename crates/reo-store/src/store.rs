@@ -1,40 +1,57 @@
-//! [`Store`]: the public face of the flash array store — put, read, free, status, failure
-//! marking, space and stats, shutdown. The work is done in `write.rs`, `read.rs`, `persist.rs`,
-//! `recover.rs` and `gc.rs`, all on the shared [`Inner`].
+//! [`Inner`]: the state of an open store, shared by the handle ([`crate::Store`], `handle.rs`),
+//! the journal writer and the cleaner: an aggregate of components, each owning its state behind
+//! private fields, in its own file, with its locks. The files that do the store's work
+//! (`write.rs`, `read.rs`, `persist.rs`, `recover.rs`, `gc.rs`, …) extend `Inner` with methods
+//! that call the components' methods, never their fields:
 //!
-//! Locking: each band has its own `RwLock`; allocation takes a short mutex for the open bands;
-//! reads take a band's read lock only to check the blob is live, never during I/O. Mutations
-//! (insert/remove of live blobs plus queueing their journal records) hold the *gate* in read mode,
-//! which a checkpoint takes in write mode for the instant it snapshots the state, so a checkpoint
-//! always equals "all queued records applied".
+//! - `devs` ([`DeviceSet`], `devices.rs`): the devices in their slots, failed and stale flags,
+//!   error budgets, stuck-read suspects, the I/O pool and the read lanes. Locks: each slot's
+//!   media, error budget and stuck suspect (leaves).
+//! - `space` ([`Space`], `space.rs`): the bands and their live blobs, their allocation, sequence
+//!   numbers. Locks: the cleaner's lock, the allocation mutex, one `RwLock` per band.
+//! - `meta` ([`MetaLog`], `metalog.rs`): the journal queue, the journal writer's position, the
+//!   checkpoint gate and the put fence. Locks: all four.
+//! - `resync` ([`ResyncState`], `resync.rs`): the rebuild in progress and the blobs rebuilds
+//!   could not restore. Locks: the rebuild cell, a rebuild's control state (then its restored
+//!   set) and thread handle, the unrestored sets (leaves).
+//! - `tunables` ([`Tunables`], `config.rs`): the configured limits on device reads; `stats`
+//!   (`stats.rs`): counters (atomics); `bufs`: the process-wide buffer pool (a leaf lock);
+//!   `layout`: the geometry recorded in the superblocks.
 //!
-//! Lock order (a lock is only taken while holding locks to its left): `gc_lock` (cleaner,
+//! Locking: reads take a band's read lock only to check the blob is live, never during I/O.
+//! Mutations (insert/remove of live blobs plus queueing their journal records) hold the *gate* in
+//! read mode, which a checkpoint takes in write mode for the instant it snapshots the state, so a
+//! checkpoint always equals "all queued records applied".
+//!
+//! Lock order (a lock is only taken while holding locks to its left): the cleaner's lock (cleaner,
 //! `replace_device`, scrub per blob, the rebuild reader's windows; the cleaner's handler runs
-//! under it) → `put_fence` → `jpos` → `gate` → `alloc` → band locks → the journal queue; then the
-//! leaves (rebuild `ctl` → `done`, the resync cell, error budgets, slots, buffer pool). `jpos` and
-//! `put_fence`, `gate` and `alloc` are never held together. One band lock at a time, except that
-//! allocation opens a free band while holding the full one. Waits for durability
-//! ([`crate::journal::Pending::wait`]) hold no store lock but `gc_lock` (a put drops its fence
-//! first); the journal writer and the pool's I/O jobs take only `jpos`, `gate`, band read locks
-//! and leaves, so they never wait for a waiter. The layer above may call in holding its own lock,
-//! except for what takes `gc_lock` or waits (`gc`, `replace_device`, `scrub`, `Sync` frees).
+//! under it) → put fence → journal position → gate → allocation → band locks → the journal queue;
+//! then the leaves (rebuild control → restored set, the rebuild cell, error budgets, slots, buffer
+//! pool). Types carry it: no component hands out a lock, and each step across components is a
+//! guard of `metalog.rs` that the next step's methods require — [`Space::take_seq`] and
+//! [`Space::allocate`] a `PutFence`; the methods that change live blobs or unrestored sets a
+//! `Mutation` (the gate, shared), through which the mutation's records are queued; the
+//! checkpoint's snapshot a `Frozen`, which only [`MetaLog::begin_checkpoint`] makes, taking the
+//! position and then the gate. No band lock is held on return from [`Space`], so the journal
+//! queue, taken only inside the journal, always comes after the band locks. The position and the
+//! put fence, the gate and the allocation lock are never held together. Waits for durability
+//! ([`crate::journal::Pending::wait`]) hold no store lock but the cleaner's (a put drops its
+//! fence and its `Mutation` first); the journal writer and the pool's I/O jobs take only the
+//! position, the gate, band read locks and leaves, so they never wait for a waiter. The layer
+//! above may call in holding its own lock, except for what takes the cleaner's lock or waits
+//! (`gc`, `replace_device`, `scrub`, `Sync` frees).
 
-use crate::band::{Band, BandState, SeqHasher};
 use crate::bufpool::BufPool;
-use crate::error::{Error, Result};
+use crate::config::Tunables;
+use crate::devices::DeviceSet;
 use crate::geometry::Shape;
-use crate::journal::Journal;
 use crate::location::Location;
-use crate::read_bytes::{PendingRead, ReadBytes};
+use crate::metalog::MetaLog;
+use crate::resync::ResyncState;
 use crate::scheme::Scheme;
-use crate::stats::{Counters, StoreStats};
+use crate::space::Space;
+use crate::stats::Counters;
 use crate::superblock::Layout;
-use reo_media::{IoPool, Media, ReadLanes};
-use std::collections::{HashMap, VecDeque};
-use std::hash::BuildHasherDefault;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
-use std::thread::JoinHandle;
 
 /// When a put or free returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,115 +102,23 @@ pub enum BlobHealth {
     Lost,
 }
 
-/// Space held by one scheme.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SchemeSpace {
-    pub bands: usize,
-    /// User bytes of live blobs.
-    pub live_bytes: u64,
-    /// Device bytes held by live blobs (with redundancy and padding).
-    pub live_device_bytes: u64,
-    /// Device bytes written in its bands (live + dead).
-    pub used_device_bytes: u64,
-}
-
-/// Space report.
-#[derive(Debug, Clone, Default)]
-pub struct SpaceReport {
-    /// Device bytes of all zones of all devices.
-    pub capacity: u64,
-    pub free_bands: usize,
-    pub total_bands: usize,
-    pub per_scheme: Vec<(Scheme, SchemeSpace)>,
-}
-
-/// One band's state and space, for operators and the cleaner's callers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BandInfo {
-    pub band: u32,
-    /// "free", "open" or "sealed".
-    pub state: &'static str,
-    pub scheme: Option<Scheme>,
-    pub live_blobs: usize,
-    pub live_bytes: u64,
-    pub live_device_bytes: u64,
-    pub used_device_bytes: u64,
-    /// Device bytes not yet written (the band's capacity minus used).
-    pub free_device_bytes: u64,
-}
-
-/// Allocation state: the open band of each scheme and the free bands.
-#[derive(Default)]
-pub(crate) struct Alloc {
-    // A handful of schemes, looked up on every put: a multiply hash, not SipHash.
-    pub open: HashMap<Scheme, u32, BuildHasherDefault<SeqHasher>>,
-    pub free: VecDeque<u32>,
-}
-
-/// Where the journal writer is.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct JournalPos {
-    pub gen: u64,
-    pub pos: u64,
-    pub batch: u64,
-    pub ckpt_number: u64,
-    /// No batch may be appended in this generation; every batch goes through a checkpoint until
-    /// one succeeds, which starts a new generation. Two causes: a batch did not fit and the
-    /// checkpoint that was to replace it failed (that batch's records are in no journal, and a
-    /// crash would keep newer records without the older ones); or an open replayed this
-    /// generation and the journal writer has not yet written the checkpoint that ends it
-    /// (`recover.rs`: a batch at `pos` 0 would overwrite the replayed journal's first batch and
-    /// be followed by its stale successors).
-    pub wedged: bool,
-}
-
-/// State shared by the store handle, the journal writer and the cleaner.
+/// The state of an open store, as its components (see the module doc).
 pub(crate) struct Inner {
+    /// The geometry recorded in the superblocks (fixed at format).
     pub layout: Layout,
-    pub devices: Vec<Arc<dyn Media>>,
-    pub failed: Vec<AtomicBool>,
-    pub pool: IoPool,
-    /// The devices' read lanes: the chunk reads of blob reads, rebuilds, the cleaner and scrub
-    /// go through them (`read.rs`); metadata scans and scrub's column checks read directly.
-    pub reads: ReadLanes,
-    pub bands: Vec<RwLock<Band>>,
-    pub alloc: Mutex<Alloc>,
-    pub next_seq: AtomicU64,
-    pub gate: RwLock<()>,
-    pub journal: Journal,
-    pub jpos: Mutex<JournalPos>,
+    pub devs: DeviceSet,
+    pub space: Space,
+    pub meta: MetaLog,
+    pub resync: ResyncState,
+    pub tunables: Tunables,
     pub stats: Counters,
-    pub stores_bytes: bool,
-    /// Serialises cleaners.
-    pub gc_lock: Mutex<()>,
     /// Column and read buffers reused across operations (the process-wide pool).
     pub bufs: &'static BufPool,
-    /// The device positions behind `devices`, whose media `replace_device` swaps.
-    pub slots: Vec<Arc<crate::slot::Slot>>,
-    /// Per-device decaying read-error counts (automatic ejection).
-    pub budgets: Vec<crate::eject::ErrorBudget>,
-    /// (io_error_limit, io_error_halflife) from the configuration.
-    pub error_limit: (u32, std::time::Duration),
-    /// (slow_read_after, stuck_read_fail_after) from the configuration (`hedge.rs`).
-    pub slow_reads: (Option<std::time::Duration>, Option<std::time::Duration>),
-    /// Per device: a read seen in service past `stuck_read_fail_after` (`hedge.rs`).
-    pub stuck_suspects: Vec<crate::hedge::StuckSuspect>,
-    /// Held (read) by every put from taking its sequence number until its blob is recorded;
-    /// a replacement takes it (write) to bring a device back at a clean sequence boundary.
-    pub put_fence: RwLock<()>,
-    /// The device being rebuilt, if any (see `resync.rs`).
-    pub resync: crate::resync::ResyncCell,
-    /// Per device: blobs its last rebuild could not restore onto it (`resync.rs`).
-    pub unrestored: Vec<crate::resync::Unrestored>,
-    /// Per device: it missed writes while failed, and opens failed until replaced (`stale.rs`).
-    pub stale: Vec<AtomicBool>,
-    /// Marks set so far (`stale.rs`).
-    pub stale_marks: AtomicU64,
 }
 
 impl Inner {
     pub fn n(&self) -> usize {
-        self.devices.len()
+        self.devs.len()
     }
 
     pub fn chunk(&self) -> usize {
@@ -208,276 +133,15 @@ impl Inner {
         self.shape(loc).sectors()
     }
 
-    pub fn is_failed(&self, d: usize) -> bool {
-        self.failed[d].load(Ordering::Acquire)
+    /// Is device `d` unusable for blob `seq`: failed, or lacking its chunks (being rebuilt and
+    /// this blob not restored yet, or rebuilt without it: `resync.rs`)?
+    pub fn down(&self, d: usize, seq: u64) -> bool {
+        self.devs.is_failed(d) || self.resync.misses(d, seq)
     }
 
-    pub fn healthy(&self) -> usize {
-        (0..self.n()).filter(|&d| !self.is_failed(d)).count()
-    }
-
-    /// Marks device `d` failed (after a write or sync error, or by command). Returns whether
-    /// this call failed it (false: it was failed already).
-    pub fn mark_failed(&self, d: usize, why: &str) -> bool {
-        let newly = !self.failed[d].swap(true, Ordering::AcqRel);
-        if newly {
-            tracing::warn!(device = d, file = %self.devices[d].describe(), reason = why, "device marked failed");
-        }
-        // Its last writes are suspect: it must not come back by itself (`stale.rs`).
-        self.mark_stale(d);
-        newly
-    }
-
-    /// Is `loc` a live blob?
-    pub fn is_live(&self, loc: &Location) -> bool {
-        self.bands
-            .get(loc.band as usize)
-            .map(|b| {
-                let b = b.read().unwrap_or_else(|e| e.into_inner());
-                b.live.get(&loc.seq).is_some_and(|e| e.loc == *loc)
-            })
-            .unwrap_or(false)
-    }
-}
-
-/// The flash array store. Cheap to share: clone the `Arc` it lives in.
-pub struct Store {
-    pub(crate) inner: Arc<Inner>,
-    pub(crate) writer: Mutex<Option<JoinHandle<()>>>,
-    pub(crate) closed: AtomicBool,
-}
-
-impl Store {
-    /// Stores `data` with `header` (kept in metadata, returned by [`Store::blobs`] after a restart)
-    /// under `opts`, and returns where it lives. No byte is acknowledged before its redundancy is
-    /// on the devices; with [`Durability::Sync`] it is also fdatasync'ed with its metadata.
-    pub fn put(&self, header: &[u8], data: &[u8], opts: &PutOptions) -> Result<Location> {
-        self.inner.put(header, data, opts, false)
-    }
-
-    /// Reads bytes `[start, end)` of the blob at `loc`, verifying every chunk and reconstructing
-    /// what redundancy allows. Never returns wrong bytes.
-    /// During a rebuild, a blob whose chunk on the new device is not restored yet is queued for
-    /// repair ahead of the rebuild's queue (on-demand repair); the read itself reconstructs.
-    pub fn read(&self, loc: &Location, start: u64, end: u64) -> Result<Vec<u8>> {
-        self.inner.on_demand(loc);
-        self.inner.read(loc, start, end)
-    }
-
-    /// [`Store::read`] without copying the bytes into one buffer: the verified chunk bodies as
-    /// slices of the buffers the devices read them into (see [`ReadBytes`] for why). For callers
-    /// that stream or compare the bytes; the buffers return to the store's pool on drop.
-    pub fn read_bytes(&self, loc: &Location, start: u64, end: u64) -> Result<ReadBytes> {
-        self.inner.on_demand(loc);
-        self.inner.read_bytes(loc, start, end)
-    }
-
-    /// [`Store::read_bytes`] in two steps: this checks the read and queues its device reads;
-    /// [`PendingRead::finish`] waits for them and verifies. A caller reading many blobs begins
-    /// the next ones before finishing the first, so that every device always has a read queued
-    /// (see [`PendingRead`]).
-    pub fn begin_read_bytes(&self, loc: &Location, start: u64, end: u64) -> Result<PendingRead<'_>> {
-        self.inner.on_demand(loc);
-        self.inner.begin_read_bytes(loc, start, end)
-    }
-
-    /// Reads bytes `[start, end)` of the blob at `loc` for their device I/O only and returns how
-    /// many were read. On byte-less media (simulation) nothing is copied, checked or decoded, but
-    /// exactly the I/O of [`Store::read`] is issued (degraded reads included); on real media it
-    /// is a verified read whose bytes are dropped. Fails where [`Store::read`] would.
-    pub fn read_sized(&self, loc: &Location, start: u64, end: u64) -> Result<u64> {
-        self.inner.on_demand(loc);
-        self.inner.read_sized(loc, start, end)
-    }
-
-    /// Device bytes (all devices) a blob of `len` bytes occupies under `scheme`: data,
-    /// redundancy, chunk trailers and padding — what the cache's sizing needs to know.
-    pub fn footprint(&self, len: u64, scheme: Scheme) -> u64 {
-        let loc = Location { seq: 0, band: 0, start: 0, device: 0, scheme, len };
-        let cols = if scheme.is_isolated() { 1 } else { self.inner.n() as u64 };
-        self.inner.sectors(&loc) * crate::geometry::SECTOR * cols
-    }
-
-    /// Reads the whole blob.
-    pub fn read_all(&self, loc: &Location) -> Result<Vec<u8>> {
-        self.read(loc, 0, loc.len)
-    }
-
-    /// Frees the blob at `loc`. With [`Durability::Sync`] the free is durable on return.
-    pub fn free(&self, loc: &Location, durability: Durability) -> Result<()> {
-        self.inner.free(loc, durability)
-    }
-
-    /// Waits until every record queued so far is durable.
-    pub fn flush(&self) -> Result<()> {
-        self.inner.journal.enqueue(true, |_| {})?.wait()
-    }
-
-    /// Health of the blob at `loc` given the failed devices (no I/O).
-    pub fn health(&self, loc: &Location) -> BlobHealth {
-        self.inner.health(loc)
-    }
-
-    /// Every live blob with its header, in sequence order.
-    pub fn blobs(&self) -> Vec<(Location, Vec<u8>)> {
-        let mut out = Vec::new();
-        for b in &self.inner.bands {
-            let b = b.read().unwrap_or_else(|e| e.into_inner());
-            out.extend(b.live.values().map(|e| (e.loc, e.header.to_vec())));
-        }
-        out.sort_by_key(|(l, _)| l.seq);
-        out
-    }
-
-    /// Is `loc` a live blob? (The store's metadata, no device I/O.)
-    pub fn contains(&self, loc: &Location) -> bool {
-        self.inner.is_live(loc)
-    }
-
-    /// The header of the live blob at `loc` (from the store's metadata, no device I/O).
-    pub fn header(&self, loc: &Location) -> Option<Vec<u8>> {
-        let b = self.inner.bands.get(loc.band as usize)?.read().unwrap_or_else(|e| e.into_inner());
-        b.live.get(&loc.seq).filter(|e| e.loc == *loc).map(|e| e.header.to_vec())
-    }
-
-    /// Bands on the free list (cheap: the cleaner's trigger).
-    pub fn free_bands(&self) -> usize {
-        self.inner.alloc.lock().unwrap_or_else(|e| e.into_inner()).free.len()
-    }
-
-    /// Number of live blobs.
-    pub fn blob_count(&self) -> usize {
-        self.inner.bands.iter().map(|b| b.read().unwrap_or_else(|e| e.into_inner()).live.len()).sum()
-    }
-
-    /// Marks device `d` failed: no more I/O goes to it; reads of its chunks reconstruct.
-    /// Unlike a failure the store detects itself (an I/O error, always logged on stderr), a
-    /// failure by command is not logged: the caller asked for it.
-    pub fn fail_device(&self, d: usize) -> Result<()> {
-        if d >= self.inner.n() {
-            return Err(Error::Config(format!("no device {d}: the store has {} devices", self.inner.n())));
-        }
-        self.inner.failed[d].store(true, Ordering::Release);
-        Ok(())
-    }
-
-    /// Indices of failed devices.
-    pub fn failed_devices(&self) -> Vec<usize> {
-        (0..self.inner.n()).filter(|&d| self.inner.is_failed(d)).collect()
-    }
-
-    /// The layout recorded in the superblocks.
-    pub fn layout(&self) -> Layout {
-        self.inner.layout
-    }
-
-    /// Counters since open.
-    pub fn stats(&self) -> StoreStats {
-        self.inner.stats.snapshot()
-    }
-
-    /// Live, used and free space, per scheme.
-    pub fn space(&self) -> SpaceReport {
-        let n = self.inner.n();
-        let mut per: HashMap<Scheme, SchemeSpace> = HashMap::new();
-        let mut free = 0;
-        for b in &self.inner.bands {
-            let b = b.read().unwrap_or_else(|e| e.into_inner());
-            match (b.state, b.scheme) {
-                (BandState::Free, _) | (_, None) => free += 1,
-                (_, Some(s)) => {
-                    let e = per.entry(s).or_default();
-                    e.bands += 1;
-                    e.live_bytes += b.live_bytes;
-                    e.live_device_bytes += b.live_phys;
-                    e.used_device_bytes += b.used_phys(n);
-                }
-            }
-        }
-        let mut per_scheme: Vec<_> = per.into_iter().collect();
-        per_scheme.sort_by_key(|(s, _)| s.to_string());
-        SpaceReport {
-            capacity: self.inner.layout.zone * self.inner.layout.zones as u64 * n as u64,
-            free_bands: free,
-            total_bands: self.inner.bands.len(),
-            per_scheme,
-        }
-    }
-
-    /// Per-band state and space.
-    pub fn bands(&self) -> Vec<BandInfo> {
-        let n = self.inner.n();
-        let cap = self.inner.layout.zone * n as u64;
-        self.inner
-            .bands
-            .iter()
-            .enumerate()
-            .map(|(i, b)| {
-                let b = b.read().unwrap_or_else(|e| e.into_inner());
-                let used = b.used_phys(n);
-                BandInfo {
-                    band: i as u32,
-                    state: match b.state {
-                        BandState::Free => "free",
-                        BandState::Open => "open",
-                        BandState::Sealed => "sealed",
-                    },
-                    scheme: b.scheme,
-                    live_blobs: b.live.len(),
-                    live_bytes: b.live_bytes,
-                    live_device_bytes: b.live_phys,
-                    used_device_bytes: used,
-                    free_device_bytes: cap.saturating_sub(used),
-                }
-            })
-            .collect()
-    }
-
-    /// Clean shutdown: writes what is queued, then a checkpoint, so the next open scans nothing.
-    pub fn close(self) -> Result<()> {
-        self.stop_writer(false);
-        // A device failing the checkpoint's own writes is marked stale after the snapshot, and
-        // the stopped journal takes no record of it: the next checkpoint carries it.
-        let mut r;
-        let mut tries = 0;
-        loop {
-            let marks = self.inner.stale_marks();
-            r = crate::persist::checkpoint(&self.inner, true);
-            tries += 1;
-            if r.is_err() || self.inner.stale_marks() == marks || tries == 3 {
-                break;
-            }
-        }
-        self.closed.store(true, Ordering::Release);
-        r
-    }
-
-    /// Simulated crash for tests: stops the journal writer without writing what is queued and
-    /// without a checkpoint. Pair with a power cut of the media to drop unsynced writes.
-    pub fn kill(self) {
-        self.stop_writer(true);
-        self.closed.store(true, Ordering::Release);
-    }
-
-    fn stop_writer(&self, kill: bool) {
-        if let Some(r) = self.inner.resync.get() {
-            r.stop("the store was closed; reopening resumes the rebuild");
-        }
-        self.inner.journal.stop(kill);
-        // Taken in its own statement: an `if let` would keep the guard for the join.
-        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(h) = writer {
-            let _ = h.join();
-        }
-    }
-}
-
-impl Drop for Store {
-    /// Dropping without `close` writes what is queued but takes no checkpoint: the next open
-    /// replays the journal (as after a crash).
-    fn drop(&mut self) {
-        if !self.closed.load(Ordering::Acquire) {
-            self.stop_writer(false);
-        }
+    /// No device failed, being rebuilt or missing blobs its rebuild lost: [`Inner::down`] is
+    /// false for every device and blob.
+    pub fn all_up(&self) -> bool {
+        self.resync.idle() && self.devs.none_failed()
     }
 }

@@ -18,6 +18,7 @@
 use crate::bytes::{Reader, Writer};
 use crate::config::StoreConfig;
 use crate::error::{Error, Result};
+use reo_media::{AlignedBuf, Media};
 
 /// Magic of the superblock.
 pub const MAGIC: &[u8; 8] = b"REOSTOR1";
@@ -111,6 +112,16 @@ impl Layout {
     /// Encodes the superblock of device `index` (one 4 KiB block).
     pub fn encode(&self, index: u16) -> Vec<u8> {
         self.encode_flags(index, 0)
+    }
+
+    /// Writes both superblock copies of device `index` with `flags` to `media`, synced.
+    pub(crate) fn write_superblocks(&self, media: &dyn Media, index: usize, flags: u32) -> std::io::Result<()> {
+        let sb = self.encode_flags(index as u16, flags);
+        let mut two = AlignedBuf::zeroed(8192);
+        two[..4096].copy_from_slice(&sb);
+        two[4096..].copy_from_slice(&sb);
+        media.write_at(&two, 0)?;
+        media.sync()
     }
 
     /// Encodes the superblock of device `index` with `flags`.

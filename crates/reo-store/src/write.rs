@@ -10,7 +10,6 @@
 //! would add that much to every put and leave the devices idle meanwhile. (1 MiB measured better
 //! than 2 or 4 MiB, and far better than 512 KiB: BENCHMARKS.md.)
 
-use crate::band::BandState;
 use crate::config::MAX_HEADER_LEN;
 use crate::error::{Error, Result};
 use crate::geometry::{Row, SECTOR};
@@ -18,16 +17,13 @@ use crate::lay_out::Column;
 use crate::location::{Location, ROW_BAND};
 use crate::record::Record;
 use crate::scheme::Scheme;
-use crate::stats::Counters;
+use crate::stats::Stat;
 use crate::store::{BlobHealth, Durability, Inner, PutOptions};
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 /// Device bytes of one segment of a put (the rows laid out, then written, together).
 const SEGMENT: usize = 1 << 20;
-
-/// Free bands only the cleaner may open (one per scheme it may move into at once, plus one).
-pub const GC_RESERVE: usize = 2;
 
 impl Inner {
     /// Stores a blob. `gc` marks cleaner relocations, counted apart from user writes.
@@ -41,8 +37,8 @@ impl Inner {
             Scheme::Rs { k, .. } => k as usize,
             _ => 1,
         };
-        if self.healthy() < need {
-            return Err(Error::InsufficientDevices { scheme: scheme.to_string(), healthy: self.healthy() });
+        if self.devs.healthy() < need {
+            return Err(Error::InsufficientDevices { scheme: scheme.to_string(), healthy: self.devs.healthy() });
         }
         let mut loc = Location { seq: 0, band: 0, start: 0, device: ROW_BAND, scheme, len: data.len() as u64 };
         let sectors = self.sectors(&loc);
@@ -51,9 +47,10 @@ impl Inner {
             return Err(Error::TooLarge { len: loc.len, max });
         }
         // Held until the blob is recorded: a replacement waits for it (see `replace.rs`).
-        let fence = self.put_fence.read().unwrap_or_else(|e| e.into_inner());
-        loc.seq = self.next_seq.fetch_add(1, Ordering::AcqRel);
-        let (band, start, device) = self.allocate(scheme, sectors, opts.placement_key, gc)?;
+        let fence = self.meta.fence_put();
+        loc.seq = self.space.take_seq(&fence);
+        let (band, start, device) =
+            self.space.allocate(&fence, scheme, sectors, opts.placement_key, gc, |d| self.devs.is_failed(d))?;
         loc.band = band;
         loc.start = start as u32;
         loc.device = device;
@@ -61,30 +58,29 @@ impl Inner {
         let written = match self.write_blob(&loc, data) {
             Ok(w) if self.health(&loc) != BlobHealth::Lost => w,
             other => {
-                self.land(band, None, header);
+                self.space.release(band);
                 other?;
-                return Err(Error::InsufficientDevices { scheme: scheme.to_string(), healthy: self.healthy() });
+                return Err(Error::InsufficientDevices { scheme: scheme.to_string(), healthy: self.devs.healthy() });
             }
         };
         let s = &self.stats;
         if gc {
-            Counters::add(&s.gc_relocated_blobs, 1);
-            Counters::add(&s.gc_relocated_bytes, loc.len);
-            Counters::add(&s.gc_device_bytes, written);
+            s.add(Stat::GcRelocatedBlobs, 1);
+            s.add(Stat::GcRelocatedBytes, loc.len);
+            s.add(Stat::GcDeviceBytes, written);
         } else {
-            Counters::add(&s.puts, 1);
-            Counters::add(&s.put_bytes, loc.len);
-            Counters::add(&s.put_device_bytes, written);
+            s.add(Stat::Puts, 1);
+            s.add(Stat::PutBytes, loc.len);
+            s.add(Stat::PutDeviceBytes, written);
         }
         if gc {
             // The cleaner commits the move (new put + free of the old blob) as one record pair.
             return Ok(loc);
         }
         let pending = {
-            let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
-            self.land(band, Some(&loc), header);
-            self.journal
-                .enqueue(opts.durability == Durability::Sync, |w| self.encode_put_marking_stale(w, &loc, header))?
+            let m = self.meta.mutation();
+            self.space.land(&m, band, &loc, header);
+            m.enqueue(opts.durability == Durability::Sync, |w| self.encode_put_marking_stale(w, &loc, header))?
         };
         drop(fence);
         pending.wait()?;
@@ -94,79 +90,23 @@ impl Inner {
         // not acknowledged, and its record is undone rather than left as a blob that reads lost.
         if self.health(&loc) == BlobHealth::Lost {
             self.free(&loc, opts.durability)?;
-            return Err(Error::InsufficientDevices { scheme: scheme.to_string(), healthy: self.healthy() });
+            return Err(Error::InsufficientDevices { scheme: scheme.to_string(), healthy: self.devs.healthy() });
         }
         Ok(loc)
-    }
-
-    /// Ends a put's reservation in `band`, recording the blob if it was written.
-    pub(crate) fn land(&self, band: u32, loc: Option<&Location>, header: &[u8]) {
-        let mut b = self.bands[band as usize].write().unwrap_or_else(|e| e.into_inner());
-        b.inflight -= 1;
-        if let Some(loc) = loc {
-            b.insert(*loc, header.into(), self.sectors(loc), self.n());
-        }
     }
 
     /// Frees a live blob.
     pub(crate) fn free(&self, loc: &Location, durability: Durability) -> Result<()> {
         let pending = {
-            let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
-            let band = self.bands.get(loc.band as usize).ok_or(Error::NotFound { seq: loc.seq })?;
-            let mut b = band.write().unwrap_or_else(|e| e.into_inner());
-            if !b.live.get(&loc.seq).is_some_and(|e| e.loc == *loc) {
+            let m = self.meta.mutation();
+            if !self.space.remove_live(&m, loc) {
                 return Err(Error::NotFound { seq: loc.seq });
             }
-            b.remove(loc.seq, |l| self.sectors(l), self.n());
-            drop(b);
-            self.forget_unrestored(loc.seq);
-            self.journal
-                .enqueue(durability == Durability::Sync, |w| Record::Free { seq: loc.seq, band: loc.band }.encode(w))?
+            self.resync.forget(&m, loc.seq);
+            m.enqueue(durability == Durability::Sync, |w| Record::Free { seq: loc.seq, band: loc.band }.encode(w))?
         };
-        Counters::add(&self.stats.frees, 1);
+        self.stats.add(Stat::Frees, 1);
         pending.wait()
-    }
-
-    /// Reserves `sectors` in the open band of `scheme`; returns (band, start sector, device).
-    /// User puts leave [`GC_RESERVE`] free bands for the cleaner, which needs room to move into.
-    fn allocate(&self, scheme: Scheme, sectors: u64, key: u64, gc: bool) -> Result<(u32, u64, u16)> {
-        let n = self.n();
-        let zone = self.layout.zone_sectors();
-        let mut alloc = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if let Some(&band) = alloc.open.get(&scheme) {
-                let mut b = self.bands[band as usize].write().unwrap_or_else(|e| e.into_inner());
-                if scheme.is_isolated() {
-                    // The key's device, else the next healthy one with room: a band is sealed
-                    // only when no column has room, not when the key's column is full (which
-                    // would leave the other devices' columns mostly empty). A spilled blob
-                    // still lives wholly on one device; only an object's blobs may then span two.
-                    let first = (key % n as u64) as usize;
-                    if let Some(d) =
-                        (0..n).map(|i| (first + i) % n).find(|&d| !self.is_failed(d) && b.cursor[d] + sectors <= zone)
-                    {
-                        let start = b.cursor[d];
-                        b.cursor[d] += sectors;
-                        b.inflight += 1;
-                        return Ok((band, start, d as u16));
-                    }
-                } else if b.cursor[0] + sectors <= zone {
-                    let start = b.cursor[0];
-                    b.cursor[0] += sectors;
-                    b.inflight += 1;
-                    return Ok((band, start, ROW_BAND));
-                }
-                b.state = BandState::Sealed;
-                alloc.open.remove(&scheme);
-            }
-            let reserve = if gc { 0 } else { GC_RESERVE };
-            if alloc.free.len() <= reserve {
-                return Err(Error::OutOfSpace { needed: sectors * SECTOR });
-            }
-            let band = alloc.free.pop_front().expect("checked");
-            self.bands[band as usize].write().unwrap_or_else(|e| e.into_inner()).open(scheme, n);
-            alloc.open.insert(scheme, band);
-        }
     }
 
     /// Lays out and writes the blob's chunks, segment by segment (see the module doc); returns
@@ -178,7 +118,7 @@ impl Inner {
     fn write_blob(&self, loc: &Location, data: &[u8]) -> Result<u64> {
         let n = self.n();
         let offset = self.layout.offset(loc.band, loc.start as u64);
-        if !self.stores_bytes {
+        if !self.devs.stores_bytes() {
             return Ok(self.write_blob_sized(loc, offset));
         }
         let shape = self.shape(loc);
@@ -192,23 +132,23 @@ impl Inner {
         // multiples of 512 bytes in a 4 KiB-aligned buffer — with chunk sizes multiples of 4 KiB,
         // a body divisible by the alignment means an alignment dividing 512. (A part that missed
         // it would still be written correctly, through `FileMedia`'s bounce buffer.)
-        let align = self.devices.iter().map(|d| d.vector_align()).max().unwrap_or(1);
+        let align = self.devs.vector_align();
         let body = self.layout.chunk as usize - crate::chunk::SLOT;
         let zero_copy = (data.as_ptr() as usize).is_multiple_of(align) && body.is_multiple_of(align);
         let errors: Vec<Mutex<Option<std::io::Error>>> = (0..n).map(|_| Mutex::new(None)).collect();
         let written = AtomicU64::new(0);
         let write = |d: usize, col: Column, len: usize, at: u64| {
-            match self.devices[d].write_vectored_at(&col.parts(data), at) {
+            match self.devs.get(d).write_vectored_at(&col.parts(data), at) {
                 Ok(()) => {
                     written.fetch_add(len as u64, Ordering::Relaxed);
                 }
                 Err(e) => {
-                    errors[d].lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
+                    errors[d].lock().get_or_insert(e);
                 }
             }
             self.bufs.give(col.side);
         };
-        self.pool.scope(|s| {
+        self.devs.pool().scope(|s| {
             let mut from = 0;
             while from < loc.len {
                 // The last segment takes a remainder under half a segment (typically the
@@ -222,13 +162,13 @@ impl Inner {
                 // The last segment's first write runs here: a one-segment blob on one device
                 // (small isolated puts) is written without a hop to the pool.
                 let mine = if to == loc.len {
-                    cols.iter().position(|(d, c)| !c.is_empty() && !self.is_failed(*d))
+                    cols.iter().position(|(d, c)| !c.is_empty() && !self.devs.is_failed(*d))
                 } else {
                     None
                 };
                 let mine = mine.map(|i| cols.swap_remove(i));
                 for (d, col) in cols {
-                    if col.is_empty() || self.is_failed(d) {
+                    if col.is_empty() || self.devs.is_failed(d) {
                         self.bufs.give(col.side);
                         continue;
                     }
@@ -242,8 +182,8 @@ impl Inner {
             }
         });
         for (d, e) in errors.into_iter().enumerate() {
-            if let Some(e) = e.into_inner().unwrap_or_else(|e| e.into_inner()) {
-                Counters::add(&self.stats.write_errors, 1);
+            if let Some(e) = e.into_inner() {
+                self.stats.add(Stat::WriteErrors, 1);
                 self.mark_failed(d, &format!("write error: {e}"));
             }
         }
@@ -261,13 +201,13 @@ impl Inner {
         let isolated = loc.scheme.is_isolated();
         let mut written = 0;
         for d in 0..self.n() {
-            if (isolated && d != loc.device as usize) || self.is_failed(d) {
+            if (isolated && d != loc.device as usize) || self.devs.is_failed(d) {
                 continue;
             }
-            match self.devices[d].write_zeros(col_len, offset) {
+            match self.devs.get(d).write_zeros(col_len, offset) {
                 Ok(()) => written += col_len as u64,
                 Err(e) => {
-                    Counters::add(&self.stats.write_errors, 1);
+                    self.stats.add(Stat::WriteErrors, 1);
                     self.mark_failed(d, &format!("write error: {e}"));
                 }
             }

@@ -2,11 +2,12 @@
 
 mod common;
 use common::*;
+use parking_lot::Mutex;
 use reo_store::{
     Durability, Error, GcDecision, GcHandler, Location, Placement, PutOptions, Scheme, Store, VictimPolicy,
 };
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Live blobs by id: (location, content seed, length).
 type Blobs = Arc<Mutex<HashMap<u64, (Location, u64, usize)>>>;
@@ -19,7 +20,7 @@ impl GcHandler for Follow {
         GcDecision::Relocate
     }
     fn relocated(&mut self, old: &Location, new: &Location) {
-        let mut m = self.0.lock().unwrap();
+        let mut m = self.0.lock();
         for v in m.values_mut() {
             if v.0 == *old {
                 v.0 = *new;
@@ -56,7 +57,7 @@ fn gc_under_churn_keeps_every_live_blob() {
                 Err(e) => panic!("{e}"),
             }
         };
-        let mut m = map.lock().unwrap();
+        let mut m = map.lock();
         m.insert(i, (loc, i, len));
         // Keep about 400 blobs live: free a random older one.
         if m.len() > 400 {
@@ -69,7 +70,7 @@ fn gc_under_churn_keeps_every_live_blob() {
     assert!(cleaned > 10, "the workload must make the cleaner work ({cleaned} passes)");
     let stats = store.stats();
     assert!(stats.gc_relocated_bytes > 0 && stats.gc_device_bytes > 0);
-    let m = map.lock().unwrap().clone();
+    let m = map.lock().clone();
     for (k, (loc, seed, len)) in &m {
         assert_eq!(store.read_all(loc).unwrap(), content(*seed, *len), "blob {k}");
     }
@@ -112,14 +113,14 @@ fn concurrent_writers_readers_and_cleaner() {
                 let opts = PutOptions::new(schemes[(i % 3) as usize]).durability(d).placement(bid);
                 match store.put(&bid.to_le_bytes(), &content(bid, len), &opts) {
                     Ok(loc) => {
-                        map.lock().unwrap().insert(bid, (loc, bid, len));
+                        map.lock().insert(bid, (loc, bid, len));
                     }
                     Err(Error::OutOfSpace { .. }) => {}
                     Err(e) => panic!("{e}"),
                 }
                 if i % 2 == 1 {
                     let old = t * 1_000_000 + i - 1;
-                    let entry = map.lock().unwrap().remove(&old);
+                    let entry = map.lock().remove(&old);
                     if let Some((l, _, _)) = entry {
                         // A concurrent relocation may have moved it: retry with the new location.
                         let mut l = l;
@@ -148,7 +149,7 @@ fn concurrent_writers_readers_and_cleaner() {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 n += 1;
                 let pick = {
-                    let m = map.lock().unwrap();
+                    let m = map.lock();
                     if m.is_empty() {
                         continue;
                     }
@@ -187,7 +188,7 @@ fn concurrent_writers_readers_and_cleaner() {
     for h in gc_and_readers {
         h.join().unwrap();
     }
-    let m = map.lock().unwrap().clone();
+    let m = map.lock().clone();
     for (k, (loc, seed, len)) in &m {
         assert_eq!(store.read_all(loc).unwrap(), content(*seed, *len), "blob {k}");
     }

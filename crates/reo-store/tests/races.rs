@@ -5,13 +5,14 @@
 mod common;
 
 use common::*;
+use parking_lot::{Condvar, Mutex};
 use reo_media::{Media, MemMedia};
 use reo_store::{
     Durability, Error, GcDecision, GcHandler, KeepAll, Location, Placement, PutOptions, RebuildOptions, RebuildState,
     Scheme, Store, VictimPolicy,
 };
 use std::io;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 
 /// A read whose blob is freed, cleaned away and overwritten by another blob at the same place
 /// while its I/O waits answers `NotFound`, and the bytes it met (another blob's, whose checksums
@@ -75,35 +76,35 @@ struct Gate {
 impl Gate {
     /// Signals entry and waits until opened (returns at once once opened).
     fn enter(&self) {
-        let mut st = self.st.lock().unwrap();
+        let mut st = self.st.lock();
         st.0 = true;
         self.cv.notify_all();
         while !st.1 {
-            st = self.cv.wait(st).unwrap();
+            self.cv.wait(&mut st);
         }
     }
 
     fn wait_entered(&self) {
-        let mut st = self.st.lock().unwrap();
+        let mut st = self.st.lock();
         while !st.0 {
-            st = self.cv.wait(st).unwrap();
+            self.cv.wait(&mut st);
         }
     }
 
     fn pass(&self) {
-        self.st.lock().unwrap().2 += 1;
+        self.st.lock().2 += 1;
         self.cv.notify_all();
     }
 
     fn wait_passed(&self, n: usize) {
-        let mut st = self.st.lock().unwrap();
+        let mut st = self.st.lock();
         while st.2 < n {
-            st = self.cv.wait(st).unwrap();
+            self.cv.wait(&mut st);
         }
     }
 
     fn open(&self) {
-        self.st.lock().unwrap().1 = true;
+        self.st.lock().1 = true;
         self.cv.notify_all();
     }
 }

@@ -4,6 +4,7 @@
 mod common;
 
 use common::{as_media, content, devices, open, schemes, small_config, Gated};
+use parking_lot::Mutex;
 use reo_media::{FaultyMedia, Media, MemMedia, OpKind, PowerCut};
 use reo_store::{
     Durability, Error, Location, Placement, PutOptions, RebuildOptions, RebuildState, Scheme, ScrubOptions, Store,
@@ -12,7 +13,7 @@ use reo_store::{
 use std::collections::HashSet;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 const DEV: u64 = 16 << 20;
 
@@ -106,13 +107,12 @@ fn isolated_blobs_of_the_dead_device_are_reported_lost_and_the_rest_kept() {
     store.fail_device(1).unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s2 = seen.clone();
-    let opts =
-        RebuildOptions { on_lost: Some(Arc::new(move |l: &Location| s2.lock().unwrap().push(l.seq))), ..by_class() };
+    let opts = RebuildOptions { on_lost: Some(Arc::new(move |l: &Location| s2.lock().push(l.seq))), ..by_class() };
     let p = store.replace_device(1, fresh(), opts).unwrap().wait();
     let expect: HashSet<u64> = blobs.iter().filter(|(l, _)| l.device == 1).map(|(l, _)| l.seq).collect();
     assert!(!expect.is_empty());
     assert_eq!(p.lost.iter().map(|l| l.seq).collect::<HashSet<_>>(), expect);
-    assert_eq!(seen.lock().unwrap().iter().copied().collect::<HashSet<_>>(), expect);
+    assert_eq!(seen.lock().iter().copied().collect::<HashSet<_>>(), expect);
     assert_eq!(p.classes.values().map(|c| c.blobs_lost).sum::<u64>(), expect.len() as u64);
     for (loc, data) in blobs.iter().chain(&rs) {
         if expect.contains(&loc.seq) {

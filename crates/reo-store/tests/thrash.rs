@@ -13,13 +13,14 @@
 
 mod common;
 use common::*;
+use parking_lot::Mutex;
 use reo_media::PowerCut;
 use reo_store::{
     Durability, Error, GcDecision, GcHandler, Location, PutOptions, RebuildOptions, RebuildState, Scheme, ScrubOptions,
     Store, StoreConfig, VictimPolicy,
 };
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 const DEVICES: usize = 4;
@@ -54,7 +55,7 @@ impl GcHandler for Follow<'_> {
         GcDecision::Relocate
     }
     fn relocated(&mut self, old: &Location, new: &Location) {
-        for v in self.0.lock().unwrap().values_mut().filter(|v| v.0 == *old) {
+        for v in self.0.lock().values_mut().filter(|v| v.0 == *old) {
             v.0 = *new;
         }
     }
@@ -95,14 +96,14 @@ impl Run {
                     // An error is a put not acknowledged (e.g. a device gone under it): not in
                     // the oracle, and nothing asserted about it.
                     if let Ok(loc) = store.put(&id.to_le_bytes(), &content(id, len), &opts) {
-                        oracle.lock().unwrap().insert(id, (loc, len));
+                        oracle.lock().insert(id, (loc, len));
                     }
                 }
             });
             s.spawn(move || {
                 for p in picks {
                     let pick = {
-                        let m = oracle.lock().unwrap();
+                        let m = oracle.lock();
                         (!m.is_empty()).then(|| m.iter().nth(p as usize % m.len()).map(|(&i, &v)| (i, v)).unwrap())
                     };
                     if let Some((id, (loc, len))) = pick {
@@ -113,13 +114,13 @@ impl Run {
             });
         });
         let victims: Vec<u64> = {
-            let m = self.oracle.lock().unwrap();
+            let m = self.oracle.lock();
             (0..2).filter_map(|_| m.keys().nth(self.rng.below(m.len().max(1) as u64) as usize).copied()).collect()
         };
         for id in victims {
-            let Some((loc, _)) = self.oracle.lock().unwrap().get(&id).copied() else { continue };
+            let Some((loc, _)) = self.oracle.lock().get(&id).copied() else { continue };
             if self.store.free(&loc, Durability::Sync).is_ok() {
-                self.oracle.lock().unwrap().remove(&id);
+                self.oracle.lock().remove(&id);
             }
         }
     }
@@ -245,7 +246,7 @@ fn thrash_keeps_every_acknowledged_blob() {
         assert!(run.store.failed_devices().is_empty());
         let scrub = run.store.scrub(&ScrubOptions::default());
         assert!(scrub.unrecoverable.is_empty(), "seed {seed}: {scrub:?} after {:?}", run.log);
-        let oracle = std::mem::take(&mut *run.oracle.lock().unwrap());
+        let oracle = std::mem::take(&mut *run.oracle.lock());
         let check = |store: &Store, what: &str| {
             for (id, (loc, len)) in &oracle {
                 let got = store.read_all(loc).unwrap_or_else(|e| panic!("seed {seed}, {what}: blob {id}: {e}"));

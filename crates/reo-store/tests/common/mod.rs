@@ -1,10 +1,11 @@
 //! Shared test fixtures: small stores over in-memory devices wrapped in fault injectors.
 #![allow(dead_code)]
 
+use parking_lot::{Condvar, Mutex};
 use reo_media::{FaultyMedia, Media, MemMedia};
 use reo_store::{Placement, Scheme, Store, StoreConfig};
 use std::io;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 
 /// A small-geometry config: 16 KiB chunks, 256 KiB zones, small metadata regions. Hedged reads
 /// and the stuck-device limit are off: tests that hold reads at gates or count degraded reads
@@ -102,7 +103,7 @@ impl Gated {
 
     /// Holds the next `n` reads at the gate.
     pub fn arm_for(&self, n: usize) {
-        let mut st = self.st.lock().unwrap();
+        let mut st = self.st.lock();
         (st.armed, st.held, st.open) = (n, 0, false);
     }
 
@@ -113,18 +114,18 @@ impl Gated {
 
     /// Holds the next write starting at an offset in `range` (a region of the layout).
     pub fn arm_write_in(&self, range: std::ops::Range<u64>) {
-        let mut st = self.st.lock().unwrap();
+        let mut st = self.st.lock();
         (st.armed_writes, st.write_range, st.held, st.open) = (1, range, 0, false);
     }
 
     /// Waits at the gate if a write at `offset` is armed.
     fn hold_write(&self, offset: u64) {
-        let mut st = self.st.lock().unwrap();
+        let mut st = self.st.lock();
         if st.armed_writes > 0 && st.write_range.contains(&offset) {
             st.armed_writes -= 1;
             st.held += 1;
             self.cv.notify_all();
-            drop(self.cv.wait_while(st, |st| !st.open).unwrap());
+            self.cv.wait_while(&mut st, |st| !st.open);
         }
     }
 
@@ -135,29 +136,29 @@ impl Gated {
 
     /// Blocks until `n` reads (or writes) are held at the gate.
     pub fn wait_held_for(&self, n: usize) {
-        drop(self.cv.wait_while(self.st.lock().unwrap(), |st| st.held < n).unwrap());
+        self.cv.wait_while(&mut self.st.lock(), |st| st.held < n);
     }
 
     /// [`Gated::wait_held_for`] bounded by `limit`: whether `n` were held in time.
     pub fn held_within(&self, n: usize, limit: std::time::Duration) -> bool {
-        let st = self.st.lock().unwrap();
-        let (st, _) = self.cv.wait_timeout_while(st, limit, |st| st.held < n).unwrap();
+        let mut st = self.st.lock();
+        self.cv.wait_while_for(&mut st, |st| st.held < n, limit);
         st.held >= n
     }
 
     pub fn open(&self) {
-        self.st.lock().unwrap().open = true;
+        self.st.lock().open = true;
         self.cv.notify_all();
     }
 
     /// Reads begun so far.
     pub fn reads(&self) -> usize {
-        self.st.lock().unwrap().reads
+        self.st.lock().reads
     }
 
     /// Blocks until more than `n` reads have begun.
     pub fn wait_reads_above(&self, n: usize) {
-        drop(self.cv.wait_while(self.st.lock().unwrap(), |st| st.reads <= n).unwrap());
+        self.cv.wait_while(&mut self.st.lock(), |st| st.reads <= n);
     }
 }
 
@@ -168,13 +169,13 @@ impl Media for Gated {
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         {
-            let mut st = self.st.lock().unwrap();
+            let mut st = self.st.lock();
             st.reads += 1;
             if st.armed > 0 {
                 st.armed -= 1;
                 st.held += 1;
                 self.cv.notify_all();
-                st = self.cv.wait_while(st, |st| !st.open).unwrap();
+                self.cv.wait_while(&mut st, |st| !st.open);
             }
             drop(st);
             self.cv.notify_all();

@@ -1,0 +1,217 @@
+//! [`Store`]: the public face of the flash array store — put, read, free, status, failure
+//! marking, space and stats, shutdown. The work is done in `write.rs`, `read.rs`, `persist.rs`,
+//! `recover.rs` and `gc.rs`, all on the shared [`Inner`] (`store.rs`), which also describes the
+//! store's components and its lock order.
+
+use crate::error::{Error, Result};
+use crate::location::Location;
+use crate::persist;
+use crate::read_bytes::{PendingRead, ReadBytes};
+use crate::scheme::Scheme;
+use crate::space::{BandInfo, SpaceReport};
+use crate::stats::StoreStats;
+use crate::store::{BlobHealth, Durability, Inner, PutOptions};
+use crate::superblock::Layout;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// The flash array store. Cheap to share: clone the `Arc` it lives in.
+pub struct Store {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) writer: Mutex<Option<JoinHandle<()>>>,
+    closed: AtomicBool,
+}
+
+impl Store {
+    /// A handle on `inner`, with its journal writer thread started.
+    pub(crate) fn start(inner: Inner) -> Store {
+        let inner = Arc::new(inner);
+        let w = inner.clone();
+        let handle = std::thread::Builder::new()
+            .name("reo-journal".into())
+            .spawn(move || persist::writer_loop(w))
+            .expect("cannot start the journal writer thread");
+        Store { inner, writer: Mutex::new(Some(handle)), closed: AtomicBool::new(false) }
+    }
+
+    /// Stores `data` with `header` (kept in metadata, returned by [`Store::blobs`] after a restart)
+    /// under `opts`, and returns where it lives. No byte is acknowledged before its redundancy is
+    /// on the devices; with [`Durability::Sync`] it is also fdatasync'ed with its metadata.
+    pub fn put(&self, header: &[u8], data: &[u8], opts: &PutOptions) -> Result<Location> {
+        self.inner.put(header, data, opts, false)
+    }
+
+    /// Reads bytes `[start, end)` of the blob at `loc`, verifying every chunk and reconstructing
+    /// what redundancy allows. Never returns wrong bytes.
+    /// During a rebuild, a blob whose chunk on the new device is not restored yet is queued for
+    /// repair ahead of the rebuild's queue (on-demand repair); the read itself reconstructs.
+    pub fn read(&self, loc: &Location, start: u64, end: u64) -> Result<Vec<u8>> {
+        self.inner.resync.on_demand(loc);
+        self.inner.read(loc, start, end)
+    }
+
+    /// [`Store::read`] without copying the bytes into one buffer: the verified chunk bodies as
+    /// slices of the buffers the devices read them into (see [`ReadBytes`] for why). For callers
+    /// that stream or compare the bytes; the buffers return to the store's pool on drop.
+    pub fn read_bytes(&self, loc: &Location, start: u64, end: u64) -> Result<ReadBytes> {
+        self.inner.resync.on_demand(loc);
+        self.inner.read_bytes(loc, start, end)
+    }
+
+    /// [`Store::read_bytes`] in two steps: this checks the read and queues its device reads;
+    /// [`PendingRead::finish`] waits for them and verifies. A caller reading many blobs begins
+    /// the next ones before finishing the first, so that every device always has a read queued
+    /// (see [`PendingRead`]).
+    pub fn begin_read_bytes(&self, loc: &Location, start: u64, end: u64) -> Result<PendingRead<'_>> {
+        self.inner.resync.on_demand(loc);
+        self.inner.begin_read_bytes(loc, start, end)
+    }
+
+    /// Reads bytes `[start, end)` of the blob at `loc` for their device I/O only and returns how
+    /// many were read. On byte-less media (simulation) nothing is copied, checked or decoded, but
+    /// exactly the I/O of [`Store::read`] is issued (degraded reads included); on real media it
+    /// is a verified read whose bytes are dropped. Fails where [`Store::read`] would.
+    pub fn read_sized(&self, loc: &Location, start: u64, end: u64) -> Result<u64> {
+        self.inner.resync.on_demand(loc);
+        self.inner.read_sized(loc, start, end)
+    }
+
+    /// Device bytes (all devices) a blob of `len` bytes occupies under `scheme`: data,
+    /// redundancy, chunk trailers and padding — what the cache's sizing needs to know.
+    pub fn footprint(&self, len: u64, scheme: Scheme) -> u64 {
+        let loc = Location { seq: 0, band: 0, start: 0, device: 0, scheme, len };
+        let cols = if scheme.is_isolated() { 1 } else { self.inner.n() as u64 };
+        self.inner.sectors(&loc) * crate::geometry::SECTOR * cols
+    }
+
+    /// Reads the whole blob.
+    pub fn read_all(&self, loc: &Location) -> Result<Vec<u8>> {
+        self.read(loc, 0, loc.len)
+    }
+
+    /// Frees the blob at `loc`. With [`Durability::Sync`] the free is durable on return.
+    pub fn free(&self, loc: &Location, durability: Durability) -> Result<()> {
+        self.inner.free(loc, durability)
+    }
+
+    /// Waits until every record queued so far is durable.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.meta.flush()?.wait()
+    }
+
+    /// Health of the blob at `loc` given the failed devices (no I/O).
+    pub fn health(&self, loc: &Location) -> BlobHealth {
+        self.inner.health(loc)
+    }
+
+    /// Every live blob with its header, in sequence order.
+    pub fn blobs(&self) -> Vec<(Location, Vec<u8>)> {
+        self.inner.space.blobs()
+    }
+
+    /// Is `loc` a live blob? (The store's metadata, no device I/O.)
+    pub fn contains(&self, loc: &Location) -> bool {
+        self.inner.space.is_live(loc)
+    }
+
+    /// The header of the live blob at `loc` (from the store's metadata, no device I/O).
+    pub fn header(&self, loc: &Location) -> Option<Vec<u8>> {
+        self.inner.space.header(loc)
+    }
+
+    /// Bands on the free list (cheap: the cleaner's trigger).
+    pub fn free_bands(&self) -> usize {
+        self.inner.space.free_bands()
+    }
+
+    /// Number of live blobs.
+    pub fn blob_count(&self) -> usize {
+        self.inner.space.blob_count()
+    }
+
+    /// Marks device `d` failed: no more I/O goes to it; reads of its chunks reconstruct.
+    /// Unlike a failure the store detects itself (an I/O error, always logged on stderr), a
+    /// failure by command is not logged: the caller asked for it.
+    pub fn fail_device(&self, d: usize) -> Result<()> {
+        if d >= self.inner.n() {
+            return Err(Error::Config(format!("no device {d}: the store has {} devices", self.inner.n())));
+        }
+        self.inner.devs.fail_quietly(d);
+        Ok(())
+    }
+
+    /// Indices of failed devices.
+    pub fn failed_devices(&self) -> Vec<usize> {
+        (0..self.inner.n()).filter(|&d| self.inner.devs.is_failed(d)).collect()
+    }
+
+    /// The layout recorded in the superblocks.
+    pub fn layout(&self) -> Layout {
+        self.inner.layout
+    }
+
+    /// Counters since open.
+    pub fn stats(&self) -> StoreStats {
+        self.inner.stats.snapshot()
+    }
+
+    /// Live, used and free space, per scheme.
+    pub fn space(&self) -> SpaceReport {
+        self.inner.space.report()
+    }
+
+    /// Per-band state and space.
+    pub fn bands(&self) -> Vec<BandInfo> {
+        self.inner.space.band_infos()
+    }
+
+    /// Clean shutdown: writes what is queued, then a checkpoint, so the next open scans nothing.
+    pub fn close(self) -> Result<()> {
+        self.stop_writer(false);
+        // A device failing the checkpoint's own writes is marked stale after the snapshot, and
+        // the stopped journal takes no record of it: the next checkpoint carries it.
+        let mut r;
+        let mut tries = 0;
+        loop {
+            let marks = self.inner.devs.stale_marks();
+            r = persist::checkpoint(&self.inner, true);
+            tries += 1;
+            if r.is_err() || self.inner.devs.stale_marks() == marks || tries == 3 {
+                break;
+            }
+        }
+        self.closed.store(true, Ordering::Release);
+        r
+    }
+
+    /// Simulated crash for tests: stops the journal writer without writing what is queued and
+    /// without a checkpoint. Pair with a power cut of the media to drop unsynced writes.
+    pub fn kill(self) {
+        self.stop_writer(true);
+        self.closed.store(true, Ordering::Release);
+    }
+
+    fn stop_writer(&self, kill: bool) {
+        if let Some(r) = self.inner.resync.current() {
+            r.stop("the store was closed; reopening resumes the rebuild");
+        }
+        self.inner.meta.stop(kill);
+        // Taken in its own statement: an `if let` would keep the guard for the join.
+        let writer = self.writer.lock().take();
+        if let Some(h) = writer {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Store {
+    /// Dropping without `close` writes what is queued but takes no checkpoint: the next open
+    /// replays the journal (as after a crash).
+    fn drop(&mut self) {
+        if !self.closed.load(Ordering::Acquire) {
+            self.stop_writer(false);
+        }
+    }
+}
