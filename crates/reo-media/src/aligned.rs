@@ -35,7 +35,7 @@ fn layout_for(cap: usize) -> Layout {
 impl AlignedBuf {
     /// A zeroed buffer of `len` bytes (capacity rounded up to a multiple of [`ALIGN`]).
     ///
-    /// A buffer of [`HUGE_FROM`] bytes or more is aligned to, and sized in, 2 MiB and asked to be
+    /// A buffer of `HUGE_FROM` (1 MiB) or more is aligned to, and sized in, 2 MiB and asked to be
     /// backed by huge pages (`MADV_HUGEPAGE`) before it is first touched. Why: O_DIRECT hands the
     /// device one segment per physically contiguous run of the buffer, and a request holds a
     /// limited number of segments (254 on a virtio disk), so a 1 MiB write from 4 KiB pages was

@@ -7,9 +7,8 @@
 //! happens to have threads free. A lane per device instead holds a device's reads in order and
 //! keeps at most `depth` of them in flight: with readers enough to keep the lanes fed, every
 //! device sees a steady stream at a fixed queue depth — the pattern of a sequential `fio` run,
-//! which is what the devices here do best (`reo bench store`, same run: the store's get from two
-//! readers at 0.923 of the raw read with lanes, 0.755 on the pool, 0.750 with lanes of depth 2;
-//! `docs/BENCHMARKS.md`).
+//! which is what the devices here do best (one read in flight per device, the raw test's depth,
+//! measured best with `reo bench store`; see `docs/BENCHMARKS.md`).
 //!
 //! A lane thread only reads: checking and copying the bytes is left to the reader, which gets
 //! each run back as it completes ([`ReadBatch::wait_next`]) and works on it while the device reads
@@ -45,8 +44,11 @@ struct Request {
 /// A finished read: the caller's tag, its buffer (the first `len` bytes read when `result` is
 /// `Ok`) and the outcome.
 pub struct Completion {
+    /// The tag the caller gave the read, to match completions (which arrive in any order) to runs.
     pub tag: usize,
+    /// The caller's buffer, handed back whatever the outcome.
     pub buf: AlignedBuf,
+    /// `Ok` when the device read `len` bytes into `buf`; the device's error otherwise.
     pub result: io::Result<()>,
     /// A panic of the device's `read_at`, re-raised on the reader by [`ReadBatch::wait_next`]:
     /// a bug is not a device error (it must not count against the device's error budget).

@@ -6,12 +6,11 @@
 //! runs the jobs on the caller: handing a counter increment to another thread costs more than
 //! the increment.
 //!
-//! Why not rayon: an idle rayon worker spins through `sched_yield` for a
-//! while before it sleeps. Every job here is a blocking pread/pwrite, so with 4 threads per
-//! device most workers are idle most of the time, and on a 2-vCPU machine their spinning took
-//! about 15% of all CPU samples of `reo bench store` — CPU the checksums, the codec and the
-//! kernel's own I/O work needed. These threads sleep on a condition variable as soon as the
-//! queue is empty.
+//! Why not rayon: an idle rayon worker spins through `sched_yield` for a while before it sleeps.
+//! Every job here is a blocking pread/pwrite, so with 4 threads per device most workers are idle
+//! most of the time, and on a 2-vCPU machine their spinning showed up in the CPU profile of
+//! `reo bench store` — CPU the checksums, the codec and the kernel's own I/O work needed (see
+//! docs/BENCHMARKS.md). These threads sleep on a condition variable as soon as the queue is empty.
 //!
 //! Work is submitted in a *scope* ([`IoPool::scope`], like `std::thread::scope`): jobs spawned
 //! in it may borrow from the caller, and the scope returns only when all of them have finished.

@@ -58,6 +58,7 @@ impl Xoshiro256pp {
         Xoshiro256pp { s: [(); 4].map(|_| sm.next_u64()) }
     }
 
+    /// The next 64 uniformly distributed bits (xoshiro256++).
     #[inline]
     pub fn next_u64(&mut self) -> u64 {
         let s = &mut self.s;

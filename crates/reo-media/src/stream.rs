@@ -6,8 +6,8 @@
 //! byte besides the device's own read, and the copy evicts the cache lines the layout is still
 //! working on. Streaming (non-temporal) stores write whole lines to memory without reading them.
 //! It matters because memory bandwidth is what the store shares with the device on a virtual
-//! machine: a memory-bound copy loop on one core took 2–12% off the raw write bandwidth of the
-//! same disk in `reo bench store`, while a loop that only computed took nothing (see
+//! machine: a memory-bound copy loop on one core measurably lowered the raw write bandwidth of
+//! the same disk in `reo bench store`, while a loop that only computed did not (see
 //! docs/BENCHMARKS.md).
 //!
 //! The destination is not in the cache afterwards, so callers compute what they need from the

@@ -1,11 +1,11 @@
 //! The simulated (or real) device array of a replay: sizing devices so that the flash holds
 //! the configured cache size, and counting every device's I/O for the latency model.
 //!
-//! Sizing: the cache size is the flash the cache may fill with data *and* redundancy (as seed
-//! 000's "cache size = x % of the data set"). Each of the N devices gets `cache / N` bytes of
-//! zones plus the cleaner's reserve and open bands (8 zones) and the store's journal and
-//! checkpoints, which are metadata, not cache space. Zones are sized so each device has at
-//! least 32 of them (4–64 MiB).
+//! Sizing: the cache size is the flash the cache may fill with data *and* redundancy (as the Reo
+//! paper's "cache size = x % of the data set", docs/REFERENCES.md §P1). Each of the N devices gets
+//! `cache / N` bytes of zones plus the cleaner's reserve and open bands (8 zones) and the store's
+//! journal and checkpoints, which are metadata, not cache space. Zones are sized so each device has
+//! at least 32 of them (4–64 MiB).
 
 use std::path::PathBuf;
 use std::sync::atomic::{
@@ -32,11 +32,13 @@ pub enum MediaKind {
 /// The array of a replay.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArraySpec {
+    /// Number of devices (SSDs) in the array.
     pub devices: usize,
     /// Flash bytes for cached data and its redundancy, over all devices.
     pub cache_bytes: u64,
     /// Store chunk size (default 64 KiB, as the paper's normal-run experiments).
     pub chunk_size: u32,
+    /// Simulated devices or real files.
     pub media: MediaKind,
 }
 

@@ -18,13 +18,19 @@ use reo_trace::generate::Zipf;
 /// One read: `addr` holds content `content` of `size` bytes that compresses `ratio`×.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DedupReq {
+    /// The address read (the key of the address-side metadata).
     pub addr: Key,
+    /// The content id at `addr`; equal ids are duplicate data (one fingerprint).
     pub content: u64,
+    /// Uncompressed size of the fragment, bytes.
     pub size: u32,
+    /// Compression ratio (≥ 1 is meaningful; smaller counts as 1): compressed size is
+    /// `ceil(size / ratio)`.
     pub ratio: f64,
 }
 
 impl DedupReq {
+    /// The simulated chunk of this read: fingerprint of `content`, its size and compressed size.
     pub fn chunk(&self) -> Chunk {
         Chunk::sim(self.content, self.size, self.ratio)
     }
@@ -33,16 +39,20 @@ impl DedupReq {
 /// Replay counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DedupStats {
+    /// Requests replayed.
     pub requests: u64,
+    /// Requests whose address was cached with its current content.
     pub hits: u64,
-    /// Fragments written to flash, and their bytes (compressed ones for CD-ARC).
+    /// Fragments written to flash.
     pub flash_writes: u64,
+    /// Bytes written to flash (compressed bytes for CD-ARC).
     pub flash_bytes: u64,
     /// Fingerprints (or objects) that left the cache.
     pub evictions: u64,
 }
 
 impl DedupStats {
+    /// `hits / requests`; 0 for an empty replay.
     pub fn hit_ratio(&self) -> f64 {
         if self.requests == 0 {
             0.0
@@ -51,6 +61,7 @@ impl DedupStats {
         }
     }
 
+    /// `1 - hit_ratio()` (1 for an empty replay).
     pub fn miss_ratio(&self) -> f64 {
         1.0 - self.hit_ratio()
     }
@@ -102,17 +113,23 @@ pub fn replay_plain(policy: &mut dyn Policy, trace: &[DedupReq]) -> DedupStats {
 /// Parameters of [`dedup_trace`].
 #[derive(Clone, Copy, Debug)]
 pub struct DedupTraceSpec {
-    /// Distinct addresses of the Zipf part, and distinct contents they map to.
+    /// Distinct addresses of the Zipf part (addresses `1..=addrs`).
     pub addrs: u64,
+    /// Distinct contents the Zipf addresses map to (each address to one, fixed for the trace).
     pub contents: u64,
+    /// Requests in the trace.
     pub requests: usize,
+    /// Zipf exponent of the address popularity.
     pub alpha: f64,
     /// Fraction of requests that belong to one-time scans (fresh addresses, unique content).
     pub scan_fraction: f64,
     /// Requests per scan run.
     pub scan_len: usize,
+    /// Size of every fragment, bytes.
     pub size: u32,
+    /// Compression ratio of every fragment (see [`DedupReq::ratio`]).
     pub ratio: f64,
+    /// Seed of the generator: equal specs give equal traces.
     pub seed: u64,
 }
 

@@ -16,11 +16,18 @@ use crate::failure_plan::{FailurePlanError, FailurePoint};
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum ArrayError {
+    /// The array was configured with zero devices.
     #[error("the array needs at least one device")]
     NoDevices,
     /// A device file (or its directory) could not be created or opened.
     #[error("{}: {source}", path.display())]
-    Device { path: PathBuf, source: io::Error },
+    Device {
+        /// The device file.
+        path: PathBuf,
+        /// What the file system said.
+        source: io::Error,
+    },
+    /// The store refused to format or open over the devices.
     #[error("cannot create the array: {0}")]
     Store(#[source] reo_store::Error),
 }
@@ -29,6 +36,7 @@ pub enum ArrayError {
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum ReplayError {
+    /// The array could not be built.
     #[error(transparent)]
     Array(#[from] ArrayError),
     /// The cache configuration was refused.
@@ -42,23 +50,48 @@ pub enum ReplayError {
     Trace(String),
     /// The cache failed request number `request` (`op`: get, put or fill).
     #[error("request {request}: {op}: {source}")]
-    Request { request: u64, op: &'static str, source: reo_cache::WriteError },
+    Request {
+        /// 0-based number of the request in the trace.
+        request: u64,
+        /// `get`, `put` or `fill`.
+        op: &'static str,
+        /// The cache's error.
+        source: reo_cache::WriteError,
+    },
     /// A failure point could not be applied.
     #[error("{point}: {source}")]
-    Failure { point: FailurePoint, source: reo_cache::CacheError },
+    Failure {
+        /// The failure point.
+        point: FailurePoint,
+        /// The cache's error failing or replacing the device.
+        source: reo_cache::CacheError,
+    },
 }
 
 /// An experiment of `reo eval` that could not run or write its results.
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum EvalError {
+    /// No experiment has this name.
     #[error("unknown experiment {name:?} (expected one of {expected})")]
-    UnknownExperiment { name: String, expected: String },
+    UnknownExperiment {
+        /// The name asked for.
+        name: String,
+        /// The known names, comma-separated.
+        expected: String,
+    },
     /// The output directory or a result file (JSON, report, plot) could not be written.
     #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What the file system said.
+        source: io::Error,
+    },
+    /// The experiment's trace generator refused its parameters.
     #[error(transparent)]
     Gen(#[from] GenError),
+    /// The experiment's failure points were refused.
     #[error(transparent)]
     FailurePlan(#[from] FailurePlanError),
     /// A cache setting of an experiment's configuration was refused (redundancy, dedup,
@@ -67,7 +100,12 @@ pub enum EvalError {
     Config(String),
     /// The replay of configuration `name` did not open.
     #[error("{name}: {source}")]
-    Open { name: String, source: ReplayError },
+    Open {
+        /// The configuration's name (as in the results).
+        name: String,
+        /// Why the replay did not open.
+        source: ReplayError,
+    },
     /// A replay stopped on an error.
     #[error(transparent)]
     Replay(#[from] ReplayError),

@@ -1,7 +1,8 @@
-//! [`FailurePlan`]: failure points for repeatable experiments (seed 000 §VI: "we inject failure
-//! points in specified positions") — fail device `d` when request `n` arrives, replace it when
-//! request `m` arrives. `reo replay --fail-at 10000:0,20000:1 --replace-at 30000:0` parses its
-//! flags with [`FailurePlan::parse`] and asks [`FailurePlan::due`] before each request.
+//! [`FailurePlan`]: failure points for repeatable experiments (the Reo paper, docs/REFERENCES.md
+//! §P1, §VI: "we inject failure points in specified positions") — fail device `d` when request `n`
+//! arrives, replace it when request `m` arrives.
+//! `reo replay --fail-at 10000:0,20000:1 --replace-at 30000:0` parses its flags with
+//! [`FailurePlan::parse`] and asks [`FailurePlan::due`] before each request.
 
 use std::fmt;
 
@@ -10,7 +11,11 @@ use thiserror::Error;
 /// What to do to a device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailureAction {
+    /// Fail the device: what it held is lost; protected fragments are read degraded, lost clean
+    /// ones become misses and lost dirty ones are data-loss events.
     Fail,
+    /// Replace the failed device with a blank one and rebuild onto it (to the end, before the
+    /// next request).
     Replace,
 }
 
@@ -19,7 +24,9 @@ pub enum FailureAction {
 pub struct FailurePoint {
     /// Applied when this request (0-based count of requests so far) arrives.
     pub at_request: u64,
+    /// Position of the device in the array (0-based).
     pub device: usize,
+    /// Fail or replace.
     pub action: FailureAction,
 }
 
@@ -39,10 +46,22 @@ impl fmt::Display for FailurePoint {
 pub enum FailurePlanError {
     /// An item is not `REQUEST:DEVICE`.
     #[error("{flag}: {item:?} is not REQUEST:DEVICE (e.g. 10000:0)")]
-    Syntax { flag: &'static str, item: String },
+    Syntax {
+        /// `--fail-at` or `--replace-at`.
+        flag: &'static str,
+        /// The item as given.
+        item: String,
+    },
     /// The device number is beyond the array.
     #[error("{flag}: device {device} does not exist (the array has {devices})")]
-    NoSuchDevice { flag: &'static str, device: usize, devices: usize },
+    NoSuchDevice {
+        /// `--fail-at` or `--replace-at`.
+        flag: &'static str,
+        /// The device number given.
+        device: usize,
+        /// Devices in the array.
+        devices: usize,
+    },
     /// A device fails again before it was replaced.
     #[error("{0}: the device is already failed (replace it first)")]
     AlreadyFailed(FailurePoint),
@@ -100,10 +119,12 @@ impl FailurePlan {
         &self.points[start..self.next]
     }
 
+    /// All points, in the order they apply (request, then fail before replace).
     pub fn points(&self) -> &[FailurePoint] {
         &self.points
     }
 
+    /// Whether the plan has no points at all.
     pub fn is_empty(&self) -> bool {
         self.points.is_empty()
     }

@@ -4,7 +4,7 @@
 //! bandwidth; [`ReplayReport`] is what `reo replay` prints. `eval` runs the named experiments.
 //!
 //! Experiments outside the manager: [`FailurePlan`] (failure points of `reo replay` and `eval`),
-//! [`miss_ratio`] (the policies' miss ratios on a key trace) and [`dedup_sim`] (the dedup
+//! [`miss_ratio()`] (the policies' miss ratios on a key trace) and [`dedup_sim`] (the dedup
 //! policies' hit ratios and flash writes on dedup traces).
 
 mod array;

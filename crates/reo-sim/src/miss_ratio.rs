@@ -1,6 +1,6 @@
 //! The miss-ratio simulator of the replacement policies: [`miss_ratio`] replays `(key, size)`
 //! requests admit-all through a [`Policy`], and its tests pin each policy's miss ratios on the
-//! reference workload (docs: `algorithms.md` §5: Zipf 1.0, 1 M objects, 5 M requests, unit sizes;
+//! reference workload (docs/REFERENCES.md §A5: Zipf 1.0, 1 M objects, 5 M requests, unit sizes;
 //! the keys come from `reo_trace::generate::zipf_trace`, whose random source differs from the
 //! reference's Python `random` stream, hence a tolerance when comparing miss ratios).
 
@@ -47,7 +47,8 @@ mod tests {
         assert_eq!(miss_ratio(p.as_mut(), [(9, 3)]), 1.0, "too large: a miss, not inserted");
     }
 
-    /// The reference workload (algorithms.md §5): 5 M requests, 1 M objects, Zipf α = 1.0, unit sizes.
+    /// The reference workload (docs/REFERENCES.md §A5): 5 M requests, 1 M objects, Zipf α = 1.0,
+    /// unit sizes.
     fn reference_trace() -> &'static [Key] {
         static TRACE: OnceLock<Vec<Key>> = OnceLock::new();
         TRACE.get_or_init(|| zipf_trace(1_000_000, 5_000_000, 1.0, 1))

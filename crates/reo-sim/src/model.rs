@@ -8,9 +8,9 @@
 //! replayed one at a time (one outstanding request, as a single client), so bandwidth = request
 //! bytes / sum of latencies.
 //!
-//! Defaults follow seed 000's testbed: five Intel 540s SATA SSDs (560 MB/s read, 480 MB/s
-//! write), a 7,200 RPM hard disk as the backend store (8 ms per request, 150 MB/s), a 10 Gbps
-//! network between client and cache.
+//! Defaults follow the Reo paper's testbed (docs/REFERENCES.md §P1): five Intel 540s SATA SSDs
+//! (560 MB/s read, 480 MB/s write), a 7,200 RPM hard disk as the backend store (8 ms per request,
+//! 150 MB/s), a 10 Gbps network between client and cache.
 
 use serde::Serialize;
 
@@ -53,7 +53,9 @@ impl Default for BackendModel {
 /// Devices, backend and the client link.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct LatencyModel {
+    /// Every SSD of the array (all alike).
     pub device: DeviceModel,
+    /// The backend store behind the cache.
     pub backend: BackendModel,
     /// Client ↔ cache link, MB/s (10 Gbps = 1,250 MB/s).
     pub network_mbps: f64,
@@ -68,9 +70,13 @@ impl Default for LatencyModel {
 /// One device's I/O during a request.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DeviceIo {
+    /// Read operations.
     pub reads: u64,
+    /// Bytes read.
     pub read_bytes: u64,
+    /// Write operations.
     pub writes: u64,
+    /// Bytes written.
     pub write_bytes: u64,
 }
 

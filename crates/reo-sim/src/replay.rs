@@ -29,15 +29,20 @@ use crate::report::{ReplayReport, Window};
 pub struct ReplayConfig {
     /// Name of the configuration in reports (e.g. `reo-20%`, `lru/d-arc`).
     pub name: String,
+    /// The device array the cache runs on.
     pub array: ArraySpec,
     /// Cache manager configuration; `capacity_bytes` is derived from the array when 0
     /// (see [`ReplayConfig::policy_capacity`]).
     pub cache: CacheConfig,
+    /// Devices to fail and replace, at given requests.
     pub failures: FailurePlan,
     /// Puts are write-back (dirty until flushed) — else write-through.
     pub write_back: bool,
-    /// Dirty watermarks as fractions of the cache's user capacity.
+    /// Dirty bytes, as a fraction of the cache's user capacity, above which the oldest dirty
+    /// objects are flushed to the backend.
     pub dirty_high: f64,
+    /// Fraction of the user capacity the flusher brings dirty bytes down to (capped at
+    /// `dirty_high`).
     pub dirty_low: f64,
     /// Requests per window of the time series (0: no windows).
     pub window: u64,
@@ -46,6 +51,7 @@ pub struct ReplayConfig {
     pub object_hint: Option<u64>,
     /// Share of the flash the policy fills (default 0.85; the rest is the cleaner's headroom).
     pub fill: f64,
+    /// Device, backend and link model that turns counted I/O into latency and bandwidth.
     pub model: LatencyModel,
 }
 
@@ -112,6 +118,8 @@ struct WindowAcc {
 }
 
 impl Replay {
+    /// Builds the array, sizes the policy (when `cfg.cache.capacity_bytes` is 0) and opens the
+    /// cache over it, ready for the first request.
     pub fn new(mut cfg: ReplayConfig) -> Result<Replay, ReplayError> {
         let (store, devices) = cfg.array.build()?;
         if cfg.cache.capacity_bytes == 0 {

@@ -12,10 +12,15 @@ pub struct Window {
     pub end_request: u64,
     /// Requests in this window.
     pub requests: u64,
+    /// Get hits / requests of the window (all operations, puts and deletes included).
     pub hit_ratio: f64,
+    /// Get bytes served from the cache / get bytes requested in the window.
     pub byte_hit_ratio: f64,
+    /// Mean modelled latency per request of the window, milliseconds.
     pub mean_latency_ms: f64,
+    /// Get bytes / modelled latency of all the window's requests, MiB/s.
     pub bandwidth_mibps: f64,
+    /// Devices failed (and not yet replaced) at the end of the window.
     pub failed_devices: usize,
     /// Flash bytes written by the cache in this window (data and redundancy, incl. GC).
     pub flash_write_bytes: u64,
@@ -24,18 +29,28 @@ pub struct Window {
 /// The figures of a replay.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReplayReport {
+    /// Name of the configuration ([`crate::ReplayConfig::name`]).
     pub config: String,
+    /// Requests replayed (gets, puts and deletes).
     pub requests: u64,
+    /// Get requests.
     pub gets: u64,
+    /// Put requests.
     pub puts: u64,
+    /// Delete requests.
     pub deletes: u64,
+    /// Gets served wholly from the cache.
     pub hits: u64,
+    /// `hits / gets` (0 without gets).
     pub hit_ratio: f64,
+    /// Get bytes served from the cache / get bytes requested.
     pub byte_hit_ratio: f64,
-    /// Cache-level write amplification: bytes written into the cache / bytes of client writes
-    /// and fills offered (seed 003), `null` when nothing was offered.
+    /// Cache-level write amplification: user bytes written into the cache (admitted fills and
+    /// client writes) / bytes of client writes (the Fusion-io study, docs/REFERENCES.md §P4),
+    /// `null` without client writes.
     pub clwa: Option<f64>,
-    /// Flash-level write amplification: (cache writes + GC relocations) / cache writes.
+    /// Flash-level write amplification: (cache writes + GC relocations) / cache writes, `null`
+    /// when the cache wrote nothing.
     pub flwa: Option<f64>,
     /// User bytes cached / device bytes they occupy with redundancy, at the end.
     pub space_efficiency: f64,
@@ -44,23 +59,32 @@ pub struct ReplayReport {
     pub flash_write_bytes: u64,
     /// Device bytes read.
     pub flash_read_bytes: u64,
+    /// Bytes fetched from the backend for get misses.
     pub backend_read_bytes: u64,
+    /// Bytes written to the backend: dirty data flushed, and puts the cache refused.
     pub backend_write_bytes: u64,
+    /// Mean modelled latency per request, milliseconds.
     pub mean_latency_ms: f64,
+    /// 99th percentile of the modelled request latency, milliseconds.
     pub p99_latency_ms: f64,
+    /// Get bytes / modelled latency of all requests, MiB/s (one outstanding request).
     pub bandwidth_mibps: f64,
     /// Replay speed (wall clock).
     pub requests_per_s: f64,
+    /// Wall-clock time of the replay, seconds.
     pub elapsed_s: f64,
+    /// Devices failed (and not yet replaced) at the end.
     pub failed_devices: usize,
-    /// Dirty fragments lost beyond their redundancy (data-loss events) and reads that hit one.
+    /// Dirty fragments lost beyond their redundancy (data-loss events).
     pub dirty_lost: u64,
+    /// Gets that hit a lost dirty fragment.
     pub dirty_lost_reads: u64,
     /// Puts the cache refused (full of dirty data, or too few devices to protect them): written
     /// around to the backend.
     pub refused_puts: u64,
     /// Cache counters (admission rejections by reason, GC, dedup…).
     pub cache: serde_json::Value,
+    /// The time series, one point per `ReplayConfig::window` requests (empty when 0).
     pub windows: Vec<Window>,
 }
 

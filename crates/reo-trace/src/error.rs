@@ -9,11 +9,28 @@ use std::path::{Path, PathBuf};
 #[derive(Debug)]
 pub enum TraceError {
     /// The file could not be opened, read or written.
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The trace file.
+        path: PathBuf,
+        /// What the file system (or decompressor) said.
+        source: io::Error,
+    },
     /// A line (text formats) or record (binary formats) that does not parse; `line` is 1-based.
-    Parse { path: PathBuf, line: u64, msg: String },
+    Parse {
+        /// The trace file.
+        path: PathBuf,
+        /// 1-based line or record number.
+        line: u64,
+        /// What is wrong with it.
+        msg: String,
+    },
     /// The trace as a whole is unusable (e.g. a required header column is missing).
-    Format { path: PathBuf, msg: String },
+    Format {
+        /// The trace file.
+        path: PathBuf,
+        /// What is wrong with it.
+        msg: String,
+    },
 }
 
 impl TraceError {

@@ -22,8 +22,10 @@ pub enum Format {
 }
 
 impl Format {
+    /// Every format, in the order help texts list them.
     pub const ALL: [Format; 5] = [Format::Native, Format::Msr, Format::Fiu, Format::Oracle, Format::Kvcache];
 
+    /// The format's name on the command line (`--format`).
     pub fn name(self) -> &'static str {
         match self {
             Format::Native => "native",
@@ -68,8 +70,14 @@ impl FromStr for Format {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum FormatError {
+    /// No format has this name.
     #[error("unknown trace format {name:?} (expected one of {expected})")]
-    Unknown { name: String, expected: String },
+    Unknown {
+        /// The name given.
+        name: String,
+        /// The known names, comma-separated.
+        expected: String,
+    },
 }
 
 /// How a trace is read.

@@ -10,8 +10,11 @@ const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 /// How a stream is compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compression {
+    /// Not compressed.
     Plain,
+    /// gzip (RFC 1952).
     Gzip,
+    /// Zstandard frames.
     Zstd,
 }
 

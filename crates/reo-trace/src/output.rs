@@ -22,12 +22,16 @@ pub fn compression_for(path: &Path) -> Compression {
 
 /// A compressing writer; call [`Output::finish`] to write the trailer and flush.
 pub enum Output<W: Write> {
+    /// Bytes written as they are.
     Plain(W),
+    /// gzip at the default level.
     Gzip(flate2::write::GzEncoder<W>),
+    /// Zstandard, in frames of buffered bytes.
     Zstd(ZstdWriter<W>),
 }
 
 impl<W: Write> Output<W> {
+    /// A writer into `inner` compressing with `compression`.
     pub fn new(inner: W, compression: Compression) -> Self {
         match compression {
             Compression::Plain => Output::Plain(inner),

@@ -18,6 +18,7 @@ pub enum Op {
 pub struct Request {
     /// Arrival time in nanoseconds since the start of the trace (0 when the trace has none).
     pub time_ns: u64,
+    /// Get, put or delete.
     pub op: Op,
     /// The object's id (block traces: volume and block number mixed into one id).
     pub key: u64,

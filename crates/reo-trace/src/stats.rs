@@ -8,7 +8,9 @@ use std::collections::{HashMap, HashSet};
 /// Statistics accumulated over requests with [`TraceStats::add`].
 #[derive(Debug, Default, Clone)]
 pub struct TraceStats {
+    /// Requests added.
     pub requests: u64,
+    /// Puts among them.
     pub writes: u64,
     /// Bytes touched (sum of `len`).
     pub bytes: u64,
@@ -20,6 +22,7 @@ pub struct TraceStats {
 }
 
 impl TraceStats {
+    /// Accounts for one request.
     pub fn add(&mut self, r: &Request) {
         self.requests += 1;
         self.bytes += r.len;

@@ -1,10 +1,11 @@
-//! `reo eval`: the seeds' experiments as named sweeps over the replay — each a list of replays
-//! (workload × configuration × cache size …), run on all cores, written as `results.json` (one
-//! [`Row`] per replay or per phase), `report.md` (tables) and PNG plots.
+//! `reo eval`: the experiments of the papers Reo follows (docs/REFERENCES.md §P) as named sweeps
+//! over the replay — each a list of replays (workload × configuration × cache size …), run on all
+//! cores, written as `results.json` (one [`Row`] per replay or per phase), `report.md` (tables) and
+//! PNG plots.
 //!
-//! Experiments: `reo-normal` (seed 000 Figs. 5–7), `reo-failures` (Fig. 8), `reo-dirty` (Fig. 9),
-//! `dedup` (CacheDedup), `admission` (the Fusion-io study's tables), `selective` (SDCC's
-//! watchlist). `--quick` runs a smaller version of each (for CI).
+//! Experiments: `reo-normal` (the Reo paper, docs/REFERENCES.md §P1, Figs. 5–7), `reo-failures`
+//! (Fig. 8), `reo-dirty` (Fig. 9), `dedup` (CacheDedup), `admission` (the Fusion-io study's
+//! tables), `selective` (SDCC's watchlist). `--quick` runs a smaller version of each (for CI).
 
 mod blocks;
 mod outcome;

@@ -1,8 +1,8 @@
-//! Seed 000's experiments: `reo-normal` (Figs. 5–7: Reo-10/20/40 % against uniform 0/1/2-parity
-//! over cache sizes 4–12 % of the data set, weak/medium/strong workloads), `reo-failures`
-//! (Fig. 8: four device failures at requests 10k/20k/30k/40k of the medium workload, cache 10 %),
-//! `reo-dirty` (Fig. 9: write ratio 10–50 %, Reo against full replication). The paper's
-//! configuration: 5 devices, 64 KiB chunks (1 MiB in the failure runs).
+//! The Reo paper's experiments (docs/REFERENCES.md §P1): `reo-normal` (Figs. 5–7: Reo-10/20/40 %
+//! against uniform 0/1/2-parity over cache sizes 4–12 % of the data set, weak/medium/strong
+//! workloads), `reo-failures` (Fig. 8: four device failures at requests 10k/20k/30k/40k of the
+//! medium workload, cache 10 %), `reo-dirty` (Fig. 9: write ratio 10–50 %, Reo against full
+//! replication). The paper's configuration: 5 devices, 64 KiB chunks (1 MiB in the failure runs).
 
 use reo_cache::{ClassSchemes, Redundancy};
 use reo_store::{Placement, Scheme};

@@ -20,7 +20,9 @@ use crate::report::ReplayReport;
 /// Distinct objects of a workload and their bytes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct WorkingSet {
+    /// Distinct object keys.
     pub objects: u64,
+    /// Sum of their sizes (each at its largest size seen), bytes.
     pub bytes: u64,
 }
 

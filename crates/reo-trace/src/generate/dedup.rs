@@ -26,23 +26,31 @@ const HISTORY: usize = 65_536;
 /// Knobs of [`DedupBlocks`]; see the module doc and `docs/TRACES.md`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DedupParams {
+    /// Seed of the generator: equal params give equal requests.
     pub seed: u64,
     /// Working set, in blocks.
     pub blocks: u64,
+    /// Requests the workload yields.
     pub requests: u64,
+    /// Size of every block (and request), bytes.
     pub block_size: u64,
+    /// Fraction of requests that are reads (the rest are writes).
     pub read_ratio: f64,
+    /// Probability that new content duplicates a recent earlier content, 0–1.
     pub dedup_ratio: f64,
     /// Zipf skew of block popularity.
     pub alpha: f64,
+    /// Mean arrival rate, requests per second (Poisson arrivals).
     pub rate: f64,
 }
 
 impl DedupParams {
+    /// Preset names; the first is the default.
     pub const PRESETS: [&'static str; 3] = ["webvm", "homes", "mail"];
     const KNOBS: [&'static str; 8] =
         ["seed", "blocks", "requests", "block_size", "read_ratio", "dedup_ratio", "alpha", "rate"];
 
+    /// The knobs of preset `name`, or `None` if there is no such preset.
     pub fn preset(name: &str) -> Option<Self> {
         let (blocks, read_ratio, dedup_ratio, alpha) = match name {
             "webvm" => (262_144, 0.7, 0.5, 0.9),
@@ -62,6 +70,8 @@ impl DedupParams {
         })
     }
 
+    /// Sets knob `key` from its text `value`, checking its range (`objects` is `blocks`,
+    /// `write_ratio` sets `1 - read_ratio`).
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), GenError> {
         match key {
             "seed" => self.seed = u64_knob(key, value, 0)?,
@@ -78,6 +88,7 @@ impl DedupParams {
         Ok(())
     }
 
+    /// Every knob and its value, in a fixed order.
     pub fn knobs(&self) -> Vec<(&'static str, String)> {
         let v = [
             self.seed.to_string(),
@@ -110,6 +121,7 @@ pub struct DedupBlocks {
 }
 
 impl DedupBlocks {
+    /// The generator for `p` (O(blocks) memory).
     pub fn new(p: &DedupParams) -> Self {
         let mut rng = Xoshiro256pp::new(p.seed);
         let blocks = rng.permutation(p.blocks as u32);
@@ -150,10 +162,12 @@ impl DedupBlocks {
         fp
     }
 
+    /// Requests left to yield.
     pub fn len(&self) -> u64 {
         self.left
     }
 
+    /// Whether every request was yielded.
     pub fn is_empty(&self) -> bool {
         self.left == 0
     }

@@ -26,10 +26,12 @@ impl Zipf {
         Zipf { cdf }
     }
 
+    /// Number of ranks (`n`).
     pub fn len(&self) -> u64 {
         self.cdf.len() as u64
     }
 
+    /// Whether there are no ranks.
     pub fn is_empty(&self) -> bool {
         self.cdf.is_empty()
     }
@@ -49,7 +51,7 @@ impl Zipf {
 
 /// `requests` keys drawn from Zipf(`alpha`) over `objects` ranks, as keys `1..=objects` (rank + 1,
 /// 1 the most popular), deterministic in `seed`: the policies' miss-ratio reference workload
-/// (`algorithms.md` §5) and the key stream of cache tests and `reo bench cache`.
+/// (docs/REFERENCES.md §A5) and the key stream of cache tests and `reo bench cache`.
 pub fn zipf_trace(objects: u64, requests: usize, alpha: f64, seed: u64) -> Vec<u64> {
     let z = Zipf::new(objects, alpha, 0.0);
     let mut rng = Xoshiro256pp::new(seed);
@@ -99,7 +101,7 @@ mod tests {
 
     #[test]
     fn zipf_top_share_matches_reference_table() {
-        // algorithms.md §9: top-10 % share for 4,000 objects.
+        // docs/REFERENCES.md §A9: top-10 % share for 4,000 objects.
         for (alpha, share) in [(0.6, 0.38), (0.8, 0.56), (1.0, 0.74), (1.2, 0.88)] {
             let z = Zipf::new(4000, alpha, 0.0);
             assert!((z.top_share(0.1) - share).abs() < 0.015, "α {alpha}: {}", z.top_share(0.1));

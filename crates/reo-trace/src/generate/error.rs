@@ -9,27 +9,89 @@ use thiserror::Error;
 pub enum GenError {
     /// No generator of that name.
     #[error("unknown generator {kind:?} (expected one of {expected})")]
-    UnknownGenerator { kind: String, expected: String },
+    UnknownGenerator {
+        /// The name given.
+        kind: String,
+        /// The known generators, comma-separated.
+        expected: String,
+    },
     /// The generator has no preset of that name.
     #[error("{kind} has no preset {name:?} (presets: {presets})")]
-    UnknownPreset { kind: String, name: String, presets: String },
+    UnknownPreset {
+        /// The generator.
+        kind: String,
+        /// The preset name given.
+        name: String,
+        /// Its presets, comma-separated.
+        presets: String,
+    },
     /// The generator has no knob of that name.
     #[error("{kind} has no knob {key:?} (knobs: {knobs})")]
-    UnknownKnob { kind: &'static str, key: String, knobs: String },
+    UnknownKnob {
+        /// The generator.
+        kind: &'static str,
+        /// The knob name given.
+        key: String,
+        /// Its knobs, comma-separated.
+        knobs: String,
+    },
     /// A knob item without `=`.
     #[error("expected KEY=VALUE, got {0:?}")]
     NotKeyValue(String),
+    /// An integer knob whose value does not parse.
     #[error("{key}: bad integer {value:?}")]
-    BadInteger { key: String, value: String },
+    BadInteger {
+        /// The knob.
+        key: String,
+        /// The value given.
+        value: String,
+    },
+    /// An integer knob below its minimum.
     #[error("{key}: {value} is below {min}")]
-    BelowMin { key: String, value: u64, min: u64 },
+    BelowMin {
+        /// The knob.
+        key: String,
+        /// The value given.
+        value: u64,
+        /// The smallest value accepted.
+        min: u64,
+    },
+    /// A number knob whose value does not parse.
     #[error("{key}: bad number {value:?}")]
-    BadNumber { key: String, value: String },
+    BadNumber {
+        /// The knob.
+        key: String,
+        /// The value given.
+        value: String,
+    },
+    /// A number knob outside its range.
     #[error("{key}: {value} is outside [{lo}, {hi}]")]
-    OutOfRange { key: String, value: f64, lo: f64, hi: f64 },
+    OutOfRange {
+        /// The knob.
+        key: String,
+        /// The value given.
+        value: f64,
+        /// The smallest value accepted.
+        lo: f64,
+        /// The largest value accepted.
+        hi: f64,
+    },
+    /// A boolean knob whose value is not a boolean.
     #[error("{key}: bad boolean {value:?}")]
-    BadBoolean { key: String, value: String },
+    BadBoolean {
+        /// The knob.
+        key: String,
+        /// The value given.
+        value: String,
+    },
     /// MediSyn's size knobs contradict each other.
     #[error("medisyn: need min_size ≤ mean_size ≤ max_size, got {min} / {mean} / {max}")]
-    MedisynSizes { min: u64, mean: u64, max: u64 },
+    MedisynSizes {
+        /// `min_size`, bytes.
+        min: u64,
+        /// `mean_size`, bytes.
+        mean: u64,
+        /// `max_size`, bytes.
+        max: u64,
+    },
 }

@@ -1,8 +1,8 @@
-//! The MediSyn-like object workload of the Reo paper (algorithms.md §9): a fixed population of
-//! objects with lognormal sizes (rescaled to a 4.4 MB mean, clamped to [4 KiB, 64 MiB]) and
+//! The MediSyn-like object workload of the Reo paper (docs/REFERENCES.md §A9): a fixed population
+//! of objects with lognormal sizes (rescaled to a 4.4 MB mean, clamped to [4 KiB, 64 MiB]) and
 //! generalized-Zipf popularity over a seeded permutation of ids; Poisson arrivals; whole-object
-//! Gets, and with probability `write_ratio` a Put of a new version (new content); with
-//! probability `dedup_ratio` an object's (or version's) content is a random other object's.
+//! Gets, and with probability `write_ratio` a Put of a new version (new content); with probability
+//! `dedup_ratio` an object's (or version's) content is a random other object's.
 //!
 //! Presets reproduce the Reo paper's three workloads: 4,000 objects and 25,616 (`weak`),
 //! 51,057 (`medium`) or 89,723 (`strong`) requests; their α (0.6 / 0.9 / 1.2) are guesses.
@@ -23,8 +23,11 @@ use reo_media::rng::Xoshiro256pp;
 /// Knobs of [`Medisyn`]; see the module doc and `docs/TRACES.md`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MedisynParams {
+    /// Seed of the generator: equal params give equal requests.
     pub seed: u64,
+    /// Objects in the population (keys `0..objects`, at most 2^32 - 1).
     pub objects: u64,
+    /// Requests the workload yields.
     pub requests: u64,
     /// Zipf skew α.
     pub alpha: f64,
@@ -34,7 +37,9 @@ pub struct MedisynParams {
     pub mean_size: u64,
     /// σ of the underlying normal of the lognormal sizes.
     pub sigma: f64,
+    /// Smallest object size, bytes.
     pub min_size: u64,
+    /// Largest object size, bytes.
     pub max_size: u64,
     /// Fraction of requests that are Puts of a new version, 0–0.5.
     pub write_ratio: f64,
@@ -47,6 +52,7 @@ pub struct MedisynParams {
 }
 
 impl MedisynParams {
+    /// Preset names; the first is the default.
     pub const PRESETS: [&'static str; 3] = ["weak", "medium", "strong"];
     const KNOBS: [&'static str; 13] = [
         "seed",
@@ -64,6 +70,7 @@ impl MedisynParams {
         "cover",
     ];
 
+    /// The knobs of preset `name`, or `None` if there is no such preset.
     pub fn preset(name: &str) -> Option<Self> {
         let (requests, alpha) = match name {
             "weak" => (25_616, 0.6),
@@ -88,6 +95,7 @@ impl MedisynParams {
         })
     }
 
+    /// Sets knob `key` from its text `value`, checking its range.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), GenError> {
         match key {
             "seed" => self.seed = u64_knob(key, value, 0)?,
@@ -108,6 +116,7 @@ impl MedisynParams {
         Ok(())
     }
 
+    /// Checks `min_size ≤ mean_size ≤ max_size`.
     pub fn validate(&self) -> Result<(), GenError> {
         if !(self.min_size <= self.mean_size && self.mean_size <= self.max_size) {
             return Err(GenError::MedisynSizes { min: self.min_size, mean: self.mean_size, max: self.max_size });
@@ -115,6 +124,7 @@ impl MedisynParams {
         Ok(())
     }
 
+    /// Every knob and its value, in a fixed order.
     pub fn knobs(&self) -> Vec<(&'static str, String)> {
         let v = [
             self.seed.to_string(),
@@ -156,6 +166,7 @@ pub struct Medisyn {
 }
 
 impl Medisyn {
+    /// The generator for `p` (draws the objects' sizes and contents up front: O(objects)).
     pub fn new(p: &MedisynParams) -> Self {
         let mut rng = Xoshiro256pp::new(p.seed);
         let n = p.objects as usize;
@@ -225,10 +236,12 @@ impl Medisyn {
         id
     }
 
+    /// Requests left to yield.
     pub fn len(&self) -> u64 {
         self.left
     }
 
+    /// Whether every request was yielded.
     pub fn is_empty(&self) -> bool {
         self.left == 0
     }

@@ -25,13 +25,18 @@ use std::str::FromStr;
 /// A generator and its knobs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum GenSpec {
+    /// The MediSyn-like object workload of the Reo paper (docs/REFERENCES.md §A9).
     Medisyn(MedisynParams),
+    /// Block workload with duplicate content (FIU IODedup-like).
     Dedup(DedupParams),
+    /// Random hot-set I/O mixed with a sequential scan.
     Scan(ScanParams),
+    /// SDCC-like skewed OLTP block I/O.
     Oltp(OltpParams),
 }
 
 impl GenSpec {
+    /// Generator names, as in `KIND[:PRESET]`.
     pub const KINDS: [&'static str; 4] = ["medisyn", "dedup", "scan", "oltp"];
 
     /// The presets of generator `kind` (the first is its default).
@@ -63,6 +68,7 @@ impl GenSpec {
         })
     }
 
+    /// The generator's name (one of [`GenSpec::KINDS`]).
     pub fn kind(&self) -> &'static str {
         match self {
             GenSpec::Medisyn(_) => "medisyn",
@@ -160,9 +166,13 @@ impl fmt::Display for GenSpec {
 /// A generator built from a [`GenSpec`]: an iterator of exactly as many requests as the spec
 /// says ([`ExactSizeIterator`]).
 pub enum Workload {
+    /// A [`GenSpec::Medisyn`] workload.
     Medisyn(Medisyn),
+    /// A [`GenSpec::Dedup`] workload.
     Dedup(DedupBlocks),
+    /// A [`GenSpec::Scan`] workload.
     Scan(ScanMix),
+    /// A [`GenSpec::Oltp`] workload.
     Oltp(Oltp),
 }
 

@@ -15,23 +15,31 @@ const VOLUME: u64 = 0x01f9;
 /// Knobs of [`Oltp`]; see the module doc and `docs/TRACES.md`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OltpParams {
+    /// Seed of the generator: equal params give equal requests.
     pub seed: u64,
+    /// The space, in blocks.
     pub blocks: u64,
+    /// Requests the workload yields.
     pub requests: u64,
+    /// Size of every block (and request), bytes.
     pub block_size: u64,
     /// Fraction of the space that is hot.
     pub hot_fraction: f64,
     /// Fraction of the I/O that goes to the hot space.
     pub hot_share: f64,
+    /// Fraction of requests that are reads (the rest are writes).
     pub read_ratio: f64,
+    /// Mean arrival rate, requests per second (Poisson arrivals).
     pub rate: f64,
 }
 
 impl OltpParams {
+    /// Preset names; the first is the default.
     pub const PRESETS: [&'static str; 2] = ["sdcc", "sdcc8k"];
     const KNOBS: [&'static str; 8] =
         ["seed", "blocks", "requests", "block_size", "hot_fraction", "hot_share", "read_ratio", "rate"];
 
+    /// The knobs of preset `name`, or `None` if there is no such preset.
     pub fn preset(name: &str) -> Option<Self> {
         let (blocks, block_size) = match name {
             "sdcc" => (1_048_576, 4096),
@@ -50,6 +58,8 @@ impl OltpParams {
         })
     }
 
+    /// Sets knob `key` from its text `value`, checking its range (`objects` is `blocks`,
+    /// `write_ratio` sets `1 - read_ratio`).
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), GenError> {
         match key {
             "seed" => self.seed = u64_knob(key, value, 0)?,
@@ -66,6 +76,7 @@ impl OltpParams {
         Ok(())
     }
 
+    /// Every knob and its value, in a fixed order.
     pub fn knobs(&self) -> Vec<(&'static str, String)> {
         let v = [
             self.seed.to_string(),
@@ -96,6 +107,7 @@ pub struct Oltp {
 }
 
 impl Oltp {
+    /// The generator for `p`.
     pub fn new(p: &OltpParams) -> Self {
         Oltp {
             hot: p.hot_blocks(),
@@ -106,10 +118,12 @@ impl Oltp {
         }
     }
 
+    /// Requests left to yield.
     pub fn len(&self) -> u64 {
         self.left
     }
 
+    /// Whether every request was yielded.
     pub fn is_empty(&self) -> bool {
         self.left == 0
     }

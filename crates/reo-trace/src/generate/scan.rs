@@ -23,24 +23,33 @@ const VOLUME: u64 = 0x5ca;
 /// Knobs of [`ScanMix`]; see the module doc and `docs/TRACES.md`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScanParams {
+    /// Seed of the generator: equal params give equal requests.
     pub seed: u64,
+    /// Blocks of the random part's hot set (at most 2^32 - 1).
     pub hot_blocks: u64,
+    /// Blocks the scan covers (`0..scan_blocks`) before wrapping around.
     pub scan_blocks: u64,
+    /// Requests the workload yields.
     pub requests: u64,
+    /// Size of every block (and request), bytes.
     pub block_size: u64,
+    /// Zipf skew of the hot set's popularity.
     pub alpha: f64,
     /// Reads among the random (non-scan) requests.
     pub read_ratio: f64,
     /// Fraction of requests that are scan reads.
     pub scan_fraction: f64,
+    /// Mean arrival rate, requests per second (Poisson arrivals).
     pub rate: f64,
 }
 
 impl ScanParams {
+    /// Preset names; the first is the default.
     pub const PRESETS: [&'static str; 3] = ["tpce", "light", "heavy"];
     const KNOBS: [&'static str; 9] =
         ["seed", "hot_blocks", "scan_blocks", "requests", "block_size", "alpha", "read_ratio", "scan_fraction", "rate"];
 
+    /// The knobs of preset `name`, or `None` if there is no such preset.
     pub fn preset(name: &str) -> Option<Self> {
         let scan_fraction = match name {
             "tpce" => 0.5,
@@ -61,6 +70,8 @@ impl ScanParams {
         })
     }
 
+    /// Sets knob `key` from its text `value`, checking its range (`objects` is `hot_blocks`,
+    /// `write_ratio` sets `1 - read_ratio`).
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), GenError> {
         match key {
             "seed" => self.seed = u64_knob(key, value, 0)?,
@@ -78,6 +89,7 @@ impl ScanParams {
         Ok(())
     }
 
+    /// Every knob and its value, in a fixed order.
     pub fn knobs(&self) -> Vec<(&'static str, String)> {
         let v = [
             self.seed.to_string(),
@@ -106,6 +118,7 @@ pub struct ScanMix {
 }
 
 impl ScanMix {
+    /// The generator for `p` (O(hot_blocks) memory).
     pub fn new(p: &ScanParams) -> Self {
         let mut rng = Xoshiro256pp::new(p.seed);
         ScanMix {
@@ -119,10 +132,12 @@ impl ScanMix {
         }
     }
 
+    /// Requests left to yield.
     pub fn len(&self) -> u64 {
         self.left
     }
 
+    /// Whether every request was yielded.
     pub fn is_empty(&self) -> bool {
         self.left == 0
     }

@@ -4,9 +4,13 @@
 /// A numeric axis: its range and tick positions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Axis {
+    /// Low end of the axis (data units).
     pub lo: f64,
+    /// High end of the axis (data units).
     pub hi: f64,
+    /// Distance between ticks: 1, 2 or 5 × 10^k.
     pub step: f64,
+    /// Tick positions within `[lo, hi]`, ascending.
     pub ticks: Vec<f64>,
 }
 

@@ -9,20 +9,26 @@ use super::Chart;
 /// A grouped bar chart; build with [`BarChart::new`] and [`BarChart::series`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct BarChart {
+    /// Title above the chart.
     pub title: String,
+    /// Label under the x axis.
     pub x_label: String,
+    /// Label along the y axis.
     pub y_label: String,
     /// Category names, left to right.
     pub groups: Vec<String>,
     /// Series names and one value per group (missing or non-finite values draw no bar).
     pub series: Vec<(String, Vec<f64>)>,
+    /// Image width, pixels (default 800).
     pub width: u32,
+    /// Image height, pixels (default 480).
     pub height: u32,
     /// Fixed y range; `None` fits the data (always including 0).
     pub y_range: Option<(f64, f64)>,
 }
 
 impl BarChart {
+    /// An empty 800 × 480 chart with these groups, left to right.
     pub fn new(title: &str, x_label: &str, y_label: &str, groups: &[&str]) -> Self {
         BarChart {
             title: title.into(),
@@ -42,11 +48,13 @@ impl BarChart {
         self
     }
 
+    /// Fixes the y range instead of fitting the data.
     pub fn y_range(mut self, lo: f64, hi: f64) -> Self {
         self.y_range = Some((lo, hi));
         self
     }
 
+    /// Sets the image size in pixels.
     pub fn size(mut self, width: u32, height: u32) -> Self {
         (self.width, self.height) = (width, height);
         self

@@ -10,8 +10,11 @@ use super::font::{ADVANCE, GLYPH_H};
 pub struct Rgb(pub u8, pub u8, pub u8);
 
 impl Rgb {
+    /// White, the background of both backends.
     pub const WHITE: Rgb = Rgb(255, 255, 255);
+    /// Black, the default text color.
     pub const BLACK: Rgb = Rgb(0, 0, 0);
+    /// Light grey, the grid lines.
     pub const GRID: Rgb = Rgb(225, 225, 225);
 
     /// `#rrggbb`.
@@ -42,8 +45,11 @@ pub fn color(i: usize) -> Rgb {
 /// Where a text's anchor point is, horizontally (it is always at the text's vertical middle).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Anchor {
+    /// The anchor is at the text's start (left for horizontal text).
     Start,
+    /// The anchor is at the text's centre.
     Middle,
+    /// The anchor is at the text's end.
     End,
 }
 
@@ -52,13 +58,16 @@ pub enum Anchor {
 pub struct TextStyle {
     /// Integer multiple of the 5×8 font (1 = labels and ticks, 2 = titles).
     pub scale: u32,
+    /// Where the anchor point is along the text.
     pub anchor: Anchor,
     /// Rotated 90° counter-clockwise (reads bottom to top), for the y-axis label.
     pub vertical: bool,
+    /// Text color.
     pub color: Rgb,
 }
 
 impl TextStyle {
+    /// Horizontal black text at `scale`, anchored at `anchor`.
     pub fn new(scale: u32, anchor: Anchor) -> Self {
         TextStyle { scale, anchor, vertical: false, color: Rgb::BLACK }
     }

@@ -9,18 +9,26 @@ use super::Chart;
 /// One named series of points (non-finite points are skipped).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
+    /// Name in the legend.
     pub name: String,
+    /// (x, y) points, joined in this order.
     pub points: Vec<(f64, f64)>,
 }
 
 /// A line chart; build with [`LineChart::new`] and [`LineChart::series`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct LineChart {
+    /// Title above the chart.
     pub title: String,
+    /// Label under the x axis.
     pub x_label: String,
+    /// Label along the y axis.
     pub y_label: String,
+    /// The series, drawn in palette order.
     pub series: Vec<Series>,
+    /// Image width, pixels (default 800).
     pub width: u32,
+    /// Image height, pixels (default 480).
     pub height: u32,
     /// Fixed x range; `None` fits the data.
     pub x_range: Option<(f64, f64)>,
@@ -32,6 +40,7 @@ pub struct LineChart {
 const MARKERS_UP_TO: usize = 60;
 
 impl LineChart {
+    /// An empty 800 × 480 chart fitting its ranges to the data.
     pub fn new(title: &str, x_label: &str, y_label: &str) -> Self {
         LineChart {
             title: title.into(),
@@ -51,16 +60,19 @@ impl LineChart {
         self
     }
 
+    /// Fixes the y range instead of fitting the data.
     pub fn y_range(mut self, lo: f64, hi: f64) -> Self {
         self.y_range = Some((lo, hi));
         self
     }
 
+    /// Fixes the x range instead of fitting the data.
     pub fn x_range(mut self, lo: f64, hi: f64) -> Self {
         self.x_range = Some((lo, hi));
         self
     }
 
+    /// Sets the image size in pixels.
     pub fn size(mut self, width: u32, height: u32) -> Self {
         (self.width, self.height) = (width, height);
         self

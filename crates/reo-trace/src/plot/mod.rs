@@ -28,6 +28,7 @@ pub trait Chart {
     /// Width and height in pixels.
     fn size(&self) -> (u32, u32);
 
+    /// Draws the chart on `c` (of [`Chart::size`]).
     fn draw(&self, c: &mut dyn Canvas);
 
     /// The chart as an SVG document.

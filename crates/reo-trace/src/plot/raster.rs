@@ -6,12 +6,16 @@ use super::font::{pixel, ADVANCE, GLYPH_H, GLYPH_W};
 
 /// An RGB image, row-major, 3 bytes per pixel, white to start.
 pub struct RasterCanvas {
+    /// Width, pixels.
     pub width: u32,
+    /// Height, pixels.
     pub height: u32,
+    /// `width × height × 3` bytes, R, G, B per pixel.
     pub pixels: Vec<u8>,
 }
 
 impl RasterCanvas {
+    /// A white image of `width × height` pixels.
     pub fn new(width: u32, height: u32) -> Self {
         RasterCanvas { width, height, pixels: vec![255; width as usize * height as usize * 3] }
     }
@@ -25,6 +29,7 @@ impl RasterCanvas {
         self.pixels[i..i + 3].copy_from_slice(&[c.0, c.1, c.2]);
     }
 
+    /// The color of pixel (x, y); panics outside the image.
     pub fn get(&self, x: u32, y: u32) -> Rgb {
         let i = (y as usize * self.width as usize + x as usize) * 3;
         Rgb(self.pixels[i], self.pixels[i + 1], self.pixels[i + 2])

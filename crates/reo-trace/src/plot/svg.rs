@@ -26,6 +26,7 @@ pub fn escape(s: &str) -> String {
 }
 
 impl SvgCanvas {
+    /// An SVG document of `width × height` pixels on a white background.
     pub fn new(width: u32, height: u32) -> Self {
         let mut out = String::new();
         let _ = writeln!(
@@ -36,6 +37,7 @@ impl SvgCanvas {
         SvgCanvas { out }
     }
 
+    /// Closes the document and returns its text.
     pub fn finish(mut self) -> String {
         self.out.push_str("</svg>\n");
         self.out
