@@ -241,8 +241,6 @@ impl Replay {
                 match self.cache.put(&key, data, &ObjectMeta::default(), dirty, now) {
                     Ok(receipt) if dirty => self.flusher.dirtied(r.key, receipt.version, r.obj_size),
                     Ok(_) => {}
-                    // Full of dirty data: the client is told to retry (503); the replay counts
-                    // the write as done at the backend instead (nothing is lost).
                     // Full of dirty data, or too few devices left to protect it: the client is
                     // told to retry (503) or the gateway writes around; the replay counts the
                     // write as done at the backend (nothing is lost).
