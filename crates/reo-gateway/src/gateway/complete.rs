@@ -30,8 +30,9 @@ use reo_media::AlignedBuf;
 use s3s::{s3_error, S3Result};
 
 use super::incoming::IncomingPut;
-use super::multipart::{io, Done, PartInfo, Upload, MIN_PART};
+use super::multipart::{Done, PartInfo, Upload, MIN_PART};
 use super::part_table::{PartEntry, PartTable};
+use super::staging::io;
 use super::Gateway;
 use crate::backend::ObjectInfo;
 use crate::body::BodySink;

@@ -75,6 +75,7 @@ pub mod policy;
 mod race_tests;
 mod read;
 mod recover;
+mod staging;
 pub mod stream;
 #[cfg(test)]
 mod stream_tests;

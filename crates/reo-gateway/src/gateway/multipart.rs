@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::now_ns;
 use super::part_writer::PartWriter;
+use super::staging::{io, write_durable};
 use crate::backend::ObjectInfo;
 
 /// S3's minimum size of every part but the last.
@@ -100,21 +101,6 @@ pub struct Uploads {
 pub(crate) struct UploadLock<'a> {
     uploads: &'a Uploads,
     id: String,
-}
-
-pub(crate) fn io(e: std::io::Error) -> s3s::S3Error {
-    s3_error!(InternalError, "multipart staging: {e}")
-}
-
-/// Writes `dir/name` atomically and durably: a temporary file fsync'ed, renamed into place, the
-/// directory fsync'ed. `tag` makes the temporary name unique among concurrent writers.
-pub(super) fn write_durable(dir: &Path, name: &str, tag: u64, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let tmp = dir.join(format!("tmp-{name}-{tag}"));
-    let mut f = fs::File::create(&tmp)?;
-    f.write_all(bytes).and_then(|_| f.sync_all())?;
-    fs::rename(&tmp, dir.join(name))?;
-    fs::File::open(dir)?.sync_all()
 }
 
 /// Whether `name` is a staged part (or its MD5) or a temporary file: what is left to remove once

@@ -23,11 +23,18 @@ use reo_cache::WriteError;
 use s3s::{s3_error, S3Result};
 
 use super::errors::backend_err;
-use super::incoming::BackendPut;
 use super::pending::{cache_key, PendingPut};
 use super::policy::WritePolicy;
 use super::{meta_of, now_ns, Gateway};
-use crate::backend::ObjectInfo;
+use crate::backend::{ObjectInfo, ObjectWriter};
+
+/// A body on its way into the backend, and into a clean copy on flash if write-through
+/// ([`super::incoming`] streams it, the write path here commits it).
+pub struct BackendPut {
+    pub(crate) writer: Box<dyn ObjectWriter>,
+    pub(crate) copy: Option<reo_cache::StreamedPut>,
+    pub(crate) written: u64,
+}
 
 /// The bytes of a write: in memory, staged in the cache as they arrived, or written to the
 /// backend as they arrived and not yet committed ([`super::incoming`]).
