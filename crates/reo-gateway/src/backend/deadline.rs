@@ -362,9 +362,10 @@ mod tests {
 
     #[test]
     fn a_hung_call_fails_at_its_deadline_and_the_rest_go_on() {
-        let dir = std::env::temp_dir().join(format!("reo-deadline-{}-{}", std::process::id(), line!()));
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let hung = Arc::new(AtomicBool::new(true));
-        let inner = Hanging { inner: LocalBackend::open(&dir).unwrap(), hung: hung.clone(), puts_hung: Arc::default() };
+        let inner = Hanging { inner: LocalBackend::open(dir).unwrap(), hung: hung.clone(), puts_hung: Arc::default() };
         let d = Deadline::new(Arc::new(inner), Duration::from_millis(200));
         d.create_bucket("bkt").unwrap();
         d.put("bkt", "k", b"bytes", &ObjectInfo { size: 5, etag: "e".into(), ..Default::default() }).unwrap();
@@ -379,20 +380,20 @@ mod tests {
         assert_eq!(chunks.map(|c| c.unwrap().to_vec()).collect::<Vec<_>>().concat(), b"bytes");
         hung.store(false, Ordering::SeqCst);
         assert_eq!(d.head("bkt", "k").unwrap().size, 5);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn streamed_writes_conform_and_a_hung_commit_fails_at_its_deadline() {
-        let dir = std::env::temp_dir().join(format!("reo-deadline-{}-{}", std::process::id(), line!()));
-        let local: Arc<dyn Backend> = Arc::new(LocalBackend::open(&dir).unwrap());
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let local: Arc<dyn Backend> = Arc::new(LocalBackend::open(dir).unwrap());
         let d = Arc::new(Deadline::new(local, Duration::from_secs(30)));
         d.create_bucket("bkt").unwrap();
         crate::backend::writer::conformance(d);
         // A backend that takes whole objects only (the default writer), its PUTs hung.
         let puts_hung = Arc::new(AtomicBool::new(true));
         let inner =
-            Hanging { inner: LocalBackend::open(&dir).unwrap(), hung: Arc::default(), puts_hung: puts_hung.clone() };
+            Hanging { inner: LocalBackend::open(dir).unwrap(), hung: Arc::default(), puts_hung: puts_hung.clone() };
         let d = Arc::new(Deadline::new(Arc::new(inner), Duration::from_millis(200)));
         let mut w = d.clone().put_stream("bkt", "k", &ObjectInfo::default()).unwrap();
         w.write(bytes::Bytes::from_static(b"bytes")).unwrap();
@@ -402,6 +403,5 @@ mod tests {
         assert!(t.elapsed() < Duration::from_secs(10));
         assert_eq!(d.stuck(), 1);
         puts_hung.store(false, Ordering::SeqCst);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -97,10 +97,9 @@ mod tests {
 
     #[test]
     fn hints_survive_reopen_and_ids_are_not_reused() {
-        let dir = std::env::temp_dir().join(format!("reo-hints-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let path = dir.join("hints.json");
-        let _ = std::fs::remove_file(&path);
         let mut s = HintStore::open(&path).unwrap();
         let a = s.add(spec("x"), Some("app".into()), None).unwrap();
         let b = s.add(spec("y"), None, None).unwrap();
@@ -115,16 +114,13 @@ mod tests {
         let c = r.add(spec("z"), None, None).unwrap();
         assert!(c != a && c != b);
         assert!(!dir.join("hints.json.tmp").exists());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn a_corrupt_file_is_an_error_naming_it() {
-        let dir = std::env::temp_dir().join(format!("reo-hints-bad-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("hints.json");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hints.json");
         std::fs::write(&path, b"{not json").unwrap();
         assert!(HintStore::open(&path).unwrap_err().contains("hints.json"));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -368,10 +368,10 @@ mod tests {
 
     #[test]
     fn users_survive_a_restart_and_changes_take_effect_at_once() {
-        let dir = std::env::temp_dir().join(format!("reo-users-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let pair = Some(("ADMINKEY000000000000".to_string(), "admin-secret-0000000000".to_string()));
-        let users = Users::open(&dir, pair.clone()).unwrap();
+        let users = Users::open(dir, pair.clone()).unwrap();
         let (rw, secret) = users.add(new("app", Role::ReadWrite, &["photos/app/"])).unwrap();
         assert_eq!(rw.access_key.len(), 20);
         assert_eq!(secret.len(), 40);
@@ -387,13 +387,12 @@ mod tests {
         let mode = std::fs::metadata(dir.join("users.json")).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
 
-        let again = Users::open(&dir, pair).unwrap();
+        let again = Users::open(dir, pair).unwrap();
         let (u, s) = again.lookup(&rw.access_key).unwrap();
         assert_eq!((u.name.as_str(), u.role, s.as_str()), ("app", Role::ReadWrite, rotated.as_str()));
         assert_eq!(u.scopes, vec![Scope::parse("photos/app/").unwrap()]);
         let names: Vec<String> = again.list().iter().map(|u| u.name.clone()).collect();
         assert_eq!(names, ["admin", "app"]);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
