@@ -272,7 +272,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     match api.gw.cache.resume_rebuild(cfg.rebuild_bps) {
         Ok(Some(h)) => {
             tracing::info!(device = h.device(), "resuming the rebuild the last run did not finish");
-            *api.last_rebuild.lock().unwrap_or_else(|p| p.into_inner()) = Some(h);
+            *api.last_rebuild.lock() = Some(h);
         }
         Ok(None) => {}
         Err(e) => tracing::error!("cannot resume the rebuild the last run did not finish: {e}"),

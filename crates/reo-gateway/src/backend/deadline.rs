@@ -15,10 +15,11 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use parking_lot::{Condvar, Mutex};
 
 use super::workers::Workers;
 use super::{
@@ -94,7 +95,7 @@ impl Runner {
         self.workers
             .run(Box::new(move || {
                 let r = f();
-                let mut st = s.state.lock().unwrap_or_else(|e| e.into_inner());
+                let mut st = s.state.lock();
                 if st.1 {
                     counter.fetch_sub(1, Ordering::Relaxed); // abandoned: nobody waits for it
                 } else {
@@ -103,9 +104,8 @@ impl Runner {
                 }
             }))
             .map_err(|e| BackendError::Io(format!("cannot start a backend call: {e}")))?;
-        let st = slot.state.lock().unwrap_or_else(|e| e.into_inner());
-        let (mut st, _) =
-            slot.done.wait_timeout_while(st, deadline, |st| st.0.is_none()).unwrap_or_else(|e| e.into_inner());
+        let mut st = slot.state.lock();
+        slot.done.wait_while_for(&mut st, |st| st.0.is_none(), deadline);
         match st.0.take() {
             Some(r) => r,
             None => {
@@ -187,7 +187,7 @@ impl DeadlineWriter {
         }
         let slot = self.writer.clone();
         let r = self.runner.run(deadline, "a PUT", move || {
-            let mut held = slot.lock().unwrap_or_else(|e| e.into_inner());
+            let mut held = slot.lock();
             if held.is_none() {
                 return Err(BackendError::Io("the write was abandoned".into()));
             }
@@ -218,7 +218,7 @@ impl ObjectWriter for DeadlineWriter {
 impl Drop for DeadlineWriter {
     fn drop(&mut self) {
         // Held by a stuck call: dropped with that call's last reference when it ends.
-        let taken = self.writer.try_lock().ok().and_then(|mut w| w.take());
+        let taken = self.writer.try_lock().and_then(|mut w| w.take());
         if let Some(w) = taken {
             let _ = self.runner.workers.run(Box::new(move || drop(w)));
         }

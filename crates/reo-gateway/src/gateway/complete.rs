@@ -283,7 +283,7 @@ impl Gateway {
     /// Stops a completion after `step` when a test asked for it.
     #[cfg(test)]
     fn crash_point(&self, step: Step) -> S3Result<()> {
-        match *self.uploads.crash_after.lock().unwrap() {
+        match *self.uploads.crash_after.lock() {
             Some(s) if s == step => Err(s3_error!(InternalError, "simulated crash after {step:?}")),
             _ => Ok(()),
         }

@@ -88,8 +88,9 @@ pub(crate) mod tests;
 mod write;
 
 use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
 
+use parking_lot::{Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use reo_cache::{Cache, ObjectMeta};
 use s3s::{s3_error, S3Result};
 
@@ -256,7 +257,7 @@ impl Gateway {
     }
 
     pub(crate) fn pending(&self) -> MutexGuard<'_, Pending> {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+        self.pending.lock()
     }
 
     /// Unflushed objects wait at least `d` before the flusher writes them (default 0).
@@ -293,12 +294,12 @@ impl Gateway {
 
     /// Replaces the write-policy rules (see [`policy`]).
     pub fn set_policies(&self, rules: Vec<PolicyRule>) {
-        *self.rules.write().unwrap_or_else(|e| e.into_inner()) = rules;
+        *self.rules.write() = rules;
     }
 
     /// The write policy of a key about to be written or deleted; read-only scopes are refused.
     pub fn policy(&self, bucket: &str, key: &str) -> S3Result<WritePolicy> {
-        let p = policy::policy_of(&self.rules.read().unwrap_or_else(|e| e.into_inner()), bucket, key);
+        let p = policy::policy_of(&self.rules.read(), bucket, key);
         if p == WritePolicy::ReadOnly {
             return Err(s3_error!(AccessDenied, "{bucket}/{key} is read-only by this gateway's write policy"));
         }
@@ -311,7 +312,7 @@ impl Gateway {
     }
 
     pub fn counters(&self) -> GatewayCounters {
-        let mut c = *self.counters.lock().unwrap_or_else(|e| e.into_inner());
+        let mut c = *self.counters.lock();
         c.backend_reads += self.fetch.flights.fetches.load(std::sync::atomic::Ordering::Relaxed);
         c
     }
@@ -344,7 +345,7 @@ impl Gateway {
 
     pub(crate) fn kick_flusher(&self) {
         let (m, c) = &self.wake;
-        *m.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        *m.lock() = true;
         c.notify_all();
     }
 

@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
 
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use s3s::{s3_error, S3Result};
 use serde::{Deserialize, Serialize};
 
@@ -135,7 +135,7 @@ impl Uploads {
     }
 
     fn busy(&self) -> MutexGuard<'_, HashMap<String, (bool, usize)>> {
-        self.busy.lock().unwrap_or_else(|e| e.into_inner())
+        self.busy.lock()
     }
 
     /// Waits until no other completion or abort of upload `id` runs, then holds it off until the
@@ -147,7 +147,7 @@ impl Uploads {
         b.entry(id.to_string()).or_default().1 += 1;
         self.busy_cv.notify_all();
         while b[id].0 {
-            b = self.busy_cv.wait(b).unwrap_or_else(|e| e.into_inner());
+            self.busy_cv.wait(&mut b);
         }
         b.get_mut(id).expect("registered").0 = true;
         Ok(UploadLock { uploads: self, id: id.to_string() })
@@ -159,7 +159,7 @@ impl Uploads {
     pub(crate) fn wait_queued(&self, id: &str, n: usize) {
         let mut b = self.busy();
         while b.get(id).map_or(0, |e| e.1) < n {
-            b = self.busy_cv.wait(b).unwrap_or_else(|e| e.into_inner());
+            self.busy_cv.wait(&mut b);
         }
     }
 

@@ -7,9 +7,11 @@
 //! report (or error) is kept with the hint.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+use parking_lot::{Mutex, MutexGuard};
 
 use super::store::HintStore;
 use super::throttle::TokenBucket;
@@ -73,7 +75,7 @@ impl HintEngine {
                 }
             })
             .map_err(|e| format!("cannot start the hint thread: {e}"))?;
-        *e.thread.lock().unwrap_or_else(|p| p.into_inner()) = Some(h);
+        *e.thread.lock() = Some(h);
         Ok(e)
     }
 
@@ -95,21 +97,21 @@ impl HintEngine {
     /// Stops the thread (the hints stay on disk for the next start).
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::SeqCst);
-        if let Some(h) = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(h) = self.thread.lock().take() {
             let _ = h.join();
         }
     }
 
     fn store(&self) -> MutexGuard<'_, HintStore> {
-        self.store.lock().unwrap_or_else(|p| p.into_inner())
+        self.store.lock()
     }
 
     fn count(&self, f: impl FnOnce(&mut HintCounters)) {
-        f(&mut self.counters.lock().unwrap_or_else(|p| p.into_inner()));
+        f(&mut self.counters.lock());
     }
 
     pub fn counters(&self) -> HintCounters {
-        let mut c = *self.counters.lock().unwrap_or_else(|p| p.into_inner());
+        let mut c = *self.counters.lock();
         c.throttle_waits = self.throttle_waits.load(Ordering::Relaxed);
         c
     }
@@ -343,7 +345,7 @@ impl HintEngine {
     /// Waits for `n` bytes of promote budget (false if stopping meanwhile).
     fn throttle(&self, n: u64) -> bool {
         loop {
-            let r = self.budget.lock().unwrap_or_else(|p| p.into_inner()).take(n, now_ns());
+            let r = self.budget.lock().take(n, now_ns());
             match r {
                 Ok(()) => return true,
                 Err(wait) => {

@@ -9,8 +9,9 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
+use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
 use super::{Role, Scope, User};
@@ -152,12 +153,12 @@ impl Users {
         Users { file, inner: RwLock::new(Inner { by_key, records: Vec::new() }) }
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
-        self.inner.read().unwrap_or_else(|p| p.into_inner())
+    fn read(&self) -> parking_lot::RwLockReadGuard<'_, Inner> {
+        self.inner.read()
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
-        self.inner.write().unwrap_or_else(|p| p.into_inner())
+    fn write(&self) -> parking_lot::RwLockWriteGuard<'_, Inner> {
+        self.inner.write()
     }
 
     /// The user of an access key and its secret.

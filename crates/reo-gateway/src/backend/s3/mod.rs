@@ -28,7 +28,7 @@ mod xml;
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -36,6 +36,7 @@ use futures::StreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path;
 use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
+use parking_lot::Mutex;
 
 use super::advice::{self, Address, Advice, AdviceReport};
 use super::{BResult, Backend, BackendError, BucketInfo, ListEntry, ObjectInfo, ObjectWriter};
@@ -129,7 +130,7 @@ impl S3Backend {
     /// The object_store client of `bucket`.
     fn store(&self, bucket: &str) -> BResult<Arc<AmazonS3>> {
         validate_bucket(bucket).map_err(BackendError::Invalid)?;
-        let mut stores = self.stores.lock().unwrap_or_else(|e| e.into_inner());
+        let mut stores = self.stores.lock();
         if let Some(s) = stores.get(bucket) {
             return Ok(s.clone());
         }
