@@ -16,6 +16,8 @@
 //! (an [`ObjectWriter`] taking the object a piece at a time, visible whole at its commit).
 
 pub mod advice;
+#[cfg(test)]
+pub(crate) mod conformance;
 pub mod deadline;
 mod key_index;
 pub mod list;

@@ -120,11 +120,11 @@ fn a_key_removed_behind_the_index_does_not_cut_a_page_short() {
     assert!(matches!(b.delete_bucket("bkt"), Err(BackendError::BucketNotEmpty(_))));
 }
 
+/// The suite every backend runs ([`conformance`]), streamed writes included.
 #[test]
-fn streamed_writes_conform() {
+fn the_local_backend_conforms() {
     let (b, _dir, _tmp) = backend();
-    b.create_bucket("bkt").unwrap();
-    writer::conformance(std::sync::Arc::new(b));
+    conformance::run(std::sync::Arc::new(b));
 }
 
 #[test]
