@@ -40,46 +40,73 @@ pub enum Replacement {
     BlockDevice(PathBuf),
 }
 
+/// Why a replacement path was refused ([`confine_replacement`]); the message names the path.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplacementError {
+    #[error("{asked}: {source}")]
+    Unreadable { asked: String, source: io::Error },
+    #[error("{asked} is on [server] replacement_devices but is not a block device")]
+    NotBlockDevice { asked: String },
+    #[error("{asked}: '.' and '..' are not allowed in a replacement path")]
+    DotComponent { asked: String },
+    #[error("the data directory {}: {source}", dir.display())]
+    DataDir { dir: PathBuf, source: io::Error },
+    #[error(
+        "{asked} is outside the data directory {} (a block device elsewhere must be listed in \
+         [server] replacement_devices)",
+        dir.display()
+    )]
+    Outside { asked: String, dir: PathBuf },
+    #[error("{asked}: names no file")]
+    NoFileName { asked: String },
+    #[error("{asked}: its directory {}: {source}", parent.display())]
+    Parent { asked: String, parent: PathBuf, source: io::Error },
+    #[error("{asked}: its directory leads out of the data directory (a symbolic link)")]
+    LeadsOut { asked: String },
+    #[error("{asked} is a name the data directory's device files use; choose another")]
+    Reserved { asked: String },
+}
+
 /// Confines a requested replacement path: a block device on the allow-list (named exactly as
 /// there, and a block device itself, not a link to one), else a new file in the data directory
 /// `dir` — relative to it or absolute inside it, without `.` or `..` components, in a directory
 /// whose real path is inside `dir`'s (no symbolic link leading out), not one of the names the
 /// device files use.
-pub fn confine_replacement(dir: &Path, asked: &str, allowed: &[PathBuf]) -> Result<Replacement, String> {
+pub fn confine_replacement(dir: &Path, asked: &str, allowed: &[PathBuf]) -> Result<Replacement, ReplacementError> {
     use std::os::unix::fs::FileTypeExt;
     use std::path::Component;
+    use ReplacementError as E;
+    let named = || asked.to_string();
     let p = Path::new(asked);
     if allowed.iter().any(|a| a == p) {
-        let m = std::fs::symlink_metadata(p).map_err(|e| format!("{asked}: {e}"))?;
+        let m = std::fs::symlink_metadata(p).map_err(|source| E::Unreadable { asked: named(), source })?;
         if !m.file_type().is_block_device() {
-            return Err(format!("{asked} is on [server] replacement_devices but is not a block device"));
+            return Err(E::NotBlockDevice { asked: named() });
         }
         return Ok(Replacement::BlockDevice(p.to_path_buf()));
     }
     if p.components().any(|c| matches!(c, Component::ParentDir | Component::CurDir)) {
-        return Err(format!("{asked}: '.' and '..' are not allowed in a replacement path"));
+        return Err(E::DotComponent { asked: named() });
     }
-    let real_dir = dir.canonicalize().map_err(|e| format!("the data directory {}: {e}", dir.display()))?;
+    let real_dir = dir.canonicalize().map_err(|source| E::DataDir { dir: dir.to_path_buf(), source })?;
     let rel = if p.is_absolute() {
-        p.strip_prefix(&real_dir).or_else(|_| p.strip_prefix(dir)).map_err(|_| {
-            format!(
-                "{asked} is outside the data directory {} (a block device elsewhere must be listed in \
-                 [server] replacement_devices)",
-                real_dir.display()
-            )
-        })?
+        p.strip_prefix(&real_dir)
+            .or_else(|_| p.strip_prefix(dir))
+            .map_err(|_| E::Outside { asked: named(), dir: real_dir.clone() })?
     } else {
         p
     };
-    let name = rel.file_name().ok_or_else(|| format!("{asked}: names no file"))?;
+    let name = rel.file_name().ok_or_else(|| E::NoFileName { asked: named() })?;
     let parent = real_dir.join(rel).parent().map(Path::to_path_buf).unwrap_or_else(|| real_dir.clone());
-    let real_parent = parent.canonicalize().map_err(|e| format!("{asked}: its directory {}: {e}", parent.display()))?;
+    let real_parent =
+        parent.canonicalize().map_err(|source| E::Parent { asked: named(), parent: parent.clone(), source })?;
     if !real_parent.starts_with(&real_dir) {
-        return Err(format!("{asked}: its directory leads out of the data directory (a symbolic link)"));
+        return Err(E::LeadsOut { asked: named() });
     }
     let path = real_parent.join(name);
     if is_reserved(&real_dir, &path) {
-        return Err(format!("{asked} is a name the data directory's device files use; choose another"));
+        return Err(E::Reserved { asked: named() });
     }
     Ok(Replacement::NewFile(path))
 }
@@ -260,8 +287,11 @@ mod tests {
         }
         // The allow-list takes block devices only, named exactly.
         let listed = [PathBuf::from("/dev/null"), real.join("spare")];
-        assert!(confine_replacement(d, "/dev/null", &listed).unwrap_err().contains("not a block device"));
-        assert!(confine_replacement(d, "/etc/passwd", &listed).unwrap_err().contains("outside the data directory"));
+        assert!(confine_replacement(d, "/dev/null", &listed).unwrap_err().to_string().contains("not a block device"));
+        assert!(confine_replacement(d, "/etc/passwd", &listed)
+            .unwrap_err()
+            .to_string()
+            .contains("outside the data directory"));
     }
 
     #[test]

@@ -114,7 +114,7 @@ impl Default for BackendChoice {
 /// store answers is the prober's question, asked in the background once the gateway serves (a
 /// hung store must not hold up the start; writes wait on flash until it answers).
 fn open_s3(settings: &crate::backend::s3::S3Settings) -> Result<(Arc<dyn Backend>, String), String> {
-    let b = S3Backend::open(settings)?;
+    let b = S3Backend::open(settings).map_err(|e| e.to_string())?;
     let desc = b.describe();
     Ok((Arc::new(b), desc))
 }
@@ -248,7 +248,8 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     }
     let flusher = Flusher::start(gw.clone());
     let prober = crate::gateway::outage::Prober::start(gw.raw_backend.clone(), gw.health.clone());
-    let hints = crate::hints::engine::HintEngine::start(gw.clone(), &cfg.data_dir.join("state"), cfg.promote_bps)?;
+    let hints = crate::hints::engine::HintEngine::start(gw.clone(), &cfg.data_dir.join("state"), cfg.promote_bps)
+        .map_err(|e| e.to_string())?;
     let api = crate::api::Api {
         gw: gw.clone(),
         hints: hints.clone(),
@@ -292,7 +293,12 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         max_requests_per_connection: cfg.max_requests_per_connection,
     };
     // Certificates are read before anything listens: a bad file stops the start.
-    let tls = cfg.tls.as_ref().map(|t| crate::tls::acceptor(&t.cert, &t.key).map(|a| (t.listen, a))).transpose()?;
+    let tls = cfg
+        .tls
+        .as_ref()
+        .map(|t| crate::tls::acceptor(&t.cert, &t.key).map(|a| (t.listen, a)))
+        .transpose()
+        .map_err(|e| e.to_string())?;
     if cfg.listen.is_none() && tls.is_none() {
         return Err("no address to serve on: give --listen, or --tls-listen with --tls-cert and --tls-key".into());
     }

@@ -85,6 +85,7 @@ pub struct BucketInfo {
 
 /// Why a backend operation failed.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum BackendError {
     NoSuchBucket(String),
     NoSuchKey(String),
@@ -112,6 +113,12 @@ impl fmt::Display for BackendError {
 }
 
 impl std::error::Error for BackendError {}
+
+impl From<crate::keys::NameError> for BackendError {
+    fn from(e: crate::keys::NameError) -> Self {
+        BackendError::Invalid(e.to_string())
+    }
+}
 
 pub type BResult<T> = Result<T, BackendError>;
 

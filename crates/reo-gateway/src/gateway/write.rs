@@ -76,7 +76,7 @@ impl Gateway {
             use s3s::S3ErrorCode::{InvalidArgument, KeyTooLongError};
             s3s::S3Error::with_message(
                 if key.len() > crate::keys::MAX_KEY_LEN { KeyTooLongError } else { InvalidArgument },
-                m,
+                m.to_string(),
             )
         })?;
         // Refused now rather than acknowledged and then never flushable.

@@ -94,13 +94,13 @@ fn bad_backend_addresses_get_clear_errors() {
     let now = unix_now();
     // Refused at submission, the field named.
     let nul = spec(Some("a\0b"), None, Intent::Prefetch, now);
-    assert!(e.submit(nul).unwrap_err().starts_with("key: the object key contains a NUL"));
+    assert!(e.submit(nul).unwrap_err().to_string().starts_with("key: the object key contains a NUL"));
     let mut bad_bucket = spec(Some("k"), None, Intent::Prefetch, now);
     bad_bucket.bucket = "Bad_Bucket".into();
-    assert!(e.submit(bad_bucket).unwrap_err().starts_with("bucket: invalid bucket name"));
+    assert!(e.submit(bad_bucket).unwrap_err().to_string().starts_with("bucket: invalid bucket name"));
     let mut reorg = spec(None, None, Intent::Reorganize, now);
     reorg.reorganize = Some(Move { from: "a/".into(), to: "b/".into() });
-    assert!(e.submit(reorg).unwrap_err().starts_with("target:"));
+    assert!(e.submit(reorg).unwrap_err().to_string().starts_with("target:"));
     // A key that does not exist: the hint is applied and lists the backend's error.
     let id = e.submit(spec(Some("missing"), None, Intent::Prefetch, now)).unwrap();
     e.tick(now + 1);

@@ -15,7 +15,7 @@ use parking_lot::{Mutex, MutexGuard};
 
 use super::store::HintStore;
 use super::throttle::TokenBucket;
-use super::{unix_now, Hint, HintSpec, HintState, Intent, Target};
+use super::{unix_now, Hint, HintError, HintSpec, HintState, Intent, Target};
 use crate::gateway::pending::cache_key;
 use crate::gateway::{now_ns, Gateway};
 
@@ -63,7 +63,11 @@ pub struct HintEngine {
 impl HintEngine {
     /// Loads the hints of `<state_dir>/hints.json` and starts applying them; prefetches read at
     /// most `promote_bps` bytes per second from the backend (0: unlimited).
-    pub fn start(gw: Arc<Gateway>, state_dir: &std::path::Path, promote_bps: u64) -> Result<Arc<HintEngine>, String> {
+    pub fn start(
+        gw: Arc<Gateway>,
+        state_dir: &std::path::Path,
+        promote_bps: u64,
+    ) -> Result<Arc<HintEngine>, HintError> {
         let e = HintEngine::open(gw, state_dir, promote_bps)?;
         let me = e.clone();
         let h = std::thread::Builder::new()
@@ -74,14 +78,14 @@ impl HintEngine {
                     std::thread::sleep(TICK);
                 }
             })
-            .map_err(|e| format!("cannot start the hint thread: {e}"))?;
+            .map_err(HintError::Thread)?;
         *e.thread.lock() = Some(h);
         Ok(e)
     }
 
     /// Loads the hints without the thread (the caller calls [`HintEngine::tick`]).
-    pub fn open(gw: Arc<Gateway>, state_dir: &std::path::Path, promote_bps: u64) -> Result<Arc<HintEngine>, String> {
-        std::fs::create_dir_all(state_dir).map_err(|e| format!("{}: {e}", state_dir.display()))?;
+    pub fn open(gw: Arc<Gateway>, state_dir: &std::path::Path, promote_bps: u64) -> Result<Arc<HintEngine>, HintError> {
+        std::fs::create_dir_all(state_dir).map_err(|source| HintError::Io { path: state_dir.to_path_buf(), source })?;
         let store = HintStore::open(&state_dir.join("hints.json"))?;
         Ok(Arc::new(HintEngine {
             gw,
@@ -117,7 +121,7 @@ impl HintEngine {
     }
 
     /// Validates and records a hint; it is applied at its lease start (the next tick if due).
-    pub fn submit(&self, spec: HintSpec) -> Result<String, String> {
+    pub fn submit(&self, spec: HintSpec) -> Result<String, HintError> {
         self.submit_for(spec, None, MAX_HINTS, None)
     }
 
@@ -131,20 +135,18 @@ impl HintEngine {
         owner: Option<&str>,
         per_owner: usize,
         pin_limit: Option<u64>,
-    ) -> Result<String, String> {
+    ) -> Result<String, HintError> {
         spec.validate()?;
         let mut store = self.store();
         if store.hints.len() >= MAX_HINTS {
-            return Err(format!("{MAX_HINTS} hints are in force; cancel some first"));
+            return Err(HintError::TooMany { limit: MAX_HINTS });
         }
         if let Some(o) = owner {
             if store.hints.values().filter(|h| h.owner.as_deref() == Some(o)).count() >= per_owner {
-                return Err(format!("user {o} has {per_owner} hints in force, its limit; cancel some first"));
+                return Err(HintError::OwnerLimit { owner: o.to_string(), limit: per_owner });
             }
         }
-        let id = store
-            .add(spec, owner.map(str::to_string), pin_limit)
-            .map_err(|e| format!("cannot persist the hint: {e}"))?;
+        let id = store.add(spec, owner.map(str::to_string), pin_limit).map_err(HintError::Persist)?;
         drop(store);
         self.count(|c| c.submitted += 1);
         Ok(id)
@@ -170,11 +172,11 @@ impl HintEngine {
     }
 
     /// Withdraws a hint (its pins are released). False if there is no such hint.
-    pub fn cancel(&self, id: &str) -> Result<bool, String> {
+    pub fn cancel(&self, id: &str) -> Result<bool, HintError> {
         let mut s = self.store();
         let Some(h) = s.hints.remove(id) else { return Ok(false) };
         self.release(&h);
-        s.save().map_err(|e| format!("cannot persist the hints: {e}"))?;
+        s.save().map_err(HintError::PersistAll)?;
         Ok(true)
     }
 

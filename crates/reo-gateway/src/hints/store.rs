@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::{Hint, HintSpec, HintState};
+use super::{Hint, HintError, HintSpec, HintState};
 
 /// Hints by request id, and the file they persist in.
 #[derive(Debug)]
@@ -23,16 +23,17 @@ struct OnDisk {
 
 impl HintStore {
     /// Loads `path` (an absent file is an empty set).
-    pub fn open(path: &Path) -> Result<HintStore, String> {
+    pub fn open(path: &Path) -> Result<HintStore, HintError> {
         let mut s = HintStore { path: path.to_path_buf(), next_id: 1, hints: BTreeMap::new() };
         match std::fs::read(path) {
             Ok(bytes) => {
-                let d: OnDisk = serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+                let d: OnDisk = serde_json::from_slice(&bytes)
+                    .map_err(|source| HintError::Corrupt { path: path.to_path_buf(), source })?;
                 s.next_id = d.next_id;
                 s.hints = d.hints.into_iter().map(|h| (h.request_id.clone(), h)).collect();
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("{}: {e}", path.display())),
+            Err(source) => return Err(HintError::Io { path: path.to_path_buf(), source }),
         }
         Ok(s)
     }
@@ -121,6 +122,6 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("hints.json");
         std::fs::write(&path, b"{not json").unwrap();
-        assert!(HintStore::open(&path).unwrap_err().contains("hints.json"));
+        assert!(HintStore::open(&path).unwrap_err().to_string().contains("hints.json"));
     }
 }

@@ -118,7 +118,7 @@ pub(super) fn probe(b: &S3Backend) -> BResult<()> {
 }
 
 pub(super) fn create_bucket(b: &S3Backend, bucket: &str) -> BResult<()> {
-    validate_bucket(bucket).map_err(BackendError::Invalid)?;
+    validate_bucket(bucket).map_err(BackendError::from)?;
     // us-east-1 takes no location constraint (and refuses one naming itself).
     let body = if b.region == "us-east-1" {
         Vec::new()
@@ -145,7 +145,7 @@ pub(super) fn create_bucket(b: &S3Backend, bucket: &str) -> BResult<()> {
 }
 
 pub(super) fn head_bucket(b: &S3Backend, bucket: &str) -> BResult<BucketInfo> {
-    validate_bucket(bucket).map_err(BackendError::Invalid)?;
+    validate_bucket(bucket).map_err(BackendError::from)?;
     let seen = b.known.lock().get(bucket).copied();
     if let Some((created_ns, at)) = seen {
         if at.elapsed() < FRESH {
@@ -171,7 +171,7 @@ pub(super) fn head_bucket(b: &S3Backend, bucket: &str) -> BResult<BucketInfo> {
 }
 
 pub(super) fn delete_bucket(b: &S3Backend, bucket: &str) -> BResult<()> {
-    validate_bucket(bucket).map_err(BackendError::Invalid)?;
+    validate_bucket(bucket).map_err(BackendError::from)?;
     let a = send(b, http::Method::DELETE, format!("{}/", b.settings.bucket_url(bucket, &b.region)), Vec::new())?;
     match (a.status, a.code()) {
         (200 | 204, _) => {
