@@ -151,7 +151,7 @@ fn users(cfg: &ServeConfig) -> Result<crate::users::Users, String> {
         (Some(_), None) | (None, Some(_)) => return Err("--access-key and --secret-key go together".into()),
         _ => None,
     };
-    crate::users::Users::open(&cfg.data_dir, pair)
+    crate::users::Users::open(&cfg.data_dir, pair).map_err(|e| e.to_string())
 }
 
 fn open_store(cfg: &ServeConfig, io: &crate::device_io::DeviceIoTable) -> Result<(Arc<Store>, bool), String> {

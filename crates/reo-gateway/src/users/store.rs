@@ -46,6 +46,27 @@ pub enum UserError {
     Io(String),
 }
 
+/// Why the users of a data directory could not be loaded; the message names the file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    #[error("{}: not a users file: {source}", path.display())]
+    NotUsersFile { path: PathBuf, source: serde_json::Error },
+    #[error("{}: version {version} is not known to this reo", path.display())]
+    Version { path: PathBuf, version: u32 },
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    KeyGen(#[from] KeyGenError),
+    #[error("cannot save credentials to {}: {source}", path.display())]
+    SaveCredentials { path: PathBuf, source: std::io::Error },
+}
+
+/// No random bytes for a generated key.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read /dev/urandom for a key: {0}")]
+pub struct KeyGenError(std::io::Error);
+
 /// A user as asked for (`POST /_reo/admin/users`); keys are generated unless given.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -106,7 +127,7 @@ impl std::fmt::Debug for Users {
 impl Users {
     /// The users of `data_dir`: the built-in admin from `pair` (the command line) or from the
     /// credentials file (generated when neither exists), and those of `users.json`.
-    pub fn open(data_dir: &Path, pair: Option<(String, String)>) -> Result<Users, String> {
+    pub fn open(data_dir: &Path, pair: Option<(String, String)>) -> Result<Users, LoadError> {
         let (access, secret) = match pair {
             Some(p) => p,
             None => builtin_pair(&data_dir.join("credentials"))?,
@@ -114,15 +135,15 @@ impl Users {
         let file = data_dir.join("users.json");
         let records = match std::fs::read(&file) {
             Ok(bytes) => {
-                let f: File =
-                    serde_json::from_slice(&bytes).map_err(|e| format!("{}: not a users file: {e}", file.display()))?;
+                let f: File = serde_json::from_slice(&bytes)
+                    .map_err(|source| LoadError::NotUsersFile { path: file.clone(), source })?;
                 if f.version != 1 {
-                    return Err(format!("{}: version {} is not known to this reo", file.display(), f.version));
+                    return Err(LoadError::Version { path: file, version: f.version });
                 }
                 f.users
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(format!("{}: {e}", file.display())),
+            Err(source) => return Err(LoadError::Io { path: file, source }),
         };
         let users = Users::with_admin(access, secret, Some(file));
         {
@@ -189,11 +210,11 @@ impl Users {
         }
         let access_key = match n.access_key {
             Some(k) => validate_access_key(k)?,
-            None => random_string(20, ACCESS_ALPHABET).map_err(UserError::Io)?,
+            None => random_string(20, ACCESS_ALPHABET).map_err(|e| UserError::Io(e.to_string()))?,
         };
         let secret_key = match n.secret_key {
             Some(s) => validate_secret_key(s)?,
-            None => random_string(40, SECRET_ALPHABET).map_err(UserError::Io)?,
+            None => random_string(40, SECRET_ALPHABET).map_err(|e| UserError::Io(e.to_string()))?,
         };
         let mut inner = self.write();
         if n.name == ADMIN || inner.records.iter().any(|r| r.name == n.name) {
@@ -232,7 +253,7 @@ impl Users {
 
     /// Gives a user a new secret key (the access key stays); the old secret stops working at once.
     pub fn rotate(&self, name: &str) -> Result<(Arc<User>, String), UserError> {
-        let secret = random_string(40, SECRET_ALPHABET).map_err(UserError::Io)?;
+        let secret = random_string(40, SECRET_ALPHABET).map_err(|e| UserError::Io(e.to_string()))?;
         let mut inner = self.write();
         let i = find(&inner, name)?;
         let mut records = inner.records.clone();
@@ -309,14 +330,13 @@ fn validate_secret_key(s: String) -> Result<String, UserError> {
 
 /// A random string over `alphabet` (uniform: bytes past the last whole multiple of its length
 /// are drawn again).
-fn random_string(len: usize, alphabet: &[u8]) -> Result<String, String> {
+fn random_string(len: usize, alphabet: &[u8]) -> Result<String, KeyGenError> {
     let limit = 256 - 256 % alphabet.len();
-    let mut urandom =
-        std::fs::File::open("/dev/urandom").map_err(|e| format!("cannot read /dev/urandom for a key: {e}"))?;
+    let mut urandom = std::fs::File::open("/dev/urandom").map_err(KeyGenError)?;
     let mut out = String::with_capacity(len);
     let mut buf = [0u8; 64];
     while out.len() < len {
-        urandom.read_exact(&mut buf).map_err(|e| format!("cannot read /dev/urandom for a key: {e}"))?;
+        urandom.read_exact(&mut buf).map_err(KeyGenError)?;
         out.extend(
             buf.iter().filter(|&&b| (b as usize) < limit).map(|&b| alphabet[b as usize % alphabet.len()] as char),
         );
@@ -327,7 +347,7 @@ fn random_string(len: usize, alphabet: &[u8]) -> Result<String, String> {
 
 /// The built-in admin's pair from `file`, else generated and saved there (mode 0600; the file's
 /// path is printed, never the secret).
-fn builtin_pair(file: &Path) -> Result<(String, String), String> {
+fn builtin_pair(file: &Path) -> Result<(String, String), LoadError> {
     if let Ok(text) = std::fs::read_to_string(file) {
         let mut it = text.lines();
         if let (Some(a), Some(s)) = (it.next(), it.next()) {
@@ -343,8 +363,10 @@ fn builtin_pair(file: &Path) -> Result<(String, String), String> {
         .truncate(true)
         .mode(0o600)
         .open(file)
-        .map_err(|e| format!("cannot save credentials to {}: {e}", file.display()))?;
-    writeln!(f, "{a}\n{s}").and_then(|()| f.sync_all()).map_err(|e| format!("{}: {e}", file.display()))?;
+        .map_err(|source| LoadError::SaveCredentials { path: file.to_path_buf(), source })?;
+    writeln!(f, "{a}\n{s}")
+        .and_then(|()| f.sync_all())
+        .map_err(|source| LoadError::Io { path: file.to_path_buf(), source })?;
     println!(
         "reo: generated credentials of the admin, saved in {} (the secret key is its second line):",
         file.display()
