@@ -224,7 +224,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
         Some(b) => b,
         None => open_local(cfg, formatted)?,
     };
-    let gw = Gateway::open(backend, cache, &cfg.data_dir.join("state"))?;
+    let gw = Gateway::open(backend, cache, &cfg.data_dir.join("state")).map_err(|e| e.to_string())?;
     let (n, bytes) = gw.dirty();
     if n > 0 {
         tracing::info!("resuming the flush of {n} unflushed objects ({bytes} bytes)");

@@ -98,6 +98,7 @@ use crate::backend::{Backend, ObjectInfo};
 use errors::backend_err;
 use pending::{cache_key, Pending};
 use policy::{PolicyRule, WritePolicy};
+pub use recover::RecoverError;
 
 /// Counters for `/metrics`.
 #[derive(Debug, Default, Clone, Copy, serde::Serialize)]
@@ -179,17 +180,27 @@ pub(crate) fn meta_of(info: &ObjectInfo) -> ObjectMeta {
     }
 }
 
+/// Why a gateway could not open its state directory or pick up a previous run's unflushed
+/// writes.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// The pending records, multipart staging or part tables of the state directory.
+    #[error("{}: {source}", dir.display())]
+    State { dir: std::path::PathBuf, source: std::io::Error },
+    #[error("recovering the unflushed writes: {0}")]
+    Recover(#[from] recover::RecoverError),
+}
+
 impl Gateway {
     /// A gateway over `cache` and `backend`, its unflushed state in `state_dir` (pending
     /// metadata, multipart staging). Unflushed objects of a previous run are picked up.
-    pub fn open(backend: Arc<dyn Backend>, cache: Arc<Cache>, state_dir: &Path) -> Result<Arc<Gateway>, String> {
-        let mut pending =
-            Pending::open(&state_dir.join("pending")).map_err(|e| format!("{}: {e}", state_dir.display()))?;
-        let uploads = multipart::Uploads::open(&state_dir.join("uploads"))
-            .map_err(|e| format!("{}: {e}", state_dir.display()))?;
-        let part_tables = part_table::PartTables::open(&state_dir.join("parts"))
-            .map_err(|e| format!("{}: {e}", state_dir.display()))?;
-        recover::reconcile(&mut pending, &cache).map_err(|e| format!("recovering the unflushed writes: {e}"))?;
+    pub fn open(backend: Arc<dyn Backend>, cache: Arc<Cache>, state_dir: &Path) -> Result<Arc<Gateway>, OpenError> {
+        let state = |source| OpenError::State { dir: state_dir.to_path_buf(), source };
+        let mut pending = Pending::open(&state_dir.join("pending")).map_err(state)?;
+        let uploads = multipart::Uploads::open(&state_dir.join("uploads")).map_err(state)?;
+        let part_tables = part_table::PartTables::open(&state_dir.join("parts")).map_err(state)?;
+        recover::reconcile(&mut pending, &cache)?;
         let health = Arc::new(outage::BackendHealth::default());
         let raw_backend = backend;
         let backend: Arc<dyn Backend> = Arc::new(guard::Guarded::new(raw_backend.clone(), health.clone()));
