@@ -13,7 +13,7 @@ pub mod store;
 
 use serde::{Deserialize, Serialize};
 
-pub use store::{NewUser, UserError, Users};
+pub use store::{KeyGenError, LoadError, NewUser, UserError, Users};
 
 /// What a user may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
