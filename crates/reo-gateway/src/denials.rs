@@ -4,8 +4,9 @@
 //! is off by default for the same reason; `RUST_LOG=s3s=error` turns it back on.)
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 /// At most one denial message per this long.
 pub const INTERVAL: Duration = Duration::from_secs(10);
@@ -28,7 +29,7 @@ impl Denials {
         now: Instant,
     ) -> bool {
         self.total.fetch_add(1, Ordering::Relaxed);
-        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let mut last = self.last.lock();
         match &mut *last {
             Some((at, quiet)) if now.saturating_duration_since(*at) < INTERVAL => {
                 *quiet += 1;

@@ -40,46 +40,73 @@ pub enum Replacement {
     BlockDevice(PathBuf),
 }
 
+/// Why a replacement path was refused ([`confine_replacement`]); the message names the path.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplacementError {
+    #[error("{asked}: {source}")]
+    Unreadable { asked: String, source: io::Error },
+    #[error("{asked} is on [server] replacement_devices but is not a block device")]
+    NotBlockDevice { asked: String },
+    #[error("{asked}: '.' and '..' are not allowed in a replacement path")]
+    DotComponent { asked: String },
+    #[error("the data directory {}: {source}", dir.display())]
+    DataDir { dir: PathBuf, source: io::Error },
+    #[error(
+        "{asked} is outside the data directory {} (a block device elsewhere must be listed in \
+         [server] replacement_devices)",
+        dir.display()
+    )]
+    Outside { asked: String, dir: PathBuf },
+    #[error("{asked}: names no file")]
+    NoFileName { asked: String },
+    #[error("{asked}: its directory {}: {source}", parent.display())]
+    Parent { asked: String, parent: PathBuf, source: io::Error },
+    #[error("{asked}: its directory leads out of the data directory (a symbolic link)")]
+    LeadsOut { asked: String },
+    #[error("{asked} is a name the data directory's device files use; choose another")]
+    Reserved { asked: String },
+}
+
 /// Confines a requested replacement path: a block device on the allow-list (named exactly as
 /// there, and a block device itself, not a link to one), else a new file in the data directory
 /// `dir` — relative to it or absolute inside it, without `.` or `..` components, in a directory
 /// whose real path is inside `dir`'s (no symbolic link leading out), not one of the names the
 /// device files use.
-pub fn confine_replacement(dir: &Path, asked: &str, allowed: &[PathBuf]) -> Result<Replacement, String> {
+pub fn confine_replacement(dir: &Path, asked: &str, allowed: &[PathBuf]) -> Result<Replacement, ReplacementError> {
     use std::os::unix::fs::FileTypeExt;
     use std::path::Component;
+    use ReplacementError as E;
+    let named = || asked.to_string();
     let p = Path::new(asked);
     if allowed.iter().any(|a| a == p) {
-        let m = std::fs::symlink_metadata(p).map_err(|e| format!("{asked}: {e}"))?;
+        let m = std::fs::symlink_metadata(p).map_err(|source| E::Unreadable { asked: named(), source })?;
         if !m.file_type().is_block_device() {
-            return Err(format!("{asked} is on [server] replacement_devices but is not a block device"));
+            return Err(E::NotBlockDevice { asked: named() });
         }
         return Ok(Replacement::BlockDevice(p.to_path_buf()));
     }
     if p.components().any(|c| matches!(c, Component::ParentDir | Component::CurDir)) {
-        return Err(format!("{asked}: '.' and '..' are not allowed in a replacement path"));
+        return Err(E::DotComponent { asked: named() });
     }
-    let real_dir = dir.canonicalize().map_err(|e| format!("the data directory {}: {e}", dir.display()))?;
+    let real_dir = dir.canonicalize().map_err(|source| E::DataDir { dir: dir.to_path_buf(), source })?;
     let rel = if p.is_absolute() {
-        p.strip_prefix(&real_dir).or_else(|_| p.strip_prefix(dir)).map_err(|_| {
-            format!(
-                "{asked} is outside the data directory {} (a block device elsewhere must be listed in \
-                 [server] replacement_devices)",
-                real_dir.display()
-            )
-        })?
+        p.strip_prefix(&real_dir)
+            .or_else(|_| p.strip_prefix(dir))
+            .map_err(|_| E::Outside { asked: named(), dir: real_dir.clone() })?
     } else {
         p
     };
-    let name = rel.file_name().ok_or_else(|| format!("{asked}: names no file"))?;
+    let name = rel.file_name().ok_or_else(|| E::NoFileName { asked: named() })?;
     let parent = real_dir.join(rel).parent().map(Path::to_path_buf).unwrap_or_else(|| real_dir.clone());
-    let real_parent = parent.canonicalize().map_err(|e| format!("{asked}: its directory {}: {e}", parent.display()))?;
+    let real_parent =
+        parent.canonicalize().map_err(|source| E::Parent { asked: named(), parent: parent.clone(), source })?;
     if !real_parent.starts_with(&real_dir) {
-        return Err(format!("{asked}: its directory leads out of the data directory (a symbolic link)"));
+        return Err(E::LeadsOut { asked: named() });
     }
     let path = real_parent.join(name);
     if is_reserved(&real_dir, &path) {
-        return Err(format!("{asked} is a name the data directory's device files use; choose another"));
+        return Err(E::Reserved { asked: named() });
     }
     Ok(Replacement::NewFile(path))
 }
@@ -210,42 +237,36 @@ pub fn restrict(dir: &Path, devices: usize) {
 mod tests {
     use super::*;
 
-    fn tmp(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("reo-devfiles-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
     /// Committed: `dev1.img` reads the replacement (a relative link inside the directory), and
     /// the old file is gone; a replacement elsewhere is linked by its absolute path, and the
     /// replacement it replaces goes too.
     #[test]
     fn a_committed_repoint_leads_to_the_replacement() {
-        let dir = tmp("commit");
-        std::fs::write(device_path(&dir, 1), b"old").unwrap();
+        let dir_tmp = tempfile::tempdir().unwrap();
+        let dir = dir_tmp.path();
+        std::fs::write(device_path(dir, 1), b"old").unwrap();
         std::fs::write(dir.join("new.img"), b"new").unwrap();
-        Repoint::start(&dir, 1, &dir.join("new.img")).unwrap().commit().unwrap();
-        assert_eq!(std::fs::read(device_path(&dir, 1)).unwrap(), b"new");
-        assert_eq!(std::fs::read_link(device_path(&dir, 1)).unwrap(), PathBuf::from("new.img"));
+        Repoint::start(dir, 1, &dir.join("new.img")).unwrap().commit().unwrap();
+        assert_eq!(std::fs::read(device_path(dir, 1)).unwrap(), b"new");
+        assert_eq!(std::fs::read_link(device_path(dir, 1)).unwrap(), PathBuf::from("new.img"));
         assert!(!dir.join("dev1.img.replaced").exists());
-        let other = tmp("commit-elsewhere");
+        let other_tmp = tempfile::tempdir().unwrap();
+        let other = other_tmp.path();
         std::fs::write(other.join("far.img"), b"far").unwrap();
-        Repoint::start(&dir, 1, &other.join("far.img")).unwrap().commit().unwrap();
-        assert_eq!(std::fs::read_link(device_path(&dir, 1)).unwrap(), other.join("far.img"));
-        assert_eq!(std::fs::read(device_path(&dir, 1)).unwrap(), b"far");
+        Repoint::start(dir, 1, &other.join("far.img")).unwrap().commit().unwrap();
+        assert_eq!(std::fs::read_link(device_path(dir, 1)).unwrap(), other.join("far.img"));
+        assert_eq!(std::fs::read(device_path(dir, 1)).unwrap(), b"far");
         assert!(!dir.join("new.img").exists(), "the earlier replacement's file in the directory is removed");
-        std::fs::remove_dir_all(&dir).unwrap();
-        std::fs::remove_dir_all(&other).unwrap();
     }
 
     #[test]
     fn replacement_paths_are_confined_to_the_data_directory() {
-        let d = tmp("confine");
+        let d_tmp = tempfile::tempdir().unwrap();
+        let d = d_tmp.path();
         std::fs::create_dir_all(d.join("spare")).unwrap();
         std::os::unix::fs::symlink("/tmp", d.join("out")).unwrap();
         let real = d.canonicalize().unwrap();
-        let ok = |asked: &str| confine_replacement(&d, asked, &[]);
+        let ok = |asked: &str| confine_replacement(d, asked, &[]);
         assert_eq!(ok("new.img").unwrap(), Replacement::NewFile(real.join("new.img")));
         assert_eq!(ok("spare/new.img").unwrap(), Replacement::NewFile(real.join("spare/new.img")));
         let inside = real.join("abs.img");
@@ -266,9 +287,11 @@ mod tests {
         }
         // The allow-list takes block devices only, named exactly.
         let listed = [PathBuf::from("/dev/null"), real.join("spare")];
-        assert!(confine_replacement(&d, "/dev/null", &listed).unwrap_err().contains("not a block device"));
-        assert!(confine_replacement(&d, "/etc/passwd", &listed).unwrap_err().contains("outside the data directory"));
-        std::fs::remove_dir_all(&d).unwrap();
+        assert!(confine_replacement(d, "/dev/null", &listed).unwrap_err().to_string().contains("not a block device"));
+        assert!(confine_replacement(d, "/etc/passwd", &listed)
+            .unwrap_err()
+            .to_string()
+            .contains("outside the data directory"));
     }
 
     #[test]
@@ -288,30 +311,30 @@ mod tests {
     /// from a relative directory.
     #[test]
     fn a_second_replacement_removes_the_first_replacements_file() {
-        let dir = tmp("second");
+        let dir_tmp = tempfile::tempdir().unwrap();
+        let dir = dir_tmp.path();
         std::fs::create_dir_all(dir.join("spare")).unwrap();
-        std::fs::write(device_path(&dir, 2), b"old").unwrap();
+        std::fs::write(device_path(dir, 2), b"old").unwrap();
         std::fs::write(dir.join("first.img"), b"first").unwrap();
-        Repoint::start(&dir, 2, &dir.join("first.img")).unwrap().commit().unwrap();
+        Repoint::start(dir, 2, &dir.join("first.img")).unwrap().commit().unwrap();
         std::fs::write(dir.join("spare/second.img"), b"second").unwrap();
-        Repoint::start(&dir, 2, &dir.join("spare/second.img")).unwrap().commit().unwrap();
+        Repoint::start(dir, 2, &dir.join("spare/second.img")).unwrap().commit().unwrap();
         assert!(!dir.join("first.img").exists(), "the failed first replacement's file is removed");
-        assert_eq!(std::fs::read_link(device_path(&dir, 2)).unwrap(), PathBuf::from("spare/second.img"));
-        assert_eq!(std::fs::read(device_path(&dir, 2)).unwrap(), b"second");
+        assert_eq!(std::fs::read_link(device_path(dir, 2)).unwrap(), PathBuf::from("spare/second.img"));
+        assert_eq!(std::fs::read(device_path(dir, 2)).unwrap(), b"second");
         // From a relative directory, a target outside it: absolute.
         let cwd = std::env::current_dir().unwrap();
-        let rel_dir = pathdiff(&dir, &cwd);
-        let outside = tmp("second-outside");
+        let rel_dir = pathdiff(dir, &cwd);
+        let outside_tmp = tempfile::tempdir().unwrap();
+        let outside = outside_tmp.path();
         std::fs::write(outside.join("third.img"), b"third").unwrap();
-        Repoint::start(&rel_dir, 2, &rel_dir.join(pathdiff(&outside.join("third.img"), &dir)))
+        Repoint::start(&rel_dir, 2, &rel_dir.join(pathdiff(&outside.join("third.img"), dir)))
             .unwrap()
             .commit()
             .unwrap();
-        assert!(std::fs::read_link(device_path(&dir, 2)).unwrap().is_absolute());
-        assert_eq!(std::fs::read(device_path(&dir, 2)).unwrap(), b"third");
+        assert!(std::fs::read_link(device_path(dir, 2)).unwrap().is_absolute());
+        assert_eq!(std::fs::read(device_path(dir, 2)).unwrap(), b"third");
         assert!(dir.join("spare/second.img").exists(), "a replacement file in a subdirectory is left alone");
-        std::fs::remove_dir_all(&dir).unwrap();
-        std::fs::remove_dir_all(&outside).unwrap();
     }
 
     /// `to` relative to `from` (both absolute), with `..` steps.
@@ -331,27 +354,27 @@ mod tests {
     /// A link whose target is gone is reported, with the target; a file or a good link is not.
     #[test]
     fn a_link_to_a_missing_replacement_is_found() {
-        let dir = tmp("missing");
+        let dir_tmp = tempfile::tempdir().unwrap();
+        let dir = dir_tmp.path();
         std::fs::write(dir.join("r.img"), b"r").unwrap();
-        std::os::unix::fs::symlink("r.img", device_path(&dir, 0)).unwrap();
-        std::fs::write(device_path(&dir, 1), b"f").unwrap();
-        assert_eq!(missing_target(&device_path(&dir, 0)), None);
-        assert_eq!(missing_target(&device_path(&dir, 1)), None);
+        std::os::unix::fs::symlink("r.img", device_path(dir, 0)).unwrap();
+        std::fs::write(device_path(dir, 1), b"f").unwrap();
+        assert_eq!(missing_target(&device_path(dir, 0)), None);
+        assert_eq!(missing_target(&device_path(dir, 1)), None);
         std::fs::remove_file(dir.join("r.img")).unwrap();
-        assert_eq!(missing_target(&device_path(&dir, 0)), Some(PathBuf::from("r.img")));
-        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(missing_target(&device_path(dir, 0)), Some(PathBuf::from("r.img")));
     }
 
     /// Undone: `dev0.img` is the old file again, nothing left over.
     #[test]
     fn an_undone_repoint_restores_the_old_file() {
-        let dir = tmp("undo");
-        std::fs::write(device_path(&dir, 0), b"old").unwrap();
+        let dir_tmp = tempfile::tempdir().unwrap();
+        let dir = dir_tmp.path();
+        std::fs::write(device_path(dir, 0), b"old").unwrap();
         std::fs::write(dir.join("new.img"), b"new").unwrap();
-        Repoint::start(&dir, 0, &dir.join("new.img")).unwrap().undo().unwrap();
-        assert_eq!(std::fs::read(device_path(&dir, 0)).unwrap(), b"old");
-        assert!(std::fs::symlink_metadata(device_path(&dir, 0)).unwrap().file_type().is_file());
+        Repoint::start(dir, 0, &dir.join("new.img")).unwrap().undo().unwrap();
+        assert_eq!(std::fs::read(device_path(dir, 0)).unwrap(), b"old");
+        assert!(std::fs::symlink_metadata(device_path(dir, 0)).unwrap().file_type().is_file());
         assert!(!dir.join("dev0.img.replaced").exists());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -5,8 +5,9 @@
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use parking_lot::Mutex;
 use reo_media::Media;
 
 /// One device's counters.
@@ -99,7 +100,7 @@ impl DeviceIoTable {
     /// Wraps `media` as device `d`, with fresh counters.
     pub fn wrap(&self, d: usize, media: Arc<dyn Media>) -> Arc<dyn Media> {
         let io = Arc::new(DeviceIo::default());
-        let mut t = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut t = self.0.lock();
         if t.len() <= d {
             t.resize_with(d + 1, Default::default);
         }
@@ -109,7 +110,7 @@ impl DeviceIoTable {
 
     /// Every device's counters, by device.
     pub fn snapshot(&self) -> Vec<[u64; 6]> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|io| io.snapshot()).collect()
+        self.0.lock().iter().map(|io| io.snapshot()).collect()
     }
 }
 

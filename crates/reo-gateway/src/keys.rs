@@ -18,32 +18,48 @@ pub const MAX_KEY_LEN: usize = 1024;
 /// Encoded bytes per file-name component (plus the 2-byte kind prefix).
 pub const SEG_CHUNK: usize = 200;
 
+/// Why an object key or a bucket name is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NameError {
+    #[error("the object key is empty")]
+    EmptyKey,
+    /// The key's length in bytes.
+    #[error("the object key is {0} bytes long; the limit is {MAX_KEY_LEN}")]
+    KeyTooLong(usize),
+    #[error("the object key contains a NUL character")]
+    NulInKey,
+    /// The bucket name refused.
+    #[error(
+        "invalid bucket name {0:?}: 3 to 63 characters of a-z, 0-9, '.' and '-', starting and ending with a letter or digit"
+    )]
+    Bucket(String),
+}
+
 /// Checks an object key; the error says what is wrong with it.
-pub fn validate_key(key: &str) -> Result<(), String> {
+pub fn validate_key(key: &str) -> Result<(), NameError> {
     if key.is_empty() {
-        return Err("the object key is empty".into());
+        return Err(NameError::EmptyKey);
     }
     if key.len() > MAX_KEY_LEN {
-        return Err(format!("the object key is {} bytes long; the limit is {MAX_KEY_LEN}", key.len()));
+        return Err(NameError::KeyTooLong(key.len()));
     }
     if key.contains('\0') {
-        return Err("the object key contains a NUL character".into());
+        return Err(NameError::NulInKey);
     }
     Ok(())
 }
 
 /// Checks a bucket name against S3's rules (3–63 of `a-z 0-9 . -`, starting and ending with a
 /// letter or digit, no `..`).
-pub fn validate_bucket(name: &str) -> Result<(), String> {
+pub fn validate_bucket(name: &str) -> Result<(), NameError> {
     let ok_len = (3..=63).contains(&name.len());
     let ok_chars = name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-');
     let ends = |b: Option<u8>| b.is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
     if ok_len && ok_chars && ends(name.bytes().next()) && ends(name.bytes().last()) && !name.contains("..") {
         Ok(())
     } else {
-        Err(format!(
-            "invalid bucket name {name:?}: 3 to 63 characters of a-z, 0-9, '.' and '-', starting and ending with a letter or digit"
-        ))
+        Err(NameError::Bucket(name.to_string()))
     }
 }
 
@@ -131,7 +147,7 @@ mod tests {
         assert!(validate_key("").is_err());
         assert!(validate_key("a\0b").is_err());
         assert!(validate_key(&"x".repeat(1024)).is_ok());
-        assert!(validate_key(&"x".repeat(1025)).unwrap_err().contains("1025 bytes"));
+        assert!(validate_key(&"x".repeat(1025)).unwrap_err().to_string().contains("1025 bytes"));
     }
 
     #[test]

@@ -110,10 +110,65 @@ impl Default for BackendChoice {
     }
 }
 
+/// An error of a lower layer (media, store, cache, the server loop), kept as the source.
+type Lower = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why `reo serve` could not start, or did not stop cleanly; the message names the option,
+/// setting or file to change.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LaunchError {
+    #[error("cannot create {}: {source}", dir.display())]
+    DataDir { dir: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    S3(#[from] crate::backend::s3::OpenError),
+    #[error(transparent)]
+    Backend(#[from] crate::backend::BackendError),
+    #[error("--access-key and --secret-key go together")]
+    KeyPair,
+    #[error(transparent)]
+    Users(#[from] crate::users::LoadError),
+    #[error(
+        "server.memory_budget ({budget} bytes) is below the largest body accepted ({max_body} bytes): such a body could never be stored"
+    )]
+    MemoryBudget { budget: u64, max_body: u64 },
+    #[error("--devices must be at least 1")]
+    NoDevices,
+    #[error(transparent)]
+    Device(Lower),
+    #[error("opening the store: {0}")]
+    Store(Lower),
+    #[error(transparent)]
+    Cache(Lower),
+    #[error(transparent)]
+    Gateway(#[from] crate::gateway::OpenError),
+    #[error("flush.dirty_limit: {limit} bytes is more than the cache's capacity ({capacity} bytes on these devices)")]
+    DirtyLimit { limit: u64, capacity: u64 },
+    #[error(transparent)]
+    Hints(#[from] crate::hints::HintError),
+    #[error("cannot start the runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
+    #[error("no address to serve on: give --listen, or --tls-listen with --tls-cert and --tls-key")]
+    NoListener,
+    #[error("cannot listen on {addr}: {source}")]
+    Listen { addr: SocketAddr, source: std::io::Error },
+    #[error("cannot listen on {addr} (--metrics-listen): {source}")]
+    MetricsListen { addr: SocketAddr, source: std::io::Error },
+    /// The server loop failed.
+    #[error(transparent)]
+    Serve(Lower),
+    #[error("closing the store: {0}")]
+    Close(Lower),
+    #[error("flushing the store: {0}")]
+    Flush(Lower),
+}
+
 /// Opens an S3 backend; returns it and a description for the log. Nothing is sent: whether the
 /// store answers is the prober's question, asked in the background once the gateway serves (a
 /// hung store must not hold up the start; writes wait on flash until it answers).
-fn open_s3(settings: &crate::backend::s3::S3Settings) -> Result<(Arc<dyn Backend>, String), String> {
+fn open_s3(settings: &crate::backend::s3::S3Settings) -> Result<(Arc<dyn Backend>, String), LaunchError> {
     let b = S3Backend::open(settings)?;
     let desc = b.describe();
     Ok((Arc::new(b), desc))
@@ -123,14 +178,14 @@ fn open_s3(settings: &crate::backend::s3::S3Settings) -> Result<(Arc<dyn Backend
 /// fresh data directory (`formatted`) or when it exists: a restart with the directory gone (an
 /// unmounted volume, a rename) would otherwise send the flushes into a new empty one. The gateway
 /// then serves from the cache, and the flusher writes once the directory is back.
-fn open_local(cfg: &ServeConfig, formatted: bool) -> Result<(Arc<dyn Backend>, String), String> {
+fn open_local(cfg: &ServeConfig, formatted: bool) -> Result<(Arc<dyn Backend>, String), LaunchError> {
     let configured = match &cfg.backend {
         BackendChoice::Local(dir) => dir.clone(),
         BackendChoice::S3(_) => None,
     };
     let dir = configured.unwrap_or_else(|| cfg.data_dir.join("backend"));
     let backend: Arc<dyn Backend> = if formatted || dir.is_dir() {
-        Arc::new(LocalBackend::open(&dir).map_err(|e| e.to_string())?)
+        Arc::new(LocalBackend::open(&dir)?)
     } else {
         tracing::warn!(
             "backend directory {} is missing: the backend is down until it appears (create it if it is meant to be new)",
@@ -145,19 +200,19 @@ fn open_local(cfg: &ServeConfig, formatted: bool) -> Result<(Arc<dyn Backend>, S
 
 /// The users: the built-in admin from the flags (or `<data_dir>/credentials`, generated on the
 /// first start) and those of `<data_dir>/users.json`.
-fn users(cfg: &ServeConfig) -> Result<crate::users::Users, String> {
+fn users(cfg: &ServeConfig) -> Result<crate::users::Users, LaunchError> {
     let pair = match (&cfg.access_key, &cfg.secret_key) {
         (Some(a), Some(s)) => Some((a.clone(), s.clone())),
-        (Some(_), None) | (None, Some(_)) => return Err("--access-key and --secret-key go together".into()),
+        (Some(_), None) | (None, Some(_)) => return Err(LaunchError::KeyPair),
         _ => None,
     };
-    crate::users::Users::open(&cfg.data_dir, pair)
+    Ok(crate::users::Users::open(&cfg.data_dir, pair)?)
 }
 
-fn open_store(cfg: &ServeConfig, io: &crate::device_io::DeviceIoTable) -> Result<(Arc<Store>, bool), String> {
+fn open_store(cfg: &ServeConfig, io: &crate::device_io::DeviceIoTable) -> Result<(Arc<Store>, bool), LaunchError> {
     let (dir, devices, device_mib) = (&cfg.data_dir, cfg.devices, cfg.device_mib);
     if devices == 0 {
-        return Err("--devices must be at least 1".into());
+        return Err(LaunchError::NoDevices);
     }
     let opts = FileOptions { direct: cfg.direct_io, create_len: Some(device_mib << 20) };
     let mut devs: Vec<Arc<dyn Media>> = Vec::new();
@@ -170,7 +225,7 @@ fn open_store(cfg: &ServeConfig, io: &crate::device_io::DeviceIoTable) -> Result
                 tracing::error!("device {i}: {why}; it opens as failed (replace it)");
                 Arc::new(reo_media::AbsentMedia::new(device_mib << 20, why))
             }
-            None => Arc::new(FileMedia::open(&p, &opts).map_err(|e| e.to_string())?),
+            None => Arc::new(FileMedia::open(&p, &opts).map_err(|e| LaunchError::Device(e.into()))?),
         };
         devs.push(io.wrap(i, media));
     }
@@ -180,7 +235,7 @@ fn open_store(cfg: &ServeConfig, io: &crate::device_io::DeviceIoTable) -> Result
         stuck_read_fail_after: cfg.stuck_read_fail_after,
         ..StoreConfig::default()
     };
-    let (store, report) = Store::open(devs, &store_cfg).map_err(|e| format!("opening the store: {e}"))?;
+    let (store, report) = Store::open(devs, &store_cfg).map_err(|e| LaunchError::Store(e.into()))?;
     tracing::info!(
         "store on {devices} devices of {device_mib} MiB in {} ({})",
         dir.display(),
@@ -196,12 +251,13 @@ fn open_store(cfg: &ServeConfig, io: &crate::device_io::DeviceIoTable) -> Result
 }
 
 /// Runs the gateway until SIGTERM or SIGINT.
-pub fn run(cfg: &ServeConfig) -> Result<(), String> {
+pub fn run(cfg: &ServeConfig) -> Result<(), LaunchError> {
     // Everything the server creates is its own alone: cached objects, unflushed writes, staged
     // parts and credentials.
     // SAFETY: umask only sets the process's file-creation mask.
     unsafe { libc::umask(0o077) };
-    std::fs::create_dir_all(&cfg.data_dir).map_err(|e| format!("cannot create {}: {e}", cfg.data_dir.display()))?;
+    std::fs::create_dir_all(&cfg.data_dir)
+        .map_err(|source| LaunchError::DataDir { dir: cfg.data_dir.clone(), source })?;
     crate::device_files::restrict(&cfg.data_dir, cfg.devices);
     // An S3 backend's settings are checked before anything is created on the devices.
     let s3 = match &cfg.backend {
@@ -210,17 +266,16 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     };
     let users = Arc::new(users(cfg)?);
     if let Some(b) = cfg.memory_budget.filter(|&b| b < cfg.max_body) {
-        return Err(format!(
-            "server.memory_budget ({b} bytes) is below the largest body accepted ({} bytes): such a body could never be stored",
-            cfg.max_body
-        ));
+        return Err(LaunchError::MemoryBudget { budget: b, max_body: cfg.max_body });
     }
     let device_io = Arc::new(crate::device_io::DeviceIoTable::default());
     let (store, formatted) = open_store(cfg, &device_io)?;
     // One device's worth of user bytes: dirty data (replicated on every device) still fits.
     let capacity = store.space().capacity / cfg.devices as u64;
-    let cache =
-        Arc::new(Cache::open(store.clone(), CacheConfig::new(capacity.max(1 << 20))).map_err(|e| e.to_string())?);
+    let cache = Arc::new(
+        Cache::open(store.clone(), CacheConfig::new(capacity.max(1 << 20)))
+            .map_err(|e| LaunchError::Cache(e.into()))?,
+    );
     let (backend, backend_desc) = match s3 {
         Some(b) => b,
         None => open_local(cfg, formatted)?,
@@ -235,9 +290,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     if let Some(limit) = cfg.dirty_limit {
         let cap = gw.cache.config().capacity_bytes;
         if limit > cap {
-            return Err(format!(
-                "flush.dirty_limit: {limit} bytes is more than the cache's capacity ({cap} bytes on these devices)"
-            ));
+            return Err(LaunchError::DirtyLimit { limit, capacity: cap });
         }
         gw.set_dirty_limit(limit);
     }
@@ -273,15 +326,12 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     match api.gw.cache.resume_rebuild(cfg.rebuild_bps) {
         Ok(Some(h)) => {
             tracing::info!(device = h.device(), "resuming the rebuild the last run did not finish");
-            *api.last_rebuild.lock().unwrap_or_else(|p| p.into_inner()) = Some(h);
+            *api.last_rebuild.lock() = Some(h);
         }
         Ok(None) => {}
         Err(e) => tracing::error!("cannot resume the rebuild the last run did not finish: {e}"),
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(LaunchError::Runtime)?;
     let opts = ServerOptions {
         users,
         limits: Limits { max_body: cfg.max_body },
@@ -295,27 +345,28 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     // Certificates are read before anything listens: a bad file stops the start.
     let tls = cfg.tls.as_ref().map(|t| crate::tls::acceptor(&t.cert, &t.key).map(|a| (t.listen, a))).transpose()?;
     if cfg.listen.is_none() && tls.is_none() {
-        return Err("no address to serve on: give --listen, or --tls-listen with --tls-cert and --tls-key".into());
+        return Err(LaunchError::NoListener);
     }
     let served = rt.block_on(async {
         let mut listeners = Vec::new();
         for (addr, tls) in cfg.listen.map(|a| (a, None)).into_iter().chain(tls.map(|(a, t)| (a, Some(t)))) {
-            let tcp = tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+            let tcp =
+                tokio::net::TcpListener::bind(addr).await.map_err(|source| LaunchError::Listen { addr, source })?;
             let scheme = if tls.is_some() { "https" } else { "http" };
             tracing::info!(
                 "S3 on {scheme}://{} (backend {backend_desc})",
-                tcp.local_addr().map_err(|e| e.to_string())?
+                tcp.local_addr().map_err(|e| LaunchError::Serve(e.into()))?
             );
             listeners.push(crate::server::Listener { tcp, tls });
         }
         if let Some(addr) = cfg.metrics_listen {
             let m = tokio::net::TcpListener::bind(addr)
                 .await
-                .map_err(|e| format!("cannot listen on {addr} (--metrics-listen): {e}"))?;
+                .map_err(|source| LaunchError::MetricsListen { addr, source })?;
             tracing::info!("metrics on http://{addr}/metrics (no authentication: keep it on a private network)");
             tokio::spawn(crate::scrape::serve_metrics_only(m, api.clone(), std::future::pending()));
         }
-        serve(listeners, api, opts, shutdown_signal()).await.map_err(|e| e.to_string())
+        serve(listeners, api, opts, shutdown_signal()).await.map_err(|e| LaunchError::Serve(e.into()))
     });
     rt.shutdown_timeout(std::time::Duration::from_secs(5));
     tracing::info!("shutting down");
@@ -326,11 +377,11 @@ pub fn run(cfg: &ServeConfig) -> Result<(), String> {
     drop(gw);
     match Arc::try_unwrap(store) {
         Ok(s) => {
-            s.close().map_err(|e| format!("closing the store: {e}"))?;
+            s.close().map_err(|e| LaunchError::Close(e.into()))?;
             tracing::info!("store closed (checkpoint written)");
         }
         Err(s) => {
-            s.flush().map_err(|e| format!("flushing the store: {e}"))?;
+            s.flush().map_err(|e| LaunchError::Flush(e.into()))?;
             tracing::warn!("store flushed (still referenced; the next start recovers from the journal)");
         }
     }

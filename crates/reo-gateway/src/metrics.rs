@@ -2,8 +2,9 @@
 //! around the whole S3 service, and their Prometheus text.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 /// Upper bounds (seconds) of the histogram buckets.
 pub const BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
@@ -39,7 +40,7 @@ pub fn operation(method: &http::Method, path: &str) -> &'static str {
 impl Metrics {
     pub fn observe(&self, op: &'static str, d: Duration) {
         let s = d.as_secs_f64();
-        let mut m = self.latency.lock().unwrap_or_else(|p| p.into_inner());
+        let mut m = self.latency.lock();
         let h = m.entry(op).or_default();
         for (i, b) in BUCKETS.iter().enumerate() {
             if s <= *b {
@@ -52,7 +53,7 @@ impl Metrics {
 
     /// `reo_request_duration_seconds` in Prometheus text format.
     pub fn render(&self, out: &mut String) {
-        let m = self.latency.lock().unwrap_or_else(|p| p.into_inner());
+        let m = self.latency.lock();
         if m.is_empty() {
             return;
         }

@@ -193,7 +193,7 @@ impl BackendSection {
                     allow_http: self.allow_http.unwrap_or(false),
                     no_upload_checksum: !self.upload_checksum.unwrap_or(true),
                 };
-                s.validate()?;
+                s.validate().map_err(|e| e.to_string())?;
                 Ok(BackendChoice::S3(s))
             }
             other => Err(format!("backend.kind: expected \"local\" or \"s3\", got {other:?}")),
@@ -208,7 +208,7 @@ pub fn backend_flag(value: &str, file: &BackendChoice) -> Result<BackendChoice, 
     if !(value.starts_with("s3://") || value.starts_with("s3+http://")) {
         return Ok(BackendChoice::Local(Some(PathBuf::from(value))));
     }
-    let mut s = S3Settings::from_url(value)?;
+    let mut s = S3Settings::from_url(value).map_err(|e| e.to_string())?;
     if let BackendChoice::S3(f) = file {
         s.region = f.region.clone();
         s.virtual_hosted = f.virtual_hosted;

@@ -155,6 +155,6 @@ pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
         multipart_expiry: f.multipart_expiry.unwrap_or(reo_gateway::gateway::DEFAULT_MULTIPART_EXPIRY),
         local_timeout: f.local_timeout.unwrap_or(reo_gateway::backend::s3::Deadlines::default().call),
     };
-    reo_gateway::launch::run(&cfg)?;
+    reo_gateway::launch::run(&cfg).map_err(|e| e.to_string())?;
     Ok(ExitCode::SUCCESS)
 }

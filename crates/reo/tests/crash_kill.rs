@@ -9,13 +9,12 @@ use std::process::{Command, Stdio};
 fn kill_nine_loop_loses_no_acknowledged_write() {
     let cycles: u64 = std::env::var("REO_CRASH_CYCLES").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
     let bin = env!("CARGO_BIN_EXE_reo");
-    let dir = std::env::temp_dir().join(format!("reo-crash-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let state = dir.join("state.log");
     let common = |cmd: &str| {
         let mut c = Command::new(bin);
-        c.args(["crashtest", cmd, "--dir"]).arg(&dir).arg("--state").arg(&state).args(["--device-mib", "32"]);
+        c.args(["crashtest", cmd, "--dir"]).arg(dir).arg("--state").arg(&state).args(["--device-mib", "32"]);
         c
     };
     let mut total_acked = 0u64;
@@ -52,5 +51,4 @@ fn kill_nine_loop_loses_no_acknowledged_write() {
         assert_eq!(report["violations"], 0, "cycle {cycle}: {report}");
     }
     eprintln!("crash loop: {cycles} cycles, {total_acked} acknowledged puts, 0 violations");
-    let _ = std::fs::remove_dir_all(&dir);
 }

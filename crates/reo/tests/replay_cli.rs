@@ -50,9 +50,8 @@ fn json_line_has_the_named_fields_and_windows() {
 
 #[test]
 fn a_bad_trace_line_is_named_or_skipped() {
-    let dir = std::env::temp_dir().join(format!("reo-replay-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let trace = dir.join("t.csv");
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.csv");
     std::fs::write(&trace, "0,get,1,0,4096\n1,get,2,0,4096\n2,frobnicate,3,0,4096\n3,get,1,0,4096\n").unwrap();
     let path = trace.to_str().unwrap();
     let out = reo(&["replay", path, "--cache", "1MiB", "--json"]);
@@ -66,5 +65,4 @@ fn a_bad_trace_line_is_named_or_skipped() {
     assert_eq!(v["requests"], 3);
     assert_eq!(v["hits"], 1);
     assert_eq!(v["skipped_lines"], 1);
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -53,9 +53,7 @@ pub fn status(api: &Api) -> serde_json::Value {
     let cache = &api.gw.cache;
     let store = cache.store();
     let failed = store.failed_devices();
-    let rebuild = store
-        .rebuild_progress()
-        .or_else(|| api.last_rebuild.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|h| h.progress()));
+    let rebuild = store.rebuild_progress().or_else(|| api.last_rebuild.lock().as_ref().map(|h| h.progress()));
     let rebuilding_dev = rebuild.as_ref().filter(|p| p.state == RebuildState::Running).map(|p| p.device);
     let io = api.device_io.snapshot();
     let devices: Vec<serde_json::Value> = (0..store.layout().devices as usize)
@@ -165,8 +163,8 @@ fn replace(api: &Api, params: &[(String, String)]) -> Reply {
     };
     // One replacement at a time: two repointing `devN.img` at once could leave it at a file the
     // other one removed.
-    static REPLACING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = REPLACING.lock().unwrap_or_else(|p| p.into_inner());
+    static REPLACING: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+    let _one = REPLACING.lock();
     // The store's own refusals, checked before any file is touched.
     let store = api.gw.cache.store();
     if !store.failed_devices().contains(&d) {
@@ -218,7 +216,7 @@ fn replace(api: &Api, params: &[(String, String)]) -> Reply {
     };
     match api.gw.cache.replace_device(d, media, rate) {
         Ok(handle) => {
-            *api.last_rebuild.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
+            *api.last_rebuild.lock() = Some(handle);
             if let Err(e) = repoint.commit() {
                 tracing::warn!(device = d, "the failed device's file was not removed: {e}");
             }

@@ -36,7 +36,7 @@ pub fn submit(api: &Api, user: &User, body: &[u8]) -> Reply {
     let pin_limit = (!admin).then(|| api.gw.cache.config().capacity_bytes / 4);
     match api.hints.submit_for(spec, Some(&user.name), per_user, pin_limit) {
         Ok(id) => Reply::ok(serde_json::json!({ "request_id": id })),
-        Err(e) => Reply::error(StatusCode::BAD_REQUEST, e),
+        Err(e) => Reply::error(StatusCode::BAD_REQUEST, e.to_string()),
     }
 }
 
@@ -55,6 +55,6 @@ pub fn cancel(api: &Api, user: &User, id: &str) -> Reply {
     match api.hints.cancel(id) {
         Ok(true) => Reply::ok(serde_json::json!({ "request_id": id, "cancelled": true })),
         Ok(false) => Reply::error(StatusCode::NOT_FOUND, format!("no hint {id:?}")),
-        Err(e) => Reply::error(StatusCode::INTERNAL_SERVER_ERROR, e),
+        Err(e) => Reply::error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }

@@ -40,7 +40,7 @@ pub struct Api {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// The last rebuild started through the API: its outcome stays visible after it finishes
     /// (the store forgets a finished rebuild).
-    pub last_rebuild: Arc<std::sync::Mutex<Option<reo_store::RebuildHandle>>>,
+    pub last_rebuild: Arc<parking_lot::Mutex<Option<reo_store::RebuildHandle>>>,
     /// Per-device I/O counters (replacements are wrapped too).
     pub device_io: Arc<crate::device_io::DeviceIoTable>,
     /// Rebuild bandwidth cap in bytes per second for replacements that give none (`None`:

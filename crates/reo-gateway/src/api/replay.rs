@@ -6,8 +6,9 @@
 //! refused (503) until old ones age out, rather than forgotten early.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 /// s3s's allowed skew between a request's date and the server's clock.
 pub const WINDOW: Duration = Duration::from_secs(900);
@@ -32,7 +33,7 @@ impl ReplayGuard {
     /// Records `signature` at `now`; refuses one seen within `2 * WINDOW` (a request dated at
     /// the window's far end stays acceptable that long after one dated at its near end).
     pub fn admit(&self, signature: &str, now: Instant) -> Result<(), Replay> {
-        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let mut seen = self.seen.lock();
         if let Some(&at) = seen.get(signature) {
             if now.saturating_duration_since(at) < 2 * WINDOW {
                 return Err(Replay::Seen);

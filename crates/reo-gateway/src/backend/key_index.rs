@@ -14,7 +14,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard};
 
 use super::BResult;
 
@@ -28,7 +30,7 @@ pub struct KeyIndex {
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+    m.lock()
 }
 
 impl KeyIndex {

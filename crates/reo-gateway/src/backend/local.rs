@@ -225,7 +225,7 @@ impl LocalBackend {
     }
 
     fn bucket_dir(&self, bucket: &str) -> BResult<PathBuf> {
-        validate_bucket(bucket).map_err(BackendError::Invalid)?;
+        validate_bucket(bucket).map_err(BackendError::from)?;
         self.check_root()?;
         Ok(self.root.join(bucket))
     }
@@ -269,7 +269,7 @@ impl LocalBackend {
     }
 
     fn paths(&self, bucket: &str, key: &str) -> BResult<(PathBuf, PathBuf)> {
-        validate_key(key).map_err(BackendError::Invalid)?;
+        validate_key(key).map_err(BackendError::from)?;
         let dir = self.existing_bucket(bucket)?;
         let mut data = dir.clone();
         let mut meta = dir;

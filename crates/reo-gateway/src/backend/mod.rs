@@ -16,6 +16,8 @@
 //! (an [`ObjectWriter`] taking the object a piece at a time, visible whole at its commit).
 
 pub mod advice;
+#[cfg(test)]
+pub(crate) mod conformance;
 pub mod deadline;
 mod key_index;
 pub mod list;
@@ -83,6 +85,7 @@ pub struct BucketInfo {
 
 /// Why a backend operation failed.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum BackendError {
     NoSuchBucket(String),
     NoSuchKey(String),
@@ -110,6 +113,12 @@ impl fmt::Display for BackendError {
 }
 
 impl std::error::Error for BackendError {}
+
+impl From<crate::keys::NameError> for BackendError {
+    fn from(e: crate::keys::NameError) -> Self {
+        BackendError::Invalid(e.to_string())
+    }
+}
 
 pub type BResult<T> = Result<T, BackendError>;
 

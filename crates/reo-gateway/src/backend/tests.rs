@@ -2,15 +2,12 @@
 
 use super::*;
 
-fn backend() -> (LocalBackend, std::path::PathBuf) {
-    let dir = std::env::temp_dir().join(format!("reo-gw-local-{}-{}", std::process::id(), rand_suffix()));
-    (LocalBackend::open(&dir).unwrap(), dir)
-}
-
-fn rand_suffix() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::Relaxed) ^ local::now_ns()
+/// A local backend rooted in a subdirectory of a temporary directory (removed when the
+/// returned guard drops), so that its root's parent is the test's too.
+fn backend() -> (LocalBackend, std::path::PathBuf, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("root");
+    (LocalBackend::open(&dir).unwrap(), dir, tmp)
 }
 
 fn info(data: &[u8]) -> ObjectInfo {
@@ -19,7 +16,7 @@ fn info(data: &[u8]) -> ObjectInfo {
 
 #[test]
 fn buckets_and_objects_round_trip() {
-    let (b, dir) = backend();
+    let (b, dir, _tmp) = backend();
     assert!(matches!(b.head("no", "k"), Err(BackendError::Invalid(_))));
     assert!(matches!(b.head("nobucket", "k"), Err(BackendError::NoSuchBucket(_))));
     b.create_bucket("bkt").unwrap();
@@ -50,12 +47,11 @@ fn buckets_and_objects_round_trip() {
     assert!(matches!(b.head("bkt", "a"), Err(BackendError::NoSuchKey(_))));
     b.delete_bucket("bkt").unwrap();
     assert!(b.list_buckets().unwrap().is_empty());
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn long_keys_and_missing_sidecar() {
-    let (b, dir) = backend();
+    let (b, dir, _tmp) = backend();
     b.create_bucket("bkt").unwrap();
     let long = format!("{}/{}", "é".repeat(300), "x".repeat(300));
     assert_eq!(long.len(), 901);
@@ -66,12 +62,11 @@ fn long_keys_and_missing_sidecar() {
     b.put("bkt", "k", b"hello", &info(b"hello")).unwrap();
     std::fs::remove_file(dir.join("bkt").join("m.k")).unwrap();
     assert_eq!(b.head("bkt", "k").unwrap().etag, "5d41402abc4b2a76b9719d911017c592");
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn a_vanished_root_is_an_outage_not_an_empty_store() {
-    let (b, dir) = backend();
+    let (b, dir, _tmp) = backend();
     b.create_bucket("bkt").unwrap();
     b.put("bkt", "a/b", b"x", &info(b"x")).unwrap();
     let away = dir.with_extension("away");
@@ -84,12 +79,11 @@ fn a_vanished_root_is_an_outage_not_an_empty_store() {
     std::fs::rename(&away, &dir).unwrap();
     b.put("bkt", "a/c", b"y", &info(b"y")).unwrap();
     assert_eq!(b.get_range("bkt", "a/b", 0, 1).unwrap().0, b"x");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn streamed_reads_come_in_chunks_and_keep_the_opened_version() {
-    let (b, dir) = backend();
+    let (b, _dir, _tmp) = backend();
     b.create_bucket("bkt").unwrap();
     let data: Vec<u8> = (0..(2 * local::STREAM_CHUNK + 777)).map(|i| (i % 251) as u8).collect();
     b.put("bkt", "big", &data, &info(&data)).unwrap();
@@ -104,12 +98,11 @@ fn streamed_reads_come_in_chunks_and_keep_the_opened_version() {
     let (_, chunks) = b.get_stream("bkt", "big", 1, 2).unwrap();
     assert_eq!(chunks.map(Result::unwrap).collect::<Vec<_>>().concat(), b"e");
     assert!(matches!(b.get_stream("bkt", "nope", 0, 1), Err(BackendError::NoSuchKey(_))));
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn a_key_removed_behind_the_index_does_not_cut_a_page_short() {
-    let (b, dir) = backend();
+    let (b, dir, _tmp) = backend();
     b.create_bucket("bkt").unwrap();
     for k in ["a", "b", "c", "d"] {
         b.put("bkt", k, k.as_bytes(), &info(k.as_bytes())).unwrap();
@@ -125,20 +118,18 @@ fn a_key_removed_behind_the_index_does_not_cut_a_page_short() {
     assert_eq!(keys(b.list("bkt", "", "a", 10).unwrap()), ["c", "d"]);
     // Not empty: its bucket cannot be deleted.
     assert!(matches!(b.delete_bucket("bkt"), Err(BackendError::BucketNotEmpty(_))));
-    let _ = std::fs::remove_dir_all(dir);
 }
 
+/// The suite every backend runs ([`conformance`]), streamed writes included.
 #[test]
-fn streamed_writes_conform() {
-    let (b, dir) = backend();
-    b.create_bucket("bkt").unwrap();
-    writer::conformance(std::sync::Arc::new(b));
-    std::fs::remove_dir_all(dir).unwrap();
+fn the_local_backend_conforms() {
+    let (b, _dir, _tmp) = backend();
+    conformance::run(std::sync::Arc::new(b));
 }
 
 #[test]
 fn writes_cut_short_by_a_crash_leave_nothing_after_a_restart() {
-    let (b, dir) = backend();
+    let (b, dir, _tmp) = backend();
     b.create_bucket("bkt").unwrap();
     let b = std::sync::Arc::new(b);
     let mut w = b.clone().put_stream("bkt", "k", &info(b"")).unwrap();
@@ -152,5 +143,4 @@ fn writes_cut_short_by_a_crash_leave_nothing_after_a_restart() {
     assert!(!writing.exists() || std::fs::read_dir(&writing).unwrap().count() == 0, "the restart removed it");
     assert!(matches!(b.head("bkt", "k"), Err(BackendError::NoSuchKey(_))));
     b.delete_bucket("bkt").unwrap();
-    std::fs::remove_dir_all(dir).unwrap();
 }

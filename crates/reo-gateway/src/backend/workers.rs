@@ -7,8 +7,10 @@
 //! the next call gets another thread, and `Deadline` bounds how many may be stuck.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
 
 /// How long a thread waits for a call before it ends.
 pub const IDLE_EXIT: Duration = Duration::from_secs(60);
@@ -34,7 +36,7 @@ impl Workers {
 
     /// Runs `job` on an idle thread, or on a new one when none is idle.
     pub fn run(self: &Arc<Self>, job: Job) -> std::io::Result<()> {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = self.state.lock();
         if st.idle > st.jobs.len() {
             st.jobs.push_back(job);
             drop(st);
@@ -52,18 +54,16 @@ impl Workers {
 
     /// A thread's life after its first job: the queued jobs, until idle for [`IDLE_EXIT`].
     fn serve(&self) {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = self.state.lock();
         loop {
             if let Some(job) = st.jobs.pop_front() {
                 drop(st);
                 job();
-                st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                st = self.state.lock();
                 continue;
             }
             st.idle += 1;
-            let (next, waited) =
-                self.ready.wait_timeout_while(st, IDLE_EXIT, |s| s.jobs.is_empty()).unwrap_or_else(|e| e.into_inner());
-            st = next;
+            let waited = self.ready.wait_while_for(&mut st, |s| s.jobs.is_empty(), IDLE_EXIT);
             st.idle -= 1;
             if waited.timed_out() && st.jobs.is_empty() {
                 return;

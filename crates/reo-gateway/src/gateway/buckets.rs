@@ -13,8 +13,8 @@
 //! never held across another lock or any I/O.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Mutex, MutexGuard};
 
+use parking_lot::{Mutex, MutexGuard};
 use s3s::{s3_error, S3Result};
 
 use super::errors::backend_err;
@@ -47,7 +47,7 @@ pub(crate) struct DeleteTicket<'a> {
 
 impl BucketGuards {
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        self.0.lock()
     }
 
     /// An object write into `bucket` begins; refused while the bucket is being deleted.

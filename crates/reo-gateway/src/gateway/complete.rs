@@ -30,8 +30,9 @@ use reo_media::AlignedBuf;
 use s3s::{s3_error, S3Result};
 
 use super::incoming::IncomingPut;
-use super::multipart::{io, Done, PartInfo, Upload, MIN_PART};
+use super::multipart::{Done, PartInfo, Upload, MIN_PART};
 use super::part_table::{PartEntry, PartTable};
+use super::staging::io;
 use super::Gateway;
 use crate::backend::ObjectInfo;
 use crate::body::BodySink;
@@ -282,7 +283,7 @@ impl Gateway {
     /// Stops a completion after `step` when a test asked for it.
     #[cfg(test)]
     fn crash_point(&self, step: Step) -> S3Result<()> {
-        match *self.uploads.crash_after.lock().unwrap() {
+        match *self.uploads.crash_after.lock() {
             Some(s) if s == step => Err(s3_error!(InternalError, "simulated crash after {step:?}")),
             _ => Ok(()),
         }

@@ -66,7 +66,7 @@ fn crash_then_repeat(step: Step) {
     let (id, parts) = {
         let (gw, _) = rig.open();
         let (id, parts) = upload(&gw);
-        *gw.uploads.crash_after.lock().unwrap() = Some(step);
+        *gw.uploads.crash_after.lock() = Some(step);
         let err = gw.complete_upload("bkt", "mp", &id, &parts, MAX).unwrap_err();
         assert!(err.message().unwrap_or_default().contains("simulated crash"), "{err:?}");
         gw.cache.store().flush().unwrap();

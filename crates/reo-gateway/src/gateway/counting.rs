@@ -6,9 +6,10 @@
 //! deletes) or hold them before they run; backend hints (`advise`) are recorded.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 
 use bytes::Bytes;
+use parking_lot::{Condvar, Mutex};
 
 use crate::backend::{
     Address, Advice, AdviceReport, BResult, Backend, BackendError, BucketInfo, ChunkIter, ListEntry, ObjectInfo,
@@ -24,30 +25,30 @@ pub(crate) struct Gate {
 
 impl Gate {
     pub fn set(&self, open: bool) {
-        self.state.lock().unwrap().0 = open;
+        self.state.lock().0 = open;
         self.cv.notify_all();
     }
 
     /// Waits until `n` calls in all have reached the gate.
     pub fn wait_reached(&self, n: u64) {
-        let mut s = self.state.lock().unwrap();
+        let mut s = self.state.lock();
         while s.1 < n {
-            s = self.cv.wait(s).unwrap();
+            self.cv.wait(&mut s);
         }
     }
 
     /// How many calls in all have reached the gate.
     pub fn reached(&self) -> u64 {
-        self.state.lock().unwrap().1
+        self.state.lock().1
     }
 
     /// Counts the call, then waits while the gate is closed.
     pub fn pass(&self) {
-        let mut s = self.state.lock().unwrap();
+        let mut s = self.state.lock();
         s.1 += 1;
         self.cv.notify_all();
         while !s.0 {
-            s = self.cv.wait(s).unwrap();
+            self.cv.wait(&mut s);
         }
     }
 }
@@ -202,7 +203,7 @@ impl Backend for Counting {
         self.inner.check_key(key)
     }
     fn advise(&self, bucket: &str, address: &Address, advice: Advice) -> BResult<AdviceReport> {
-        self.advised.lock().unwrap().push((bucket.to_string(), address.clone(), advice));
+        self.advised.lock().push((bucket.to_string(), address.clone(), advice));
         self.inner.advise(bucket, address, advice)
     }
 }

@@ -20,10 +20,11 @@
 use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use s3s::{S3Error, S3ErrorCode};
 
 /// Bytes a non-collecting flight may hold ahead of its slowest reader.
@@ -51,7 +52,7 @@ pub(crate) struct Flights {
 
 impl Flights {
     fn map(&self) -> MutexGuard<'_, HashMap<FlightKey, Arc<Flight>>> {
-        self.map.lock().unwrap_or_else(|e| e.into_inner())
+        self.map.lock()
     }
 
     /// A reader of `[pos, end)` on the flight of `key`: an existing joinable one, else a new
@@ -65,7 +66,7 @@ impl Flights {
         }
         let f = Arc::new(Flight::new(key.clone(), collect));
         map.insert(key, f.clone());
-        *self.running.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        *self.running.lock() += 1;
         (f.reader(pos, end).expect("a new flight is joinable"), true)
     }
 
@@ -79,7 +80,7 @@ impl Flights {
 
     /// A producer finished.
     pub fn finished(&self) {
-        let mut n = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        let mut n = self.running.lock();
         *n -= 1;
         if *n == 0 {
             self.idle.notify_all();
@@ -89,9 +90,9 @@ impl Flights {
     #[cfg(test)]
     /// Blocks until no producer is running (tests: the background fill has happened or not).
     pub fn wait_idle(&self) {
-        let mut n = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        let mut n = self.running.lock();
         while *n > 0 {
-            n = self.idle.wait(n).unwrap_or_else(|e| e.into_inner());
+            self.idle.wait(&mut n);
         }
     }
 
@@ -146,7 +147,7 @@ impl Flight {
     }
 
     fn st(&self) -> MutexGuard<'_, State> {
-        self.st.lock().unwrap_or_else(|e| e.into_inner())
+        self.st.lock()
     }
 
     fn reader(self: Arc<Self>, pos: u64, end: u64) -> Option<FlightReader> {
@@ -174,7 +175,7 @@ impl Flight {
     pub fn push(&self, chunk: Bytes) -> bool {
         let mut s = self.st();
         while !self.collect && !s.cancelled && s.received - s.chunks.front().map_or(s.received, |c| c.0) > WINDOW {
-            s = self.room.wait(s).unwrap_or_else(|e| e.into_inner());
+            self.room.wait(&mut s);
         }
         if s.cancelled {
             return false;

@@ -65,10 +65,10 @@ fn run(gw: &Gateway) {
         }
         let failed = round(gw);
         let (m, c) = &gw.wake;
-        let mut woken = m.lock().unwrap_or_else(|e| e.into_inner());
+        let mut woken = m.lock();
         let wait = if failed { backoff } else { Duration::from_secs(1) };
         if !*woken || failed {
-            woken = c.wait_timeout(woken, wait).unwrap_or_else(|e| e.into_inner()).0;
+            c.wait_for(&mut woken, wait);
         }
         *woken = false;
         backoff = if failed { (backoff * 2).min(BACKOFF_MAX) } else { BACKOFF_MIN };
@@ -102,7 +102,7 @@ pub(crate) fn round(gw: &Gateway) -> bool {
             tracing::info!("bucket {bucket:?} exists again in the backend; its stuck objects are flushed");
         }
         if let Err(FlushError::BucketGone { key }) = &r {
-            gw.counters.lock().unwrap_or_else(|e| e.into_inner()).flush_errors += 1;
+            gw.counters.lock().flush_errors += 1;
             if gw.gone.failed(&bucket, key, now_ns()) {
                 tracing::warn!(
                     "bucket {bucket:?} is missing in the backend (deleted behind the gateway?): object {key:?} \
@@ -119,7 +119,7 @@ pub(crate) fn round(gw: &Gateway) -> bool {
                 gw.health.record_failure(&b.to_string());
             }
             tracing::warn!("flushing {ck:?} failed (retrying): {e}");
-            gw.counters.lock().unwrap_or_else(|e| e.into_inner()).flush_errors += 1;
+            gw.counters.lock().flush_errors += 1;
             failed = true;
             // The backend's own I/O failed: the rest would fail alike; probe again after the
             // backoff. Otherwise try the others (one bad object must not hold them back).
@@ -193,7 +193,7 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
             Some(r) => r,
             None => {
                 // Rewritten or deleted while it was read: the newer state is flushed next.
-                gw.counters.lock().unwrap_or_else(|e| e.into_inner()).flushes_abandoned += 1;
+                gw.counters.lock().flushes_abandoned += 1;
                 return Ok(());
             }
         },
@@ -217,7 +217,7 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
     if p.deleted {
         gw.cache.discard(ck.as_bytes()).map_err(|e| Local(format!("dropping the cached copy durably: {e}")))?;
         gw.retire(ck).map_err(|e| Local(e.to_string()))?;
-        gw.counters.lock().unwrap_or_else(|e| e.into_inner()).flushed_deletes += 1;
+        gw.counters.lock().flushed_deletes += 1;
         return Ok(());
     }
     if p.prev.is_some() {
@@ -243,7 +243,7 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
     if clean {
         gw.retire(ck).map_err(|e| Local(e.to_string()))?;
     }
-    let mut c = gw.counters.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = gw.counters.lock();
     c.flushed_objects += 1;
     c.flushed_bytes += p.info.size;
     Ok(())

@@ -10,7 +10,8 @@
 //! deadlock.
 
 use std::collections::HashSet;
-use std::sync::{Condvar, Mutex, MutexGuard};
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 /// See the module doc.
 #[derive(Default)]
@@ -28,7 +29,7 @@ pub(crate) struct Flushing {
 
 impl Flushing {
     fn keys(&self) -> MutexGuard<'_, HashSet<String>> {
-        self.keys.lock().unwrap_or_else(|e| e.into_inner())
+        self.keys.lock()
     }
 
     /// The flusher is about to call the backend for `ck` (it holds `ck`'s stripe, shared); the
@@ -50,11 +51,11 @@ impl Flushing {
         let mut keys = self.keys();
         #[cfg(test)]
         if keys.contains(ck) {
-            *self.waiters.lock().unwrap() += 1;
+            *self.waiters.lock() += 1;
             self.ended.notify_all();
         }
         while keys.contains(ck) {
-            keys = self.ended.wait(keys).unwrap_or_else(|e| e.into_inner());
+            self.ended.wait(&mut keys);
         }
     }
 
@@ -62,8 +63,8 @@ impl Flushing {
     #[cfg(test)]
     pub fn wait_for_waiters(&self, n: usize) {
         let mut keys = self.keys();
-        while *self.waiters.lock().unwrap() < n {
-            keys = self.ended.wait(keys).unwrap();
+        while *self.waiters.lock() < n {
+            self.ended.wait(&mut keys);
         }
     }
 }

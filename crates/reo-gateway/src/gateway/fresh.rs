@@ -14,9 +14,9 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use s3s::S3Result;
 
 use super::errors::backend_err;
@@ -51,8 +51,8 @@ impl Freshness {
         Some(self.after_ns.load(Ordering::Relaxed)).filter(|&n| n != OFF)
     }
 
-    fn at(&self) -> std::sync::MutexGuard<'_, HashMap<String, u64>> {
-        self.at.lock().unwrap_or_else(|e| e.into_inner())
+    fn at(&self) -> parking_lot::MutexGuard<'_, HashMap<String, u64>> {
+        self.at.lock()
     }
 
     /// `ck` was filled from, or checked against, the backend at `now`.

@@ -23,9 +23,11 @@ use super::pending::cache_key;
 use super::policy::WritePolicy;
 use super::write::Payload;
 use super::{now_ns, Gateway};
-use crate::backend::{ObjectInfo, ObjectWriter};
+use crate::backend::ObjectInfo;
 use crate::body::{BodySink, Collected};
 use crate::budget::MemoryBudget;
+
+pub use super::write::BackendPut;
 
 /// See the module doc.
 pub enum IncomingPut {
@@ -35,13 +37,6 @@ pub enum IncomingPut {
     Streamed(BackendPut),
     /// Collected whole.
     Collected(Collected),
-}
-
-/// A body on its way into the backend, and into a clean copy on flash if write-through.
-pub struct BackendPut {
-    pub(crate) writer: Box<dyn ObjectWriter>,
-    pub(crate) copy: Option<StreamedPut>,
-    pub(crate) written: u64,
 }
 
 /// Pieces of a body streamed to the backend without a copy on flash.

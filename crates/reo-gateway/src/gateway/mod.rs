@@ -75,6 +75,7 @@ pub mod policy;
 mod race_tests;
 mod read;
 mod recover;
+mod staging;
 pub mod stream;
 #[cfg(test)]
 mod stream_tests;
@@ -87,8 +88,9 @@ pub(crate) mod tests;
 mod write;
 
 use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
 
+use parking_lot::{Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use reo_cache::{Cache, ObjectMeta};
 use s3s::{s3_error, S3Result};
 
@@ -96,6 +98,7 @@ use crate::backend::{Backend, ObjectInfo};
 use errors::backend_err;
 use pending::{cache_key, Pending};
 use policy::{PolicyRule, WritePolicy};
+pub use recover::RecoverError;
 
 /// Counters for `/metrics`.
 #[derive(Debug, Default, Clone, Copy, serde::Serialize)]
@@ -177,17 +180,27 @@ pub(crate) fn meta_of(info: &ObjectInfo) -> ObjectMeta {
     }
 }
 
+/// Why a gateway could not open its state directory or pick up a previous run's unflushed
+/// writes.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// The pending records, multipart staging or part tables of the state directory.
+    #[error("{}: {source}", dir.display())]
+    State { dir: std::path::PathBuf, source: std::io::Error },
+    #[error("recovering the unflushed writes: {0}")]
+    Recover(#[from] recover::RecoverError),
+}
+
 impl Gateway {
     /// A gateway over `cache` and `backend`, its unflushed state in `state_dir` (pending
     /// metadata, multipart staging). Unflushed objects of a previous run are picked up.
-    pub fn open(backend: Arc<dyn Backend>, cache: Arc<Cache>, state_dir: &Path) -> Result<Arc<Gateway>, String> {
-        let mut pending =
-            Pending::open(&state_dir.join("pending")).map_err(|e| format!("{}: {e}", state_dir.display()))?;
-        let uploads = multipart::Uploads::open(&state_dir.join("uploads"))
-            .map_err(|e| format!("{}: {e}", state_dir.display()))?;
-        let part_tables = part_table::PartTables::open(&state_dir.join("parts"))
-            .map_err(|e| format!("{}: {e}", state_dir.display()))?;
-        recover::reconcile(&mut pending, &cache).map_err(|e| format!("recovering the unflushed writes: {e}"))?;
+    pub fn open(backend: Arc<dyn Backend>, cache: Arc<Cache>, state_dir: &Path) -> Result<Arc<Gateway>, OpenError> {
+        let state = |source| OpenError::State { dir: state_dir.to_path_buf(), source };
+        let mut pending = Pending::open(&state_dir.join("pending")).map_err(state)?;
+        let uploads = multipart::Uploads::open(&state_dir.join("uploads")).map_err(state)?;
+        let part_tables = part_table::PartTables::open(&state_dir.join("parts")).map_err(state)?;
+        recover::reconcile(&mut pending, &cache)?;
         let health = Arc::new(outage::BackendHealth::default());
         let raw_backend = backend;
         let backend: Arc<dyn Backend> = Arc::new(guard::Guarded::new(raw_backend.clone(), health.clone()));
@@ -255,7 +268,7 @@ impl Gateway {
     }
 
     pub(crate) fn pending(&self) -> MutexGuard<'_, Pending> {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+        self.pending.lock()
     }
 
     /// Unflushed objects wait at least `d` before the flusher writes them (default 0).
@@ -292,12 +305,12 @@ impl Gateway {
 
     /// Replaces the write-policy rules (see [`policy`]).
     pub fn set_policies(&self, rules: Vec<PolicyRule>) {
-        *self.rules.write().unwrap_or_else(|e| e.into_inner()) = rules;
+        *self.rules.write() = rules;
     }
 
     /// The write policy of a key about to be written or deleted; read-only scopes are refused.
     pub fn policy(&self, bucket: &str, key: &str) -> S3Result<WritePolicy> {
-        let p = policy::policy_of(&self.rules.read().unwrap_or_else(|e| e.into_inner()), bucket, key);
+        let p = policy::policy_of(&self.rules.read(), bucket, key);
         if p == WritePolicy::ReadOnly {
             return Err(s3_error!(AccessDenied, "{bucket}/{key} is read-only by this gateway's write policy"));
         }
@@ -310,7 +323,7 @@ impl Gateway {
     }
 
     pub fn counters(&self) -> GatewayCounters {
-        let mut c = *self.counters.lock().unwrap_or_else(|e| e.into_inner());
+        let mut c = *self.counters.lock();
         c.backend_reads += self.fetch.flights.fetches.load(std::sync::atomic::Ordering::Relaxed);
         c
     }
@@ -343,7 +356,7 @@ impl Gateway {
 
     pub(crate) fn kick_flusher(&self) {
         let (m, c) = &self.wake;
-        *m.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        *m.lock() = true;
         c.notify_all();
     }
 

@@ -14,13 +14,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
 
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use s3s::{s3_error, S3Result};
 use serde::{Deserialize, Serialize};
 
 use super::now_ns;
 use super::part_writer::PartWriter;
+use super::staging::{io, write_durable};
 use crate::backend::ObjectInfo;
 
 /// S3's minimum size of every part but the last.
@@ -102,21 +103,6 @@ pub(crate) struct UploadLock<'a> {
     id: String,
 }
 
-pub(crate) fn io(e: std::io::Error) -> s3s::S3Error {
-    s3_error!(InternalError, "multipart staging: {e}")
-}
-
-/// Writes `dir/name` atomically and durably: a temporary file fsync'ed, renamed into place, the
-/// directory fsync'ed. `tag` makes the temporary name unique among concurrent writers.
-pub(super) fn write_durable(dir: &Path, name: &str, tag: u64, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let tmp = dir.join(format!("tmp-{name}-{tag}"));
-    let mut f = fs::File::create(&tmp)?;
-    f.write_all(bytes).and_then(|_| f.sync_all())?;
-    fs::rename(&tmp, dir.join(name))?;
-    fs::File::open(dir)?.sync_all()
-}
-
 /// Whether `name` is a staged part (or its MD5) or a temporary file: what is left to remove once
 /// the upload is completed.
 fn is_staging(name: &str) -> bool {
@@ -149,7 +135,7 @@ impl Uploads {
     }
 
     fn busy(&self) -> MutexGuard<'_, HashMap<String, (bool, usize)>> {
-        self.busy.lock().unwrap_or_else(|e| e.into_inner())
+        self.busy.lock()
     }
 
     /// Waits until no other completion or abort of upload `id` runs, then holds it off until the
@@ -161,7 +147,7 @@ impl Uploads {
         b.entry(id.to_string()).or_default().1 += 1;
         self.busy_cv.notify_all();
         while b[id].0 {
-            b = self.busy_cv.wait(b).unwrap_or_else(|e| e.into_inner());
+            self.busy_cv.wait(&mut b);
         }
         b.get_mut(id).expect("registered").0 = true;
         Ok(UploadLock { uploads: self, id: id.to_string() })
@@ -173,7 +159,7 @@ impl Uploads {
     pub(crate) fn wait_queued(&self, id: &str, n: usize) {
         let mut b = self.busy();
         while b.get(id).map_or(0, |e| e.1) < n {
-            b = self.busy_cv.wait(b).unwrap_or_else(|e| e.into_inner());
+            self.busy_cv.wait(&mut b);
         }
     }
 

@@ -23,10 +23,11 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use s3s::S3Result;
 
 use super::errors::backend_err;
@@ -93,7 +94,7 @@ impl Default for BackendHealth {
 
 impl BackendHealth {
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock()
     }
 
     pub fn set_slowdown_after(&self, d: Duration) {
@@ -221,8 +222,8 @@ impl Prober {
                         first = false;
                     }
                     let (m, c) = &*st;
-                    let stopped = m.lock().unwrap_or_else(|e| e.into_inner());
-                    let stopped = c.wait_timeout(stopped, PROBE_INTERVAL).unwrap_or_else(|e| e.into_inner()).0;
+                    let mut stopped = m.lock();
+                    c.wait_for(&mut stopped, PROBE_INTERVAL);
                     if *stopped {
                         return;
                     }
@@ -235,7 +236,7 @@ impl Prober {
     /// Stops the thread (after the probe in progress, if any).
     pub fn stop(mut self) {
         let (m, c) = &*self.stop;
-        *m.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        *m.lock() = true;
         c.notify_all();
         if let Some(h) = self.handle.take() {
             let _ = h.join();

@@ -102,9 +102,8 @@ mod tests {
 
     #[test]
     fn tables_answer_for_their_etag_only_and_stale_ones_are_swept() {
-        let dir = std::env::temp_dir().join(format!("reo-parts-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        let tables = PartTables::open(&dir).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let tables = PartTables::open(&dir.path().join("parts")).unwrap();
         let part = |size| PartEntry { size, checksum: None };
         let t = PartTable {
             bucket: "bkt".into(),
@@ -121,6 +120,5 @@ mod tests {
         assert_eq!(tables.sweep(|_, _, etag| etag == "e-2"), 0);
         assert_eq!(tables.sweep(|_, _, _| false), 1);
         assert!(tables.get("bkt", "k", "e-2").is_none());
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

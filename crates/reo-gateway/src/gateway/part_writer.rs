@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use s3s::S3Result;
 
-use super::multipart::{io, write_durable};
+use super::staging::{io, write_durable};
 use crate::body::{BodySink, PIECE};
 
 /// See the module doc.

@@ -18,17 +18,29 @@ pub enum WritePolicy {
     ReadOnly,
 }
 
+/// Why a write policy or a policy rule is refused; the message quotes it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyError {
+    #[error("unknown write policy {0:?} (expected write-back, write-through, write-around or read-only)")]
+    Unknown(String),
+    #[error("write policy rule {0:?}: expected BUCKET[/PREFIX]=POLICY")]
+    Syntax(String),
+    #[error("write policy rule {rule:?}: {source}")]
+    Bucket { rule: String, source: crate::keys::NameError },
+    #[error("write policy rule {rule:?}: {source}")]
+    Policy { rule: String, source: Box<PolicyError> },
+}
+
 impl FromStr for WritePolicy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = PolicyError;
+    fn from_str(s: &str) -> Result<Self, PolicyError> {
         match s {
             "write-back" => Ok(WritePolicy::WriteBack),
             "write-through" => Ok(WritePolicy::WriteThrough),
             "write-around" => Ok(WritePolicy::WriteAround),
             "read-only" => Ok(WritePolicy::ReadOnly),
-            _ => Err(format!(
-                "unknown write policy {s:?} (expected write-back, write-through, write-around or read-only)"
-            )),
+            _ => Err(PolicyError::Unknown(s.to_string())),
         }
     }
 }
@@ -52,16 +64,16 @@ pub struct PolicyRule {
 }
 
 impl FromStr for PolicyRule {
-    type Err = String;
+    type Err = PolicyError;
     /// `SCOPE=POLICY`, e.g. `logs=write-around` or `data/tmp/=write-through`.
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (scope, policy) =
-            s.split_once('=').ok_or_else(|| format!("write policy rule {s:?}: expected BUCKET[/PREFIX]=POLICY"))?;
+    fn from_str(s: &str) -> Result<Self, PolicyError> {
+        let (scope, policy) = s.split_once('=').ok_or_else(|| PolicyError::Syntax(s.to_string()))?;
         let bucket = scope.split('/').next().unwrap_or_default();
-        crate::keys::validate_bucket(bucket).map_err(|e| format!("write policy rule {s:?}: {e}"))?;
+        crate::keys::validate_bucket(bucket).map_err(|source| PolicyError::Bucket { rule: s.to_string(), source })?;
         // A bare bucket covers exactly that bucket, not others sharing its name as a prefix.
         let scope = if scope.contains('/') { scope.to_string() } else { format!("{scope}/") };
-        Ok(PolicyRule { scope, policy: policy.parse().map_err(|e| format!("write policy rule {s:?}: {e}"))? })
+        let policy = policy.parse().map_err(|e| PolicyError::Policy { rule: s.to_string(), source: Box::new(e) })?;
+        Ok(PolicyRule { scope, policy })
     }
 }
 
@@ -89,8 +101,8 @@ mod tests {
         assert_eq!(policy_of(&rules, "logs", "keep/x"), WritePolicy::WriteThrough);
         assert_eq!(policy_of(&rules, "logs2", "a"), WritePolicy::WriteBack);
         assert_eq!(policy_of(&rules, "ro-data", "k"), WritePolicy::ReadOnly);
-        assert!("logs".parse::<PolicyRule>().unwrap_err().contains("BUCKET[/PREFIX]=POLICY"));
-        assert!("logs=fast".parse::<PolicyRule>().unwrap_err().contains("unknown write policy"));
-        assert!("Bad=write-back".parse::<PolicyRule>().unwrap_err().contains("invalid bucket name"));
+        assert!("logs".parse::<PolicyRule>().unwrap_err().to_string().contains("BUCKET[/PREFIX]=POLICY"));
+        assert!("logs=fast".parse::<PolicyRule>().unwrap_err().to_string().contains("unknown write policy"));
+        assert!("Bad=write-back".parse::<PolicyRule>().unwrap_err().to_string().contains("invalid bucket name"));
     }
 }

@@ -39,7 +39,7 @@ impl Gateway {
             while frag * fs < pend {
                 let (fstart, fend) = (frag * fs, ((frag + 1) * fs).min(info.size));
                 let (bytes, binfo) = self.backend.get_range(bucket, key, fstart, fend).map_err(backend_err)?;
-                self.counters.lock().unwrap_or_else(|e| e.into_inner()).backend_reads += 1;
+                self.counters.lock().backend_reads += 1;
                 // (`fill` below counts the bytes as a backend read.)
                 if binfo.etag != info.etag || bytes.len() as u64 != fend - fstart {
                     return Err(s3_error!(ServiceUnavailable, "{key:?} changed while it was read; retry"));

@@ -58,8 +58,25 @@ fn resolve(record: Option<&PendingPut>, dirty: Option<u64>) -> Outcome {
     }
 }
 
+/// Why the unflushed writes of a previous run could not be brought in line with the cache.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecoverError {
+    /// A pending record could not be rewritten, removed or written (`action` says which).
+    #[error("{key:?}: cannot {action} its pending record: {source}")]
+    Record { key: String, action: &'static str, source: std::io::Error },
+    /// The store could not make the drops of deleted objects' bytes durable.
+    #[error("making the drops of {dropped} deleted objects durable: {source}")]
+    Flush { dropped: usize, source: Box<dyn std::error::Error + Send + Sync> },
+}
+
+/// The error of `action` on `key`'s pending record.
+fn record<'k>(key: &'k str, action: &'static str) -> impl FnOnce(std::io::Error) -> RecoverError + 'k {
+    move |source| RecoverError::Record { key: key.to_string(), action, source }
+}
+
 /// Brings `pending` (just loaded) in line with `cache`'s dirty objects; see the module doc.
-pub(super) fn reconcile(pending: &mut Pending, cache: &Cache) -> Result<(), String> {
+pub(super) fn reconcile(pending: &mut Pending, cache: &Cache) -> Result<(), RecoverError> {
     let dirty: HashMap<String, u64> =
         cache.dirty_keys().into_iter().map(|(k, v)| (String::from_utf8_lossy(&k).into_owned(), v)).collect();
     let mut keys: Vec<String> = pending.map.keys().cloned().collect();
@@ -81,23 +98,23 @@ pub(super) fn reconcile(pending: &mut Pending, cache: &Cache) -> Result<(), Stri
                 if p.deleted && cache.delete(ck.as_bytes()) {
                     dropped += 1;
                 }
-                pending.persist(&p).map_err(|e| format!("{ck:?}: cannot rewrite its pending record: {e}"))?;
+                pending.persist(&p).map_err(record(&ck, "rewrite"))?;
                 pending.map.insert(ck, p);
             }
             Outcome::Drop => {
-                pending.remove(&ck).map_err(|e| format!("{ck:?}: cannot remove its pending record: {e}"))?;
+                pending.remove(&ck).map_err(record(&ck, "remove"))?;
             }
             Outcome::Derive(v) => {
                 tracing::warn!(key = ck, "unflushed bytes without a record; flushing them with their blob's metadata");
                 let Some(p) = derive(cache, &ck, v) else { continue };
-                pending.persist(&p).map_err(|e| format!("{ck:?}: cannot write its pending record: {e}"))?;
+                pending.persist(&p).map_err(record(&ck, "write"))?;
                 pending.map.insert(ck, p);
             }
         }
     }
     if dropped > 0 {
         // The drops of deleted keys' bytes are durable before anything is served.
-        cache.store().flush().map_err(|e| format!("making the drops of {dropped} deleted objects durable: {e}"))?;
+        cache.store().flush().map_err(|e| RecoverError::Flush { dropped, source: e.into() })?;
     }
     Ok(())
 }

@@ -5,7 +5,7 @@
 //! a write's checks and its install. Shared (`Arc`) with the miss path's producers, which fill
 //! the cache on their own threads.
 
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use md5::{Digest, Md5};
 
@@ -33,11 +33,11 @@ impl Stripes {
 
     /// `ckey`'s stripe, exclusive (a writer).
     pub fn exclusive(&self, ckey: &str) -> RwLockWriteGuard<'_, ()> {
-        self.of(ckey).write().unwrap_or_else(|e| e.into_inner())
+        self.of(ckey).write()
     }
 
     /// `ckey`'s stripe, shared (a reader).
     pub fn shared(&self, ckey: &str) -> RwLockReadGuard<'_, ()> {
-        self.of(ckey).read().unwrap_or_else(|e| e.into_inner())
+        self.of(ckey).read()
     }
 }

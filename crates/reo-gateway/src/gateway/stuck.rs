@@ -20,8 +20,9 @@
 //! The registry's mutex is a leaf: never held across I/O or another lock.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
+
+use parking_lot::{Mutex, MutexGuard};
 
 use super::pending::cache_key;
 use super::{now_ns, Gateway};
@@ -67,7 +68,7 @@ pub struct StuckReport {
 
 impl GoneBuckets {
     fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Gone>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        self.0.lock()
     }
 
     /// Whether `bucket`'s objects wait at `now_ns`: it is missing and its retry is not due.

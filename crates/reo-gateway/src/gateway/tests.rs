@@ -16,13 +16,16 @@ use crate::backend::{Backend, BackendError, ListQuery, LocalBackend, ObjectInfo}
 pub(crate) struct Rig {
     devs: Vec<Arc<dyn Media>>,
     pub(crate) dir: std::path::PathBuf,
+    /// Removes `dir` when the rig drops.
+    _tmp: tempfile::TempDir,
 }
 
 impl Rig {
     pub(crate) fn new() -> Rig {
-        let dir = std::env::temp_dir().join(format!("reo-gw-{}-{}", std::process::id(), super::now_ns()));
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("rig");
         let devs = (0..3).map(|_| Arc::new(MemMedia::new(32 << 20)) as Arc<dyn Media>).collect();
-        Rig { devs, dir }
+        Rig { devs, dir, _tmp: tmp }
     }
 
     pub(crate) fn open(&self) -> (Arc<Gateway>, Arc<LocalBackend>) {
@@ -77,12 +80,6 @@ impl Rig {
             Ok(s) => s.kill(),
             Err(_) => panic!("the store is still shared after the gateway was dropped"),
         }
-    }
-}
-
-impl Drop for Rig {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

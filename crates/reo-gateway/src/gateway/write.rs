@@ -23,11 +23,18 @@ use reo_cache::WriteError;
 use s3s::{s3_error, S3Result};
 
 use super::errors::backend_err;
-use super::incoming::BackendPut;
 use super::pending::{cache_key, PendingPut};
 use super::policy::WritePolicy;
 use super::{meta_of, now_ns, Gateway};
-use crate::backend::ObjectInfo;
+use crate::backend::{ObjectInfo, ObjectWriter};
+
+/// A body on its way into the backend, and into a clean copy on flash if write-through
+/// ([`super::incoming`] streams it, the write path here commits it).
+pub struct BackendPut {
+    pub(crate) writer: Box<dyn ObjectWriter>,
+    pub(crate) copy: Option<reo_cache::StreamedPut>,
+    pub(crate) written: u64,
+}
 
 /// The bytes of a write: in memory, staged in the cache as they arrived, or written to the
 /// backend as they arrived and not yet committed ([`super::incoming`]).
@@ -69,7 +76,7 @@ impl Gateway {
             use s3s::S3ErrorCode::{InvalidArgument, KeyTooLongError};
             s3s::S3Error::with_message(
                 if key.len() > crate::keys::MAX_KEY_LEN { KeyTooLongError } else { InvalidArgument },
-                m,
+                m.to_string(),
             )
         })?;
         // Refused now rather than acknowledged and then never flushable.
@@ -216,7 +223,7 @@ impl Gateway {
     }
 
     fn count_slowdown(&self) {
-        self.counters.lock().unwrap_or_else(|e| e.into_inner()).slowdowns += 1;
+        self.counters.lock().slowdowns += 1;
     }
 
     /// Write-through: the backend first, then a clean copy on flash. The caller holds the key's
@@ -255,7 +262,7 @@ impl Gateway {
             self.cache.delete(ck.as_bytes());
         }
         if cached.is_none() && policy != WritePolicy::WriteThrough {
-            self.counters.lock().unwrap_or_else(|e| e.into_inner()).write_around += 1;
+            self.counters.lock().write_around += 1;
         }
         Ok(info)
     }
@@ -264,7 +271,7 @@ impl Gateway {
     /// the cache keeps no copy. The caller holds the key's stripe lock.
     fn write_around(&self, bucket: &str, key: &str, ck: &str, data: &[u8], info: ObjectInfo) -> S3Result<ObjectInfo> {
         self.write_backend(ck, || self.backend.put(bucket, key, data, &info))?;
-        self.counters.lock().unwrap_or_else(|e| e.into_inner()).write_around += 1;
+        self.counters.lock().write_around += 1;
         Ok(info)
     }
 

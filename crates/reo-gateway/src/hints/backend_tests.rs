@@ -4,7 +4,7 @@
 //! goes to the cache, a missing key is reported as the hint's error, and bad addresses are refused
 //! at submission with the field named.
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 
 use super::engine::HintEngine;
 use super::{unix_now, HintSpec, Intent, Lease, Move, Target};
@@ -39,10 +39,10 @@ fn backend_hints_are_forwarded_with_their_address_and_advice() {
     let rec = Mutex::new(None);
     let (gw, backend) = rig.open_with(|inner| {
         let r = Counting::new(inner);
-        *rec.lock().unwrap() = Some(r.clone());
+        *rec.lock() = Some(r.clone());
         r
     });
-    let rec = rec.into_inner().unwrap().unwrap();
+    let rec = rec.into_inner().unwrap();
     put(&backend, "obj", 100_000);
     put(&backend, "p/a", 10);
     put(&backend, "p/b", 20);
@@ -60,7 +60,7 @@ fn backend_hints_are_forwarded_with_their_address_and_advice() {
     ];
     let ids: Vec<String> = hints.iter().map(|h| e.submit(h.clone()).unwrap()).collect();
     e.tick(now + 1);
-    let calls = rec.advised.lock().unwrap().clone();
+    let calls = rec.advised.lock().clone();
     let want = [
         Address::Key("obj".into()),
         Address::Range { key: "obj".into(), start: 10, end: 30 },
@@ -94,13 +94,13 @@ fn bad_backend_addresses_get_clear_errors() {
     let now = unix_now();
     // Refused at submission, the field named.
     let nul = spec(Some("a\0b"), None, Intent::Prefetch, now);
-    assert!(e.submit(nul).unwrap_err().starts_with("key: the object key contains a NUL"));
+    assert!(e.submit(nul).unwrap_err().to_string().starts_with("key: the object key contains a NUL"));
     let mut bad_bucket = spec(Some("k"), None, Intent::Prefetch, now);
     bad_bucket.bucket = "Bad_Bucket".into();
-    assert!(e.submit(bad_bucket).unwrap_err().starts_with("bucket: invalid bucket name"));
+    assert!(e.submit(bad_bucket).unwrap_err().to_string().starts_with("bucket: invalid bucket name"));
     let mut reorg = spec(None, None, Intent::Reorganize, now);
     reorg.reorganize = Some(Move { from: "a/".into(), to: "b/".into() });
-    assert!(e.submit(reorg).unwrap_err().starts_with("target:"));
+    assert!(e.submit(reorg).unwrap_err().to_string().starts_with("target:"));
     // A key that does not exist: the hint is applied and lists the backend's error.
     let id = e.submit(spec(Some("missing"), None, Intent::Prefetch, now)).unwrap();
     e.tick(now + 1);

@@ -7,13 +7,15 @@
 //! report (or error) is kept with the hint.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use parking_lot::{Mutex, MutexGuard};
+
 use super::store::HintStore;
 use super::throttle::TokenBucket;
-use super::{unix_now, Hint, HintSpec, HintState, Intent, Target};
+use super::{unix_now, Hint, HintError, HintSpec, HintState, Intent, Target};
 use crate::gateway::pending::cache_key;
 use crate::gateway::{now_ns, Gateway};
 
@@ -61,7 +63,11 @@ pub struct HintEngine {
 impl HintEngine {
     /// Loads the hints of `<state_dir>/hints.json` and starts applying them; prefetches read at
     /// most `promote_bps` bytes per second from the backend (0: unlimited).
-    pub fn start(gw: Arc<Gateway>, state_dir: &std::path::Path, promote_bps: u64) -> Result<Arc<HintEngine>, String> {
+    pub fn start(
+        gw: Arc<Gateway>,
+        state_dir: &std::path::Path,
+        promote_bps: u64,
+    ) -> Result<Arc<HintEngine>, HintError> {
         let e = HintEngine::open(gw, state_dir, promote_bps)?;
         let me = e.clone();
         let h = std::thread::Builder::new()
@@ -72,14 +78,14 @@ impl HintEngine {
                     std::thread::sleep(TICK);
                 }
             })
-            .map_err(|e| format!("cannot start the hint thread: {e}"))?;
-        *e.thread.lock().unwrap_or_else(|p| p.into_inner()) = Some(h);
+            .map_err(HintError::Thread)?;
+        *e.thread.lock() = Some(h);
         Ok(e)
     }
 
     /// Loads the hints without the thread (the caller calls [`HintEngine::tick`]).
-    pub fn open(gw: Arc<Gateway>, state_dir: &std::path::Path, promote_bps: u64) -> Result<Arc<HintEngine>, String> {
-        std::fs::create_dir_all(state_dir).map_err(|e| format!("{}: {e}", state_dir.display()))?;
+    pub fn open(gw: Arc<Gateway>, state_dir: &std::path::Path, promote_bps: u64) -> Result<Arc<HintEngine>, HintError> {
+        std::fs::create_dir_all(state_dir).map_err(|source| HintError::Io { path: state_dir.to_path_buf(), source })?;
         let store = HintStore::open(&state_dir.join("hints.json"))?;
         Ok(Arc::new(HintEngine {
             gw,
@@ -95,27 +101,27 @@ impl HintEngine {
     /// Stops the thread (the hints stay on disk for the next start).
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::SeqCst);
-        if let Some(h) = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(h) = self.thread.lock().take() {
             let _ = h.join();
         }
     }
 
     fn store(&self) -> MutexGuard<'_, HintStore> {
-        self.store.lock().unwrap_or_else(|p| p.into_inner())
+        self.store.lock()
     }
 
     fn count(&self, f: impl FnOnce(&mut HintCounters)) {
-        f(&mut self.counters.lock().unwrap_or_else(|p| p.into_inner()));
+        f(&mut self.counters.lock());
     }
 
     pub fn counters(&self) -> HintCounters {
-        let mut c = *self.counters.lock().unwrap_or_else(|p| p.into_inner());
+        let mut c = *self.counters.lock();
         c.throttle_waits = self.throttle_waits.load(Ordering::Relaxed);
         c
     }
 
     /// Validates and records a hint; it is applied at its lease start (the next tick if due).
-    pub fn submit(&self, spec: HintSpec) -> Result<String, String> {
+    pub fn submit(&self, spec: HintSpec) -> Result<String, HintError> {
         self.submit_for(spec, None, MAX_HINTS, None)
     }
 
@@ -129,20 +135,18 @@ impl HintEngine {
         owner: Option<&str>,
         per_owner: usize,
         pin_limit: Option<u64>,
-    ) -> Result<String, String> {
+    ) -> Result<String, HintError> {
         spec.validate()?;
         let mut store = self.store();
         if store.hints.len() >= MAX_HINTS {
-            return Err(format!("{MAX_HINTS} hints are in force; cancel some first"));
+            return Err(HintError::TooMany { limit: MAX_HINTS });
         }
         if let Some(o) = owner {
             if store.hints.values().filter(|h| h.owner.as_deref() == Some(o)).count() >= per_owner {
-                return Err(format!("user {o} has {per_owner} hints in force, its limit; cancel some first"));
+                return Err(HintError::OwnerLimit { owner: o.to_string(), limit: per_owner });
             }
         }
-        let id = store
-            .add(spec, owner.map(str::to_string), pin_limit)
-            .map_err(|e| format!("cannot persist the hint: {e}"))?;
+        let id = store.add(spec, owner.map(str::to_string), pin_limit).map_err(HintError::Persist)?;
         drop(store);
         self.count(|c| c.submitted += 1);
         Ok(id)
@@ -168,11 +172,11 @@ impl HintEngine {
     }
 
     /// Withdraws a hint (its pins are released). False if there is no such hint.
-    pub fn cancel(&self, id: &str) -> Result<bool, String> {
+    pub fn cancel(&self, id: &str) -> Result<bool, HintError> {
         let mut s = self.store();
         let Some(h) = s.hints.remove(id) else { return Ok(false) };
         self.release(&h);
-        s.save().map_err(|e| format!("cannot persist the hints: {e}"))?;
+        s.save().map_err(HintError::PersistAll)?;
         Ok(true)
     }
 
@@ -343,7 +347,7 @@ impl HintEngine {
     /// Waits for `n` bytes of promote budget (false if stopping meanwhile).
     fn throttle(&self, n: u64) -> bool {
         loop {
-            let r = self.budget.lock().unwrap_or_else(|p| p.into_inner()).take(n, now_ns());
+            let r = self.budget.lock().take(n, now_ns());
             match r {
                 Ok(()) => return true,
                 Err(wait) => {

@@ -94,51 +94,98 @@ pub struct HintSpec {
     pub reorganize: Option<Move>,
 }
 
+/// Why a hint, or the set of hints, was refused or could not be kept; the message names the
+/// bad field or the file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HintError {
+    /// A field of the hint (or a combination of fields) is wrong.
+    #[error("{field}: {reason}")]
+    Field { field: &'static str, reason: String },
+    /// The whole set is full ([`engine::MAX_HINTS`]).
+    #[error("{limit} hints are in force; cancel some first")]
+    TooMany { limit: usize },
+    /// The user has its limit of hints in force.
+    #[error("user {owner} has {limit} hints in force, its limit; cancel some first")]
+    OwnerLimit { owner: String, limit: usize },
+    /// A new hint could not be written to the hints file.
+    #[error("cannot persist the hint: {0}")]
+    Persist(std::io::Error),
+    /// The hints file could not be rewritten after a cancel.
+    #[error("cannot persist the hints: {0}")]
+    PersistAll(std::io::Error),
+    /// The hints file (or its directory) could not be read or created.
+    #[error("{}: {source}", path.display())]
+    Io { path: std::path::PathBuf, source: std::io::Error },
+    /// The hints file is not one.
+    #[error("{}: {source}", path.display())]
+    Corrupt { path: std::path::PathBuf, source: serde_json::Error },
+    #[error("cannot start the hint thread: {0}")]
+    Thread(std::io::Error),
+}
+
+impl HintError {
+    fn field(field: &'static str, reason: impl Into<String>) -> HintError {
+        HintError::Field { field, reason: reason.into() }
+    }
+}
+
 impl HintSpec {
     /// Checks the fields' combination; the message names the bad field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), HintError> {
         if self.app_id.is_empty() {
-            return Err("app_id: must not be empty".into());
+            return Err(HintError::field("app_id", "must not be empty"));
         }
         if self.bucket.is_empty() {
-            return Err("bucket: must not be empty".into());
+            return Err(HintError::field("bucket", "must not be empty"));
         }
         match (&self.reorganize, self.intent) {
             (Some(m), Intent::Reorganize) => {
                 if self.key.is_some() || self.prefix.is_some() || self.range.is_some() {
-                    return Err("reorganize: the addresses are reorganize.from and .to, not key/prefix/range".into());
+                    return Err(HintError::field(
+                        "reorganize",
+                        "the addresses are reorganize.from and .to, not key/prefix/range",
+                    ));
                 }
                 if m.from == m.to {
-                    return Err("reorganize: from and to are the same prefix".into());
+                    return Err(HintError::field("reorganize", "from and to are the same prefix"));
                 }
             }
-            (None, Intent::Reorganize) => return Err("reorganize: intent reorganize needs {\"from\", \"to\"}".into()),
-            (Some(_), _) => return Err("reorganize: only with intent \"reorganize\"".into()),
+            (None, Intent::Reorganize) => {
+                return Err(HintError::field("reorganize", "intent reorganize needs {\"from\", \"to\"}"))
+            }
+            (Some(_), _) => return Err(HintError::field("reorganize", "only with intent \"reorganize\"")),
             (None, _) => match (&self.key, &self.prefix) {
-                (Some(_), Some(_)) => return Err("key, prefix: give one address, not both".into()),
-                (None, None) => return Err("key: an address needs a key or a prefix".into()),
+                (Some(_), Some(_)) => return Err(HintError::field("key, prefix", "give one address, not both")),
+                (None, None) => return Err(HintError::field("key", "an address needs a key or a prefix")),
                 _ => {}
             },
         }
         if let Some((s, e)) = self.range {
             if self.key.is_none() {
-                return Err("range: a byte range needs a key".into());
+                return Err(HintError::field("range", "a byte range needs a key"));
             }
             if s >= e {
-                return Err(format!("range: start {s} must be below end {e}"));
+                return Err(HintError::field("range", format!("start {s} must be below end {e}")));
             }
         }
         if self.target == Target::Backend {
             if self.intent == Intent::Reorganize {
-                return Err("target: a backend hint takes prefetch, pin, unpin, evict, open or close".into());
+                return Err(HintError::field(
+                    "target",
+                    "a backend hint takes prefetch, pin, unpin, evict, open or close",
+                ));
             }
-            crate::keys::validate_bucket(&self.bucket).map_err(|e| format!("bucket: {e}"))?;
+            crate::keys::validate_bucket(&self.bucket).map_err(|e| HintError::field("bucket", e.to_string()))?;
             if let Some(k) = &self.key {
-                crate::keys::validate_key(k).map_err(|e| format!("key: {e}"))?;
+                crate::keys::validate_key(k).map_err(|e| HintError::field("key", e.to_string()))?;
             }
         }
         if self.lease.end <= self.lease.start {
-            return Err(format!("lease: end {} must be after start {}", self.lease.end, self.lease.start));
+            return Err(HintError::field(
+                "lease",
+                format!("end {} must be after start {}", self.lease.end, self.lease.start),
+            ));
         }
         Ok(())
     }
@@ -229,25 +276,25 @@ mod spec_tests {
         assert!(spec().validate().is_ok());
         let mut s = spec();
         s.prefix = Some("p".into());
-        assert!(s.validate().unwrap_err().starts_with("key, prefix"));
+        assert!(s.validate().unwrap_err().to_string().starts_with("key, prefix"));
         let mut s = spec();
         s.lease.end = 5;
-        assert!(s.validate().unwrap_err().starts_with("lease"));
+        assert!(s.validate().unwrap_err().to_string().starts_with("lease"));
         let mut s = spec();
         s.target = Target::Backend;
-        assert!(s.validate().unwrap_err().starts_with("bucket: invalid bucket name \"b\""));
+        assert!(s.validate().unwrap_err().to_string().starts_with("bucket: invalid bucket name \"b\""));
         s.bucket = "bkt".into();
         assert!(s.validate().is_ok());
         s.key = Some("a//../\0".into());
-        assert!(s.validate().unwrap_err().starts_with("key:"));
+        assert!(s.validate().unwrap_err().to_string().starts_with("key:"));
         s.key = Some("k".into());
         s.bucket = "No_Such..Name".into();
-        assert!(s.validate().unwrap_err().starts_with("bucket:"));
+        assert!(s.validate().unwrap_err().to_string().starts_with("bucket:"));
         assert_eq!(Intent::Open.canonical(), Intent::Prefetch);
         assert_eq!(Intent::Close.canonical(), Intent::Evict);
         let mut s = spec();
         s.intent = Intent::Reorganize;
-        assert!(s.validate().unwrap_err().starts_with("reorganize"));
+        assert!(s.validate().unwrap_err().to_string().starts_with("reorganize"));
         s.key = None;
         s.reorganize = Some(Move { from: "a/".into(), to: "b/".into() });
         assert!(s.validate().is_ok());

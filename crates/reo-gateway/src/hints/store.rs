@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::{Hint, HintSpec, HintState};
+use super::{Hint, HintError, HintSpec, HintState};
 
 /// Hints by request id, and the file they persist in.
 #[derive(Debug)]
@@ -23,16 +23,17 @@ struct OnDisk {
 
 impl HintStore {
     /// Loads `path` (an absent file is an empty set).
-    pub fn open(path: &Path) -> Result<HintStore, String> {
+    pub fn open(path: &Path) -> Result<HintStore, HintError> {
         let mut s = HintStore { path: path.to_path_buf(), next_id: 1, hints: BTreeMap::new() };
         match std::fs::read(path) {
             Ok(bytes) => {
-                let d: OnDisk = serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+                let d: OnDisk = serde_json::from_slice(&bytes)
+                    .map_err(|source| HintError::Corrupt { path: path.to_path_buf(), source })?;
                 s.next_id = d.next_id;
                 s.hints = d.hints.into_iter().map(|h| (h.request_id.clone(), h)).collect();
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("{}: {e}", path.display())),
+            Err(source) => return Err(HintError::Io { path: path.to_path_buf(), source }),
         }
         Ok(s)
     }
@@ -97,10 +98,9 @@ mod tests {
 
     #[test]
     fn hints_survive_reopen_and_ids_are_not_reused() {
-        let dir = std::env::temp_dir().join(format!("reo-hints-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let path = dir.join("hints.json");
-        let _ = std::fs::remove_file(&path);
         let mut s = HintStore::open(&path).unwrap();
         let a = s.add(spec("x"), Some("app".into()), None).unwrap();
         let b = s.add(spec("y"), None, None).unwrap();
@@ -115,16 +115,13 @@ mod tests {
         let c = r.add(spec("z"), None, None).unwrap();
         assert!(c != a && c != b);
         assert!(!dir.join("hints.json.tmp").exists());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn a_corrupt_file_is_an_error_naming_it() {
-        let dir = std::env::temp_dir().join(format!("reo-hints-bad-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("hints.json");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hints.json");
         std::fs::write(&path, b"{not json").unwrap();
-        assert!(HintStore::open(&path).unwrap_err().contains("hints.json"));
-        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(HintStore::open(&path).unwrap_err().to_string().contains("hints.json"));
     }
 }

@@ -13,7 +13,7 @@ pub mod store;
 
 use serde::{Deserialize, Serialize};
 
-pub use store::{NewUser, UserError, Users};
+pub use store::{KeyGenError, LoadError, NewUser, UserError, Users};
 
 /// What a user may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,14 +37,26 @@ impl Role {
     }
 }
 
+/// Why a role or a scope is refused; the message quotes it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GrantError {
+    #[error("role {0:?}: expected admin, readwrite or readonly")]
+    Role(String),
+    #[error("scope {scope:?}: {source}")]
+    Bucket { scope: String, source: crate::keys::NameError },
+    #[error("scope {0:?}: the prefix is longer than {MAX_PREFIX} bytes")]
+    PrefixTooLong(String),
+}
+
 impl std::str::FromStr for Role {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Role, String> {
+    type Err = GrantError;
+    fn from_str(s: &str) -> Result<Role, GrantError> {
         match s {
             "admin" => Ok(Role::Admin),
             "readwrite" => Ok(Role::ReadWrite),
             "readonly" => Ok(Role::ReadOnly),
-            _ => Err(format!("role {s:?}: expected admin, readwrite or readonly")),
+            _ => Err(GrantError::Role(s.to_string())),
         }
     }
 }
@@ -68,11 +80,11 @@ pub struct Scope {
 const MAX_PREFIX: usize = 1024;
 
 impl Scope {
-    pub fn parse(s: &str) -> Result<Scope, String> {
+    pub fn parse(s: &str) -> Result<Scope, GrantError> {
         let (bucket, prefix) = s.split_once('/').unwrap_or((s, ""));
-        crate::keys::validate_bucket(bucket).map_err(|e| format!("scope {s:?}: {e}"))?;
+        crate::keys::validate_bucket(bucket).map_err(|source| GrantError::Bucket { scope: s.to_string(), source })?;
         if prefix.len() > MAX_PREFIX {
-            return Err(format!("scope {s:?}: the prefix is longer than {MAX_PREFIX} bytes"));
+            return Err(GrantError::PrefixTooLong(s.to_string()));
         }
         Ok(Scope { bucket: bucket.to_string(), prefix: prefix.to_string() })
     }

@@ -9,8 +9,9 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
+use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
 use super::{Role, Scope, User};
@@ -44,6 +45,27 @@ pub enum UserError {
     #[error("saving the users: {0}")]
     Io(String),
 }
+
+/// Why the users of a data directory could not be loaded; the message names the file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    #[error("{}: not a users file: {source}", path.display())]
+    NotUsersFile { path: PathBuf, source: serde_json::Error },
+    #[error("{}: version {version} is not known to this reo", path.display())]
+    Version { path: PathBuf, version: u32 },
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    KeyGen(#[from] KeyGenError),
+    #[error("cannot save credentials to {}: {source}", path.display())]
+    SaveCredentials { path: PathBuf, source: std::io::Error },
+}
+
+/// No random bytes for a generated key.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read /dev/urandom for a key: {0}")]
+pub struct KeyGenError(std::io::Error);
 
 /// A user as asked for (`POST /_reo/admin/users`); keys are generated unless given.
 #[derive(Debug, Clone, Deserialize)]
@@ -105,7 +127,7 @@ impl std::fmt::Debug for Users {
 impl Users {
     /// The users of `data_dir`: the built-in admin from `pair` (the command line) or from the
     /// credentials file (generated when neither exists), and those of `users.json`.
-    pub fn open(data_dir: &Path, pair: Option<(String, String)>) -> Result<Users, String> {
+    pub fn open(data_dir: &Path, pair: Option<(String, String)>) -> Result<Users, LoadError> {
         let (access, secret) = match pair {
             Some(p) => p,
             None => builtin_pair(&data_dir.join("credentials"))?,
@@ -113,15 +135,15 @@ impl Users {
         let file = data_dir.join("users.json");
         let records = match std::fs::read(&file) {
             Ok(bytes) => {
-                let f: File =
-                    serde_json::from_slice(&bytes).map_err(|e| format!("{}: not a users file: {e}", file.display()))?;
+                let f: File = serde_json::from_slice(&bytes)
+                    .map_err(|source| LoadError::NotUsersFile { path: file.clone(), source })?;
                 if f.version != 1 {
-                    return Err(format!("{}: version {} is not known to this reo", file.display(), f.version));
+                    return Err(LoadError::Version { path: file, version: f.version });
                 }
                 f.users
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(format!("{}: {e}", file.display())),
+            Err(source) => return Err(LoadError::Io { path: file, source }),
         };
         let users = Users::with_admin(access, secret, Some(file));
         {
@@ -152,12 +174,12 @@ impl Users {
         Users { file, inner: RwLock::new(Inner { by_key, records: Vec::new() }) }
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
-        self.inner.read().unwrap_or_else(|p| p.into_inner())
+    fn read(&self) -> parking_lot::RwLockReadGuard<'_, Inner> {
+        self.inner.read()
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
-        self.inner.write().unwrap_or_else(|p| p.into_inner())
+    fn write(&self) -> parking_lot::RwLockWriteGuard<'_, Inner> {
+        self.inner.write()
     }
 
     /// The user of an access key and its secret.
@@ -188,11 +210,11 @@ impl Users {
         }
         let access_key = match n.access_key {
             Some(k) => validate_access_key(k)?,
-            None => random_string(20, ACCESS_ALPHABET).map_err(UserError::Io)?,
+            None => random_string(20, ACCESS_ALPHABET).map_err(|e| UserError::Io(e.to_string()))?,
         };
         let secret_key = match n.secret_key {
             Some(s) => validate_secret_key(s)?,
-            None => random_string(40, SECRET_ALPHABET).map_err(UserError::Io)?,
+            None => random_string(40, SECRET_ALPHABET).map_err(|e| UserError::Io(e.to_string()))?,
         };
         let mut inner = self.write();
         if n.name == ADMIN || inner.records.iter().any(|r| r.name == n.name) {
@@ -231,7 +253,7 @@ impl Users {
 
     /// Gives a user a new secret key (the access key stays); the old secret stops working at once.
     pub fn rotate(&self, name: &str) -> Result<(Arc<User>, String), UserError> {
-        let secret = random_string(40, SECRET_ALPHABET).map_err(UserError::Io)?;
+        let secret = random_string(40, SECRET_ALPHABET).map_err(|e| UserError::Io(e.to_string()))?;
         let mut inner = self.write();
         let i = find(&inner, name)?;
         let mut records = inner.records.clone();
@@ -308,14 +330,13 @@ fn validate_secret_key(s: String) -> Result<String, UserError> {
 
 /// A random string over `alphabet` (uniform: bytes past the last whole multiple of its length
 /// are drawn again).
-fn random_string(len: usize, alphabet: &[u8]) -> Result<String, String> {
+fn random_string(len: usize, alphabet: &[u8]) -> Result<String, KeyGenError> {
     let limit = 256 - 256 % alphabet.len();
-    let mut urandom =
-        std::fs::File::open("/dev/urandom").map_err(|e| format!("cannot read /dev/urandom for a key: {e}"))?;
+    let mut urandom = std::fs::File::open("/dev/urandom").map_err(KeyGenError)?;
     let mut out = String::with_capacity(len);
     let mut buf = [0u8; 64];
     while out.len() < len {
-        urandom.read_exact(&mut buf).map_err(|e| format!("cannot read /dev/urandom for a key: {e}"))?;
+        urandom.read_exact(&mut buf).map_err(KeyGenError)?;
         out.extend(
             buf.iter().filter(|&&b| (b as usize) < limit).map(|&b| alphabet[b as usize % alphabet.len()] as char),
         );
@@ -326,7 +347,7 @@ fn random_string(len: usize, alphabet: &[u8]) -> Result<String, String> {
 
 /// The built-in admin's pair from `file`, else generated and saved there (mode 0600; the file's
 /// path is printed, never the secret).
-fn builtin_pair(file: &Path) -> Result<(String, String), String> {
+fn builtin_pair(file: &Path) -> Result<(String, String), LoadError> {
     if let Ok(text) = std::fs::read_to_string(file) {
         let mut it = text.lines();
         if let (Some(a), Some(s)) = (it.next(), it.next()) {
@@ -342,8 +363,10 @@ fn builtin_pair(file: &Path) -> Result<(String, String), String> {
         .truncate(true)
         .mode(0o600)
         .open(file)
-        .map_err(|e| format!("cannot save credentials to {}: {e}", file.display()))?;
-    writeln!(f, "{a}\n{s}").and_then(|()| f.sync_all()).map_err(|e| format!("{}: {e}", file.display()))?;
+        .map_err(|source| LoadError::SaveCredentials { path: file.to_path_buf(), source })?;
+    writeln!(f, "{a}\n{s}")
+        .and_then(|()| f.sync_all())
+        .map_err(|source| LoadError::Io { path: file.to_path_buf(), source })?;
     println!(
         "reo: generated credentials of the admin, saved in {} (the secret key is its second line):",
         file.display()
@@ -368,10 +391,10 @@ mod tests {
 
     #[test]
     fn users_survive_a_restart_and_changes_take_effect_at_once() {
-        let dir = std::env::temp_dir().join(format!("reo-users-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let pair = Some(("ADMINKEY000000000000".to_string(), "admin-secret-0000000000".to_string()));
-        let users = Users::open(&dir, pair.clone()).unwrap();
+        let users = Users::open(dir, pair.clone()).unwrap();
         let (rw, secret) = users.add(new("app", Role::ReadWrite, &["photos/app/"])).unwrap();
         assert_eq!(rw.access_key.len(), 20);
         assert_eq!(secret.len(), 40);
@@ -387,13 +410,12 @@ mod tests {
         let mode = std::fs::metadata(dir.join("users.json")).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
 
-        let again = Users::open(&dir, pair).unwrap();
+        let again = Users::open(dir, pair).unwrap();
         let (u, s) = again.lookup(&rw.access_key).unwrap();
         assert_eq!((u.name.as_str(), u.role, s.as_str()), ("app", Role::ReadWrite, rotated.as_str()));
         assert_eq!(u.scopes, vec![Scope::parse("photos/app/").unwrap()]);
         let names: Vec<String> = again.list().iter().map(|u| u.name.clone()).collect();
         assert_eq!(names, ["admin", "app"]);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -75,11 +75,11 @@ fn unexpected(what: &str, a: &Answer) -> BackendError {
 }
 
 fn remember(b: &S3Backend, bucket: &str, created_ns: u64) {
-    b.known.lock().unwrap_or_else(|e| e.into_inner()).insert(bucket.to_string(), (created_ns, Instant::now()));
+    b.known.lock().insert(bucket.to_string(), (created_ns, Instant::now()));
 }
 
 fn forget(b: &S3Backend, bucket: &str) {
-    b.known.lock().unwrap_or_else(|e| e.into_inner()).remove(bucket);
+    b.known.lock().remove(bucket);
 }
 
 pub(super) fn list_buckets(b: &S3Backend) -> BResult<Vec<BucketInfo>> {
@@ -100,7 +100,7 @@ pub(super) fn list_buckets(b: &S3Backend) -> BResult<Vec<BucketInfo>> {
 /// 200 or 404, else a ListBuckets answering 200. A 403 or a 5xx (a load balancer with no
 /// healthy store behind it) is not serving.
 pub(super) fn probe(b: &S3Backend) -> BResult<()> {
-    let seen = b.known.lock().unwrap_or_else(|e| e.into_inner()).keys().next().cloned();
+    let seen = b.known.lock().keys().next().cloned();
     let (what, a) = match seen {
         Some(bucket) => {
             let a = send(b, http::Method::HEAD, b.settings.bucket_url(&bucket, &b.region), Vec::new())?;
@@ -118,7 +118,7 @@ pub(super) fn probe(b: &S3Backend) -> BResult<()> {
 }
 
 pub(super) fn create_bucket(b: &S3Backend, bucket: &str) -> BResult<()> {
-    validate_bucket(bucket).map_err(BackendError::Invalid)?;
+    validate_bucket(bucket).map_err(BackendError::from)?;
     // us-east-1 takes no location constraint (and refuses one naming itself).
     let body = if b.region == "us-east-1" {
         Vec::new()
@@ -145,8 +145,8 @@ pub(super) fn create_bucket(b: &S3Backend, bucket: &str) -> BResult<()> {
 }
 
 pub(super) fn head_bucket(b: &S3Backend, bucket: &str) -> BResult<BucketInfo> {
-    validate_bucket(bucket).map_err(BackendError::Invalid)?;
-    let seen = b.known.lock().unwrap_or_else(|e| e.into_inner()).get(bucket).copied();
+    validate_bucket(bucket).map_err(BackendError::from)?;
+    let seen = b.known.lock().get(bucket).copied();
     if let Some((created_ns, at)) = seen {
         if at.elapsed() < FRESH {
             return Ok(BucketInfo { name: bucket.into(), created_ns });
@@ -171,12 +171,12 @@ pub(super) fn head_bucket(b: &S3Backend, bucket: &str) -> BResult<BucketInfo> {
 }
 
 pub(super) fn delete_bucket(b: &S3Backend, bucket: &str) -> BResult<()> {
-    validate_bucket(bucket).map_err(BackendError::Invalid)?;
+    validate_bucket(bucket).map_err(BackendError::from)?;
     let a = send(b, http::Method::DELETE, format!("{}/", b.settings.bucket_url(bucket, &b.region)), Vec::new())?;
     match (a.status, a.code()) {
         (200 | 204, _) => {
             forget(b, bucket);
-            b.stores.lock().unwrap_or_else(|e| e.into_inner()).remove(bucket);
+            b.stores.lock().remove(bucket);
             Ok(())
         }
         (404, _) => {

@@ -28,7 +28,7 @@ mod xml;
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -36,13 +36,14 @@ use futures::StreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path;
 use object_store::{ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
+use parking_lot::Mutex;
 
 use super::advice::{self, Address, Advice, AdviceReport};
 use super::{BResult, Backend, BackendError, BucketInfo, ListEntry, ObjectInfo, ObjectWriter};
 use crate::keys::validate_bucket;
 use convert::object_info;
 use errors::{key_path, list_dir, map_err, normalize_etag, raw};
-pub use settings::{Credentials, Deadlines, S3Settings};
+pub use settings::{Credentials, Deadlines, S3Settings, SettingsError};
 
 /// The user-metadata name holding the gateway's ETag.
 pub const ETAG_META: &str = "reo-etag";
@@ -80,15 +81,27 @@ pub struct S3Backend {
     known: Mutex<HashMap<String, (u64, std::time::Instant)>>,
 }
 
+/// Why the S3 backend could not be set up (nothing was sent yet).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error("cannot start the S3 backend's runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error("cannot build the S3 backend's HTTP client: {0}")]
+    Client(reqwest::Error),
+}
+
 impl S3Backend {
     /// A backend with `settings` (validated here); credentials and region fall back to the
     /// process environment. Nothing is sent yet.
-    pub fn open(settings: &S3Settings) -> Result<S3Backend, String> {
+    pub fn open(settings: &S3Settings) -> Result<S3Backend, OpenError> {
         Self::open_with_env(settings, &|k| std::env::var(k).ok())
     }
 
     /// [`S3Backend::open`] with the environment given by `env`.
-    pub fn open_with_env(settings: &S3Settings, env: &dyn Fn(&str) -> Option<String>) -> Result<S3Backend, String> {
+    pub fn open_with_env(settings: &S3Settings, env: &dyn Fn(&str) -> Option<String>) -> Result<S3Backend, OpenError> {
         settings.validate()?;
         let creds = settings.credentials(env)?;
         let region = settings.region_or(env);
@@ -97,13 +110,10 @@ impl S3Backend {
             .thread_name("reo-s3")
             .enable_all()
             .build()
-            .map_err(|e| format!("cannot start the S3 backend's runtime: {e}"))?;
+            .map_err(OpenError::Runtime)?;
         let d = settings.deadlines;
-        let http = reqwest::Client::builder()
-            .connect_timeout(d.connect)
-            .timeout(d.call)
-            .build()
-            .map_err(|e| format!("cannot build the S3 backend's HTTP client: {e}"))?;
+        let http =
+            reqwest::Client::builder().connect_timeout(d.connect).timeout(d.call).build().map_err(OpenError::Client)?;
         Ok(S3Backend {
             settings: settings.clone(),
             region,
@@ -128,8 +138,8 @@ impl S3Backend {
 
     /// The object_store client of `bucket`.
     fn store(&self, bucket: &str) -> BResult<Arc<AmazonS3>> {
-        validate_bucket(bucket).map_err(BackendError::Invalid)?;
-        let mut stores = self.stores.lock().unwrap_or_else(|e| e.into_inner());
+        validate_bucket(bucket).map_err(BackendError::from)?;
+        let mut stores = self.stores.lock();
         if let Some(s) = stores.get(bucket) {
             return Ok(s.clone());
         }

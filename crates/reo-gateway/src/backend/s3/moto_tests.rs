@@ -2,7 +2,7 @@
 //! loopback port (installed by `scripts/test.sh`: `python3 -m pip install "moto[server]"`). Bucket
 //! pass-through, attributes and the gateway's ETag, ranges (clamped, past the end), listing
 //! semantics (byte prefixes, start-after, limits, odd keys), multipart uploads, deletes, errors,
-//! backend hints, streamed writes (the conformance suite every backend runs), and an unreachable
+//! backend hints, the conformance suite every backend runs (streamed writes included), and an unreachable
 //! store answering `Io` within the retry budget.
 
 use std::net::TcpStream;
@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use super::writer::STREAM_PART;
 use super::{S3Backend, S3Settings};
-use crate::backend::{Address, Advice, Backend, BackendError, ObjectInfo};
+use crate::backend::conformance::info;
+use crate::backend::{Address, Advice, Backend, BackendError};
 
 /// A moto_server child, killed on drop.
 struct Moto {
@@ -53,29 +54,6 @@ fn backend(port: u16) -> S3Backend {
         ..Default::default()
     };
     S3Backend::open_with_env(&s, &|_| None).unwrap()
-}
-
-fn info(data: &[u8], etag: &str) -> ObjectInfo {
-    let mut user_meta = std::collections::BTreeMap::new();
-    user_meta.insert("colour".to_string(), "blue".to_string());
-    // System metadata both ways: headers object_store sends, and ones it carries as metadata.
-    let system = [
-        ("cache-control", "max-age=60"),
-        ("content-language", "fr"),
-        ("expires", "Thu, 01 Dec 2033 16:00:00 GMT"),
-        ("x-amz-checksum-crc32", "AAAAAA=="),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    ObjectInfo {
-        size: data.len() as u64,
-        etag: etag.into(),
-        content_type: "text/x-t".into(),
-        user_meta,
-        mtime_ns: 0,
-        system,
-    }
 }
 
 fn keys(b: &S3Backend, prefix: &str, after: &str, limit: usize) -> Vec<String> {
@@ -141,12 +119,11 @@ fn the_backend_trait_against_moto() {
     assert!(matches!(b.delete_bucket("bkt"), Err(BackendError::NoSuchBucket(_))));
 }
 
+/// The suite every backend runs ([`crate::backend::conformance`]), streamed writes included.
 #[test]
-fn streamed_writes_conform_against_moto() {
+fn the_s3_backend_conforms_against_moto() {
     let moto = Moto::start();
-    let b = std::sync::Arc::new(backend(moto.port));
-    b.create_bucket("bkt").unwrap();
-    crate::backend::writer::conformance(b);
+    crate::backend::conformance::run(std::sync::Arc::new(backend(moto.port)));
 }
 
 #[test]

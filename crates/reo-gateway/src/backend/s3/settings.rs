@@ -4,6 +4,30 @@
 //! whether plain `http://` is allowed, and the deadlines of its calls ([`Deadlines`]). Parsed from `--backend s3://…` and the `[backend]` section
 //! of `reo.toml`, validated at start-up with messages naming the bad field (`backend.endpoint: …`).
 
+/// Why the S3 backend's settings are refused; the message names the bad field or option.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingsError {
+    /// A `--backend` value that is not an S3 URL.
+    #[error("--backend: {0}")]
+    Url(String),
+    /// A field of the `[backend]` settings (`backend.FIELD`, or several).
+    #[error("{field}: {reason}")]
+    Field { field: &'static str, reason: String },
+    /// Neither configured nor in the environment.
+    #[error(
+        "backend.access_key_id: the S3 backend has no credentials; set backend.access_key_id and \
+         backend.secret_access_key, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+    )]
+    NoCredentials,
+}
+
+impl SettingsError {
+    fn field(field: &'static str, reason: impl Into<String>) -> SettingsError {
+        SettingsError::Field { field, reason: reason.into() }
+    }
+}
+
 /// The S3 backend's settings.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct S3Settings {
@@ -73,72 +97,91 @@ impl std::fmt::Debug for Credentials {
 impl S3Settings {
     /// Parses a `--backend` value: `s3://` (AWS), `s3://HOST[:PORT]` (an `https://` endpoint) or
     /// `s3+http://HOST[:PORT]` (a plain-HTTP endpoint; implies `allow_http`).
-    pub fn from_url(url: &str) -> Result<S3Settings, String> {
+    pub fn from_url(url: &str) -> Result<S3Settings, SettingsError> {
         let (rest, http) = if let Some(r) = url.strip_prefix("s3+http://") {
             (r, true)
         } else if let Some(r) = url.strip_prefix("s3://") {
             (r, false)
         } else {
-            return Err(format!("--backend: expected s3://[HOST[:PORT]] or s3+http://HOST[:PORT], got {url:?}"));
+            return Err(SettingsError::Url(format!(
+                "expected s3://[HOST[:PORT]] or s3+http://HOST[:PORT], got {url:?}"
+            )));
         };
         let host = rest.trim_end_matches('/');
         if host.contains('/') || host.contains('?') || host.contains('@') {
-            return Err(format!(
-                "--backend: {url:?}: give only HOST[:PORT] after the scheme (buckets come from requests)"
-            ));
+            return Err(SettingsError::Url(format!(
+                "{url:?}: give only HOST[:PORT] after the scheme (buckets come from requests)"
+            )));
         }
         if host.is_empty() && http {
-            return Err(format!("--backend: {url:?}: s3+http:// needs a HOST[:PORT]"));
+            return Err(SettingsError::Url(format!("{url:?}: s3+http:// needs a HOST[:PORT]")));
         }
         let endpoint = (!host.is_empty()).then(|| format!("{}://{host}", if http { "http" } else { "https" }));
         Ok(S3Settings { endpoint, allow_http: http, ..Default::default() })
     }
 
     /// Checks the fields; the message names the bad one (`backend.FIELD: …`).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SettingsError> {
         if let Some(e) = &self.endpoint {
-            let (scheme, rest) = e
-                .split_once("://")
-                .ok_or_else(|| format!("backend.endpoint: expected http(s)://HOST[:PORT], got {e:?}"))?;
+            let (scheme, rest) = e.split_once("://").ok_or_else(|| {
+                SettingsError::field("backend.endpoint", format!("expected http(s)://HOST[:PORT], got {e:?}"))
+            })?;
             if scheme != "http" && scheme != "https" {
-                return Err(format!("backend.endpoint: the scheme must be http or https, got {scheme:?}"));
+                return Err(SettingsError::field(
+                    "backend.endpoint",
+                    format!("the scheme must be http or https, got {scheme:?}"),
+                ));
             }
             let host = rest.trim_end_matches('/');
             if host.is_empty() || host.contains(['/', '?', '#', '@', ' ']) {
-                return Err(format!("backend.endpoint: expected http(s)://HOST[:PORT] without a path, got {e:?}"));
+                return Err(SettingsError::field(
+                    "backend.endpoint",
+                    format!("expected http(s)://HOST[:PORT] without a path, got {e:?}"),
+                ));
             }
             if let Some((_, port)) = host.rsplit_once(':').filter(|_| !host.ends_with(']')) {
                 if port.parse::<u16>().is_err() {
-                    return Err(format!("backend.endpoint: bad port {port:?} in {e:?}"));
+                    return Err(SettingsError::field("backend.endpoint", format!("bad port {port:?} in {e:?}")));
                 }
             }
             if scheme == "http" && !self.allow_http {
-                return Err(format!(
-                    "backend.endpoint: {e:?} is plain HTTP; set backend.allow_http = true to allow it"
+                return Err(SettingsError::field(
+                    "backend.endpoint",
+                    format!("{e:?} is plain HTTP; set backend.allow_http = true to allow it"),
                 ));
             }
             if self.virtual_hosted && host_is_ip(host) {
-                return Err(format!(
-                    "backend.virtual_hosted: bucket names cannot be prefixed to the IP address in {e:?}; use path style"
+                return Err(SettingsError::field(
+                    "backend.virtual_hosted",
+                    format!("bucket names cannot be prefixed to the IP address in {e:?}; use path style"),
                 ));
             }
         }
         if let Some(r) = &self.region {
             if r.is_empty() || !r.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
-                return Err(format!("backend.region: expected a region like \"us-east-1\", got {r:?}"));
+                return Err(SettingsError::field(
+                    "backend.region",
+                    format!("expected a region like \"us-east-1\", got {r:?}"),
+                ));
             }
         }
         if self.access_key_id.is_some() != self.secret_access_key.is_some() {
-            return Err("backend.access_key_id, backend.secret_access_key: give both or neither".into());
+            return Err(SettingsError::field(
+                "backend.access_key_id, backend.secret_access_key",
+                "give both or neither",
+            ));
         }
         if self.session_token.is_some() && self.access_key_id.is_none() {
-            return Err("backend.session_token: needs backend.access_key_id and backend.secret_access_key".into());
+            return Err(SettingsError::field(
+                "backend.session_token",
+                "needs backend.access_key_id and backend.secret_access_key",
+            ));
         }
         if self.deadlines.connect.is_zero() {
-            return Err("backend.connect_timeout: must be more than 0".into());
+            return Err(SettingsError::field("backend.connect_timeout", "must be more than 0"));
         }
         if self.deadlines.call.is_zero() {
-            return Err("backend.timeout: must be more than 0".into());
+            return Err(SettingsError::field("backend.timeout", "must be more than 0"));
         }
         Ok(())
     }
@@ -154,7 +197,7 @@ impl S3Settings {
     }
 
     /// The credentials: configured, else from `env` (the standard AWS variables).
-    pub fn credentials(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Credentials, String> {
+    pub fn credentials(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Credentials, SettingsError> {
         if let (Some(k), Some(s)) = (&self.access_key_id, &self.secret_access_key) {
             return Ok(Credentials { key_id: k.clone(), secret: s.clone(), token: self.session_token.clone() });
         }
@@ -162,9 +205,7 @@ impl S3Settings {
             (Some(k), Some(s)) if !k.is_empty() && !s.is_empty() => {
                 Ok(Credentials { key_id: k, secret: s, token: env("AWS_SESSION_TOKEN").filter(|t| !t.is_empty()) })
             }
-            _ => Err("backend.access_key_id: the S3 backend has no credentials; set backend.access_key_id and \
-                      backend.secret_access_key, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
-                .into()),
+            _ => Err(SettingsError::NoCredentials),
         }
     }
 
@@ -219,8 +260,8 @@ mod tests {
         assert_eq!((s.endpoint.as_deref(), s.allow_http), (Some("http://127.0.0.1:5000"), true));
         let s = S3Settings::from_url("s3://minio.lan:9000/").unwrap();
         assert_eq!(s.endpoint.as_deref(), Some("https://minio.lan:9000"));
-        assert!(S3Settings::from_url("s3://host/bucket").unwrap_err().contains("HOST[:PORT]"));
-        assert!(S3Settings::from_url("gs://x").unwrap_err().starts_with("--backend"));
+        assert!(S3Settings::from_url("s3://host/bucket").unwrap_err().to_string().contains("HOST[:PORT]"));
+        assert!(S3Settings::from_url("gs://x").unwrap_err().to_string().starts_with("--backend"));
         assert!(S3Settings::from_url("s3+http://").is_err());
     }
 
@@ -230,7 +271,7 @@ mod tests {
         ok.validate().unwrap();
         let bad = |s: S3Settings, field: &str| {
             let e = s.validate().unwrap_err();
-            assert!(e.starts_with(field), "{e}");
+            assert!(e.to_string().starts_with(field), "{e}");
         };
         bad(S3Settings { allow_http: false, ..ok.clone() }, "backend.endpoint: \"http://127.0.0.1:9\" is plain HTTP");
         bad(S3Settings { endpoint: Some("ftp://x".into()), ..ok.clone() }, "backend.endpoint: the scheme");
@@ -246,7 +287,7 @@ mod tests {
     #[test]
     fn credentials_and_region_fall_back_to_the_environment() {
         let s = S3Settings::default();
-        assert!(s.credentials(&no_env).unwrap_err().starts_with("backend.access_key_id"));
+        assert!(s.credentials(&no_env).unwrap_err().to_string().starts_with("backend.access_key_id"));
         let env = |k: &str| match k {
             "AWS_ACCESS_KEY_ID" => Some("AK".to_string()),
             "AWS_SECRET_ACCESS_KEY" => Some("SK".to_string()),
