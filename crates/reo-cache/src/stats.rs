@@ -21,8 +21,9 @@ pub struct CacheStats {
     pub requests: u64,
     /// Requests served wholly from flash.
     pub hits: u64,
-    /// Requested bytes, and those served from flash.
+    /// Bytes requested by reads.
     pub request_bytes: u64,
+    /// Requested bytes served from flash (partial hits included).
     pub hit_bytes: u64,
     /// Bytes fetched from the backend on misses.
     pub backend_read_bytes: u64,
@@ -38,8 +39,9 @@ pub struct CacheStats {
     pub device_write_bytes: u64,
     /// Admission: fragments offered, admitted, rejected by reason, throttled.
     pub admission: AdmissionStats,
-    /// Fragments evicted by the replacement policy, and dropped by GC-based eviction.
+    /// Fragments evicted by the replacement policy.
     pub evictions: u64,
+    /// Fragments the cleaner dropped under GC-based eviction.
     pub gc_evictions: u64,
     /// Fragments served from flash through the dedup cache.
     pub dedup_hits: u64,
@@ -69,14 +71,22 @@ pub struct CacheStats {
 /// Derived ratios, serialized next to the counters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Ratios {
+    /// `hits / requests`; 0 with no request.
     pub hit_ratio: f64,
+    /// `hit_bytes / request_bytes`; 0 with no requested byte.
     pub byte_hit_ratio: f64,
+    /// Cache-layer write amplification, `cache_write_bytes / original_write_bytes`; `None` with no
+    /// original write.
     pub clwa: Option<f64>,
+    /// Flash-layer write amplification, `(cache_write_bytes + gc_write_bytes) / cache_write_bytes`;
+    /// `None` with no cache write.
     pub flwa: Option<f64>,
+    /// `clwa × flwa`; `None` when either is.
     pub multiplier: Option<f64>,
 }
 
 impl CacheStats {
+    /// The ratios of the counters (see the module documentation).
     pub fn ratios(&self) -> Ratios {
         let div = |a: u64, b: u64| if b == 0 { None } else { Some(a as f64 / b as f64) };
         let clwa = div(self.cache_write_bytes, self.original_write_bytes);

@@ -86,6 +86,7 @@ pub struct WriteBudget {
 }
 
 impl WriteBudget {
+    /// A budget with `cfg`; its bucket fills at the first request.
     pub fn new(cfg: BudgetConfig) -> Self {
         WriteBudget {
             cfg,
@@ -100,6 +101,7 @@ impl WriteBudget {
         }
     }
 
+    /// The parameters it was built with.
     pub fn config(&self) -> &BudgetConfig {
         &self.cfg
     }

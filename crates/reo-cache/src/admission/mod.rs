@@ -60,16 +60,19 @@ pub enum Access {
 /// A candidate write to flash: `len` bytes at byte `offset` of object `key` (a fragment or range).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Request {
+    /// Object the range belongs to.
     pub key: Key,
     /// Byte offset of the range in the object (fragment index × fragment size for fragments).
     pub offset: u64,
     /// Bytes that would be written to flash.
     pub len: u64,
+    /// What produced the write (a read miss or a client write).
     pub access: Access,
     /// Caller-supplied time in nanoseconds.
     pub now: u64,
     /// Cache occupancy in bytes (for "under pressure" decisions); 0/0 means unknown (no pressure).
     pub used_bytes: u64,
+    /// Cache capacity in bytes, the denominator of [`Request::occupancy`]; 0 = unknown.
     pub capacity_bytes: u64,
     /// Utility of the replacement policy's next eviction candidate, if admitting would evict one
     /// (same unit as [`Utility`]); `None` when there is free space.
@@ -166,8 +169,11 @@ pub enum Throttle {
 /// The outcome of [`Admission::decide`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Decision {
+    /// Write the request to flash.
     Admit,
+    /// Do not cache it: a policy judged it not worth the flash write.
     Reject(Reason),
+    /// Hold it back: the write budget is short (the request may be worth caching).
     Throttled(Throttle),
 }
 
@@ -216,6 +222,7 @@ pub struct Chain {
 }
 
 impl Chain {
+    /// A chain of `stages`, run in the given order; with no stage it admits everything (`aa`).
     pub fn new(stages: Vec<Box<dyn Admission>>) -> Self {
         Chain { stages }
     }

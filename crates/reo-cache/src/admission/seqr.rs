@@ -80,6 +80,7 @@ pub struct StreamTable {
 }
 
 impl StreamTable {
+    /// An empty table; `window` and `min_run` are raised to at least 1.
     pub fn new(cfg: SeqrConfig) -> Self {
         let cfg = SeqrConfig { window: cfg.window.max(1), min_run: cfg.min_run.max(1), ..cfg };
         StreamTable { cfg, streams: Vec::with_capacity(cfg.window), tick: 0 }
@@ -133,6 +134,7 @@ pub struct Seqr {
 }
 
 impl Seqr {
+    /// SEQR with stream detection `cfg`.
     pub fn new(cfg: SeqrConfig) -> Self {
         Seqr { table: StreamTable::new(cfg) }
     }

@@ -66,6 +66,9 @@ pub struct TouchCount {
 }
 
 impl TouchCount {
+    /// A filter with every counter at 0. `cfg` is normalized: `bits` rounded up to 1, 2, 4 or 8
+    /// (at most 8), `slots` up to a power of two ≥ 64, `generations` to at least 2, `threshold`
+    /// and `segment_len` to at least 1.
     pub fn new(cfg: TcConfig) -> Self {
         let bits = match cfg.bits {
             0..=1 => 1,

@@ -100,6 +100,7 @@ pub struct Watchlist {
 }
 
 impl Watchlist {
+    /// An empty watchlist; `capacity` and `fragment_len` are raised to at least 1.
     pub fn new(cfg: WatchlistConfig) -> Self {
         let cfg = WatchlistConfig { capacity: cfg.capacity.max(1), fragment_len: cfg.fragment_len.max(1), ..cfg };
         Watchlist {
@@ -120,6 +121,7 @@ impl Watchlist {
         self.entries.len()
     }
 
+    /// Whether no fragment is watched.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

@@ -39,6 +39,7 @@ impl Fingerprint {
         Fingerprint(b)
     }
 
+    /// The 32 raw bytes.
     pub const fn as_bytes(&self) -> &[u8; 32] {
         &self.0
     }
@@ -83,6 +84,7 @@ pub fn decompress(data: &[u8], len: usize) -> Option<Vec<u8>> {
 /// A fragment as the dedup policies see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Chunk {
+    /// Fingerprint of the fragment's bytes (dedup identity).
     pub fp: Fingerprint,
     /// Fragment bytes (what D-LRU and D-ARC store).
     pub size: u32,

@@ -22,9 +22,11 @@ pub const MAX_CONTROL_MESSAGE: usize = 4096;
 /// The answer to a control message.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ControlReply {
+    /// Outcome of the message.
     pub sense: SenseCode,
     /// The numeric sense code (0, −1, 0x63…).
     pub code: i32,
+    /// Human-readable detail (what was done, or why the message was refused).
     pub message: String,
     /// The object's status, for a query of a cached object.
     pub status: Option<ObjectStatus>,

@@ -12,17 +12,23 @@ use crate::object::Class;
 /// The state of one object, for queries (seed 000's per-object status, SDCC's query API).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ObjectInfo {
+    /// Object size in bytes.
     pub size: u64,
+    /// Its class (metadata, dirty, hot or cold).
     pub class: Class,
+    /// Holds acknowledged writes not yet on the backend.
     pub dirty: bool,
+    /// Under a lease (pinned): not evicted while it lasts.
     pub pinned: bool,
     /// Reads since the object entered the cache.
     pub freq: u32,
     /// H = Freq / Size.
     pub hotness: f64,
+    /// Fragments of the object (its size over the fragment size, rounded up).
     pub fragments: u64,
-    /// Fragments on flash, and the schemes that hold them.
+    /// Fragments on flash (its own blobs or, with dedup, content blobs).
     pub cached_fragments: u64,
+    /// The redundancy schemes that hold the cached fragments, each once.
     pub schemes: Vec<Scheme>,
 }
 

@@ -23,6 +23,7 @@ pub enum SenseCode {
 }
 
 impl SenseCode {
+    /// The numeric code of Table III (0, −1, 0x63–0x67).
     pub fn code(self) -> i32 {
         match self {
             SenseCode::Success => 0,
