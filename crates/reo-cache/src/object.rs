@@ -28,7 +28,8 @@ pub const MAX_DEVICES: usize = 255;
 /// Number of distinct scheme codes (see `SchemeTable`).
 pub const SCHEME_CODES: usize = 32;
 
-/// Object classes of seed 000 (Table II): what the object's redundancy depends on.
+/// Object classes of the Reo paper (docs/REFERENCES.md §P1, Table II): what the object's
+/// redundancy depends on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Class {
@@ -280,7 +281,7 @@ impl ObjectEntry {
         }
     }
 
-    /// H = Freq / Size (reads per byte), seed 000 §IV.C.1.
+    /// H = Freq / Size (reads per byte), the Reo paper §IV.C.1.
     pub fn hotness(&self) -> f64 {
         f64::from(self.freq()) / self.size().max(1) as f64
     }

@@ -1,4 +1,5 @@
-//! [`CacheStats`]: the one accounting structure of the cache manager, as seed 003's tables count.
+//! [`CacheStats`]: the one accounting structure of the cache manager, as the Fusion-io study's
+//! tables count (docs/REFERENCES.md §P4).
 //!
 //! * **Original writes**: bytes clients wrote (PUTs), whatever the cache did with them.
 //! * **Cache writes**: user bytes written to flash *for the cache*: admitted read-miss fills plus
@@ -27,7 +28,7 @@ pub struct CacheStats {
     pub hit_bytes: u64,
     /// Bytes fetched from the backend on misses.
     pub backend_read_bytes: u64,
-    /// Client writes (PUT bytes) — seed 003's "original writes".
+    /// Client writes (PUT bytes) — the Fusion-io study's "original writes".
     pub original_write_bytes: u64,
     /// User bytes written to flash for the cache (fills + admitted writes).
     pub cache_write_bytes: u64,
@@ -115,9 +116,10 @@ impl CacheStats {
 mod tests {
     use super::*;
 
-    /// Seed 003's TPC-Backup row at 120 GiB: 36.8 original, 275.83 cache, 1352.01 GC writes.
+    /// The Fusion-io study's TPC-Backup row at 120 GiB: 36.8 original, 275.83 cache, 1352.01 GC
+    /// writes.
     #[test]
-    fn ratios_match_seed_003_table() {
+    fn ratios_match_the_fusion_io_study_table() {
         let gib = |x: f64| (x * 1024.0 * 1024.0 * 1024.0) as u64;
         let s = CacheStats {
             original_write_bytes: gib(36.8),

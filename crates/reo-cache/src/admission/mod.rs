@@ -6,9 +6,11 @@
 //! [`AdmissionStats`] and the stats-keeping front end [`Admitter`]. The policies live in submodules:
 //!
 //! * [`AdmitAll`] (`aa`), here;
-//! * [`seqr`]: sequential-stream detection, SEQR and SSEQR(L) (Fusion-io, seed 003);
-//! * [`tc`]: the touch-count bitmap with rotating generations (seed 003);
-//! * [`watchlist`]: SDCC's shadow watchlist with utility-based promotion (seed 002);
+//! * [`seqr`]: sequential-stream detection, SEQR and SSEQR(L) (the Fusion-io study,
+//!   docs/REFERENCES.md §P4);
+//! * [`tc`]: the touch-count bitmap with rotating generations (the Fusion-io study);
+//! * [`watchlist`]: SDCC's shadow watchlist with utility-based promotion (SDCC,
+//!   docs/REFERENCES.md §P3);
 //! * [`budget`]: a flash write budget, CacheLib's DynamicRandomAP under a hard token-bucket cap;
 //! * [`config`]: [`AdmissionKind`] names (`aa`, `seqr`, `sseqr`, `tc`, `seqr+tc`, `sseqr+tc`,
 //!   `watchlist`) and the option string parser that builds an [`Admitter`].

@@ -1,5 +1,5 @@
-//! Touch count (TC, Fusion-io, seed 003 "Touch count algorithms"): admit only segments that have
-//! been touched often enough recently ("selectively add quality blocks").
+//! Touch count (TC, the Fusion-io study, docs/REFERENCES.md §P4, "Touch count algorithms"): admit
+//! only segments that have been touched often enough recently ("selectively add quality blocks").
 //!
 //! The object space is cut into segments of `segment_len` bytes: segment = (key, offset /
 //! segment_len). Segments are hashed onto `slots` small saturating counters of `bits` bits ("segments

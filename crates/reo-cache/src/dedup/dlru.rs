@@ -1,4 +1,4 @@
-//! D-LRU (CacheDedup): two independent LRUs (algorithms.md §2).
+//! D-LRU (CacheDedup): two independent LRUs (docs/REFERENCES.md §A2).
 //!
 //! MetaLRU holds `Cm` addresses (addr → fp); DataLRU holds fingerprints up to `Cd` bytes. A hit needs
 //! both (`addr ∈ M`, `M[addr] ∈ D`) and refreshes both. `update` stores the chunk in DataLRU only if

@@ -15,9 +15,9 @@
 //! must be written to flash (only if its fingerprint was not in D: duplicates cost no write) and
 //! which fingerprints left D (the manager frees their blobs; in CD-ARC whole WEUs go).
 //!
-//! * [`DLru`]: two independent LRUs (algorithms.md §2).
+//! * [`DLru`]: two independent LRUs (docs/REFERENCES.md §A2).
 //! * [`DArc`]: ARC over addresses plus ghost list B3 and refcounted D; see `darc.rs` for the exact
-//!   rules, the bound chosen for the reference's T1+T2 vs T1+T2+B3 discrepancy, and our deviations.
+//!   rules, the bound chosen where the sources differ (T1+T2 vs T1+T2+B3), and our deviations.
 //! * [`CdArc`]: D-ARC's metadata over LZ4-compressed chunks packed into 2 MiB write-evict units.
 //! * **Dedup off** ([`DedupKind::Off`]): no dedup policy; the manager runs its normal
 //!   [`Policy`](crate::Policy) on fragments directly (key = fragment id, size = fragment bytes).

@@ -1,4 +1,5 @@
-//! The paper's control-object messages (seed 000 §IV.C.2), with objects addressed by key:
+//! The Reo paper's control-object messages, §IV.C.2 (docs/REFERENCES.md §P1), with objects
+//! addressed by key:
 //!
 //! * `#SETID# <pid> <oid> <cid>` — classification: sets the class of object `pid/oid` (bucket
 //!   and key) to `cid` ∈ {0 metadata, 2 hot, 3 cold}; class 1 (dirty) comes only from write-back.

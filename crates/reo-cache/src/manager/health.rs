@@ -1,4 +1,5 @@
-//! Failures as the cache sees them, and the paper's query interface (seed 000 §IV.C.2, Table III):
+//! Failures as the cache sees them, and the Reo paper's query interface, §IV.C.2 and Table III
+//! (docs/REFERENCES.md §P1):
 //! per-object status (accessible, degraded, corrupted), engine sense codes, and the sweep that
 //! drops lost clean objects after a device dies (they are refetched from the backend on demand)
 //! while a lost dirty object is a loud, counted data-loss event.

@@ -9,7 +9,8 @@ use super::write::ObjectMeta;
 use crate::index::frag_key;
 use crate::object::Class;
 
-/// The state of one object, for queries (seed 000's per-object status, SDCC's query API).
+/// The state of one object, for queries (the Reo paper's per-object status, docs/REFERENCES.md
+/// §P1; SDCC's query API, §P3).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ObjectInfo {
     /// Object size in bytes.
@@ -114,8 +115,8 @@ impl Cache {
             .collect()
     }
 
-    /// (freq, size) of every cached object: the input of the hot-threshold computation (seed 000
-    /// §IV.C.1, H = Freq / Size).
+    /// (freq, size) of every cached object: the input of the hot-threshold computation (the Reo
+    /// paper §IV.C.1, H = Freq / Size).
     pub fn hotness_snapshot(&self) -> Vec<(u32, u64)> {
         self.lock().objects.iter().map(|(_, e)| (e.freq(), e.size())).collect()
     }

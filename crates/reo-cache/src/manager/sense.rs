@@ -1,5 +1,5 @@
-//! [`SenseCode`]: the engine's answers of the paper's query interface (seed 000 §IV.C.2,
-//! Table III).
+//! [`SenseCode`]: the engine's answers of the Reo paper's query interface, §IV.C.2 and Table III
+//! (docs/REFERENCES.md §P1).
 
 use serde::Serialize;
 
