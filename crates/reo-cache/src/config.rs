@@ -24,6 +24,8 @@ pub enum EvictionMode {
 }
 
 impl EvictionMode {
+    /// Stable name (`cache-eviction`, `gc-eviction`), accepted by [`FromStr`] along with the aliases
+    /// `cache`, `cache-based`, `gc` and `gc-based`.
     pub fn as_str(self) -> &'static str {
         match self {
             EvictionMode::CacheBased => "cache-eviction",
@@ -53,12 +55,22 @@ impl FromStr for EvictionMode {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
+    /// `capacity_bytes` is 0.
     #[error("cache capacity must be > 0 bytes")]
     ZeroCapacity,
+    /// `fragment_size` (bytes) is outside 4 KiB–64 MiB.
     #[error("fragment size {0} must be within 4 KiB–64 MiB")]
     FragmentSize(u64),
+    /// The array has more devices than an object's location can name.
     #[error("{devices} devices: at most {max} are supported")]
-    TooManyDevices { devices: usize, max: usize },
+    TooManyDevices {
+        /// Devices in the array.
+        devices: usize,
+        /// Most devices supported ([`crate::object::MAX_DEVICES`]).
+        max: usize,
+    },
+    /// Dedup with GC-based eviction: a content blob may back many objects, so only the dedup
+    /// policy, not the cleaner, may drop it.
     #[error(
         "dedup {0} with gc-eviction: the dedup policy decides which content leaves the cache \
          (a content blob may back many objects), so the cleaner cannot drop it; use cache-eviction"
@@ -67,6 +79,7 @@ pub enum ConfigError {
     /// The class → scheme map does not suit the array.
     #[error(transparent)]
     Schemes(#[from] SchemeError),
+    /// An eviction mode name [`EvictionMode::from_str`] does not know.
     #[error("unknown eviction mode {0:?} (expected cache-eviction or gc-eviction)")]
     UnknownEvictionMode(String),
 }
@@ -117,6 +130,8 @@ pub struct CacheConfig {
 }
 
 impl CacheConfig {
+    /// The documented defaults for a cache of `capacity_bytes`: 1 MiB fragments, S3-FIFO, admit-all,
+    /// no dedup, cache-based eviction, Reo-20%.
     pub fn new(capacity_bytes: u64) -> CacheConfig {
         CacheConfig {
             capacity_bytes,
@@ -141,6 +156,9 @@ impl CacheConfig {
         self.dedup_meta_entries.unwrap_or((2 * self.capacity_bytes / self.fragment_size).max(16) as usize)
     }
 
+    /// Checks the configuration against an array of `devices` devices: capacity, fragment size,
+    /// device count, dedup × eviction mode, and that the class → scheme map fits the array (with
+    /// dirty data protected, except for a uniform baseline).
     pub fn validate(&self, devices: usize) -> Result<(), ConfigError> {
         if self.capacity_bytes == 0 {
             return Err(ConfigError::ZeroCapacity);

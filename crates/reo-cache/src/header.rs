@@ -49,14 +49,23 @@ pub enum BlobKind {
 /// The decoded header of a cache blob.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlobHeader {
+    /// Object fragment or dedup content chunk.
     pub kind: BlobKind,
+    /// Holds data not yet written back to the backend (the only copy of it).
     pub dirty: bool,
+    /// The object's class when the blob was written.
     pub class: Class,
+    /// Object size in bytes (content blobs: the chunk's uncompressed length).
     pub object_size: u64,
+    /// Fragment index in the object (0 for content blobs).
     pub fragment: u32,
+    /// Object's last-modified time, ns since the Unix epoch.
     pub mtime_ns: u64,
+    /// Object key (content blobs: the 32-byte fingerprint); encoded up to 65,535 bytes.
     pub key: Vec<u8>,
+    /// Object's ETag (empty in a streamed write's later fragments); encoded up to 255 bytes.
     pub etag: String,
+    /// Object's content type; encoded up to 255 bytes.
     pub content_type: String,
     /// User metadata (name, value) pairs.
     pub user: Vec<(String, String)>,
@@ -70,17 +79,29 @@ pub struct BlobHeader {
 /// cloning the key and metadata into a [`BlobHeader`] first.
 #[derive(Debug, Clone, Copy)]
 pub struct HeaderRef<'a> {
+    /// Object fragment or dedup content chunk.
     pub kind: BlobKind,
+    /// Holds data not yet written back to the backend (the only copy of it).
     pub dirty: bool,
+    /// The object's class when the blob was written.
     pub class: Class,
+    /// Object size in bytes (content blobs: the chunk's uncompressed length).
     pub object_size: u64,
+    /// Fragment index in the object (0 for content blobs).
     pub fragment: u32,
+    /// Object's last-modified time, ns since the Unix epoch.
     pub mtime_ns: u64,
+    /// Object key (content blobs: the 32-byte fingerprint); encoded up to 65,535 bytes.
     pub key: &'a [u8],
+    /// Object's ETag (empty in a streamed write's later fragments); encoded up to 255 bytes.
     pub etag: &'a str,
+    /// Object's content type; encoded up to 255 bytes.
     pub content_type: &'a str,
+    /// User metadata (name, value) pairs.
     pub user: &'a [(String, String)],
+    /// System metadata (header name, value) pairs.
     pub system: &'a [(String, String)],
+    /// The streamed write the blob belongs to (0: none; see the module doc).
     pub write: u64,
 }
 

@@ -51,6 +51,7 @@ pub struct ObjectIndex {
 }
 
 impl ObjectIndex {
+    /// An empty index.
     pub fn new() -> Self {
         Self::default()
     }
@@ -97,10 +98,12 @@ impl ObjectIndex {
         Some(entry)
     }
 
+    /// The entry in `slot`, or `None` if the slot is free or out of range.
     pub fn get(&self, slot: u32) -> Option<&ObjectEntry> {
         self.slots.get(slot as usize)?.as_ref()
     }
 
+    /// The entry in `slot`, mutably, or `None` if the slot is free or out of range.
     pub fn get_mut(&mut self, slot: u32) -> Option<&mut ObjectEntry> {
         self.slots.get_mut(slot as usize)?.as_mut()
     }
@@ -164,6 +167,7 @@ impl ObjectIndex {
         self.table.len()
     }
 
+    /// Whether no object is indexed.
     pub fn is_empty(&self) -> bool {
         self.table.is_empty()
     }

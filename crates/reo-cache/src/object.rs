@@ -28,7 +28,8 @@ pub const MAX_DEVICES: usize = 255;
 /// Number of distinct scheme codes (see `SchemeTable`).
 pub const SCHEME_CODES: usize = 32;
 
-/// Object classes of seed 000 (Table II): what the object's redundancy depends on.
+/// Object classes of the Reo paper (docs/REFERENCES.md §P1, Table II): what the object's
+/// redundancy depends on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Class {
@@ -43,12 +44,15 @@ pub enum Class {
 }
 
 impl Class {
+    /// Every class, in code order (0–3).
     pub const ALL: [Class; 4] = [Class::Metadata, Class::Dirty, Class::Hot, Class::Cold];
 
+    /// The class whose code is the low 2 bits of `b` (the other bits are ignored).
     pub fn from_bits(b: u64) -> Class {
         Class::ALL[(b & 3) as usize]
     }
 
+    /// Stable lower-case name (`metadata`, `dirty`, `hot`, `cold`).
     pub fn as_str(self) -> &'static str {
         match self {
             Class::Metadata => "metadata",
@@ -78,6 +82,7 @@ const REFERENCED: u64 = 1 << 63;
 /// is a code into the manager's scheme table; the length is known from the object's size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct PackedLoc {
+    /// The store's sequence number of the blob.
     pub seq: u64,
     /// band | start | device | scheme code (the `place` layout's low 61 bits).
     pub place: u64,
@@ -104,6 +109,7 @@ impl PackedLoc {
         Some(PackedLoc { seq: loc.seq, place })
     }
 
+    /// The code of the blob's scheme in the manager's scheme table (< [`SCHEME_CODES`]).
     pub fn scheme_code(&self) -> u8 {
         ((self.place >> SCHEME_SHIFT) & 31) as u8
     }
@@ -148,10 +154,12 @@ impl ObjectEntry {
         &self.key
     }
 
+    /// Object size in bytes.
     pub fn size(&self) -> u64 {
         self.state & SIZE_MASK
     }
 
+    /// Sets the size in bytes; only the low 43 bits are kept, so keep it ≤ [`MAX_OBJECT_SIZE`].
     pub fn set_size(&mut self, size: u64) {
         self.state = (self.state & !SIZE_MASK) | (size & SIZE_MASK);
     }
@@ -161,6 +169,7 @@ impl ObjectEntry {
         ((self.state >> FREQ_SHIFT) & 0xFFFF) as u32
     }
 
+    /// Sets Freq, saturating at 65,535.
     pub fn set_freq(&mut self, f: u32) {
         self.state = (self.state & !(0xFFFF << FREQ_SHIFT)) | (u64::from(f.min(0xFFFF)) << FREQ_SHIFT);
     }
@@ -171,10 +180,12 @@ impl ObjectEntry {
         self.state |= REFERENCED;
     }
 
+    /// The object's class.
     pub fn class(&self) -> Class {
         Class::from_bits(self.state >> CLASS_SHIFT)
     }
 
+    /// Sets the class (this entry's bits only: the blobs are not moved).
     pub fn set_class(&mut self, c: Class) {
         self.state = (self.state & !(3 << CLASS_SHIFT)) | (c as u64) << CLASS_SHIFT;
     }
@@ -191,26 +202,32 @@ impl ObjectEntry {
         }
     }
 
+    /// Holds acknowledged writes not yet on the backend (the only copy).
     pub fn dirty(&self) -> bool {
         self.flag(DIRTY)
     }
 
+    /// Sets or clears the dirty bit.
     pub fn set_dirty(&mut self, on: bool) {
         self.set_flag(DIRTY, on)
     }
 
+    /// Under a lease (pin): not evicted until the lease ends.
     pub fn pinned(&self) -> bool {
         self.flag(PINNED)
     }
 
+    /// Sets or clears the pinned bit (the lease itself is kept by the manager).
     pub fn set_pinned(&mut self, on: bool) {
         self.set_flag(PINNED, on)
     }
 
+    /// Read since it was written or last kept by the cleaner (GC-based eviction's second chance).
     pub fn referenced(&self) -> bool {
         self.flag(REFERENCED)
     }
 
+    /// Sets or clears the referenced bit.
     pub fn set_referenced(&mut self, on: bool) {
         self.set_flag(REFERENCED, on)
     }
@@ -220,6 +237,7 @@ impl ObjectEntry {
         self.place & FRAGMENTED != 0
     }
 
+    /// Marks the object as cut into several fragments (or not).
     pub fn set_fragmented(&mut self, on: bool) {
         if on {
             self.place |= FRAGMENTED
@@ -238,6 +256,7 @@ impl ObjectEntry {
         self.place & EXPLICIT != 0
     }
 
+    /// Sets or clears the explicit-class bit (see [`ObjectEntry::explicit_class`]).
     pub fn set_explicit_class(&mut self, on: bool) {
         if on {
             self.place |= EXPLICIT
@@ -246,6 +265,8 @@ impl ObjectEntry {
         }
     }
 
+    /// Sets the single-fragment blob's location (`None`: no blob), keeping the fragmented and
+    /// explicit-class bits.
     pub fn set_blob(&mut self, loc: Option<PackedLoc>) {
         let keep = self.place & (FRAGMENTED | EXPLICIT);
         match loc {
@@ -260,7 +281,7 @@ impl ObjectEntry {
         }
     }
 
-    /// H = Freq / Size (reads per byte), seed 000 §IV.C.1.
+    /// H = Freq / Size (reads per byte), the Reo paper §IV.C.1.
     pub fn hotness(&self) -> f64 {
         f64::from(self.freq()) / self.size().max(1) as f64
     }

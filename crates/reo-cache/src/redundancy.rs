@@ -32,6 +32,7 @@ impl ClassSchemes {
         ClassSchemes([s; 4])
     }
 
+    /// The scheme of class `c`.
     pub fn of(&self, c: Class) -> Scheme {
         self.0[c as usize]
     }
@@ -61,7 +62,12 @@ impl ClassSchemes {
 pub enum SchemeError {
     /// A class's scheme does not fit the array.
     #[error("class {class}: {source}")]
-    Unfit { class: &'static str, source: reo_store::Error },
+    Unfit {
+        /// The class's name ([`Class::as_str`]).
+        class: &'static str,
+        /// Why the store refuses the scheme on this array.
+        source: reo_store::Error,
+    },
     /// Dirty data would not survive a device loss.
     #[error(
         "class dirty uses {0} which loses acknowledged writes when a device dies; use replicate(r ≥ 2) or rs(k, p ≥ 1)"
@@ -75,7 +81,10 @@ pub enum Redundancy {
     /// Reo: metadata and dirty data replicated on every device, hot clean data Reed-Solomon with
     /// 2 parity, cold clean data unprotected and isolated; hot objects are the hottest (by
     /// H = Freq / Size) whose redundancy fits in `budget` (a fraction of the cache capacity).
-    Reo { budget: f64 },
+    Reo {
+        /// Share of the cache capacity hot data's redundancy may use, in (0, 1) (0.2 = Reo-20%).
+        budget: f64,
+    },
     /// Everything striped without parity (the paper's 0-parity: fastest, any failure loses all).
     ZeroParity,
     /// Everything rs(n − 1, 1).
@@ -143,6 +152,7 @@ impl fmt::Display for Redundancy {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RedundancyError {
+    /// Not one of the names in the module documentation (`reo-N%` needs 0 < N < 100).
     #[error(
         "unknown redundancy {0:?} (expected reo-N% with 0 < N < 100, 0-parity, 1-parity, 2-parity or full-replication)"
     )]

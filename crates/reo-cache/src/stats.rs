@@ -1,4 +1,5 @@
-//! [`CacheStats`]: the one accounting structure of the cache manager, as seed 003's tables count.
+//! [`CacheStats`]: the one accounting structure of the cache manager, as the Fusion-io study's
+//! tables count (docs/REFERENCES.md §P4).
 //!
 //! * **Original writes**: bytes clients wrote (PUTs), whatever the cache did with them.
 //! * **Cache writes**: user bytes written to flash *for the cache*: admitted read-miss fills plus
@@ -21,12 +22,13 @@ pub struct CacheStats {
     pub requests: u64,
     /// Requests served wholly from flash.
     pub hits: u64,
-    /// Requested bytes, and those served from flash.
+    /// Bytes requested by reads.
     pub request_bytes: u64,
+    /// Requested bytes served from flash (partial hits included).
     pub hit_bytes: u64,
     /// Bytes fetched from the backend on misses.
     pub backend_read_bytes: u64,
-    /// Client writes (PUT bytes) — seed 003's "original writes".
+    /// Client writes (PUT bytes) — the Fusion-io study's "original writes".
     pub original_write_bytes: u64,
     /// User bytes written to flash for the cache (fills + admitted writes).
     pub cache_write_bytes: u64,
@@ -38,8 +40,9 @@ pub struct CacheStats {
     pub device_write_bytes: u64,
     /// Admission: fragments offered, admitted, rejected by reason, throttled.
     pub admission: AdmissionStats,
-    /// Fragments evicted by the replacement policy, and dropped by GC-based eviction.
+    /// Fragments evicted by the replacement policy.
     pub evictions: u64,
+    /// Fragments the cleaner dropped under GC-based eviction.
     pub gc_evictions: u64,
     /// Fragments served from flash through the dedup cache.
     pub dedup_hits: u64,
@@ -69,14 +72,22 @@ pub struct CacheStats {
 /// Derived ratios, serialized next to the counters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Ratios {
+    /// `hits / requests`; 0 with no request.
     pub hit_ratio: f64,
+    /// `hit_bytes / request_bytes`; 0 with no requested byte.
     pub byte_hit_ratio: f64,
+    /// Cache-layer write amplification, `cache_write_bytes / original_write_bytes`; `None` with no
+    /// original write.
     pub clwa: Option<f64>,
+    /// Flash-layer write amplification, `(cache_write_bytes + gc_write_bytes) / cache_write_bytes`;
+    /// `None` with no cache write.
     pub flwa: Option<f64>,
+    /// `clwa × flwa`; `None` when either is.
     pub multiplier: Option<f64>,
 }
 
 impl CacheStats {
+    /// The ratios of the counters (see the module documentation).
     pub fn ratios(&self) -> Ratios {
         let div = |a: u64, b: u64| if b == 0 { None } else { Some(a as f64 / b as f64) };
         let clwa = div(self.cache_write_bytes, self.original_write_bytes);
@@ -105,9 +116,10 @@ impl CacheStats {
 mod tests {
     use super::*;
 
-    /// Seed 003's TPC-Backup row at 120 GiB: 36.8 original, 275.83 cache, 1352.01 GC writes.
+    /// The Fusion-io study's TPC-Backup row at 120 GiB: 36.8 original, 275.83 cache, 1352.01 GC
+    /// writes.
     #[test]
-    fn ratios_match_seed_003_table() {
+    fn ratios_match_the_fusion_io_study_table() {
         let gib = |x: f64| (x * 1024.0 * 1024.0 * 1024.0) as u64;
         let s = CacheStats {
             original_write_bytes: gib(36.8),

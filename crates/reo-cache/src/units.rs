@@ -20,7 +20,12 @@ pub enum SizeError {
     NotASize(String),
     /// A number, then a unit the table does not list.
     #[error("{input:?}: unknown unit {unit:?} (use B, KiB, MiB, GiB, TiB, or KB, MB, GB, TB)")]
-    UnknownUnit { input: String, unit: String },
+    UnknownUnit {
+        /// The whole string given.
+        input: String,
+        /// Its unit part, lower-cased.
+        unit: String,
+    },
     /// More bytes than 64 bits hold.
     #[error("{0:?} is too large")]
     TooLarge(String),

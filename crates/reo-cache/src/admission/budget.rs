@@ -3,7 +3,7 @@
 //! Two layers, checked in this order on every request:
 //!
 //! 1. **DynamicRandomAP** (CacheLib `navy/admission_policy/DynamicRandomAP`, reference
-//!    `algorithms.md` §4), optional: admit with probability
+//!    docs/REFERENCES.md §A4), optional: admit with probability
 //!    `p = clamp((msb(base_size) / msb(len))^decay × factor, 0, 1)` (`msb` = 1-based index of the
 //!    highest set bit, so small objects are favoured), drawn from a seeded xoshiro256++ stream (the
 //!    decisions are a pure function of the seed, the request sequence and the caller's times).
@@ -86,6 +86,7 @@ pub struct WriteBudget {
 }
 
 impl WriteBudget {
+    /// A budget with `cfg`; its bucket fills at the first request.
     pub fn new(cfg: BudgetConfig) -> Self {
         WriteBudget {
             cfg,
@@ -100,6 +101,7 @@ impl WriteBudget {
         }
     }
 
+    /// The parameters it was built with.
     pub fn config(&self) -> &BudgetConfig {
         &self.cfg
     }

@@ -31,12 +31,19 @@ use super::{
 /// The admission policies by stable name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AdmissionKind {
+    /// `aa`: admit every candidate write.
     AdmitAll,
+    /// `seqr`: reject requests of detected sequential streams ([`Seqr`]).
     Seqr,
+    /// `sseqr`: admit only the first L bytes of each sequential stream ([`Sseqr`]).
     Sseqr,
+    /// `tc`: admit a segment only after enough recent touches ([`TouchCount`]).
     Tc,
+    /// `seqr+tc`: SEQR, then touch count.
     SeqrTc,
+    /// `sseqr+tc`: SSEQR, then touch count.
     SseqrTc,
+    /// `watchlist`: SDCC's shadow watchlist with utility-based promotion ([`Watchlist`]).
     Watchlist,
 }
 
@@ -52,6 +59,7 @@ impl AdmissionKind {
         AdmissionKind::Watchlist,
     ];
 
+    /// Stable name, as parsed by [`FromStr`] (`aa`, `seqr`, `sseqr+tc`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             AdmissionKind::AdmitAll => "aa",
@@ -74,10 +82,15 @@ impl fmt::Display for AdmissionKind {
 /// Why an admission string did not parse.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AdmissionConfigError {
+    /// The kind (before the first `,`) is not one of [`AdmissionKind::ALL`].
     UnknownKind(String),
+    /// An option name the module documentation's table does not list, or an option without `=`.
     UnknownOption(String),
+    /// An option whose value does not parse (a size, integer, finite non-negative float or bool).
     BadValue {
+        /// The option's name.
         option: String,
+        /// The value as given.
         value: String,
     },
     /// `dwpd` without `capacity` or the reverse.
@@ -119,14 +132,19 @@ impl FromStr for AdmissionKind {
 /// A full admission configuration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AdmissionConfig {
+    /// Which policy (stages) to build.
     pub kind: AdmissionKind,
+    /// Stream detection, shared by SEQR and SSEQR.
     pub seqr: SeqrConfig,
     /// SSEQR's L in bytes.
     pub sseqr_limit: u64,
     /// SSEQR's occupancy gate (0 = always reject past L).
     pub sseqr_pressure: f64,
+    /// Touch-count filter parameters (used by the `tc` kinds).
     pub tc: TcConfig,
+    /// Watchlist parameters (used by the `watchlist` kind).
     pub watchlist: WatchlistConfig,
+    /// Write budget, run as the last stage; `None` = no budget.
     pub budget: Option<BudgetConfig>,
 }
 

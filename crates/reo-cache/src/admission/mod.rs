@@ -6,9 +6,11 @@
 //! [`AdmissionStats`] and the stats-keeping front end [`Admitter`]. The policies live in submodules:
 //!
 //! * [`AdmitAll`] (`aa`), here;
-//! * [`seqr`]: sequential-stream detection, SEQR and SSEQR(L) (Fusion-io, seed 003);
-//! * [`tc`]: the touch-count bitmap with rotating generations (seed 003);
-//! * [`watchlist`]: SDCC's shadow watchlist with utility-based promotion (seed 002);
+//! * [`seqr`]: sequential-stream detection, SEQR and SSEQR(L) (the Fusion-io study,
+//!   docs/REFERENCES.md §P4);
+//! * [`tc`]: the touch-count bitmap with rotating generations (the Fusion-io study);
+//! * [`watchlist`]: SDCC's shadow watchlist with utility-based promotion (SDCC,
+//!   docs/REFERENCES.md §P3);
 //! * [`budget`]: a flash write budget, CacheLib's DynamicRandomAP under a hard token-bucket cap;
 //! * [`config`]: [`AdmissionKind`] names (`aa`, `seqr`, `sseqr`, `tc`, `seqr+tc`, `sseqr+tc`,
 //!   `watchlist`) and the option string parser that builds an [`Admitter`].
@@ -60,16 +62,19 @@ pub enum Access {
 /// A candidate write to flash: `len` bytes at byte `offset` of object `key` (a fragment or range).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Request {
+    /// Object the range belongs to.
     pub key: Key,
     /// Byte offset of the range in the object (fragment index × fragment size for fragments).
     pub offset: u64,
     /// Bytes that would be written to flash.
     pub len: u64,
+    /// What produced the write (a read miss or a client write).
     pub access: Access,
     /// Caller-supplied time in nanoseconds.
     pub now: u64,
     /// Cache occupancy in bytes (for "under pressure" decisions); 0/0 means unknown (no pressure).
     pub used_bytes: u64,
+    /// Cache capacity in bytes, the denominator of [`Request::occupancy`]; 0 = unknown.
     pub capacity_bytes: u64,
     /// Utility of the replacement policy's next eviction candidate, if admitting would evict one
     /// (same unit as [`Utility`]); `None` when there is free space.
@@ -166,8 +171,11 @@ pub enum Throttle {
 /// The outcome of [`Admission::decide`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Decision {
+    /// Write the request to flash.
     Admit,
+    /// Do not cache it: a policy judged it not worth the flash write.
     Reject(Reason),
+    /// Hold it back: the write budget is short (the request may be worth caching).
     Throttled(Throttle),
 }
 
@@ -216,6 +224,7 @@ pub struct Chain {
 }
 
 impl Chain {
+    /// A chain of `stages`, run in the given order; with no stage it admits everything (`aa`).
     pub fn new(stages: Vec<Box<dyn Admission>>) -> Self {
         Chain { stages }
     }

@@ -1,12 +1,12 @@
-//! Sequential-stream detection and the two Fusion-io policies built on it (seed 003, "Memory
-//! efficient admission policies"): SEQR (window, gap) and SSEQR(L).
+//! Sequential-stream detection and the two Fusion-io policies built on it (the Fusion-io study,
+//! docs/REFERENCES.md §P4, "Memory efficient admission policies"): SEQR (window, gap) and SSEQR(L).
 //!
 //! # Stream detection ([`StreamTable`])
 //!
-//! The table remembers the last `window` streams (least recently extended one replaced). The seed's
-//! "window" is tuned to the number of cores / database processes, i.e. to how many streams run at
-//! once, so it is read here as the number of concurrently tracked streams. A request *continues* a
-//! stream when either
+//! The table remembers the last `window` streams (least recently extended one replaced). The
+//! study's "window" is tuned to the number of cores / database processes, i.e. to how many streams
+//! run at once, so it is read here as the number of concurrently tracked streams. A request
+//! *continues* a stream when either
 //!
 //! * it is the same object and starts at most `gap` bytes after the end of the stream's last range
 //!   (consecutive fragments or ranges of one object), or
@@ -20,12 +20,12 @@
 //! # Policies
 //!
 //! * [`Seqr`] rejects every sequential request ([`Reason::Sequential`]).
-//! * [`Sseqr`] admits the first `L` bytes of every stream (a request that starts before byte `L`
-//!   of its stream is admitted whole) and rejects the rest ([`Reason::SequentialPastLimit`]). The
-//!   seed only gives "admitted sequential lengths, x MB"; the reference's working definition adds
-//!   "only under pressure". Both readings are supported: with `pressure = p > 0` the rejection only
-//!   applies while occupancy ≥ p (Open CAS's `full` cutoff policy); the default `p = 0` always
-//!   applies it (pure seed reading).
+//! * [`Sseqr`] admits the first `L` bytes of every stream (a request that starts before byte `L` of
+//!   its stream is admitted whole) and rejects the rest ([`Reason::SequentialPastLimit`]). The
+//!   study only gives "admitted sequential lengths, x MB"; docs/REFERENCES.md §A4 adds "only under
+//!   pressure". Both readings are supported: with `pressure = p > 0` the rejection only applies
+//!   while occupancy ≥ p (Open CAS's `full` cutoff policy); the default `p = 0` always applies it
+//!   (the study's reading).
 
 use super::{Admission, Decision, Reason, Request};
 use crate::policy::Key;
@@ -80,6 +80,7 @@ pub struct StreamTable {
 }
 
 impl StreamTable {
+    /// An empty table; `window` and `min_run` are raised to at least 1.
     pub fn new(cfg: SeqrConfig) -> Self {
         let cfg = SeqrConfig { window: cfg.window.max(1), min_run: cfg.min_run.max(1), ..cfg };
         StreamTable { cfg, streams: Vec::with_capacity(cfg.window), tick: 0 }
@@ -133,6 +134,7 @@ pub struct Seqr {
 }
 
 impl Seqr {
+    /// SEQR with stream detection `cfg`.
     pub fn new(cfg: SeqrConfig) -> Self {
         Seqr { table: StreamTable::new(cfg) }
     }

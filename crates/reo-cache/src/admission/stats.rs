@@ -12,11 +12,17 @@ use crate::policy::Key;
 /// Rejections by [`Reason`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct RejectCounts {
+    /// [`Reason::Sequential`] (SEQR).
     pub sequential: u64,
+    /// [`Reason::SequentialPastLimit`] (SSEQR).
     pub sequential_past_limit: u64,
+    /// [`Reason::Cold`] (touch count).
     pub cold: u64,
+    /// [`Reason::Watching`] (watchlist).
     pub watching: u64,
+    /// [`Reason::BelowVictim`] (watchlist).
     pub below_victim: u64,
+    /// [`Reason::BelowEvictedAverage`] (watchlist).
     pub below_evicted_average: u64,
 }
 
@@ -46,21 +52,32 @@ impl RejectCounts {
 /// Throttles by [`Throttle`] kind.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct ThrottleCounts {
+    /// [`Throttle::Rate`]: DynamicRandomAP's probabilistic rate said no.
     pub rate: u64,
+    /// [`Throttle::Cap`]: the hard token bucket was short.
     pub cap: u64,
 }
 
 /// Admission counters (requests and bytes); `admitted + rejected + throttled == requests`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct AdmissionStats {
+    /// Decisions taken.
     pub requests: u64,
+    /// Requests admitted.
     pub admitted: u64,
+    /// Requests rejected (any [`Reason`]).
     pub rejected: u64,
+    /// Requests throttled by the write budget (any [`Throttle`]).
     pub throttled: u64,
+    /// Bytes of the admitted requests.
     pub admitted_bytes: u64,
+    /// Bytes of the rejected requests.
     pub rejected_bytes: u64,
+    /// Bytes of the throttled requests.
     pub throttled_bytes: u64,
+    /// Rejections by reason; sums to `rejected`.
     pub rejected_by: RejectCounts,
+    /// Throttles by kind; sums to `throttled`.
     pub throttled_by: ThrottleCounts,
 }
 
@@ -97,10 +114,12 @@ pub struct Admitter {
 }
 
 impl Admitter {
+    /// Wraps `policy` with zeroed stats.
     pub fn new(policy: Box<dyn Admission>) -> Self {
         Admitter { policy, stats: AdmissionStats::default() }
     }
 
+    /// The policy's name ([`Admission::name`]).
     pub fn name(&self) -> String {
         self.policy.name()
     }
@@ -112,18 +131,22 @@ impl Admitter {
         d
     }
 
+    /// Forwards [`Admission::on_insert`]: `req` was admitted and written to flash.
     pub fn on_insert(&mut self, req: &Request) {
         self.policy.on_insert(req);
     }
 
+    /// Forwards [`Admission::on_hit`]: resident `key` was hit at `now` (ns).
     pub fn on_hit(&mut self, key: Key, now: u64) {
         self.policy.on_hit(key, now);
     }
 
+    /// Forwards [`Admission::on_evict`]: `key` was evicted at `now` (ns) with `utility`.
     pub fn on_evict(&mut self, key: Key, utility: f64, now: u64) {
         self.policy.on_evict(key, utility, now);
     }
 
+    /// Counters of every decision so far.
     pub fn stats(&self) -> &AdmissionStats {
         &self.stats
     }

@@ -1,5 +1,5 @@
-//! Touch count (TC, Fusion-io, seed 003 "Touch count algorithms"): admit only segments that have
-//! been touched often enough recently ("selectively add quality blocks").
+//! Touch count (TC, the Fusion-io study, docs/REFERENCES.md §P4, "Touch count algorithms"): admit
+//! only segments that have been touched often enough recently ("selectively add quality blocks").
 //!
 //! The object space is cut into segments of `segment_len` bytes: segment = (key, offset /
 //! segment_len). Segments are hashed onto `slots` small saturating counters of `bits` bits ("segments
@@ -66,6 +66,9 @@ pub struct TouchCount {
 }
 
 impl TouchCount {
+    /// A filter with every counter at 0. `cfg` is normalized: `bits` rounded up to 1, 2, 4 or 8
+    /// (at most 8), `slots` up to a power of two ≥ 64, `generations` to at least 2, `threshold`
+    /// and `segment_len` to at least 1.
     pub fn new(cfg: TcConfig) -> Self {
         let bits = match cfg.bits {
             0..=1 => 1,

@@ -1,7 +1,8 @@
-//! SDCC's selective caching with a watchlist (seed 002, "Selective caching" and "Cache
-//! organization"): missed fragments are not cached right away but watched as shadow entries.
+//! SDCC's selective caching with a watchlist (the SDCC paper, docs/REFERENCES.md §P3, "Selective
+//! caching" and "Cache organization"): missed fragments are not cached right away but watched as
+//! shadow entries.
 //!
-//! From the seed: fragments recently accessed are inserted into the watchlist, "where their
+//! From the paper: fragments recently accessed are inserted into the watchlist, "where their
 //! accesses are being monitored for some time. Once a fragment becomes hot in the watchlist (i.e.
 //! once it has seen a sufficient number of pseudo-hits), it becomes candidate for promotion. At that
 //! point, the cache directory will compare its utility against the utility of the candidate(s) for
@@ -100,6 +101,7 @@ pub struct Watchlist {
 }
 
 impl Watchlist {
+    /// An empty watchlist; `capacity` and `fragment_len` are raised to at least 1.
     pub fn new(cfg: WatchlistConfig) -> Self {
         let cfg = WatchlistConfig { capacity: cfg.capacity.max(1), fragment_len: cfg.fragment_len.max(1), ..cfg };
         Watchlist {
@@ -120,6 +122,7 @@ impl Watchlist {
         self.entries.len()
     }
 
+    /// Whether no fragment is watched.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

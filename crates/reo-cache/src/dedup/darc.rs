@@ -1,4 +1,5 @@
-//! D-ARC and CD-ARC (CacheDedup), after AustereCache's `src/metadata/cachededup/` (algorithms.md §2).
+//! D-ARC and CD-ARC (CacheDedup), after AustereCache's `src/metadata/cachededup/`
+//! (docs/REFERENCES.md §A2).
 //!
 //! M is ARC over addresses (T1, T2 resident; B1, B2 ghosts; target `p`) plus **B3**, addresses ARC
 //! would forget, still mapped to their fingerprint. refcnt(fp) = addresses in T1∪T2 mapping to fp;
@@ -22,12 +23,12 @@
 //!             (deref; the other list if that one is empty)
 //! ```
 //!
-//! **Bound (the reference's discrepancy).** We take AustereCache's: **|T1|+|T2|+|B3| ≤ c+X**, not the
-//! design text's |T1|+|T2| ≤ c+X. Invariants kept after every call: (i) refcnt(fp) = #T1∪T2 addresses
-//! → fp; (ii) ZR = {units in D with count 0}; (iii) |T1|+|T2|+|B3| ≤ c+X, |T1|+|B1| ≤ c,
-//! |T1|+|T2|+|B1|+|B2| ≤ 2c, and all entries ≤ 2c+X (the metadata budget, `meta_capacity`);
-//! (iv) every T1∪T2 address's fingerprint is in D; (v) unique content, X = 0, |D| = c blocks ⇒ the
-//! lists and hits are exactly [`crate::policy::Arc`]'s (property-tested).
+//! **Bound (where the sources differ).** We take AustereCache's: **|T1|+|T2|+|B3| ≤ c+X**, not the
+//! design text's |T1|+|T2| ≤ c+X. Invariants kept after every call: (i) refcnt(fp) = #T1∪T2
+//! addresses → fp; (ii) ZR = {units in D with count 0}; (iii) |T1|+|T2|+|B3| ≤ c+X, |T1|+|B1| ≤ c,
+//! |T1|+|T2|+|B1|+|B2| ≤ 2c, and all entries ≤ 2c+X (the metadata budget, `meta_capacity`); (iv)
+//! every T1∪T2 address's fingerprint is in D; (v) unique content, X = 0, |D| = c blocks ⇒ the lists
+//! and hits are exactly [`crate::policy::Arc`]'s (property-tested).
 //!
 //! **Deviations from AustereCache, each needed for an invariant above** (found by the property tests):
 //! * `p` moves by ARC's ghost ratio, not by 1 (else (v) fails at the first ghost hit).

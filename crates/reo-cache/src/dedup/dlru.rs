@@ -1,4 +1,4 @@
-//! D-LRU (CacheDedup): two independent LRUs (algorithms.md §2).
+//! D-LRU (CacheDedup): two independent LRUs (docs/REFERENCES.md §A2).
 //!
 //! MetaLRU holds `Cm` addresses (addr → fp); DataLRU holds fingerprints up to `Cd` bytes. A hit needs
 //! both (`addr ∈ M`, `M[addr] ∈ D`) and refreshes both. `update` stores the chunk in DataLRU only if
@@ -25,6 +25,11 @@ pub struct DLru {
 }
 
 impl DLru {
+    /// D-LRU with M bounded to `meta_entries` addresses and D to `data_bytes` bytes.
+    ///
+    /// # Panics
+    ///
+    /// If either bound is 0.
     pub fn new(meta_entries: usize, data_bytes: u64) -> Self {
         assert!(meta_entries > 0 && data_bytes > 0, "D-LRU needs Cm ≥ 1 and Cd ≥ 1");
         DLru {

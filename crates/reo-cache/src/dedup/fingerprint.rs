@@ -1,8 +1,9 @@
 //! Fragment fingerprints and the fragment descriptor the dedup policies take.
 //!
-//! * [`Fingerprint`]: BLAKE3-256 of a fragment's bytes (algorithms.md §7: collision resistant, so a
-//!   match is trusted without a byte compare; 3.9–6.9 GiB/s on one core). A simulator can instead
-//!   derive one from a trace's content id ([`Fingerprint::from_content_id`]) or take raw bytes.
+//! * [`Fingerprint`]: BLAKE3-256 of a fragment's bytes, collision resistant, so a match is trusted
+//!   without a byte compare, and fast enough to fingerprint every fragment (docs/REFERENCES.md §A7).
+//!   A simulator can instead derive one from a trace's content id
+//!   ([`Fingerprint::from_content_id`]) or take raw bytes.
 //! * [`Chunk`]: what [`DedupPolicy::update`](super::DedupPolicy::update) needs to know about a
 //!   fragment: its fingerprint, its size, and its size once compressed (CD-ARC stores that many bytes;
 //!   the other policies ignore it). [`Chunk::of`] computes both from the bytes (LZ4 block format).
@@ -39,6 +40,7 @@ impl Fingerprint {
         Fingerprint(b)
     }
 
+    /// The 32 raw bytes.
     pub const fn as_bytes(&self) -> &[u8; 32] {
         &self.0
     }
@@ -83,6 +85,7 @@ pub fn decompress(data: &[u8], len: usize) -> Option<Vec<u8>> {
 /// A fragment as the dedup policies see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Chunk {
+    /// Fingerprint of the fragment's bytes (dedup identity).
     pub fp: Fingerprint,
     /// Fragment bytes (what D-LRU and D-ARC store).
     pub size: u32,

@@ -15,9 +15,9 @@
 //! must be written to flash (only if its fingerprint was not in D: duplicates cost no write) and
 //! which fingerprints left D (the manager frees their blobs; in CD-ARC whole WEUs go).
 //!
-//! * [`DLru`]: two independent LRUs (algorithms.md §2).
+//! * [`DLru`]: two independent LRUs (docs/REFERENCES.md §A2).
 //! * [`DArc`]: ARC over addresses plus ghost list B3 and refcounted D; see `darc.rs` for the exact
-//!   rules, the bound chosen for the reference's T1+T2 vs T1+T2+B3 discrepancy, and our deviations.
+//!   rules, the bound chosen where the sources differ (T1+T2 vs T1+T2+B3), and our deviations.
 //! * [`CdArc`]: D-ARC's metadata over LZ4-compressed chunks packed into 2 MiB write-evict units.
 //! * **Dedup off** ([`DedupKind::Off`]): no dedup policy; the manager runs its normal
 //!   [`Policy`](crate::Policy) on fragments directly (key = fragment id, size = fragment bytes).
@@ -50,6 +50,7 @@ pub struct DedupOutcome {
     pub admitted: bool,
     /// The content was not in D: write `write_bytes` (the fragment, or its compressed form in CD-ARC).
     pub write: bool,
+    /// Bytes to write when `write` is set: the fragment size, or the compressed size in CD-ARC.
     pub write_bytes: u32,
     /// CD-ARC: where the compressed chunk goes.
     pub placement: Option<WeuSlot>,
@@ -60,6 +61,7 @@ pub struct DedupOutcome {
 }
 
 impl DedupOutcome {
+    /// Clears every field, keeping the buffers' capacity.
     pub fn reset(&mut self) {
         self.admitted = false;
         self.write = false;
@@ -93,13 +95,16 @@ pub trait DedupPolicy: Send {
     /// Whether `fp ∈ D`. Pure query.
     fn contains_fp(&self, fp: &Fingerprint) -> bool;
 
-    /// Entries in M (ghosts included) and its bound.
+    /// Entries in M, ghosts included.
     fn meta_len(&self) -> usize;
+    /// M's bound in entries, ghosts included (D-ARC and CD-ARC: 2c + X).
     fn meta_capacity(&self) -> usize;
 
-    /// Fingerprints in D, their stored bytes, and D's capacity in bytes.
+    /// Fingerprints in D.
     fn data_len(&self) -> usize;
+    /// Bytes stored in D (CD-ARC: compressed bytes).
     fn data_bytes(&self) -> u64;
+    /// D's capacity in bytes (CD-ARC: whole WEUs).
     fn data_capacity(&self) -> u64;
 
     /// Heap bytes of M and D's indexes.
@@ -114,14 +119,19 @@ pub trait DedupPolicy: Send {
 pub enum DedupKind {
     /// No dedup: the normal replacement policy runs on fragments.
     Off,
+    /// `d-lru`: D-LRU, independent LRUs over addresses and content ([`DLru`]).
     DLru,
+    /// `d-arc`: D-ARC, ARC over addresses with refcounted content ([`DArc`]).
     DArc,
+    /// `cd-arc`: CD-ARC, D-ARC over LZ4-compressed chunks in write-evict units ([`CdArc`]).
     CdArc,
 }
 
 impl DedupKind {
+    /// Every kind, `Off` first.
     pub const ALL: [DedupKind; 4] = [DedupKind::Off, DedupKind::DLru, DedupKind::DArc, DedupKind::CdArc];
 
+    /// Stable name (`off`, `d-lru`, `d-arc`, `cd-arc`), as parsed by [`FromStr`].
     pub fn as_str(self) -> &'static str {
         match self {
             DedupKind::Off => "off",

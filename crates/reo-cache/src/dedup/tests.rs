@@ -1,6 +1,6 @@
 //! Contract tests of every dedup policy, D-LRU against a reference model, and the D-ARC/CD-ARC
-//! invariants (algorithms.md §2 (i)–(v)) as property tests over random operations on a small address
-//! and content alphabet, so that duplicates, overwrites and ghost hits are frequent.
+//! invariants (docs/REFERENCES.md §A2 (i)–(v)) as property tests over random operations on a small
+//! address and content alphabet, so that duplicates, overwrites and ghost hits are frequent.
 
 use proptest::prelude::*;
 

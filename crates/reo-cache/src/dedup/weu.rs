@@ -20,8 +20,11 @@ pub const WEU_BYTES: u32 = 2 << 20;
 /// Where a compressed chunk lives: `len` bytes at `offset` in WEU number `weu`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WeuSlot {
+    /// WEU number.
     pub weu: u32,
+    /// Byte offset of the chunk in the WEU.
     pub offset: u32,
+    /// Compressed length of the chunk in bytes.
     pub len: u32,
 }
 

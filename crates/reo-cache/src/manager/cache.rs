@@ -47,14 +47,18 @@ impl Cache {
         self.state.lock()
     }
 
+    /// The configuration the cache was opened with.
     pub fn config(&self) -> &CacheConfig {
         &self.cfg
     }
 
+    /// The flash array store the cache keeps its blobs in.
     pub fn store(&self) -> &Arc<Store> {
         &self.store
     }
 
+    /// The class → redundancy-scheme map in force: the configured override, else the redundancy
+    /// setting's map for the array's device count.
     pub fn class_schemes(&self) -> ClassSchemes {
         self.classes
     }

@@ -1,6 +1,6 @@
-//! Classes in motion (seed 000 §IV.C.1): the adaptive hot threshold H_hot under the redundancy
-//! budget, the class each object should have, the background re-encoder that moves blobs whose
-//! class changed, and the space efficiency the redundancy costs.
+//! Classes in motion (the Reo paper §IV.C.1, docs/REFERENCES.md §P1): the adaptive hot threshold
+//! H_hot under the redundancy budget, the class each object should have, the background re-encoder
+//! that moves blobs whose class changed, and the space efficiency the redundancy costs.
 //!
 //! **H_hot.** Clean objects are sorted by H = Freq / Size, descending, and added to the hot class
 //! one by one while the redundancy they would cost in the hot scheme (size × parity / data) fits

@@ -1,4 +1,5 @@
-//! The paper's control-object messages (seed 000 §IV.C.2), with objects addressed by key:
+//! The Reo paper's control-object messages, §IV.C.2 (docs/REFERENCES.md §P1), with objects
+//! addressed by key:
 //!
 //! * `#SETID# <pid> <oid> <cid>` — classification: sets the class of object `pid/oid` (bucket
 //!   and key) to `cid` ∈ {0 metadata, 2 hot, 3 cold}; class 1 (dirty) comes only from write-back.
@@ -22,9 +23,11 @@ pub const MAX_CONTROL_MESSAGE: usize = 4096;
 /// The answer to a control message.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ControlReply {
+    /// Outcome of the message.
     pub sense: SenseCode,
     /// The numeric sense code (0, −1, 0x63…).
     pub code: i32,
+    /// Human-readable detail (what was done, or why the message was refused).
     pub message: String,
     /// The object's status, for a query of a cached object.
     pub status: Option<ObjectStatus>,

@@ -14,7 +14,16 @@ pub enum CacheError {
     #[error(
         "store layout ({zones} zones of {zone} bytes) exceeds the cache index's limits ({max_zones} zones of {max_zone_gib} GiB)"
     )]
-    Layout { zones: u32, zone: u64, max_zones: u64, max_zone_gib: u64 },
+    Layout {
+        /// Zones (bands) of the store.
+        zones: u32,
+        /// Bytes per zone.
+        zone: u64,
+        /// Most zones the index can address.
+        max_zones: u64,
+        /// Largest zone the index can address, GiB.
+        max_zone_gib: u64,
+    },
     /// The store refused.
     #[error(transparent)]
     Store(#[from] reo_store::Error),

@@ -1,4 +1,5 @@
-//! Failures as the cache sees them, and the paper's query interface (seed 000 §IV.C.2, Table III):
+//! Failures as the cache sees them, and the Reo paper's query interface, §IV.C.2 and Table III
+//! (docs/REFERENCES.md §P1):
 //! per-object status (accessible, degraded, corrupted), engine sense codes, and the sweep that
 //! drops lost clean objects after a device dies (they are refetched from the backend on demand)
 //! while a lost dirty object is a loud, counted data-loss event.
@@ -28,23 +29,34 @@ pub enum Access {
 /// The status of one object (the query API's answer).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ObjectStatus {
+    /// Whether its cached fragments are readable, readable only by reconstruction, or lost.
     pub access: Access,
+    /// Its class (metadata, dirty, hot or cold).
     pub class: Class,
+    /// Holds acknowledged writes not yet on the backend.
     pub dirty: bool,
+    /// Object size in bytes.
     pub size: u64,
+    /// Fragments of the object that are cached.
     pub cached_fragments: u64,
+    /// Redundancy schemes of its cached fragments, each once, as [`reo_store::Scheme`] prints them.
     pub schemes: Vec<String>,
     /// Devices holding its blobs.
     pub devices: Vec<usize>,
+    /// Reads since the object entered the cache (Freq).
     pub freq: u32,
+    /// H = Freq / Size, reads per byte.
     pub hotness: f64,
+    /// Sense code of the answer: corrupted, recovery in progress, or success.
     pub sense: SenseCode,
 }
 
 /// What a sweep after a failure found, in fragments.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct SweepReport {
+    /// Fragments whose every chunk is on a healthy device.
     pub healthy: u64,
+    /// Fragments with chunks on failed devices that redundancy can still reconstruct.
     pub degraded: u64,
     /// Clean fragments lost and dropped from the index (refetched on demand).
     pub lost_clean: u64,

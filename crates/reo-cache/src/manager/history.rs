@@ -14,7 +14,9 @@ use super::objects::frag_count;
 /// What [`Cache::access_history`] returns and [`Cache::set_access_history`] applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AccessHistory {
+    /// Reads since the object entered the cache (Freq of H = Freq / Size).
     pub freq: u32,
+    /// The referenced bit: GC-based eviction's second chance.
     pub referenced: bool,
 }
 

@@ -6,7 +6,8 @@ use std::hash::{BuildHasher, BuildHasherDefault};
 use crate::hash::KeyHasher;
 
 /// The version of an object as the flusher names it: its ETag, size and modification time (what
-/// [`PutReceipt::version`] and [`Cache::dirty_keys`] give).
+/// [`PutReceipt::version`](crate::PutReceipt::version) and
+/// [`Cache::dirty_keys`](crate::Cache::dirty_keys) give).
 pub fn object_version(etag: &str, size: u64, mtime_ns: u64) -> u64 {
     let mut b = Vec::with_capacity(etag.len() + 16);
     b.extend_from_slice(etag.as_bytes());

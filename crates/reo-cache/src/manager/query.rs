@@ -9,20 +9,27 @@ use super::write::ObjectMeta;
 use crate::index::frag_key;
 use crate::object::Class;
 
-/// The state of one object, for queries (seed 000's per-object status, SDCC's query API).
+/// The state of one object, for queries (the Reo paper's per-object status, docs/REFERENCES.md
+/// §P1; SDCC's query API, §P3).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ObjectInfo {
+    /// Object size in bytes.
     pub size: u64,
+    /// Its class (metadata, dirty, hot or cold).
     pub class: Class,
+    /// Holds acknowledged writes not yet on the backend.
     pub dirty: bool,
+    /// Under a lease (pinned): not evicted while it lasts.
     pub pinned: bool,
     /// Reads since the object entered the cache.
     pub freq: u32,
     /// H = Freq / Size.
     pub hotness: f64,
+    /// Fragments of the object (its size over the fragment size, rounded up).
     pub fragments: u64,
-    /// Fragments on flash, and the schemes that hold them.
+    /// Fragments on flash (its own blobs or, with dedup, content blobs).
     pub cached_fragments: u64,
+    /// The redundancy schemes that hold the cached fragments, each once.
     pub schemes: Vec<Scheme>,
 }
 
@@ -108,8 +115,8 @@ impl Cache {
             .collect()
     }
 
-    /// (freq, size) of every cached object: the input of the hot-threshold computation (seed 000
-    /// §IV.C.1, H = Freq / Size).
+    /// (freq, size) of every cached object: the input of the hot-threshold computation (the Reo
+    /// paper §IV.C.1, H = Freq / Size).
     pub fn hotness_snapshot(&self) -> Vec<(u32, u64)> {
         self.lock().objects.iter().map(|(_, e)| (e.freq(), e.size())).collect()
     }

@@ -25,8 +25,9 @@ use crate::index::frag_key;
 /// [`Cache::get`]) or their count (`u64`, from [`Cache::get_sized`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Piece<T = Vec<u8>> {
-    /// Object byte range `[start, end)`.
+    /// First byte of the part, an object offset.
     pub start: u64,
+    /// End of the part (exclusive): the part is object bytes `[start, end)`.
     pub end: u64,
     /// The bytes from flash, or `None`: fetch this range from the backend.
     pub data: Option<T>,

@@ -1,6 +1,6 @@
 //! Device replacement through the cache: the store's rebuild, ordered by what the cache knows —
-//! metadata first, then dirty data, then hot data hottest first, then cold data (seed 000 §IV.D);
-//! on-demand reads jump the queue inside the store.
+//! metadata first, then dirty data, then hot data hottest first, then cold data (the Reo paper
+//! §IV.D, docs/REFERENCES.md §P1); on-demand reads jump the queue inside the store.
 //!
 //! The priority function runs on the store's rebuild thread, so it must not take the cache's lock
 //! (the cache calls into the store under it): the hot objects' ranks are snapshotted here, by blob

@@ -1,5 +1,5 @@
-//! [`SenseCode`]: the engine's answers of the paper's query interface (seed 000 §IV.C.2,
-//! Table III).
+//! [`SenseCode`]: the engine's answers of the Reo paper's query interface, §IV.C.2 and Table III
+//! (docs/REFERENCES.md §P1).
 
 use serde::Serialize;
 
@@ -23,6 +23,7 @@ pub enum SenseCode {
 }
 
 impl SenseCode {
+    /// The numeric code of Table III (0, −1, 0x63–0x67).
     pub fn code(self) -> i32 {
         match self {
             SenseCode::Success => 0,

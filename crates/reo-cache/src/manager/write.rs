@@ -19,8 +19,11 @@ use crate::object::{Class, MAX_OBJECT_SIZE};
 /// What the cache keeps about an object besides its bytes (written into its blob headers).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ObjectMeta {
+    /// The object's ETag (S3: changes with the content).
     pub etag: String,
+    /// The object's content type.
     pub content_type: String,
+    /// Last-modified time, ns since the Unix epoch.
     pub mtime_ns: u64,
     /// User metadata (S3 `x-amz-meta-*`), at most [`crate::header::MAX_USER_META`] bytes.
     pub user: Vec<(String, String)>,
@@ -82,6 +85,8 @@ pub enum FillOutcome {
 /// Receipt of a client write: the version to pass to [`Cache::mark_clean`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PutReceipt {
+    /// [`object_version`] of the written object; 0 for a clean write that admission refused or that
+    /// went to the dedup cache (nothing to mark clean).
     pub version: u64,
 }
 

@@ -47,6 +47,7 @@ pub struct Arc {
 }
 
 impl Arc {
+    /// An empty ARC holding at most `capacity_bytes` resident bytes (c), p = 0.
     pub fn new(capacity_bytes: u64) -> Self {
         let l = List::default();
         Arc { slab: Slab::new(), t1: l, t2: l, b1: l, b2: l, p: 0.0, c: capacity_bytes }

@@ -15,6 +15,7 @@ pub struct Lru {
 }
 
 impl Lru {
+    /// An empty LRU holding at most `capacity_bytes` bytes.
     pub fn new(capacity_bytes: u64) -> Self {
         Lru { slab: Slab::new(), list: List::default(), capacity: capacity_bytes }
     }

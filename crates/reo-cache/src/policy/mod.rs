@@ -189,9 +189,13 @@ pub trait Policy: Send {
 /// The available policies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PolicyKind {
+    /// `lru`: least recently used ([`Lru`]).
     Lru,
+    /// `arc`: Adaptive Replacement Cache, in bytes ([`Arc`]).
     Arc,
+    /// `s3-fifo`: S3-FIFO with small, main and ghost FIFOs ([`S3Fifo`]).
     S3Fifo,
+    /// `sieve`: SIEVE, one FIFO with visited bits and a moving hand ([`Sieve`]).
     Sieve,
     /// SDCC's generalized CLOCK with a 2-bit recency+frequency utility ([`Clock`]).
     Clock,
@@ -202,6 +206,7 @@ impl PolicyKind {
     pub const ALL: [PolicyKind; 5] =
         [PolicyKind::Lru, PolicyKind::Arc, PolicyKind::S3Fifo, PolicyKind::Sieve, PolicyKind::Clock];
 
+    /// Stable name (`lru`, `arc`, `s3-fifo`, `sieve`, `clock`), as parsed by [`FromStr`].
     pub fn as_str(self) -> &'static str {
         match self {
             PolicyKind::Lru => "lru",

@@ -20,6 +20,7 @@ pub struct Sieve {
 }
 
 impl Sieve {
+    /// An empty SIEVE holding at most `capacity_bytes` bytes.
     pub fn new(capacity_bytes: u64) -> Self {
         Sieve { slab: Slab::new(), list: List::default(), hand: NIL, c: capacity_bytes }
     }
