@@ -2,9 +2,9 @@
 //!
 //! A put lays each device's column out in an aligned buffer and a read fetches its chunk runs
 //! into them. Allocating those per operation (megabytes per blob, zero-filled, often freshly
-//! mapped pages that fault in and are unmapped again on free) costs about as much CPU as the
-//! device I/O itself; measured, it halved put bandwidth. The pool keeps the buffers of finished
-//! operations for the next ones, up to a byte budget.
+//! mapped pages that fault in and are unmapped again on free) costs CPU on the order of the
+//! device I/O itself; measured, it cut put bandwidth sharply. The pool keeps the buffers of
+//! finished operations for the next ones, up to a byte budget.
 //!
 //! The pool is process-wide ([`BufPool::shared`]): stores opened one after another (a restart, a
 //! benchmark formatting a fresh store per round, tests) reuse warm buffers instead of each

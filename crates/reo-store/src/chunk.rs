@@ -13,14 +13,14 @@
 //! body of `height − 16` bytes): a body of whole 512-byte sectors lets a put hand the devices the
 //! caller's own memory, chunk body by chunk body, with the slot as a separate I/O vector —
 //! O_DIRECT needs every vector a multiple of the logical block size. Copying the blob into column
-//! buffers instead cost a fifth of the raw write bandwidth on the benchmark's machine (the copy's
-//! memory traffic competes with the device's); see `lay_out.rs`. The slot costs 0.8% of a 64 KiB
-//! chunk (12.5% of the smallest, 4 KiB).
+//! buffers instead cost a large share of the raw write bandwidth on the reference machine (the
+//! copy's memory traffic competes with the device's); see `lay_out.rs`. The slot costs 0.8% of a
+//! 64 KiB chunk (12.5% of the smallest, 4 KiB).
 
 /// Bytes of the trailer at the end of every chunk.
 pub const TRAILER: usize = 16;
 
-/// Bytes of the trailer slot that ends every chunk: zeros, then the [`TRAILER`].
+/// Bytes of the trailer slot that ends every chunk: zeros, then the 16-byte trailer.
 pub const SLOT: usize = 512;
 
 const ZEROS: [u8; 4096] = [0; 4096];

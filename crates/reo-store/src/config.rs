@@ -32,8 +32,8 @@ pub struct StoreConfig {
     pub io_threads: Option<usize>,
     /// Reads in flight per device: each device has its own queue of reads served by this many
     /// threads (`reo_media::ReadLanes`). Default 1, the queue depth of a sequential `fio` read
-    /// and the best measured on this project's virtual disks (`reo bench store`, same run: get
-    /// at 0.92 of raw read with depth 1, 0.75 with depth 2; BENCHMARKS.md). Raise it for devices
+    /// and the best measured on the reference machine's virtual disks (`reo bench store`, get
+    /// against raw read: depth 2 was clearly worse; docs/BENCHMARKS.md). Raise it for devices
     /// that need deeper queues for their bandwidth (many NVMe drives want 4 or more for small
     /// reads).
     pub read_depth: usize,
@@ -47,18 +47,17 @@ pub struct StoreConfig {
     pub io_error_limit: u32,
     /// Half-life of the error count (as bcache's `io_error_halflife`). Default 60 s.
     pub io_error_halflife: std::time::Duration,
-    /// Group commit of operations with durability `None`: the longest the metadata record of
-    /// such a put or free waits in memory for more records to share its journal batch (one
-    /// write and one fdatasync of every device). A batch is written at once when a `Sync`
-    /// operation or a flush waits for it, or 32 KiB of records (about 800) are queued. Default 1 s
-    /// rather than 50 ms: every batch ends in an fdatasync of every
-    /// device, which on a disk with a volatile write cache is a cache flush that stalls the data
-    /// streams — a batch per put cost about 10% of the write bandwidth in `reo bench store`, a
-    /// batch every 50 ms still 7–10% of `None` puts on the later benchmark host (BENCHMARKS.md),
-    /// while a crash may lose at most about this window of `None` operations — which is what
-    /// `None` allows (the cache's clean fills: refetched; the cleaner waits for its records
-    /// before reusing a band, and `Sync` operations never wait for the delay). Zero: a batch per
-    /// wake-up of the journal writer.
+    /// Group commit of operations with durability `None`: the longest the metadata record of such a
+    /// put or free waits in memory for more records to share its journal batch (one write and one
+    /// fdatasync of every device). A batch is written at once when a `Sync` operation or a flush
+    /// waits for it, or 32 KiB of records (about 800) are queued. Default 1 s rather than 50 ms:
+    /// every batch ends in an fdatasync of every device, which on a disk with a volatile write
+    /// cache is a cache flush that stalls the data streams — in `reo bench store` on the reference
+    /// machine a batch per put cost a clear share of the write bandwidth, and a batch every 50 ms
+    /// still a measurable share of `None` puts (docs/BENCHMARKS.md), while a crash may lose at most
+    /// about this window of `None` operations — which is what `None` allows (the cache's clean
+    /// fills: refetched; the cleaner waits for its records before reusing a band, and `Sync`
+    /// operations never wait for the delay). Zero: a batch per wake-up of the journal writer.
     pub journal_delay: std::time::Duration,
     /// Hedged reads: a read of a blob with redundancy that waits on a device whose current read
     /// has been in service this long stops waiting for it and rebuilds those chunks from the

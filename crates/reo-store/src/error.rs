@@ -18,32 +18,73 @@ pub enum Error {
     /// A device I/O operation failed; the device has been marked failed if the error was a write
     /// or sync error.
     #[error("device {device}: {op} failed: {source}")]
-    Io { device: usize, op: &'static str, source: io::Error },
+    Io {
+        /// Index of the device in the array.
+        device: usize,
+        /// The operation that failed ("read", "format", "replace").
+        op: &'static str,
+        /// The device's error.
+        source: io::Error,
+    },
     /// No band has room for the blob, even after cleaning would be needed: run GC or free blobs.
     #[error("store is full: no band has {needed} free bytes (free blobs or run the cleaner)")]
-    OutOfSpace { needed: u64 },
+    OutOfSpace {
+        /// Bytes the blob needs in the zone of each device it spans (its column height, whole 4 KiB
+        /// sectors).
+        needed: u64,
+    },
     /// The blob is larger than one band can hold.
     #[error("blob of {len} bytes exceeds the largest storable blob ({max} bytes)")]
-    TooLarge { len: u64, max: u64 },
+    TooLarge {
+        /// The blob's length in bytes.
+        len: u64,
+        /// The largest blob length in bytes one band holds with the blob's scheme.
+        max: u64,
+    },
     /// The header is longer than the format allows.
     #[error("blob header of {len} bytes exceeds the limit of {max} bytes")]
-    HeaderTooLarge { len: usize, max: usize },
+    HeaderTooLarge {
+        /// The header's length in bytes.
+        len: usize,
+        /// The limit in bytes ([`crate::MAX_HEADER_LEN`]).
+        max: usize,
+    },
     /// Not enough healthy devices to store the blob with at least its data recoverable.
     #[error("scheme {scheme} cannot keep data recoverable with only {healthy} healthy devices")]
-    InsufficientDevices { scheme: String, healthy: usize },
+    InsufficientDevices {
+        /// The requested scheme, as displayed (e.g. `rs(4,2)`).
+        scheme: String,
+        /// Devices of the array that are not failed.
+        healthy: usize,
+    },
     /// The metadata journal or checkpoint region cannot hold the store's metadata.
     #[error("metadata region full: {0}")]
     MetadataFull(String),
     /// The location does not name a live blob (freed, relocated, or never written).
     #[error("blob {seq} is not live in the store")]
-    NotFound { seq: u64 },
+    NotFound {
+        /// Sequence number of the location asked for.
+        seq: u64,
+    },
     /// The requested byte range is outside the blob.
     #[error("range {start}..{end} is outside the blob of {len} bytes")]
-    BadRange { start: u64, end: u64, len: u64 },
+    BadRange {
+        /// First byte asked for.
+        start: u64,
+        /// End of the range asked for (exclusive).
+        end: u64,
+        /// The blob's length in bytes.
+        len: u64,
+    },
     /// Data was lost beyond what its redundancy can reconstruct (dead devices or checksum
     /// mismatches). Wrong bytes are never returned instead.
     #[error("blob {seq} is unrecoverable (beyond its redundancy): {detail}")]
-    Corrupt { seq: u64, detail: String },
+    Corrupt {
+        /// Sequence number of the blob.
+        seq: u64,
+        /// Which chunks were missing or bad, and why.
+        detail: String,
+    },
     /// Metadata could not be made durable on any healthy device; the write is not acknowledged.
     #[error("metadata could not be made durable: {0}")]
     Journal(String),

@@ -56,10 +56,15 @@ impl GcHandler for KeepAll {
 /// What one cleaning pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GcReport {
+    /// The band cleaned (its zone index).
     pub band: u32,
+    /// Live blobs moved (or re-encoded) out of the band.
     pub relocated: u64,
+    /// User bytes (blob lengths) of the relocated blobs.
     pub relocated_bytes: u64,
+    /// Blobs freed because the handler said [`GcDecision::Drop`].
     pub dropped: u64,
+    /// Blobs freed because they could not be read (beyond their redundancy).
     pub lost: u64,
     /// Device bytes the band returns to the free pool.
     pub reclaimed_device_bytes: u64,

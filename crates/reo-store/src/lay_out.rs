@@ -9,9 +9,9 @@
 //! and the chunk body meet the devices' direct-I/O alignment ([`Media::vector_align`]); the
 //! rest — trailer slots, parity, a short tail chunk with its padding, unused columns — is laid
 //! out in a side buffer from the pool. Copying every byte into column buffers instead cost a
-//! fifth of the raw write bandwidth on the benchmark's machine (the copy's memory traffic
-//! competes with the devices'; BENCHMARKS.md). Side bytes are written with streaming stores and
-//! never read back: checksums and parity are computed on the blob's own bytes.
+//! large share of the raw write bandwidth on the reference machine (the copy's memory traffic
+//! competes with the devices'; docs/BENCHMARKS.md). Side bytes are written with streaming stores
+//! and never read back: checksums and parity are computed on the blob's own bytes.
 //!
 //! [`Media::vector_align`]: reo_media::Media::vector_align
 

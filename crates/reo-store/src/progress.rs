@@ -52,7 +52,9 @@ pub struct ClassProgress {
     pub blobs_done: u64,
     /// Device bytes the class's blobs occupy on the rebuilt device.
     pub bytes_total: u64,
+    /// Device bytes of the class written to the rebuilt device so far.
     pub bytes_done: u64,
+    /// Blobs of the class found beyond their redundancy (not restorable).
     pub blobs_lost: u64,
     /// Time from the start of the rebuild until every blob of the class was handled.
     pub restored_at: Option<Duration>,
@@ -63,6 +65,7 @@ pub struct ClassProgress {
 pub enum RebuildState {
     /// Waiting for `resume` (started paused, or `pause_after_blobs` reached).
     Paused,
+    /// Restoring blobs from the queue (and on demand for reads).
     Running,
     /// Every blob handled; the device has its full redundancy role back.
     Done,
@@ -73,7 +76,9 @@ pub enum RebuildState {
 /// One restored blob, in order (when `record_order` is set).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Restored {
+    /// Sequence number of the blob.
     pub seq: u64,
+    /// Its priority class (from [`RebuildOptions::priority`]).
     pub priority: u8,
     /// Repaired because a read needed it (ahead of the queue).
     pub on_demand: bool,
@@ -82,12 +87,17 @@ pub struct Restored {
 /// A rebuild's progress.
 #[derive(Debug, Clone)]
 pub struct RebuildProgress {
+    /// Index of the device being rebuilt.
     pub device: usize,
+    /// Where the rebuild is.
     pub state: RebuildState,
     /// Per priority class.
     pub classes: BTreeMap<u8, ClassProgress>,
+    /// Blobs with a chunk on the device, at the start of the rebuild (all classes).
     pub blobs_total: u64,
+    /// Blobs handled: restored, found already intact, freed meanwhile, or lost.
     pub blobs_done: u64,
+    /// Device bytes the queued blobs occupy on the rebuilt device.
     pub bytes_total: u64,
     /// Device bytes written to the new device.
     pub bytes_done: u64,
@@ -97,6 +107,7 @@ pub struct RebuildProgress {
     pub already_intact: u64,
     /// Blobs freed or moved before their turn (nothing to do).
     pub skipped: u64,
+    /// Time since the rebuild started (as of the last blob handled, or its end).
     pub elapsed: Duration,
     /// Bytes written per second so far.
     pub rate: f64,
@@ -104,6 +115,7 @@ pub struct RebuildProgress {
     pub eta: Option<Duration>,
     /// Blobs beyond their redundancy: not restorable.
     pub lost: Vec<Location>,
+    /// Blobs in the order they were handled; empty unless [`RebuildOptions::record_order`].
     pub order: Vec<Restored>,
 }
 

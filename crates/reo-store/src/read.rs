@@ -30,7 +30,7 @@ pub(crate) struct ChunkAt {
 }
 
 /// Largest merged read of full chunks (a blob's short last row may join past it: see
-/// [`Inner::joins_run`]): a longer stretch of one device is read as several reads, queued on
+/// `Inner::joins_run`): a longer stretch of one device is read as several reads, queued on
 /// its lane together, so that checking and copying the first part overlaps reading the rest.
 pub const MAX_RUN: usize = 1 << 20;
 

@@ -2,15 +2,15 @@
 //! devices read them into and handed to the caller as an ordered list of slices.
 //!
 //! Why: a read fetches each device's chunks in runs of about 1 MiB, and every chunk ends in its
-//! 512-byte trailer slot, so the bodies of a run are not contiguous and one device read cannot
-//! land them in one output buffer. A vectored read (one vector per body and one per slot) was
-//! measured slower than the copy it saves on the benchmark disk, and copying the bodies out is a
-//! pass over every byte that cost about 9% of get bandwidth there (BENCHMARKS.md). A caller that
-//! streams the bytes (the gateway's GET) or only compares them needs no contiguous copy: it takes
-//! the slices. The run buffers go back to the store's pool when the [`ReadBytes`], or the last
-//! [`Bytes`] sharing one ([`ReadBytes::into_bytes`]), is dropped. The buffers themselves are
-//! never handed out: besides the verified bodies they hold trailer slots, chunks that failed
-//! verification, parity and stale bytes of earlier operations.
+//! 512-byte trailer slot, so the bodies of a run are not contiguous and one device read cannot land
+//! them in one output buffer. A vectored read (one vector per body and one per slot) was measured
+//! slower than the copy it saves on the reference machine's disk, and copying the bodies out is a
+//! pass over every byte that cost a measurable share of get bandwidth (docs/BENCHMARKS.md). A
+//! caller that streams the bytes (the gateway's GET) or only compares them needs no contiguous
+//! copy: it takes the slices. The run buffers go back to the store's pool when the [`ReadBytes`],
+//! or the last [`Bytes`] sharing one ([`ReadBytes::into_bytes`]), is dropped. The buffers
+//! themselves are never handed out: besides the verified bodies they hold trailer slots, chunks
+//! that failed verification, parity and stale bytes of earlier operations.
 
 use crate::bufpool::BufPool;
 use crate::error::Result;
@@ -108,6 +108,7 @@ impl ReadBytes {
         self.len
     }
 
+    /// True for a read of no bytes.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

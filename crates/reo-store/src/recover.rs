@@ -40,13 +40,21 @@ enum Found {
 /// How the open went (for logs and tests).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OpenReport {
+    /// The devices were all blank and this open formatted them (a new, empty store).
     pub formatted: bool,
+    /// The store had been closed cleanly: its checkpoint was clean and no journal batch
+    /// followed it.
     pub clean: bool,
+    /// Journal batches written after the checkpoint and replayed over it.
     pub batches_replayed: u64,
+    /// Records in those batches.
     pub records_replayed: u64,
     /// Blobs of the last batch whose data did not verify (never acknowledged) and were dropped.
     pub dropped_unverified: u64,
+    /// Live blobs once the open is done.
     pub live_blobs: usize,
+    /// Devices that open failed (blank or unreadable among members, stale, or marked rebuilding
+    /// beside the one that resumes), by index, sorted.
     pub failed_devices: Vec<usize>,
     /// A device whose superblock was marked rebuilding: its rebuild was interrupted. Reads treat
     /// its chunks of older blobs as missing until [`Store::resume_rebuild`] restores them.
@@ -238,8 +246,8 @@ fn format(devices: Vec<Arc<dyn Media>>, cfg: &StoreConfig, pool: IoPool) -> Resu
 
 /// Applies `records` (in their order within each band) and returns the highest sequence number
 /// put. A record only ever touches its own band, so the records are split by band and the bands
-/// applied in parallel, each band's live map sized once: replaying 300,000 journal records one
-/// by one took ~50 ms here, half of a crash restart before its checkpoint.
+/// applied in parallel, each band's live map sized once: replaying the records one by one was
+/// measured to be a large part of a crash restart before its checkpoint.
 fn apply_by_band(inner: &Inner, records: impl IntoIterator<Item = Record>) -> u64 {
     let mut per_band: Vec<Vec<Record>> = (0..inner.space.band_count()).map(|_| Vec::new()).collect();
     for rec in records {

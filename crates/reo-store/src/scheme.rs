@@ -14,8 +14,8 @@ pub enum Placement {
     /// The whole blob on one device chosen by its placement key: a dead device loses only the
     /// blobs it holds.
     Isolated,
-    /// Chunks spread over all devices (the paper's 0-parity): faster, but any dead device loses
-    /// every blob with a chunk on it.
+    /// Chunks spread over all devices (the Reo paper's 0-parity, docs/REFERENCES.md §P1): faster,
+    /// but any dead device loses every blob with a chunk on it.
     Striped,
 }
 
@@ -25,7 +25,12 @@ pub enum Scheme {
     /// `r` identical copies on distinct devices; tolerates r − 1 failures.
     Replicate(u8),
     /// Reed-Solomon: `k` data + `p` parity chunks per stripe; tolerates p failures.
-    Rs { k: u8, p: u8 },
+    Rs {
+        /// Data chunks per stripe.
+        k: u8,
+        /// Parity chunks per stripe.
+        p: u8,
+    },
     /// No redundancy.
     None(Placement),
 }

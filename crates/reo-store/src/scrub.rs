@@ -31,6 +31,7 @@ pub struct ScrubOptions {
 /// What a scrub found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ScrubReport {
+    /// Live blobs checked.
     pub blobs: u64,
     /// Chunks read and checked.
     pub chunks_verified: u64,
@@ -40,6 +41,7 @@ pub struct ScrubReport {
     pub chunks_repaired: u64,
     /// Chunks not checked: on failed devices or awaiting the rebuild.
     pub chunks_skipped: u64,
+    /// Device bytes read (the chunks' heights; what the rate limit counts).
     pub bytes_read: u64,
     /// Blobs with a bad chunk their redundancy cannot rebuild.
     pub unrecoverable: Vec<Location>,

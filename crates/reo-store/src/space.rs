@@ -35,6 +35,7 @@ const SNAPSHOT_GROUPS: usize = 8;
 /// Space held by one scheme.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SchemeSpace {
+    /// Bands (open or sealed) holding the scheme's blobs.
     pub bands: usize,
     /// User bytes of live blobs.
     pub live_bytes: u64,
@@ -49,21 +50,30 @@ pub struct SchemeSpace {
 pub struct SpaceReport {
     /// Device bytes of all zones of all devices.
     pub capacity: u64,
+    /// Free bands (no scheme assigned), the cleaner's reserve of `GC_RESERVE` bands included.
     pub free_bands: usize,
+    /// Bands of the store (zones per device).
     pub total_bands: usize,
+    /// Space held by each scheme in use, sorted by the scheme's name.
     pub per_scheme: Vec<(Scheme, SchemeSpace)>,
 }
 
 /// One band's state and space, for operators and the cleaner's callers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BandInfo {
+    /// The band's index (its zone on every device).
     pub band: u32,
     /// "free", "open" or "sealed".
     pub state: &'static str,
+    /// The scheme the band was opened for; `None` while free.
     pub scheme: Option<Scheme>,
+    /// Live blobs in the band.
     pub live_blobs: usize,
+    /// User bytes of its live blobs.
     pub live_bytes: u64,
+    /// Device bytes held by its live blobs (with redundancy and padding).
     pub live_device_bytes: u64,
+    /// Device bytes written in the band (live + dead), over all devices.
     pub used_device_bytes: u64,
     /// Device bytes not yet written (the band's capacity minus used).
     pub free_device_bytes: u64,
@@ -371,8 +381,8 @@ impl Space {
     /// A checkpoint's snapshot of the bands: their entries ([`Band::encode_entry`]) and the
     /// records of their live blobs (with `Unrestored` records for those in `unrestored`, per
     /// device), in groups of consecutive bands to be concatenated. The groups are encoded in
-    /// parallel on `pool`: the snapshot holds the gate (puts wait), and a single thread took
-    /// ~60 ms per 300,000 blobs here.
+    /// parallel on `pool`: the snapshot holds the gate (puts wait), and on a single thread it
+    /// grows long enough with many blobs to stall puts noticeably.
     pub fn snapshot(
         &self,
         _frozen: &Frozen,

@@ -43,33 +43,46 @@ pub struct Counters {
 /// and count every device written.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StoreStats {
+    /// Blobs put by users (relocations by the cleaner excluded).
     pub puts: u64,
     /// User bytes put (blob lengths).
     pub put_bytes: u64,
     /// Device bytes written by puts.
     pub put_device_bytes: u64,
+    /// Blobs freed (by users, and by the cleaner when it drops or loses one).
     pub frees: u64,
+    /// Blob reads (a whole blob or a byte range), the cleaner's and the open's checks included.
     pub reads: u64,
+    /// User bytes those reads asked for (the ranges' lengths).
     pub read_bytes: u64,
     /// Reads that needed a copy or a reconstruction.
     pub degraded_reads: u64,
+    /// Chunks rebuilt from copies or parity in place of missing, bad or slow ones.
     pub reconstructed_chunks: u64,
     /// Chunks whose checksum (or identity) did not match.
     pub checksum_errors: u64,
+    /// Device reads that failed with an I/O error (charged to their device).
     pub read_errors: u64,
     /// Device reads a reader stopped waiting for (the device's read in service past
     /// `slow_read_after`), their chunks rebuilt from the other devices.
     pub slow_reads: u64,
+    /// Device writes or syncs that failed (puts, metadata, rebuilds, scrub repairs).
     pub write_errors: u64,
+    /// Cleaning passes (one band each).
     pub gc_runs: u64,
+    /// Blobs the cleaner moved to another band.
     pub gc_relocated_blobs: u64,
     /// User bytes the cleaner moved (apart from user writes: flash-layer write amplification).
     pub gc_relocated_bytes: u64,
     /// Device bytes the cleaner wrote.
     pub gc_device_bytes: u64,
+    /// Blobs the cleaner freed because its handler said drop.
     pub gc_dropped_blobs: u64,
+    /// Metadata journal batches written.
     pub journal_batches: u64,
+    /// Device bytes of metadata written: journal batches and checkpoints, every device counted.
     pub journal_device_bytes: u64,
+    /// Metadata checkpoints written.
     pub checkpoints: u64,
     /// Devices ejected by the error budget.
     pub ejections: u64,

@@ -66,7 +66,9 @@ pub enum Durability {
 /// Options of one put.
 #[derive(Debug, Clone, Copy)]
 pub struct PutOptions {
+    /// Redundancy scheme the blob is stored with.
     pub scheme: Scheme,
+    /// When the put returns.
     pub durability: Durability,
     /// For isolated placement: blobs with the same key go to the same device.
     pub placement_key: u64,

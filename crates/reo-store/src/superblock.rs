@@ -36,17 +36,30 @@ pub const SUPERBLOCK_AREA: u64 = 8192;
 /// Layout of every device of a store (identical on all devices but for the index).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
+    /// Id of the store (from the clock and process id at format time; never 0), written on every
+    /// member: a device with another id is not of this store.
     pub store_id: u64,
+    /// Devices in the array (1 to 64).
     pub devices: u16,
+    /// Bytes of each device the store uses: the shortest device's length at format time.
     pub device_len: u64,
+    /// Chunk size in bytes (a multiple of 4 KiB, [`crate::MIN_CHUNK`] to [`crate::MAX_CHUNK`]).
     pub chunk: u32,
+    /// Zone size in bytes (a multiple of `chunk`): one band's share of each device.
     pub zone: u64,
+    /// Zones per device, which is the number of bands.
     pub zones: u32,
+    /// Byte offset of the metadata journal on each device.
     pub journal_off: u64,
+    /// Bytes of the journal region.
     pub journal_len: u64,
+    /// Byte offset of checkpoint slot 0; slot 1 follows it.
     pub ckpt_off: u64,
+    /// Bytes of one checkpoint slot.
     pub ckpt_len: u64,
+    /// Byte offset of zone 0 (MiB-aligned when planned).
     pub data_off: u64,
+    /// Id of the Reed-Solomon codec the parity was written with ([`crate::rs::CODEC_ID`]).
     pub codec: u32,
 }
 

@@ -5,10 +5,10 @@
 //! A blob is laid out and written a segment of rows at a time ([`SEGMENT`] bytes per device):
 //! the segment's device writes go to the I/O pool, all devices in parallel, while the caller lays
 //! out the next segment. Laying out (a CRC32C of every byte, the parity, and a copy of the bytes
-//! the devices cannot take from the caller's memory) took about a seventh of the time of writing
-//! the same bytes on the benchmark's disk when every byte was copied; done before any write, it
-//! would add that much to every put and leave the devices idle meanwhile. (1 MiB measured better
-//! than 2 or 4 MiB, and far better than 512 KiB: BENCHMARKS.md.)
+//! the devices cannot take from the caller's memory) took a sizeable fraction of the time of
+//! writing the same bytes when every byte was copied; done before any write, it would add that much to every put and leave
+//! the devices idle meanwhile. (1 MiB measured best against 512 KiB, 2 and 4 MiB on the
+//! reference machine: docs/BENCHMARKS.md.)
 
 use crate::config::MAX_HEADER_LEN;
 use crate::error::{Error, Result};
