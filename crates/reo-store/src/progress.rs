@@ -115,6 +115,9 @@ pub struct RebuildProgress {
     pub eta: Option<Duration>,
     /// Blobs beyond their redundancy: not restorable.
     pub lost: Vec<Location>,
+    /// Blobs whose column the new device failed to take (it is then failed again): not lost,
+    /// their other chunks still hold them, and a later replacement restores them.
+    pub unwritten: u64,
     /// Blobs in the order they were handled; empty unless [`RebuildOptions::record_order`].
     pub order: Vec<Restored>,
 }
@@ -136,6 +139,7 @@ impl RebuildProgress {
             rate: 0.0,
             eta: None,
             lost: Vec::new(),
+            unwritten: 0,
             order: Vec::new(),
         }
     }

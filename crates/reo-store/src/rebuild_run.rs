@@ -337,7 +337,9 @@ fn write_stage(
                 Err(e) => {
                     inner.stats.add(Stat::WriteErrors, 1);
                     inner.mark_failed(d, &format!("write error during rebuild: {e}"));
-                    outcomes.extend((i..j).map(|_| Outcome::Lost));
+                    // Not lost: the layer above frees lost blobs, and these are whole on the
+                    // other devices.
+                    outcomes.extend((i..j).map(|_| Outcome::Unwritten));
                 }
             }
             i = j;

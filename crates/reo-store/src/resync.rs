@@ -220,6 +220,8 @@ pub(crate) enum Outcome {
     Skipped,
     /// Beyond its redundancy.
     Lost,
+    /// The new device failed to take its column; the blob keeps its other chunks.
+    Unwritten,
 }
 
 /// One device's rebuild.
@@ -438,6 +440,7 @@ impl Resync {
                 class.blobs_lost += 1;
                 p.lost.push(*loc);
             }
+            Outcome::Unwritten => p.unwritten += 1,
         }
         if class.blobs_done >= class.blobs_total && class.restored_at.is_none() {
             class.restored_at = Some(t0.elapsed());

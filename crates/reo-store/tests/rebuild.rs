@@ -723,3 +723,27 @@ fn a_rebuild_whose_lost_blobs_cannot_be_journaled_leaves_the_device_up() {
     }
     assert_eq!(store.stats().checksum_errors, 0);
 }
+
+/// A replacement that fails while the rebuild writes to it is failed again, and the blobs it did
+/// not take are not reported lost (the layer above frees lost blobs): their other chunks hold
+/// them, and every one still reads back exact.
+#[test]
+fn blobs_a_failing_replacement_did_not_take_are_not_lost() {
+    let cfg = small_config();
+    let devs = devices(4, DEV);
+    let store = open(&devs, &cfg);
+    let blobs = fill(&store, Scheme::Replicate(3), 24, 7);
+    store.fail_device(1).unwrap();
+    let spare = fresh();
+    let opts = RebuildOptions { start_paused: true, ..Default::default() };
+    let h = store.replace_device(1, spare.clone(), opts).unwrap();
+    spare.fail_at(1, OpKind::Write, true);
+    h.resume();
+    let p = h.wait();
+    assert_eq!(store.failed_devices(), vec![1], "the failing replacement is failed again");
+    assert!(p.lost.is_empty(), "reported lost: {:?}", p.lost);
+    assert!(p.unwritten > 0, "{p:?}");
+    for (loc, data) in &blobs {
+        assert_eq!(&store.read_all(loc).unwrap(), data);
+    }
+}
