@@ -5,7 +5,8 @@ A module is a source file (`a/b.rs` or `a/b/mod.rs` is `a::b`). Module A depends
 when A's non-test code names B by path: `use crate::b::…`, `crate::b::X`, `super::b::…`,
 `self::b::…` or a bare `b::X` where `b` is a module A declares or a sibling `use`s. A parent's
 `mod b;` and `pub use b::…` re-exports are the crate's facade, not a dependency of the parent.
-Code after the first `#[cfg(test)]` line is a test and is ignored: tests may reach anywhere.
+Items under `#[cfg(test)]` and test files (`#[cfg(test)] mod x;`) are ignored: tests may reach
+anywhere.
 
     scripts/use-cycles.py [CRATE_SRC_DIR ...]   (default: every crates/*/src)
 """
@@ -26,15 +27,52 @@ def module_of(src: pathlib.Path, path: pathlib.Path) -> tuple:
     return tuple(parts)
 
 
+ITEM_RE = re.compile(r"(?:#\[[^\]]*\]\s*)*(?:pub(?:\([a-z]+\))?\s+)?(?:unsafe\s+)?(mod|fn|impl|use|struct|enum|const|static|type|trait)\b")
+
+
+def end_of_item(text: str, at: int) -> int:
+    """Where the item starting at `at` ends: after its `;`, or after the `}` matching its first `{`."""
+    depth = 0
+    for i in range(at, len(text)):
+        ch = text[i]
+        if ch == ";" and depth == 0:
+            return i + 1
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return len(text)
+
+
 def strip(text: str) -> str:
-    """Non-test code without comments and string literals."""
-    cut = text.find("#[cfg(test)]")
-    if cut >= 0:
-        text = text[:cut]
+    """Non-test code without comments and string literals: every item under `#[cfg(test)]`
+    (a test module, a test-only function or import) is removed; on anything else (a field, an
+    expression) only the attribute is."""
     text = re.sub(r"//[^\n]*", "", text)
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     text = re.sub(r'"(?:\\.|[^"\\])*"', '""', text)
-    return text
+    out, pos = [], 0
+    for m in re.finditer(r"#\[cfg\(test\)\]", text):
+        if m.start() < pos:
+            continue
+        out.append(text[pos : m.start()])
+        rest = m.end()
+        item = ITEM_RE.match(text, rest + len(text[rest:]) - len(text[rest:].lstrip()))
+        pos = end_of_item(text, rest) if item else rest
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def test_modules(src: pathlib.Path, files: dict) -> set:
+    """Modules declared `#[cfg(test)] mod x;`: test files, not part of the crate's code."""
+    tests = set()
+    for mod, path in files.items():
+        text = re.sub(r"//[^\n]*", "", path.read_text())
+        for m in re.finditer(r"#\[cfg\(test\)\]\s*(?:#\[[^\]]*\]\s*)*mod\s+([a-z_0-9]+)\s*;", text):
+            tests.add(mod + (m.group(1),))
+    return tests
 
 
 def resolve(mod: tuple, anchor: str, rest: list, modules: set) -> tuple:
@@ -76,6 +114,8 @@ def expand_use(tree: str) -> list:
 
 def crate_graph(src: pathlib.Path) -> dict:
     files = {module_of(src, p): p for p in src.rglob("*.rs")}
+    tests = test_modules(src, files)
+    files = {m: p for m, p in files.items() if not any(m[: len(t)] == t for t in tests)}
     modules = set(files)
     graph = {m: set() for m in modules}
     for mod, path in files.items():
