@@ -17,16 +17,19 @@ use std::hash::{BuildHasherDefault, Hasher};
 pub struct SeqHasher(u64);
 
 impl Hasher for SeqHasher {
+    #[inline]
     fn finish(&self) -> u64 {
         self.0
     }
 
+    #[inline]
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
             self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         }
     }
 
+    #[inline]
     fn write_u64(&mut self, n: u64) {
         self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
@@ -88,6 +91,7 @@ impl Band {
     }
 
     /// Opens a free band for `scheme` over `devices` devices.
+    #[inline]
     pub fn open(&mut self, scheme: Scheme, devices: usize) {
         let cursors = if scheme.is_isolated() { devices } else { 1 };
         *self = Band::new();
@@ -97,12 +101,14 @@ impl Band {
     }
 
     /// Device bytes a blob of `sectors` sectors occupies in this band.
+    #[inline]
     pub fn phys(scheme: &Scheme, sectors: u64, devices: usize) -> u64 {
         let cols = if scheme.is_isolated() { 1 } else { devices as u64 };
         sectors * SECTOR * cols
     }
 
     /// Device bytes written so far (live or dead).
+    #[inline]
     pub fn used_phys(&self, devices: usize) -> u64 {
         match self.scheme {
             Some(s) if s.is_isolated() => self.cursor.iter().sum::<u64>() * SECTOR,
@@ -112,6 +118,7 @@ impl Band {
     }
 
     /// Records a live blob occupying `sectors`.
+    #[inline]
     pub fn insert(&mut self, loc: Location, header: Box<[u8]>, sectors: u64, devices: usize) {
         self.live_bytes += loc.len;
         self.live_phys += Band::phys(&loc.scheme, sectors, devices);
@@ -120,6 +127,7 @@ impl Band {
     }
 
     /// Forgets a live blob; returns it if it was live.
+    #[inline]
     pub fn remove(&mut self, seq: u64, sectors_of: impl Fn(&Location) -> u64, devices: usize) -> Option<Entry> {
         let e = self.live.remove(&seq)?;
         self.live_bytes -= e.loc.len;
@@ -164,6 +172,7 @@ impl Band {
     }
 
     /// Extends the cursor to cover a blob at `start` of `sectors` (replay of a put record).
+    #[inline]
     pub fn cover(&mut self, loc: &Location, sectors: u64) {
         let i = if loc.scheme.is_isolated() { loc.device as usize } else { 0 };
         if let Some(c) = self.cursor.get_mut(i) {
@@ -174,6 +183,7 @@ impl Band {
 }
 
 impl Default for Band {
+    #[inline]
     fn default() -> Self {
         Band::new()
     }

@@ -63,75 +63,89 @@ impl DeviceSet {
     }
 
     /// Number of devices.
+    #[inline]
     pub fn len(&self) -> usize {
         self.media.len()
     }
 
     /// Device `d` (its slot: I/O goes to the media installed now).
+    #[inline]
     pub fn get(&self, d: usize) -> &dyn Media {
         self.media[d].as_ref()
     }
 
     /// The media installed in slot `d` now (not the slot).
+    #[inline]
     pub fn installed(&self, d: usize) -> Arc<dyn Media> {
         self.slots[d].get()
     }
 
     /// How many times media was swapped into slot `d` (`slot.rs`): an I/O failure is charged to
     /// the device only if this did not change while it ran.
+    #[inline]
     pub fn generation(&self, d: usize) -> u64 {
         self.slots[d].generation()
     }
 
     /// Whether every device keeps bytes (false: byte-less simulated media).
+    #[inline]
     pub fn stores_bytes(&self) -> bool {
         self.stores_bytes
     }
 
     /// The largest direct-I/O alignment a vectored write needs on any device.
+    #[inline]
     pub fn vector_align(&self) -> usize {
         self.media.iter().map(|d| d.vector_align()).max().unwrap_or(1)
     }
 
     /// The pool that runs device I/O (and the store's parallel CPU work) on its threads.
+    #[inline]
     pub fn pool(&self) -> &IoPool {
         &self.pool
     }
 
     /// A batch of reads on the devices' lanes.
+    #[inline]
     pub fn read_batch(&self) -> ReadBatch<'_> {
         self.lanes.batch()
     }
 
     /// How long device `d`'s current read has been in service (zero when idle).
+    #[inline]
     pub fn busy_for(&self, d: usize) -> Duration {
         self.lanes.busy_for(d)
     }
 
     /// Installs `media` in slot `d`, with new lane threads (a read stuck in the old media must
     /// neither block nor count against it) and a clean error budget.
+    #[inline]
     pub fn replace(&self, d: usize, media: Arc<dyn Media>) {
         self.slots[d].swap(media);
         self.lanes.renew(d);
         self.budgets[d].reset();
     }
 
+    #[inline]
     pub fn is_failed(&self, d: usize) -> bool {
         self.failed[d].load(Ordering::Acquire)
     }
 
     /// No device is failed.
+    #[inline]
     pub fn none_failed(&self) -> bool {
         (0..self.len()).all(|d| !self.is_failed(d))
     }
 
     /// Devices not failed.
+    #[inline]
     pub fn healthy(&self) -> usize {
         (0..self.len()).filter(|&d| !self.is_failed(d)).count()
     }
 
     /// Marks device `d` failed, logging why. Returns whether this call failed it (false: it was
     /// failed already).
+    #[inline]
     pub fn set_failed(&self, d: usize, why: &str) -> bool {
         let newly = !self.failed[d].swap(true, Ordering::AcqRel);
         if newly {
@@ -141,21 +155,25 @@ impl DeviceSet {
     }
 
     /// Marks device `d` failed without a word (by command, or at open).
+    #[inline]
     pub fn fail_quietly(&self, d: usize) {
         self.failed[d].store(true, Ordering::Release);
     }
 
     /// Brings a replaced device `d` back: neither failed nor stale.
+    #[inline]
     pub fn bring_back(&self, d: usize) {
         self.stale[d].store(false, Ordering::SeqCst);
         self.failed[d].store(false, Ordering::SeqCst);
     }
 
+    #[inline]
     pub fn is_stale(&self, d: usize) -> bool {
         self.stale[d].load(Ordering::Acquire)
     }
 
     /// Sets the stale mark of `d`, counting it; true if it was not set.
+    #[inline]
     pub fn set_stale(&self, d: usize) -> bool {
         let new = !self.stale[d].swap(true, Ordering::AcqRel);
         if new {
@@ -166,6 +184,7 @@ impl DeviceSet {
 
     /// Sets the stale mark of `d` as the metadata replayed at open says (not counted; a device
     /// index beyond the store is ignored).
+    #[inline]
     pub fn replay_stale(&self, d: usize) {
         if let Some(s) = self.stale.get(d) {
             s.store(true, Ordering::Release);
@@ -173,11 +192,13 @@ impl DeviceSet {
     }
 
     /// Stale marks set since open.
+    #[inline]
     pub fn stale_marks(&self) -> u64 {
         self.stale_marks.load(Ordering::Acquire)
     }
 
     /// Counts a read error on device `d` at `now` in its budget; returns its decayed count.
+    #[inline]
     pub fn charge_error(&self, d: usize, now: Instant, halflife: Duration) -> f64 {
         self.budgets[d].add(now, halflife)
     }
@@ -223,6 +244,7 @@ impl ErrorBudget {
     }
 
     /// Forgets every error (a replaced device starts with a clean budget).
+    #[inline]
     fn reset(&self) {
         *self.state.lock() = None;
     }

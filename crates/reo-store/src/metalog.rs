@@ -47,71 +47,84 @@ struct JournalPos {
 }
 
 impl MetaLog {
+    #[inline]
     pub fn new(journal: Journal) -> MetaLog {
         MetaLog { journal, pos: Mutex::new(JournalPos::default()), gate: RwLock::new(()), put_fence: RwLock::new(()) }
     }
 
     /// At open: the journal follows checkpoint `ckpt_number` of generation `gen`; `wedged`: no
     /// batch may be appended before a checkpoint starts a new generation (see [`JournalPos`]).
+    #[inline]
     pub fn recovered(&self, gen: u64, ckpt_number: u64, wedged: bool) {
         *self.pos.lock() = JournalPos { gen, pos: 0, batch: 0, ckpt_number, wedged };
     }
 
     /// Whether every batch must go through a checkpoint (see [`JournalPos`]).
+    #[inline]
     pub fn wedged(&self) -> bool {
         self.pos.lock().wedged
     }
 
     /// Queues a waiter and no record: the returned [`Pending`] resolves once every record queued
     /// so far is durable.
+    #[inline]
     pub fn flush(&self) -> Result<Pending> {
         self.journal.enqueue(true, |_| {})
     }
 
     /// Queues records that change no live state and need no gate (a device's stale mark, set
     /// with its record under the queue lock), without the group-commit delay.
+    #[inline]
     pub fn enqueue_urgent(&self, f: impl FnOnce(&mut Writer)) -> Result<()> {
         self.journal.enqueue_urgent(f)
     }
 
     /// The writer thread's next batch ([`Journal::take`]).
+    #[inline]
     pub fn take(&self) -> Option<Batch> {
         self.journal.take()
     }
 
     /// Asks the writer to exit ([`Journal::stop`]).
+    #[inline]
     pub fn stop(&self, kill: bool) {
         self.journal.stop(kill);
     }
 
     /// Held by the writer thread: closes the journal if the thread panics.
+    #[inline]
     pub fn writer_guard(&self) -> WriterGuard<'_> {
         self.journal.writer_guard()
     }
 
     /// Reopens a stopped journal (tests standing in for the writer thread).
     #[cfg(test)]
+    #[inline]
     pub fn reopen(&self) {
         self.journal.reopen();
     }
 
     /// The put fence, shared: taken by a put before its sequence number.
+    #[inline]
     pub fn fence_put(&self) -> PutFence<'_> {
         PutFence { _fence: self.put_fence.read() }
     }
 
     /// The put fence, exclusive: no put is between taking its sequence number and recording its
     /// blob while this is held.
+    #[inline]
     pub fn fence_all_puts(&self) -> PutsFenced<'_> {
         PutsFenced { _fence: self.put_fence.write() }
     }
 
     /// The gate, shared: a mutation of the live state and its records.
+    #[inline]
     pub fn mutation(&self) -> Mutation<'_> {
         Mutation { log: self, _gate: self.gate.read() }
     }
 
     /// The journal position: the writer appending a batch.
+    #[inline]
     pub fn append(&self) -> Appending<'_> {
         Appending { log: self, pos: self.pos.lock() }
     }
@@ -119,6 +132,7 @@ impl MetaLog {
     /// Starts a checkpoint: takes the journal position, then the gate in write mode (the one
     /// place both are taken, and in this order): no mutation is half-done while the state is
     /// snapshot, and no batch is appended until the checkpoint is written or given up.
+    #[inline]
     pub fn begin_checkpoint(&self) -> Frozen<'_> {
         let pos = self.pos.lock();
         let gate = self.gate.write();
@@ -146,6 +160,7 @@ impl Mutation<'_> {
     /// Queues the mutation's records, written by `f`; with `wait`, the returned [`Pending`]
     /// resolves when they are durable. Wait for it after dropping the guard: the journal
     /// writer's checkpoints take the gate.
+    #[inline]
     pub fn enqueue(&self, wait: bool, f: impl FnOnce(&mut Writer)) -> Result<Pending> {
         self.log.journal.enqueue(wait, f)
     }
@@ -161,22 +176,26 @@ impl Appending<'_> {
     /// Was a checkpoint that drained the queue after a batch was taken (at `drains`) written?
     /// Then the batch's records are in its snapshot. No checkpoint is half-done meanwhile: it
     /// would hold the position.
+    #[inline]
     pub fn covered_since(&self, drains: u64) -> bool {
         self.log.journal.covered_since(drains)
     }
 
     /// The (generation, number) of the next batch.
+    #[inline]
     pub fn next_batch(&self) -> (u64, u64) {
         (self.pos.gen, self.pos.batch)
     }
 
     /// Where in the journal region a batch of `len` bytes goes, if it may be appended to a
     /// region of `journal_len` bytes: not when wedged, nor when it does not fit.
+    #[inline]
     pub fn room(&self, len: u64, journal_len: u64) -> Option<u64> {
         (!self.pos.wedged && self.pos.pos + len <= journal_len).then_some(self.pos.pos)
     }
 
     /// A batch of `len` bytes was appended.
+    #[inline]
     pub fn appended(&mut self, len: u64) {
         self.pos.pos += len;
         self.pos.batch += 1;
@@ -193,11 +212,13 @@ pub(crate) struct Frozen<'a> {
 
 impl<'a> Frozen<'a> {
     /// Takes every record queued: the snapshot holds their effect.
+    #[inline]
     pub fn drain(&self) -> Drained {
         self.log.journal.drain()
     }
 
     /// Releases the gate, keeping the journal position until the checkpoint is written.
+    #[inline]
     pub fn thaw(self) -> Checkpointing<'a> {
         Checkpointing { log: self.log, pos: self.pos }
     }
@@ -211,12 +232,14 @@ pub(crate) struct Checkpointing<'a> {
 
 impl Checkpointing<'_> {
     /// The checkpoint's (generation, number): the next of each.
+    #[inline]
     pub fn next(&self) -> (u64, u64) {
         (self.pos.gen + 1, self.pos.ckpt_number + 1)
     }
 
     /// The checkpoint is written: its generation starts with an empty journal, and the records
     /// it drained are acknowledged.
+    #[inline]
     pub fn written(mut self, drained: Drained) {
         let (gen, number) = self.next();
         *self.pos = JournalPos { gen, pos: 0, batch: 0, ckpt_number: number, wedged: false };
@@ -229,6 +252,7 @@ impl Checkpointing<'_> {
     /// could lose an older `None` put or free than a newer acknowledged one. `journal_full`: it
     /// was taken because a batch did not fit, whose records are now in no journal, so that the
     /// generation takes no more batches.
+    #[inline]
     pub fn failed(mut self, drained: Drained, journal_full: bool) {
         self.pos.wedged |= journal_full;
         self.log.journal.undrain(drained);

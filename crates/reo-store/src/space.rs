@@ -130,29 +130,35 @@ impl Space {
         }
     }
 
+    #[inline]
     fn sectors(&self, loc: &Location) -> u64 {
         Shape::of(loc, self.devices, self.chunk).sectors()
     }
 
+    #[inline]
     fn zone_sectors(&self) -> u64 {
         self.zone / SECTOR
     }
 
     /// Takes the cleaner's lock: no band is reset and reused while it is held.
+    #[inline]
     pub fn lock_cleaner(&self) -> CleanerLock<'_> {
         CleanerLock { _held: self.cleaner.lock() }
     }
 
+    #[inline]
     pub fn band_count(&self) -> usize {
         self.bands.len()
     }
 
     /// Is `loc` a live blob?
+    #[inline]
     pub fn is_live(&self, loc: &Location) -> bool {
         self.bands.get(loc.band as usize).is_some_and(|b| b.read().live.get(&loc.seq).is_some_and(|e| e.loc == *loc))
     }
 
     /// The header of the live blob at `loc`.
+    #[inline]
     pub fn header(&self, loc: &Location) -> Option<Vec<u8>> {
         let b = self.bands.get(loc.band as usize)?.read();
         b.live.get(&loc.seq).filter(|e| e.loc == *loc).map(|e| e.header.to_vec())
@@ -170,11 +176,13 @@ impl Space {
     }
 
     /// Number of live blobs.
+    #[inline]
     pub fn blob_count(&self) -> usize {
         self.bands.iter().map(|b| b.read().live.len()).sum()
     }
 
     /// Bands on the free list.
+    #[inline]
     pub fn free_bands(&self) -> usize {
         self.alloc.lock().free.len()
     }
@@ -236,6 +244,7 @@ impl Space {
     }
 
     /// The live blobs of `band` (in no order), and the device bytes written in it.
+    #[inline]
     pub fn contents(&self, band: u32) -> (Vec<Entry>, u64) {
         let b = self.bands[band as usize].read();
         (b.live.values().cloned().collect(), b.used_phys(self.devices))
@@ -258,22 +267,26 @@ impl Space {
     }
 
     /// The next sequence number to be taken (the age of the store, for the cleaner).
+    #[inline]
     pub fn next_seq(&self) -> u64 {
         self.next_seq.load(Ordering::Acquire)
     }
 
     /// Takes a put's sequence number, under the put fence.
+    #[inline]
     pub fn take_seq(&self, _fence: &PutFence) -> u64 {
         self.next_seq.fetch_add(1, Ordering::AcqRel)
     }
 
     /// The next sequence number while no put holds one unrecorded: every blob below it is
     /// recorded, every later one is not taken yet.
+    #[inline]
     pub fn seq_boundary(&self, _fenced: &PutsFenced) -> u64 {
         self.next_seq.load(Ordering::SeqCst)
     }
 
     /// Sets the next sequence number (open).
+    #[inline]
     pub fn set_next_seq(&self, seq: u64) {
         self.next_seq.store(seq, Ordering::Release);
     }
@@ -332,11 +345,13 @@ impl Space {
     }
 
     /// Ends a put's reservation in `band` without a blob (not written, or discarded).
+    #[inline]
     pub fn release(&self, band: u32) {
         self.bands[band as usize].write().inflight -= 1;
     }
 
     /// Ends a put's reservation in `band`, recording the blob written at `loc`.
+    #[inline]
     pub fn land(&self, _m: &Mutation, band: u32, loc: &Location, header: &[u8]) {
         let mut b = self.bands[band as usize].write();
         b.inflight -= 1;
@@ -356,6 +371,7 @@ impl Space {
 
     /// Empties `band` for reuse (the cleaner's last step, before [`Space::reclaim`]); false if
     /// it holds live blobs.
+    #[inline]
     pub fn reset_if_empty(&self, _m: &Mutation, band: u32) -> bool {
         let mut b = self.bands[band as usize].write();
         if !b.live.is_empty() {
@@ -366,11 +382,13 @@ impl Space {
     }
 
     /// Puts the emptied `band` back on the free list.
+    #[inline]
     pub fn reclaim(&self, band: u32) {
         self.alloc.lock().free.push_back(band);
     }
 
     /// Seals the open bands, so that the cleaner may take them too.
+    #[inline]
     pub fn seal_open(&self) {
         let mut alloc = self.alloc.lock();
         for (_, band) in alloc.open.drain() {

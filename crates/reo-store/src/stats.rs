@@ -93,6 +93,7 @@ pub struct StoreStats {
 }
 
 impl Default for Counters {
+    #[inline]
     fn default() -> Self {
         Counters { counts: std::array::from_fn(|_| AtomicU64::new(0)) }
     }
@@ -100,6 +101,7 @@ impl Default for Counters {
 
 impl Counters {
     /// Adds `v` to counter `s`.
+    #[inline]
     pub fn add(&self, s: Stat, v: u64) {
         self.counts[s as usize].fetch_add(v, Relaxed);
     }

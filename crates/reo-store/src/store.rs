@@ -76,17 +76,20 @@ pub struct PutOptions {
 
 impl PutOptions {
     /// Options with `scheme`, no durability wait and placement key 0.
+    #[inline]
     pub fn new(scheme: Scheme) -> Self {
         PutOptions { scheme, durability: Durability::None, placement_key: 0 }
     }
 
     /// Same options with durability `d`.
+    #[inline]
     pub fn durability(mut self, d: Durability) -> Self {
         self.durability = d;
         self
     }
 
     /// Same options with placement key `k`.
+    #[inline]
     pub fn placement(mut self, k: u64) -> Self {
         self.placement_key = k;
         self
@@ -119,30 +122,36 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    #[inline]
     pub fn n(&self) -> usize {
         self.devs.len()
     }
 
+    #[inline]
     pub fn chunk(&self) -> usize {
         self.layout.chunk as usize
     }
 
+    #[inline]
     pub fn shape(&self, loc: &Location) -> Shape {
         Shape::of(loc, self.n(), self.chunk())
     }
 
+    #[inline]
     pub fn sectors(&self, loc: &Location) -> u64 {
         self.shape(loc).sectors()
     }
 
     /// Is device `d` unusable for blob `seq`: failed, or lacking its chunks (being rebuilt and
     /// this blob not restored yet, or rebuilt without it: `resync.rs`)?
+    #[inline]
     pub fn down(&self, d: usize, seq: u64) -> bool {
         self.devs.is_failed(d) || self.resync.misses(d, seq)
     }
 
     /// No device failed, being rebuilt or missing blobs its rebuild lost: [`Inner::down`] is
     /// false for every device and blob.
+    #[inline]
     pub fn all_up(&self) -> bool {
         self.resync.idle() && self.devs.none_failed()
     }

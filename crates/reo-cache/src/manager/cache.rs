@@ -43,22 +43,26 @@ impl Cache {
         Ok(cache)
     }
 
+    #[inline]
     pub(super) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock()
     }
 
     /// The configuration the cache was opened with.
+    #[inline]
     pub fn config(&self) -> &CacheConfig {
         &self.cfg
     }
 
     /// The flash array store the cache keeps its blobs in.
+    #[inline]
     pub fn store(&self) -> &Arc<Store> {
         &self.store
     }
 
     /// The class → redundancy-scheme map in force: the configured override, else the redundancy
     /// setting's map for the array's device count.
+    #[inline]
     pub fn class_schemes(&self) -> ClassSchemes {
         self.classes
     }
@@ -75,11 +79,13 @@ impl Cache {
     }
 
     /// A token for [`Cache::fill`] taken before fetching from the backend (what `get` returns).
+    #[inline]
     pub fn token(&self) -> u64 {
         self.lock().invalidations.epoch()
     }
 
     /// Objects in the index, user bytes the policy holds.
+    #[inline]
     pub fn occupancy(&self) -> (usize, u64) {
         let s = self.lock();
         (s.objects.len(), s.policy.used_bytes())

@@ -17,6 +17,7 @@ pub(crate) struct Classes {
 }
 
 impl Default for Classes {
+    #[inline]
     fn default() -> Self {
         Classes { h_hot: f64::INFINITY, since_recompute: 0, over_budget: false, reencode_cursor: 0 }
     }
@@ -37,37 +38,44 @@ impl Classes {
     }
 
     /// The current hot threshold.
+    #[inline]
     pub fn h_hot(&self) -> f64 {
         self.h_hot
     }
 
     /// Counts a request; true when H_hot is due (every `every` requests).
+    #[inline]
     pub fn tick(&mut self, every: u64) -> bool {
         self.since_recompute += 1;
         self.since_recompute >= every.max(1)
     }
 
     /// A recomputation starts: the request count restarts.
+    #[inline]
     pub fn recomputing(&mut self) {
         self.since_recompute = 0;
     }
 
     /// Sets H_hot (as computed).
+    #[inline]
     pub fn set_h_hot(&mut self, h_hot: f64) {
         self.h_hot = h_hot;
     }
 
     /// Records whether dirty data's redundancy exceeds the budget.
+    #[inline]
     pub fn set_over_budget(&mut self, over: bool) {
         self.over_budget = over;
     }
 
     /// Whether dirty data's redundancy exceeds the budget (sense code 0x67).
+    #[inline]
     pub fn over_budget(&self) -> bool {
         self.over_budget
     }
 
     /// The re-encoder's next slot among `total`; the cursor moves past it.
+    #[inline]
     pub fn next_reencode_slot(&mut self, total: usize) -> u32 {
         let slot = (self.reencode_cursor as usize % total.max(1)) as u32;
         self.reencode_cursor = self.reencode_cursor.wrapping_add(1);
@@ -75,11 +83,13 @@ impl Classes {
     }
 
     /// The re-encoder comes back to the slot it just took (for the object's other fragments).
+    #[inline]
     pub fn revisit_reencode_slot(&mut self) {
         self.reencode_cursor = self.reencode_cursor.wrapping_sub(1);
     }
 
     /// The re-encoder skips the slot the cursor is at.
+    #[inline]
     pub fn skip_reencode_slot(&mut self) {
         self.reencode_cursor = self.reencode_cursor.wrapping_add(1);
     }

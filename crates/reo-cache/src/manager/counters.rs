@@ -23,16 +23,19 @@ macro_rules! events {
 
 impl Counters {
     /// The counters as they are now.
+    #[inline]
     pub fn snapshot(&self) -> CacheStats {
         self.0.clone()
     }
 
     /// Back to zero (rebuilding the index at open is not traffic).
+    #[inline]
     pub fn reset(&mut self) {
         self.0 = CacheStats::default();
     }
 
     /// One blob of `bytes` user bytes written for the cache.
+    #[inline]
     pub fn cache_write(&mut self, bytes: u64) {
         self.0.cache_write_bytes += bytes;
         self.0.cache_writes += 1;

@@ -31,6 +31,7 @@ pub(crate) struct Offered {
 }
 
 impl DedupCache {
+    #[inline]
     pub fn new(kind: DedupKind, meta_entries: usize, data_bytes: u64) -> Option<DedupCache> {
         Some(DedupCache {
             policy: new_dedup(kind, meta_entries, data_bytes)?,
@@ -41,11 +42,13 @@ impl DedupCache {
     }
 
     /// Content blobs are LZ4 blocks when shorter than their fragment (CD-ARC).
+    #[inline]
     pub fn compressed(&self) -> bool {
         self.compressed
     }
 
     /// Maps `addr` to `chunk`'s content; the contents it evicts leave the cache.
+    #[inline]
     pub fn offer(&mut self, addr: Key, chunk: &Chunk) -> Offered {
         self.out.reset();
         self.policy.update(addr, chunk, &mut self.out);
@@ -55,6 +58,7 @@ impl DedupCache {
 
     /// Records `loc` as the content blob of `fp`; returns the blob it replaces. `Err(loc)` when
     /// the content was evicted while being written (nothing is recorded).
+    #[inline]
     pub fn install(&mut self, fp: &Fingerprint, loc: Location) -> Result<Option<Location>, Location> {
         if self.policy.contains_fp(fp) {
             Ok(self.blobs.insert(*fp.as_bytes(), loc))
@@ -64,11 +68,13 @@ impl DedupCache {
     }
 
     /// The content blob of fingerprint `fp`.
+    #[inline]
     pub fn content(&self, fp: &[u8]) -> Option<Location> {
         self.blobs.get(fp).copied()
     }
 
     /// The content blob `addr` maps to, without counting as a read.
+    #[inline]
     pub fn content_of(&self, addr: Key) -> Option<Location> {
         let fp = self.policy.mapping(addr)?;
         self.content(fp.as_bytes())
@@ -87,6 +93,7 @@ impl DedupCache {
     }
 
     /// Forgets the content blob of `fp` if it is `loc`; returns whether it was.
+    #[inline]
     pub fn forget_content(&mut self, fp: &[u8], loc: &Location) -> bool {
         let hit = self.blobs.get(fp) == Some(loc);
         if hit {
@@ -119,6 +126,7 @@ impl DedupCache {
     }
 
     /// Forgets `addr`.
+    #[inline]
     pub fn forget(&mut self, addr: Key) {
         self.policy.remove(addr);
     }

@@ -21,17 +21,20 @@ pub(crate) struct InFlight {
 
 impl InFlight {
     /// Orphans freed so far: what a writer notes before putting blobs with the lock dropped.
+    #[inline]
     pub fn orphans_freed(&self) -> u64 {
         self.orphans_freed
     }
 
     /// Counts an orphan the cleaner freed.
+    #[inline]
     pub fn orphan_freed(&mut self) {
         self.orphans_freed += 1;
     }
 
     /// Starts staging a streamed write of `fragments` fragments; returns its id (non-zero, not in
     /// use: `seed`, or the next free one after it).
+    #[inline]
     pub fn stage(&mut self, seed: u64, fragments: usize) -> u64 {
         let mut write = seed.max(1);
         while self.staged.contains_key(&write) {
@@ -42,17 +45,20 @@ impl InFlight {
     }
 
     /// Whether streamed write `write` is still staged (not installed, not abandoned).
+    #[inline]
     pub fn is_staged(&self, write: u64) -> bool {
         self.staged.contains_key(&write)
     }
 
     /// Records `loc` as fragment `frag` (≥ 1) of staged write `write`.
+    #[inline]
     pub fn record(&mut self, write: u64, frag: u32, loc: Location) {
         let slot = self.slot(write, frag).expect("staged until finished or dropped");
         *slot = Some(loc);
     }
 
     /// Is `loc` fragment `frag` of staged write `write`?
+    #[inline]
     pub fn holds(&mut self, write: u64, frag: u32, loc: &Location) -> bool {
         self.slot(write, frag).is_some_and(|l| l.as_ref() == Some(loc))
     }
@@ -70,16 +76,19 @@ impl InFlight {
     }
 
     /// Takes the staged fragments of `write` (to install them; empty if none).
+    #[inline]
     pub fn take(&mut self, write: u64) -> Vec<Option<Location>> {
         self.staged.remove(&write).unwrap_or_default()
     }
 
     /// Stages again fragments [`InFlight::take`] took (the install was refused).
+    #[inline]
     pub fn restore(&mut self, write: u64, fragments: Vec<Option<Location>>) {
         self.staged.insert(write, fragments);
     }
 
     /// The slot of fragment `frag` of streamed write `write` (its first fragment is never staged).
+    #[inline]
     fn slot(&mut self, write: u64, frag: u32) -> Option<&mut Option<Location>> {
         self.staged.get_mut(&write)?.get_mut((frag as usize).checked_sub(1)?)
     }

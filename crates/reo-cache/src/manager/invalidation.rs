@@ -22,11 +22,13 @@ pub(crate) struct Invalidations {
 
 impl Invalidations {
     /// The current epoch: a token for [`Invalidations::changed_since`].
+    #[inline]
     pub fn epoch(&self) -> u64 {
         self.epoch
     }
 
     /// Records that `key` changed (a write or delete): fills fetched before now are stale.
+    #[inline]
     pub fn invalidate(&mut self, key: &[u8]) {
         self.epoch += 1;
         if self.invalidated.len() >= INVALIDATIONS_KEPT {
@@ -37,6 +39,7 @@ impl Invalidations {
     }
 
     /// Was `key` (possibly) invalidated after `token` was taken?
+    #[inline]
     pub fn changed_since(&self, key: &[u8], token: u64) -> bool {
         token < self.floor || self.invalidated.get(&placement_of(key)).is_some_and(|&e| e > token)
     }

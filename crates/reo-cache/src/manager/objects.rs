@@ -32,6 +32,7 @@ pub(crate) fn new_entry(key: &[u8], size: u64, class: Class, frag_size: u64) -> 
 struct SchemeTable(Vec<Scheme>);
 
 impl SchemeTable {
+    #[inline]
     fn code(&mut self, s: Scheme) -> u8 {
         if let Some(i) = self.0.iter().position(|&x| x == s) {
             return i as u8;
@@ -41,6 +42,7 @@ impl SchemeTable {
         (self.0.len() - 1) as u8
     }
 
+    #[inline]
     fn get(&self, code: u8) -> Scheme {
         self.0[code as usize]
     }
@@ -58,24 +60,29 @@ pub(crate) struct Objects {
 }
 
 impl Objects {
+    #[inline]
     pub fn find(&self, key: &[u8]) -> Option<u32> {
         self.index.find(key)
     }
 
+    #[inline]
     pub fn get(&self, slot: u32) -> Option<&ObjectEntry> {
         self.index.get(slot)
     }
 
+    #[inline]
     pub fn get_mut(&mut self, slot: u32) -> Option<&mut ObjectEntry> {
         self.index.get_mut(slot)
     }
 
     /// Indexes `entry`; returns its slot.
+    #[inline]
     pub fn insert(&mut self, entry: ObjectEntry) -> u32 {
         self.index.insert(entry)
     }
 
     /// The slot of `key`, indexing a new entry (`size` bytes, `class`) if it has none.
+    #[inline]
     pub fn find_or_insert(&mut self, key: &[u8], size: u64, class: Class, frag_size: u64) -> u32 {
         match self.index.find(key) {
             Some(slot) => slot,
@@ -84,47 +91,57 @@ impl Objects {
     }
 
     /// Forgets the entry of `slot` and its lease.
+    #[inline]
     pub fn remove(&mut self, slot: u32) {
         self.index.remove(slot);
         self.pins.remove(&slot);
     }
 
+    #[inline]
     pub fn iter(&self) -> impl Iterator<Item = (u32, &ObjectEntry)> {
         self.index.iter()
     }
 
+    #[inline]
     pub fn len(&self) -> usize {
         self.index.len()
     }
 
     /// Slots in use or free (the re-encoder's cursor wraps at this).
+    #[inline]
     pub fn slot_count(&self) -> usize {
         self.index.slot_count()
     }
 
+    #[inline]
     pub fn memory_bytes(&self) -> usize {
         self.index.memory_bytes()
     }
 
+    #[inline]
     pub fn version_tag(&self, slot: u32) -> Option<u32> {
         self.index.version_tag(slot)
     }
 
+    #[inline]
     pub fn set_version_tag(&mut self, slot: u32, tag: u32) {
         self.index.set_version_tag(slot, tag)
     }
 
     /// The caller's clock at the latest request.
+    #[inline]
     pub fn now(&self) -> u64 {
         self.now
     }
 
     /// Moves the clock forward to `now_ns` (never back).
+    #[inline]
     pub fn advance(&mut self, now_ns: u64) {
         self.now = self.now.max(now_ns);
     }
 
     /// Pins `slot` until `until_ns` (a lease).
+    #[inline]
     pub fn pin(&mut self, slot: u32, until_ns: u64) {
         if let Some(e) = self.index.get_mut(slot) {
             e.set_pinned(true);
@@ -133,6 +150,7 @@ impl Objects {
     }
 
     /// Ends the lease of `slot`.
+    #[inline]
     pub fn unpin(&mut self, slot: u32) {
         if let Some(e) = self.index.get_mut(slot) {
             e.set_pinned(false);
@@ -141,11 +159,13 @@ impl Objects {
     }
 
     /// Is the object in `slot` pinned by a lease that has not expired?
+    #[inline]
     pub fn leased(&self, slot: u32) -> bool {
         self.index.get(slot).is_some_and(|e| e.pinned()) && self.pins.get(&slot).is_some_and(|&until| until > self.now)
     }
 
     /// May the fragment key be evicted? Not while its object is dirty or pinned by a live lease.
+    #[inline]
     pub fn evictable(&self, key: Key) -> bool {
         let (slot, _) = split_key(key);
         match self.index.get(slot) {
@@ -155,6 +175,7 @@ impl Objects {
     }
 
     /// Removes the entry of `slot` if it holds no blob and is neither dirty nor leased.
+    #[inline]
     pub fn remove_if_empty(&mut self, slot: u32) {
         let Some(e) = self.index.get(slot) else { return };
         let empty = if e.fragmented() { self.index.cached_fragments(slot) == 0 } else { e.blob().is_none() };
@@ -164,6 +185,7 @@ impl Objects {
     }
 
     /// The store location of fragment `frag` of the object in `slot`, if cached.
+    #[inline]
     pub fn location(&self, slot: u32, frag: u32, frag_size: u64) -> Option<Location> {
         let e = self.index.get(slot)?;
         let packed = if e.fragmented() { self.index.frag(frag_key(slot, frag))? } else { e.blob()? };

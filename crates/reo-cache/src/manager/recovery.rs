@@ -21,18 +21,21 @@ pub(crate) struct Recovery {
 impl Recovery {
     /// Is a device of `failed` (the failed devices now) new since the last sweep? Then a sweep
     /// is due.
+    #[inline]
     pub fn sweep_due(&mut self, failed: &[usize]) -> bool {
         self.swept.retain(|d| failed.contains(d));
         failed.iter().any(|d| !self.swept.contains(d))
     }
 
     /// A sweep saw the devices `failed` failed.
+    #[inline]
     pub fn swept(&mut self, failed: &[usize]) {
         self.swept = failed.to_vec();
         self.pending |= !failed.is_empty();
     }
 
     /// Device `d` was replaced: should it fail again, that is a new failure.
+    #[inline]
     pub fn replaced(&mut self, d: usize) {
         self.swept.retain(|&x| x != d);
     }

@@ -12,16 +12,19 @@ pub(crate) struct Replacement {
 }
 
 impl Replacement {
+    #[inline]
     pub fn new(policy: Box<dyn Policy>) -> Self {
         Replacement { policy, evicted: Vec::new() }
     }
 
     /// A read of fragment `frag` of `slot`.
+    #[inline]
     pub fn on_hit(&mut self, slot: u32, frag: u32) {
         self.policy.on_hit(frag_key(slot, frag));
     }
 
     /// Forgets fragment `frag` of `slot`.
+    #[inline]
     pub fn remove(&mut self, slot: u32, frag: u32) {
         self.policy.remove(frag_key(slot, frag));
     }
@@ -43,21 +46,25 @@ impl Replacement {
     }
 
     /// Returns the buffer [`Replacement::insert`] gave out, for the next insert.
+    #[inline]
     pub fn recycle(&mut self, evicted: Vec<Key>) {
         self.evicted = evicted;
     }
 
     /// Picks and removes the next victim `evictable` allows.
+    #[inline]
     pub fn evict_one(&mut self, evictable: &mut dyn FnMut(Key) -> bool) -> Option<Key> {
         self.policy.evict_one(evictable)
     }
 
     /// User bytes the policy holds.
+    #[inline]
     pub fn used_bytes(&self) -> u64 {
         self.policy.used_bytes()
     }
 
     /// DRAM the policy uses.
+    #[inline]
     pub fn memory_bytes(&self) -> usize {
         self.policy.memory_bytes()
     }

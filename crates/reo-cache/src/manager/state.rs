@@ -64,11 +64,13 @@ impl State {
     }
 
     /// Looks `addr` up in the dedup cache (a read: updates its recency). `None`: a miss.
+    #[inline]
     pub fn dedup_lookup(&mut self, addr: Key) -> Option<ContentRef> {
         self.dedup.as_mut()?.lookup(addr)
     }
 
     /// Forgets `addr` in the dedup cache.
+    #[inline]
     pub fn dedup_forget(&mut self, addr: Key) {
         if let Some(d) = self.dedup.as_mut() {
             d.forget(addr);
@@ -77,6 +79,7 @@ impl State {
 
     /// Removes fragment `frag` of `slot` from the policy and the index (not from the store); removes
     /// the object entry when nothing of it is left and it is not dirty.
+    #[inline]
     pub fn forget_fragment(&mut self, slot: u32, frag: u32) {
         self.policy.remove(slot, frag);
         self.objects.set_location(slot, frag, None);
@@ -87,6 +90,7 @@ impl State {
     ///
     /// With dedup on, clean fragments live in the dedup cache, not in the entry: the entry stays (its
     /// size says how to address them) until the object is deleted or a read finds nothing of it.
+    #[inline]
     pub fn drop_entry_if_empty(&mut self, slot: u32) {
         if self.dedup.is_some() {
             return;
@@ -130,6 +134,7 @@ impl State {
 
     /// Evicts the policy's next victim that is neither dirty nor leased (its blobs are unlinked by
     /// [`State::apply_evictions`]).
+    #[inline]
     pub fn evict_one(&mut self) -> Option<Key> {
         let State { objects, policy, .. } = self;
         policy.evict_one(&mut |k| objects.evictable(k))
