@@ -10,6 +10,20 @@
 //!
 //! A fraction is rounded down to whole bytes (`1.5KiB` is 1,536). A size that does not fit in
 //! 64 bits is refused.
+//!
+//! Durations (timeouts, delays, expiries in `reo.toml` and on the command line) are a whole
+//! number and a unit, with or without a space between:
+//!
+//! | unit | duration |
+//! |---|---|
+//! | `ms` | a millisecond |
+//! | `s` | a second |
+//! | `m`, `min` | a minute |
+//! | `h` | an hour |
+//! | `d` | a day |
+//!
+//! There is no unitless duration (is `30` seconds or milliseconds?), and one beyond 2^64 ms is
+//! refused.
 
 /// Why a string names no size.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -66,9 +80,58 @@ pub fn parse_size(s: &str) -> Result<u64, SizeError> {
     Ok(bytes)
 }
 
+/// Why a string names no duration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DurationError {
+    /// Not a whole number followed by one of the units of the module doc.
+    #[error("{0:?} is not a duration like 250ms, 30s, 5m, 2h or 7d")]
+    NotADuration(String),
+    /// More milliseconds than 64 bits hold.
+    #[error("{0:?} is too long")]
+    TooLong(String),
+}
+
+/// The duration `s` names (see the module doc), or why it names none.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, DurationError> {
+    let t = s.trim();
+    let bad = || DurationError::NotADuration(s.to_string());
+    let split = t.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num.parse().map_err(|_| bad())?;
+    let ms: u64 = match unit.trim() {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" | "min" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(ms).map(std::time::Duration::from_millis).ok_or_else(|| DurationError::TooLong(s.to_string()))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_size;
+    use super::{parse_duration, parse_size, DurationError};
+    use std::time::Duration;
+
+    #[test]
+    fn durations_are_a_whole_number_and_a_unit() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration(" 5 m "), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("5min"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86_400)));
+        for bad in ["", "30", "s", "1.5s", "-1s", "3w", "30 seconds", "10S"] {
+            assert_eq!(parse_duration(bad), Err(DurationError::NotADuration(bad.to_string())), "{bad:?}");
+        }
+        assert_eq!(
+            parse_duration("18446744073709551615d"),
+            Err(DurationError::TooLong("18446744073709551615d".into()))
+        );
+        assert!(parse_duration("18446744073709551615ms").is_ok());
+    }
 
     #[test]
     fn binary_and_si_units_everywhere() {

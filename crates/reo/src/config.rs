@@ -229,21 +229,10 @@ pub fn parse_size(s: &str) -> Option<u64> {
     reo_cache::units::parse_size(s).ok()
 }
 
-/// A duration like `250ms`, `30s`, `5m`, `2h` (a whole number and a unit).
+/// A duration like `250ms`, `30s`, `5m`, `2h` ([`reo_cache::units::parse_duration`], the one
+/// parser of durations).
 pub fn parse_duration(s: &str) -> Option<std::time::Duration> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit())?;
-    let (num, unit) = s.split_at(split);
-    let n: u64 = num.parse().ok()?;
-    let ms: u64 = match unit.trim() {
-        "ms" => 1,
-        "s" => 1_000,
-        "m" | "min" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => return None,
-    };
-    n.checked_mul(ms).map(std::time::Duration::from_millis)
+    reo_cache::units::parse_duration(s).ok()
 }
 
 /// The settings `reo serve` takes from a file, validated.
