@@ -22,109 +22,23 @@ pub mod deadline;
 mod key_index;
 pub mod list;
 pub mod local;
+mod object;
 pub mod s3;
 #[cfg(test)]
 mod tests;
 mod workers;
 pub mod writer;
 
-use std::collections::BTreeMap;
-use std::fmt;
 use std::sync::Arc;
 
 pub use advice::{Address, Advice, AdviceReport};
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 pub use list::{ListPage, ListQuery};
 pub use local::LocalBackend;
+pub use object::{BResult, BackendError, BucketInfo, ChunkIter, ListEntry, ObjectInfo, SYSTEM_HEADERS};
 pub use s3::S3Backend;
 pub use writer::ObjectWriter;
-
-/// What a backend keeps about an object besides its bytes.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ObjectInfo {
-    pub size: u64,
-    /// The S3 ETag without quotes: hex MD5, or `hex-N` for multipart uploads.
-    pub etag: String,
-    pub content_type: String,
-    /// `x-amz-meta-*` user metadata (names without the prefix, lower case).
-    pub user_meta: BTreeMap<String, String>,
-    /// Last modification, nanoseconds since the Unix epoch.
-    pub mtime_ns: u64,
-    /// Standard headers and the checksum the client sent, by lower-case header name
-    /// ([`SYSTEM_HEADERS`], `x-amz-checksum-*`). Absent in records written before they were kept.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub system: BTreeMap<String, String>,
-}
-
-/// The standard object headers an object keeps and returns as it got them (besides
-/// `Content-Type`, which has its own field).
-pub const SYSTEM_HEADERS: [&str; 7] = [
-    "cache-control",
-    "content-disposition",
-    "content-encoding",
-    "content-language",
-    "expires",
-    "x-amz-website-redirect-location",
-    "x-amz-storage-class",
-];
-
-/// One entry of a listing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListEntry {
-    pub key: String,
-    pub info: ObjectInfo,
-}
-
-/// A bucket and its creation time (ns since the epoch).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BucketInfo {
-    pub name: String,
-    pub created_ns: u64,
-}
-
-/// Why a backend operation failed.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum BackendError {
-    NoSuchBucket(String),
-    NoSuchKey(String),
-    BucketExists(String),
-    BucketNotEmpty(String),
-    /// A key or bucket name the backend cannot hold (the message says why).
-    Invalid(String),
-    /// A conditional request's condition failed (the message says which).
-    Precondition(String),
-    /// The backend's own I/O failed, or the backend is unreachable (retryable).
-    Io(String),
-}
-
-impl fmt::Display for BackendError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BackendError::NoSuchBucket(b) => write!(f, "bucket {b:?} does not exist"),
-            BackendError::NoSuchKey(k) => write!(f, "key {k:?} does not exist"),
-            BackendError::BucketExists(b) => write!(f, "bucket {b:?} already exists"),
-            BackendError::BucketNotEmpty(b) => write!(f, "bucket {b:?} is not empty"),
-            BackendError::Invalid(m) | BackendError::Precondition(m) => write!(f, "{m}"),
-            BackendError::Io(m) => write!(f, "backend I/O error: {m}"),
-        }
-    }
-}
-
-impl std::error::Error for BackendError {}
-
-impl From<crate::keys::NameError> for BackendError {
-    fn from(e: crate::keys::NameError) -> Self {
-        BackendError::Invalid(e.to_string())
-    }
-}
-
-pub type BResult<T> = Result<T, BackendError>;
-
-/// The bytes of a streamed read, in order. Each item is one chunk; an `Err` ends the stream (the
-/// read failed part-way). Consumed on a blocking thread: `next` may block on I/O.
-pub type ChunkIter = Box<dyn Iterator<Item = BResult<Bytes>> + Send>;
 
 /// An object store the gateway caches.
 pub trait Backend: Send + Sync + 'static {
@@ -145,11 +59,11 @@ pub trait Backend: Send + Sync + 'static {
     /// appears whole at the commit. `info` holds what is known before the body (content type,
     /// user and system metadata; `etag` empty if not known yet). The bucket is checked here.
     ///
-    /// Default: [`writer::Buffered`] (the pieces collected, then [`Backend::put_owned`]).
+    /// Default: [`Buffered`] (the pieces collected, then [`Backend::put_owned`]).
     fn put_stream(self: Arc<Self>, bucket: &str, key: &str, info: &ObjectInfo) -> BResult<Box<dyn ObjectWriter>> {
         let _ = info;
         self.head_bucket(bucket)?;
-        Ok(Box::new(writer::Buffered::new(self, bucket, key)))
+        Ok(Box::new(Buffered::new(self, bucket, key)))
     }
     fn head(&self, bucket: &str, key: &str) -> BResult<ObjectInfo>;
     /// Bytes `[start, end)` (clamped to the object) and the object's info.
@@ -183,4 +97,36 @@ pub trait Backend: Send + Sync + 'static {
     /// Applies a backend hint (`target: backend`) to the objects `address` covers; what each
     /// [`Advice`] does is the backend's (see [`advice`]). A missing key is `NoSuchKey`.
     fn advise(&self, bucket: &str, address: &Address, advice: Advice) -> BResult<AdviceReport>;
+}
+
+/// A writer for a backend that only takes whole objects (see the module doc).
+pub struct Buffered<S: Backend + ?Sized> {
+    backend: Arc<S>,
+    bucket: String,
+    key: String,
+    data: BytesMut,
+}
+
+impl<S: Backend + ?Sized> Buffered<S> {
+    pub fn new(backend: Arc<S>, bucket: &str, key: &str) -> Buffered<S> {
+        Buffered { backend, bucket: bucket.into(), key: key.into(), data: BytesMut::new() }
+    }
+}
+
+impl<S: Backend + ?Sized> ObjectWriter for Buffered<S> {
+    fn write(&mut self, piece: Bytes) -> BResult<()> {
+        self.data.extend_from_slice(&piece);
+        Ok(())
+    }
+
+    fn commit(self: Box<Self>, info: &ObjectInfo) -> BResult<String> {
+        writer::check_size(info, self.data.len() as u64)?;
+        let Buffered { backend, bucket, key, data } = *self;
+        backend.put_owned(&bucket, &key, data.freeze(), info)?;
+        Ok(info.etag.clone())
+    }
+
+    fn buffer_limit(&self) -> usize {
+        usize::MAX
+    }
 }

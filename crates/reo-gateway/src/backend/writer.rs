@@ -9,14 +9,12 @@
 //! commit, then the new one whole. The gateway relies on this to write a body as it arrives and
 //! take the key's lock only for the commit.
 //!
-//! [`Buffered`] is the default for backends that can only take whole objects: it collects the
+//! [`Buffered`](super::Buffered) is the default for backends that can only take whole objects: it collects the
 //! pieces and puts them at the commit (both real backends stream instead).
 
-use std::sync::Arc;
+use bytes::Bytes;
 
-use bytes::{Bytes, BytesMut};
-
-use super::{BResult, Backend, BackendError, ObjectInfo};
+use super::object::{BResult, BackendError, ObjectInfo};
 
 /// See the module doc.
 pub trait ObjectWriter: Send {
@@ -34,38 +32,6 @@ pub trait ObjectWriter: Send {
     /// budget while a body streams through it).
     fn buffer_limit(&self) -> usize {
         0
-    }
-}
-
-/// A writer for a backend that only takes whole objects (see the module doc).
-pub struct Buffered<S: Backend + ?Sized> {
-    backend: Arc<S>,
-    bucket: String,
-    key: String,
-    data: BytesMut,
-}
-
-impl<S: Backend + ?Sized> Buffered<S> {
-    pub fn new(backend: Arc<S>, bucket: &str, key: &str) -> Buffered<S> {
-        Buffered { backend, bucket: bucket.into(), key: key.into(), data: BytesMut::new() }
-    }
-}
-
-impl<S: Backend + ?Sized> ObjectWriter for Buffered<S> {
-    fn write(&mut self, piece: Bytes) -> BResult<()> {
-        self.data.extend_from_slice(&piece);
-        Ok(())
-    }
-
-    fn commit(self: Box<Self>, info: &ObjectInfo) -> BResult<String> {
-        check_size(info, self.data.len() as u64)?;
-        let Buffered { backend, bucket, key, data } = *self;
-        backend.put_owned(&bucket, &key, data.freeze(), info)?;
-        Ok(info.etag.clone())
-    }
-
-    fn buffer_limit(&self) -> usize {
-        usize::MAX
     }
 }
 

@@ -17,10 +17,6 @@ use std::collections::{HashMap, HashSet};
 use parking_lot::{Mutex, MutexGuard};
 use s3s::{s3_error, S3Result};
 
-use super::errors::backend_err;
-use super::pending::cache_key;
-use super::Gateway;
-
 #[derive(Default)]
 struct State {
     /// Object writes in progress, per bucket.
@@ -88,32 +84,5 @@ impl Drop for WriteTicket<'_> {
 impl Drop for DeleteTicket<'_> {
     fn drop(&mut self) {
         self.guards.lock().deleting.remove(&self.bucket);
-    }
-}
-
-impl Gateway {
-    /// Deletes a bucket: refused while it holds objects, flushed or not, or objects are being
-    /// written to it (see the module doc).
-    pub fn delete_bucket(&self, bucket: &str) -> S3Result<()> {
-        let _deleting = self.buckets.begin_delete(bucket)?;
-        if !self.pending().in_bucket(bucket, "").is_empty() {
-            return Err(s3_error!(BucketNotEmpty, "the bucket holds objects not yet written to the backend"));
-        }
-        // Deletes not yet applied in the backend are applied now: the bucket is empty for the
-        // client, so the backend must be too. The list is taken first so that the pending lock is
-        // not held across the loop (a `for` keeps its iterator expression's temporaries alive,
-        // and the loop takes stripe locks, which writers take before the pending lock).
-        let tombstones = self.pending().deleted_in_bucket(bucket, "");
-        for key in tombstones {
-            let ck = cache_key(bucket, &key);
-            let _g = self.stripe(&ck);
-            // Still a tombstone (a write may have replaced it since the list was taken)?
-            if self.pending().map.get(&ck).is_some_and(|x| x.deleted) {
-                self.write_backend(&ck, || self.backend.delete(bucket, &key))?;
-            }
-        }
-        self.backend.delete_bucket(bucket).map_err(backend_err)?;
-        self.forget_bucket(bucket);
-        Ok(())
     }
 }

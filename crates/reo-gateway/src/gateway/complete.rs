@@ -19,6 +19,7 @@
 //! different list after completion gets `NoSuchUpload`, as S3 answers for an upload that "may
 //! have been aborted or completed".
 
+use super::multipart::Step;
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Read;
@@ -29,11 +30,11 @@ use reo_media::AlignedBuf;
 
 use s3s::{s3_error, S3Result};
 
+use super::handle::Gateway;
 use super::incoming::IncomingPut;
 use super::multipart::{Done, PartInfo, Upload, MIN_PART};
 use super::part_table::{PartEntry, PartTable};
 use super::staging::io;
-use super::Gateway;
 use crate::backend::ObjectInfo;
 use crate::body::BodySink;
 use crate::budget::MemoryBudget;
@@ -140,15 +141,6 @@ fn feed(dir: &Path, parts: &[&PartInfo], sink: &mut IncomingPut, full: &mut Opti
         emit(&buf[..fill], sink)?;
     }
     Ok(())
-}
-
-/// A step of a completion after which a test makes it stop, as if the process had died.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Step {
-    /// The object is written, its answer is not.
-    Stored,
-    /// The answer is written, the parts are not removed yet.
-    Recorded,
 }
 
 impl Gateway {

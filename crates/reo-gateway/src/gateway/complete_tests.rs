@@ -8,9 +8,9 @@ use std::sync::Arc;
 use md5::{Digest, Md5};
 use s3s::S3ErrorCode;
 
-use super::complete::Step;
+use super::handle::Gateway;
+use super::multipart::Step;
 use super::tests::Rig;
-use super::Gateway;
 use crate::backend::ObjectInfo;
 
 const MAX: u64 = 1 << 30;

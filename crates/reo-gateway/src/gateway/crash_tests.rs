@@ -8,9 +8,9 @@ use std::sync::Arc;
 use s3s::S3ErrorCode;
 
 use super::flusher;
+use super::handle::Gateway;
 use super::policy::PolicyRule;
 use super::tests::Rig;
-use super::Gateway;
 use crate::backend::{Backend, LocalBackend, ObjectInfo};
 
 fn info() -> ObjectInfo {

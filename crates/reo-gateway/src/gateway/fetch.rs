@@ -9,10 +9,10 @@ use std::sync::Arc;
 use reo_cache::Cache;
 use s3s::S3ErrorCode;
 
+use super::clock::now_ns;
 use super::errors::backend_err;
 use super::flight::{assemble, count_fetch, Flight, Flights};
 use super::fresh::Freshness;
-use super::now_ns;
 use crate::backend::{Backend, ObjectInfo};
 
 /// Everything a producer needs (cloned out of the gateway: it outlives the request).
@@ -96,7 +96,7 @@ fn run(ctx: &FetchCtx, flight: &Flight, job: &Job) {
 /// Offers every fragment of the complete range to the cache.
 fn fill(ctx: &FetchCtx, flight: &Flight, job: &Job) {
     let fs = ctx.cache.config().fragment_size;
-    let meta = super::meta_of(&job.info);
+    let meta = super::object_meta::meta_of(&job.info);
     let chunks = flight.chunks();
     let (start, end) = (flight.key.start, flight.key.end);
     let mut frag = start / fs;

@@ -16,8 +16,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::clock::now_ns;
+use super::handle::Gateway;
 use super::pending::cache_key;
-use super::{now_ns, Gateway};
 use crate::backend::BackendError;
 
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
@@ -157,7 +158,7 @@ impl std::fmt::Display for FlushError {
 ///
 /// 1. under the key's stripe, shared (reads go on; writes wait, briefly): the pending state at
 ///    `version` and, for a write, its first window from flash (the whole object, up to
-///    [`WINDOW`]); the key is marked as being flushed;
+///    [`WINDOW`](super::flushing::WINDOW)); the key is marked as being flushed;
 /// 2. holding no lock: the backend call (a slow or hung backend holds up nothing the cache can
 ///    answer) — for a write larger than a window, a streamed backend write fed a window at a
 ///    time ([`write_streamed`]), abandoned if the object changes while it is read — then the
@@ -249,12 +250,7 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
     Ok(())
 }
 
-/// Bytes the flusher reads from flash at a time (whole fragments; [`Gateway`]'s
-/// `flush_window`): an object up to this size is written to the backend in one call, a larger
-/// one streamed a window at a time. Each window's fragments are read from the devices at once.
-pub(crate) const WINDOW: u64 = 4 << 20;
-
-/// The window of the unflushed write `p` of `ck` that begins at `start` (at most [`WINDOW`], at
+/// The window of the unflushed write `p` of `ck` that begins at `start` (at most [`WINDOW`](super::flushing::WINDOW), at
 /// least a fragment), from flash. Read without the key's lock (but the first), it may be of a
 /// newer version or missing: the caller checks the version after the read.
 fn read_window(gw: &Gateway, ck: &str, p: &super::pending::PendingPut, start: u64) -> Result<bytes::Bytes, FlushError> {

@@ -80,3 +80,8 @@ impl Drop for FlushCall<'_> {
         self.flushing.end(self.ck);
     }
 }
+
+/// Bytes the flusher reads from flash at a time (whole fragments; [`Gateway`]'s
+/// `flush_window`): an object up to this size is written to the backend in one call, a larger
+/// one streamed a window at a time. Each window's fragments are read from the devices at once.
+pub(crate) const WINDOW: u64 = 4 << 20;

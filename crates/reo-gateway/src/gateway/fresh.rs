@@ -1,5 +1,5 @@
 //! Revalidation of cached objects against a backend that others also write ([`Freshness`], and
-//! [`Gateway::revalidate`]): off by default; with `revalidate_after = D`, a hit on a clean object
+//! [`Gateway::revalidate`](super::Gateway::revalidate)): off by default; with `revalidate_after = D`, a hit on a clean object
 //! last filled or validated more than `D` ago first asks the backend for its ETag (a HEAD). The
 //! same ETag: the cached copy is served and its age starts again. Another ETag (or the object is
 //! gone): the cached copy is dropped and the request proceeds as a miss, with the backend's
@@ -17,11 +17,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use s3s::S3Result;
-
-use super::errors::backend_err;
-use super::{now_ns, Gateway};
-use crate::backend::{BackendError, ObjectInfo};
 
 /// Most cache keys whose validation time is remembered.
 pub const MAX_ENTRIES: usize = 1 << 20;
@@ -70,39 +65,5 @@ impl Freshness {
     pub fn due(&self, ck: &str, now: u64) -> bool {
         let Some(after) = self.enabled() else { return false };
         self.at().get(ck).is_none_or(|&t| now.saturating_sub(t) >= after)
-    }
-}
-
-impl Gateway {
-    /// Revalidates the cached clean object `ck` whose cached info is `cached` if it is due (see
-    /// the module doc); returns the info to serve, or the backend's "no such key/bucket" when
-    /// another writer deleted it.
-    pub(crate) fn revalidate(&self, bucket: &str, key: &str, ck: &str, cached: ObjectInfo) -> S3Result<ObjectInfo> {
-        let now = now_ns();
-        // While the backend is down, or before it first answered since start (it may be hung),
-        // the cached copy is served without asking it.
-        if !self.fetch.fresh.due(ck, now) || !self.health.is_known_up() {
-            return Ok(cached);
-        }
-        match self.backend.head(bucket, key) {
-            Ok(b) if b.etag == cached.etag && b.size == cached.size => {
-                self.fetch.fresh.validated(ck, now);
-                Ok(cached)
-            }
-            Ok(b) => {
-                tracing::debug!(bucket, key, "revalidation: the backend holds another version; refetching");
-                self.cache.delete(ck.as_bytes());
-                Ok(b)
-            }
-            Err(e @ (BackendError::NoSuchKey(_) | BackendError::NoSuchBucket(_))) => {
-                // Deleted by another writer: so is the cached copy.
-                self.cache.delete(ck.as_bytes());
-                Err(backend_err(e))
-            }
-            Err(e) => {
-                tracing::warn!(bucket, key, "revalidation failed, serving the cached copy: {e}");
-                Ok(cached)
-            }
-        }
     }
 }

@@ -17,12 +17,13 @@ use std::sync::Arc;
 use reo_cache::{StreamedPut, WriteError};
 use s3s::{s3_error, S3Result};
 
+use super::clock::now_ns;
 use super::dirty_claims::DirtyClaim;
 use super::errors::backend_err;
+use super::handle::Gateway;
 use super::pending::cache_key;
 use super::policy::WritePolicy;
 use super::write::Payload;
-use super::{now_ns, Gateway};
 use crate::backend::ObjectInfo;
 use crate::body::{BodySink, Collected};
 use crate::budget::MemoryBudget;

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use s3s::S3Result;
 
 use super::errors::backend_err;
-use super::Gateway;
+use super::handle::Gateway;
 use crate::backend::list::{ListPage, ListQuery, Pager};
 use crate::backend::ListEntry;
 

@@ -19,7 +19,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 use s3s::{s3_error, S3Result};
 use serde::{Deserialize, Serialize};
 
-use super::now_ns;
+use super::clock::now_ns;
 use super::part_writer::PartWriter;
 use super::staging::{io, write_durable};
 use crate::backend::ObjectInfo;
@@ -76,6 +76,15 @@ pub struct PartInfo {
     pub checksum: Option<String>,
 }
 
+/// A step of a completion after which a test makes it stop, as if the process had died.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// The object is written, its answer is not.
+    Stored,
+    /// The answer is written, the parts are not removed yet.
+    Recorded,
+}
+
 /// What `done.json` holds: the completed object's info and the parts it was made of (numbers and
 /// ETags without quotes; `None` in the answers of older versions, which did not keep them).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -94,7 +103,7 @@ pub struct Uploads {
     busy_cv: Condvar,
     /// A completion stops (as if the process died) after this step (tests of the crash points).
     #[cfg(test)]
-    pub(crate) crash_after: Mutex<Option<super::complete::Step>>,
+    pub(crate) crash_after: Mutex<Option<Step>>,
 }
 
 /// One upload's completion or abort in progress ([`Uploads::lock`]).

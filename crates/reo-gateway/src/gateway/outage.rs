@@ -28,10 +28,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use s3s::S3Result;
 
-use super::errors::backend_err;
-use super::{now_ns, Gateway};
+use super::clock::now_ns;
 use crate::backend::BackendError;
 
 /// Default of `flush.backend_down_slowdown_after`.
@@ -93,6 +91,24 @@ impl Default for BackendHealth {
 }
 
 impl BackendHealth {
+    /// Whether `bucket` was seen to exist in the backend (and not found gone since).
+    pub(crate) fn knows_bucket(&self, bucket: &str) -> bool {
+        self.lock().known_buckets.contains(bucket)
+    }
+
+    /// `bucket` was seen to exist in the backend.
+    pub(crate) fn learn_bucket(&self, bucket: &str) {
+        let mut s = self.lock();
+        if !s.known_buckets.contains(bucket) {
+            s.known_buckets.insert(bucket.to_string());
+        }
+    }
+
+    /// `bucket` is gone from the backend.
+    pub(crate) fn forget_bucket(&self, bucket: &str) {
+        self.lock().known_buckets.remove(bucket);
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock()
     }
@@ -255,51 +271,6 @@ pub(crate) fn probe_once(backend: &dyn crate::backend::Backend, health: &Backend
             health.record_probe_success();
             true
         }
-    }
-}
-
-impl Gateway {
-    /// Checks that `bucket` exists before a write; while the backend cannot answer (an I/O
-    /// error, or it is not known to be up), a bucket known to exist passes (see the module doc).
-    pub(crate) fn check_bucket(&self, bucket: &str) -> S3Result<()> {
-        // Not asked while it is not known to answer (down, or not yet since start: it may be
-        // hung, and every write would wait out its deadline) when the bucket can be assumed.
-        if !self.health.is_known_up() && self.assume_bucket_exists(bucket) {
-            return Ok(());
-        }
-        match self.backend.head_bucket(bucket) {
-            Ok(_) => {
-                {
-                    let mut s = self.health.lock();
-                    if !s.known_buckets.contains(bucket) {
-                        s.known_buckets.insert(bucket.to_string());
-                    }
-                }
-                self.bucket_exists(bucket);
-                Ok(())
-            }
-            Err(BackendError::Io(m)) if self.assume_bucket_exists(bucket) => {
-                tracing::debug!("bucket {bucket:?} taken as existing while the backend cannot answer: {m}");
-                Ok(())
-            }
-            Err(e) => {
-                if matches!(e, BackendError::NoSuchBucket(_)) {
-                    self.forget_bucket(bucket);
-                }
-                Err(backend_err(e))
-            }
-        }
-    }
-
-    /// Whether `bucket` was seen to exist or holds unflushed objects.
-    fn assume_bucket_exists(&self, bucket: &str) -> bool {
-        let known = self.health.lock().known_buckets.contains(bucket);
-        known || self.pending().any_in_bucket(bucket)
-    }
-
-    /// The bucket is gone (deleted, or the backend says it does not exist).
-    pub(crate) fn forget_bucket(&self, bucket: &str) {
-        self.health.lock().known_buckets.remove(bucket);
     }
 }
 

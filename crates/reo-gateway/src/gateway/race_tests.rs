@@ -4,9 +4,9 @@
 
 use s3s::S3ErrorCode;
 
+use super::handle::Gateway;
 use super::policy::PolicyRule;
 use super::tests::Rig;
-use super::Gateway;
 use crate::backend::{Backend, ListQuery, ObjectInfo};
 
 fn info() -> ObjectInfo {

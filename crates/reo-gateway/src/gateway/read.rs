@@ -3,9 +3,11 @@
 
 use s3s::{s3_error, S3Result};
 
+use super::clock::now_ns;
 use super::errors::backend_err;
+use super::handle::Gateway;
 use super::pending::cache_key;
-use super::{now_ns, Gateway};
+use crate::backend::BackendError;
 use crate::backend::ObjectInfo;
 
 impl Gateway {
@@ -23,7 +25,7 @@ impl Gateway {
             .map_err(|e| s3_error!(InternalError, "reading {key:?} from flash: {e}"))?;
         let mut out = Vec::with_capacity((end - start) as usize);
         let fs = self.cache.config().fragment_size;
-        let meta = super::meta_of(info);
+        let meta = super::object_meta::meta_of(info);
         for p in r.pieces {
             if let Some(d) = p.data {
                 out.extend_from_slice(&d);
@@ -52,5 +54,39 @@ impl Gateway {
             }
         }
         Ok(out)
+    }
+}
+
+impl Gateway {
+    /// Revalidates the cached clean object `ck` whose cached info is `cached` if it is due (see
+    /// the module doc); returns the info to serve, or the backend's "no such key/bucket" when
+    /// another writer deleted it.
+    pub(crate) fn revalidate(&self, bucket: &str, key: &str, ck: &str, cached: ObjectInfo) -> S3Result<ObjectInfo> {
+        let now = now_ns();
+        // While the backend is down, or before it first answered since start (it may be hung),
+        // the cached copy is served without asking it.
+        if !self.fetch.fresh.due(ck, now) || !self.health.is_known_up() {
+            return Ok(cached);
+        }
+        match self.backend.head(bucket, key) {
+            Ok(b) if b.etag == cached.etag && b.size == cached.size => {
+                self.fetch.fresh.validated(ck, now);
+                Ok(cached)
+            }
+            Ok(b) => {
+                tracing::debug!(bucket, key, "revalidation: the backend holds another version; refetching");
+                self.cache.delete(ck.as_bytes());
+                Ok(b)
+            }
+            Err(e @ (BackendError::NoSuchKey(_) | BackendError::NoSuchBucket(_))) => {
+                // Deleted by another writer: so is the cached copy.
+                self.cache.delete(ck.as_bytes());
+                Err(backend_err(e))
+            }
+            Err(e) => {
+                tracing::warn!(bucket, key, "revalidation failed, serving the cached copy: {e}");
+                Ok(cached)
+            }
+        }
     }
 }

@@ -25,7 +25,7 @@ use std::collections::HashMap;
 
 use reo_cache::Cache;
 
-use super::now_ns;
+use super::clock::now_ns;
 use super::pending::{Pending, PendingPut};
 use crate::backend::ObjectInfo;
 

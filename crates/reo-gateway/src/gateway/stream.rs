@@ -26,8 +26,8 @@ use s3s::{s3_error, S3Result};
 
 use super::fetch::{self, Job};
 use super::flight::{FetchError, FlightKey, FlightReader};
+use super::handle::Gateway;
 use super::pending::cache_key;
-use super::Gateway;
 use crate::backend::ObjectInfo;
 
 /// A part of a GET's body.

@@ -8,9 +8,9 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use super::flight::FlightKey;
+use super::handle::Gateway;
 use super::stream::ReadPlan;
 use super::tests::Rig;
-use super::Gateway;
 use crate::backend::{Backend, LocalBackend, ObjectInfo};
 
 fn object(len: usize, seed: u8) -> Vec<u8> {

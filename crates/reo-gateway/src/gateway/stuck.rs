@@ -24,9 +24,6 @@ use std::time::Duration;
 
 use parking_lot::{Mutex, MutexGuard};
 
-use super::pending::cache_key;
-use super::{now_ns, Gateway};
-
 const RETRY_MIN: Duration = Duration::from_secs(1);
 const RETRY_MAX: Duration = Duration::from_secs(300);
 
@@ -106,44 +103,8 @@ impl GoneBuckets {
         }
     }
 
-    fn list(&self) -> Vec<(String, u64, String)> {
+    pub(super) fn list(&self) -> Vec<(String, u64, String)> {
         self.lock().iter().map(|(b, g)| (b.clone(), g.since_ns, g.key.clone())).collect()
-    }
-}
-
-impl Gateway {
-    /// The objects stuck because their bucket is missing in the backend (see the module doc).
-    pub fn stuck(&self) -> StuckReport {
-        let gone = self.gone.list();
-        let mut r = StuckReport::default();
-        for (bucket, since_ns, key) in gone {
-            let (objects, bytes) = {
-                let p = self.pending();
-                let start = cache_key(&bucket, "");
-                p.map
-                    .range(start.clone()..)
-                    .take_while(|(k, _)| k.starts_with(&start))
-                    .filter(|(_, x)| !x.deleted)
-                    .fold((0u64, 0u64), |(n, b), (_, x)| (n + 1, b + x.info.size))
-            };
-            if objects == 0 {
-                continue; // flushed or deleted meanwhile; the flusher forgets the bucket later
-            }
-            r.objects += objects;
-            r.bytes += bytes;
-            let since_seconds = now_ns().saturating_sub(since_ns) as f64 / 1e9;
-            r.buckets.push(StuckBucket { bucket, objects, bytes, reason: REASON, since_seconds, key });
-        }
-        r
-    }
-
-    /// `bucket` exists in the backend (created through the gateway, or seen by a bucket check):
-    /// objects stuck for want of it are flushed now.
-    pub(crate) fn bucket_exists(&self, bucket: &str) {
-        if self.gone.exists(bucket) {
-            tracing::info!("bucket {bucket:?} exists again in the backend; flushing its stuck objects");
-            self.kick_flusher();
-        }
     }
 }
 

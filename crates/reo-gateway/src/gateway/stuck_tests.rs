@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use super::flusher::round;
+use super::handle::Gateway;
 use super::tests::Rig;
-use super::Gateway;
 use crate::backend::{Backend, ObjectInfo};
 
 fn info() -> ObjectInfo {

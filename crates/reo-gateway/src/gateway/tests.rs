@@ -10,7 +10,7 @@ use reo_media::{Media, MemMedia};
 use reo_store::{Store, StoreConfig};
 
 use super::flusher::Flusher;
-use super::Gateway;
+use super::handle::Gateway;
 use crate::backend::{Backend, BackendError, ListQuery, LocalBackend, ObjectInfo};
 
 pub(crate) struct Rig {

@@ -22,10 +22,12 @@
 use reo_cache::WriteError;
 use s3s::{s3_error, S3Result};
 
+use super::clock::now_ns;
 use super::errors::backend_err;
+use super::handle::Gateway;
+use super::object_meta::meta_of;
 use super::pending::{cache_key, PendingPut};
 use super::policy::WritePolicy;
-use super::{meta_of, now_ns, Gateway};
 use crate::backend::{ObjectInfo, ObjectWriter};
 
 /// A body on its way into the backend, and into a clean copy on flash if write-through

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use object_store::aws::{AwsAuthorizer, AwsCredential};
 use object_store::client::{HttpRequest, HttpRequestBody};
 
+use super::client::S3Backend;
 use super::xml;
-use super::S3Backend;
 use crate::backend::{BResult, BackendError, BucketInfo};
 use crate::keys::validate_bucket;
 

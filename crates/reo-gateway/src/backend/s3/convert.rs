@@ -13,8 +13,10 @@ use std::collections::BTreeMap;
 use object_store::{Attribute, Attributes, GetResult};
 
 use super::errors::normalize_etag;
-use super::ETAG_META;
 use crate::backend::ObjectInfo;
+
+/// The user-metadata name holding the gateway's ETag.
+pub const ETAG_META: &str = "reo-etag";
 
 /// The [`ObjectInfo`] of a GET or HEAD answer.
 pub(super) fn object_info(r: &GetResult) -> ObjectInfo {

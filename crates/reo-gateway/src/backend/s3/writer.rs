@@ -92,7 +92,8 @@ impl S3Writer {
         bytes: u64,
         fut: impl std::future::Future<Output = object_store::Result<T>> + Send + 'static,
     ) -> BResult<T> {
-        super::run_on(&self.rt, self.deadlines.transfer(bytes), fut)?.map_err(|e| map_err(e, &self.bucket, &self.key))
+        super::client::run_on(&self.rt, self.deadlines.transfer(bytes), fut)?
+            .map_err(|e| map_err(e, &self.bucket, &self.key))
     }
 
     /// Sends `part` as the next part of the upload, beginning the upload first if needed.
