@@ -46,6 +46,7 @@ pub struct Buffered<S: Backend + ?Sized> {
 }
 
 impl<S: Backend + ?Sized> Buffered<S> {
+    /// A writer of `bucket/key` that collects the pieces, then puts them whole.
     pub fn new(backend: Arc<S>, bucket: &str, key: &str) -> Buffered<S> {
         Buffered { backend, bucket: bucket.into(), key: key.into(), data: BytesMut::new() }
     }
