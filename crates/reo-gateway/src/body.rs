@@ -49,13 +49,16 @@ pub struct Digests {
 /// What [`Digests`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Digested {
+    /// The MD5 of the bytes.
     pub md5: [u8; 16],
     /// The flexible checksum asked for, if any.
     pub checksum: Option<(Algo, Vec<u8>)>,
+    /// How many bytes were digested.
     pub len: u64,
 }
 
 impl Digested {
+    /// The MD5 in lowercase hex (an S3 ETag without quotes).
     pub fn md5_hex(&self) -> String {
         self.md5.iter().map(|b| format!("{b:02x}")).collect()
     }
@@ -67,6 +70,7 @@ impl Digests {
         Digests { md5: md5::Md5::new(), sum: algo.map(|a| (a, a.hasher())), len: 0 }
     }
 
+    /// Feeds the next bytes.
     pub fn update(&mut self, piece: &[u8]) {
         self.md5.update(piece);
         if let Some((_, h)) = &mut self.sum {
@@ -75,6 +79,7 @@ impl Digests {
         self.len += piece.len() as u64;
     }
 
+    /// The digests of every byte fed.
     pub fn finish(self) -> Digested {
         Digested { md5: self.md5.finalize().into(), checksum: self.sum.map(|(a, h)| (a, h.finalize())), len: self.len }
     }
@@ -102,6 +107,7 @@ impl Collected {
         Ok(Collected { buf: AlignedBuf::with_capacity(ahead as usize), held, reserved: ahead, limit })
     }
 
+    /// The bytes collected so far.
     pub fn bytes(&self) -> &[u8] {
         &self.buf
     }

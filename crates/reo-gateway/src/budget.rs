@@ -27,6 +27,7 @@ pub struct Reservation {
 }
 
 impl MemoryBudget {
+    /// A budget of `limit` bytes, none held.
     pub fn new(limit: u64) -> Arc<MemoryBudget> {
         Arc::new(MemoryBudget { limit, used: AtomicU64::new(0), refused: AtomicU64::new(0) })
     }
@@ -46,6 +47,7 @@ impl MemoryBudget {
         self.refused.load(Ordering::Relaxed)
     }
 
+    /// The most bytes held at once.
     pub fn limit(&self) -> u64 {
         self.limit
     }

@@ -10,14 +10,20 @@ use s3s::{s3_error, S3Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Algo {
+    /// CRC-32 (IEEE), 4 bytes.
     Crc32,
+    /// CRC-32C (Castagnoli), 4 bytes.
     Crc32c,
+    /// CRC-64/NVME, 8 bytes.
     Crc64Nvme,
+    /// SHA-1, 20 bytes.
     Sha1,
+    /// SHA-256, 32 bytes.
     Sha256,
 }
 
 impl Algo {
+    /// Every algorithm, in the order lookups by name try them.
     pub const ALL: [Algo; 5] = [Algo::Crc32, Algo::Crc32c, Algo::Crc64Nvme, Algo::Sha1, Algo::Sha256];
 
     /// The name S3 uses (`x-amz-sdk-checksum-algorithm`, `ChecksumAlgorithm`).
@@ -42,6 +48,7 @@ impl Algo {
         }
     }
 
+    /// The algorithm S3 names `name` (any case), if any.
     pub fn of_name(name: &str) -> Option<Algo> {
         Algo::ALL.into_iter().find(|a| a.name().eq_ignore_ascii_case(name))
     }
@@ -56,6 +63,7 @@ impl Algo {
         b64_encode(&self.digest(data))
     }
 
+    /// The algorithm whose `x-amz-checksum-…` header is `name` (any case), if any.
     pub fn of_header(name: &str) -> Option<Algo> {
         Algo::ALL.into_iter().find(|a| a.header().eq_ignore_ascii_case(name))
     }
@@ -114,14 +122,20 @@ impl Algo {
 
 /// A digest being computed ([`Algo::hasher`]).
 pub enum Hasher {
+    /// CRC-32 (IEEE).
     Crc32(Crc32),
+    /// CRC-32C (Castagnoli).
     Crc32c(Crc32c),
+    /// CRC-64/NVME.
     Crc64Nvme(Crc64Nvme),
+    /// SHA-1.
     Sha1(Sha1),
+    /// SHA-256.
     Sha256(Sha256),
 }
 
 impl Hasher {
+    /// Feeds the next bytes.
     pub fn update(&mut self, data: &[u8]) {
         match self {
             Hasher::Crc32(h) => h.update(data),
@@ -132,6 +146,7 @@ impl Hasher {
         }
     }
 
+    /// The raw digest of all bytes fed ([`Algo::digest_len`] bytes).
     pub fn finalize(self) -> Vec<u8> {
         match self {
             Hasher::Crc32(h) => h.finalize().to_vec(),
@@ -143,10 +158,12 @@ impl Hasher {
     }
 }
 
+/// Decodes standard base64 (padded; surrounding whitespace ignored); `None` if invalid.
 pub fn b64(s: &str) -> Option<Vec<u8>> {
     base64_simd::STANDARD.decode_to_vec(s.trim()).ok()
 }
 
+/// Encodes as standard padded base64.
 pub fn b64_encode(b: &[u8]) -> String {
     base64_simd::STANDARD.encode_to_string(b)
 }

@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 /// At most one denial message per this long.
 pub const INTERVAL: Duration = Duration::from_secs(10);
 
+/// The denied-request counter and its log throttle.
 #[derive(Default)]
 pub struct Denials {
     total: AtomicU64,
@@ -49,6 +50,7 @@ impl Denials {
         }
     }
 
+    /// Denials since start.
     pub fn total(&self) -> u64 {
         self.total.load(Ordering::Relaxed)
     }

@@ -44,28 +44,74 @@ pub enum Replacement {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReplacementError {
+    /// An allow-listed path could not be inspected (e.g. it does not exist).
     #[error("{asked}: {source}")]
-    Unreadable { asked: String, source: io::Error },
+    Unreadable {
+        /// The path as requested.
+        asked: String,
+        /// Why.
+        source: io::Error,
+    },
+    /// An allow-listed path is not a block device (a link to one is not enough).
     #[error("{asked} is on [server] replacement_devices but is not a block device")]
-    NotBlockDevice { asked: String },
+    NotBlockDevice {
+        /// The path as requested.
+        asked: String,
+    },
+    /// The path has a `.` or `..` component.
     #[error("{asked}: '.' and '..' are not allowed in a replacement path")]
-    DotComponent { asked: String },
+    DotComponent {
+        /// The path as requested.
+        asked: String,
+    },
+    /// The data directory's real path could not be resolved.
     #[error("the data directory {}: {source}", dir.display())]
-    DataDir { dir: PathBuf, source: io::Error },
+    DataDir {
+        /// The data directory.
+        dir: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// A file path outside the data directory that is not an allow-listed block device.
     #[error(
         "{asked} is outside the data directory {} (a block device elsewhere must be listed in \
          [server] replacement_devices)",
         dir.display()
     )]
-    Outside { asked: String, dir: PathBuf },
+    Outside {
+        /// The path as requested.
+        asked: String,
+        /// The data directory.
+        dir: PathBuf,
+    },
+    /// The path has no file name (e.g. it is empty or the root).
     #[error("{asked}: names no file")]
-    NoFileName { asked: String },
+    NoFileName {
+        /// The path as requested.
+        asked: String,
+    },
+    /// The path's directory could not be resolved.
     #[error("{asked}: its directory {}: {source}", parent.display())]
-    Parent { asked: String, parent: PathBuf, source: io::Error },
+    Parent {
+        /// The path as requested.
+        asked: String,
+        /// The path's directory.
+        parent: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The path's directory resolves outside the data directory (a symbolic link).
     #[error("{asked}: its directory leads out of the data directory (a symbolic link)")]
-    LeadsOut { asked: String },
+    LeadsOut {
+        /// The path as requested.
+        asked: String,
+    },
+    /// The path is one of the device files' names in the data directory.
     #[error("{asked} is a name the data directory's device files use; choose another")]
-    Reserved { asked: String },
+    Reserved {
+        /// The path as requested.
+        asked: String,
+    },
 }
 
 /// Confines a requested replacement path: a block device on the allow-list (named exactly as

@@ -13,11 +13,17 @@ use reo_media::Media;
 /// One device's counters.
 #[derive(Debug, Default)]
 pub struct DeviceIo {
+    /// Read calls (failed ones included).
     pub reads: AtomicU64,
+    /// Bytes asked for by those reads.
     pub read_bytes: AtomicU64,
+    /// Write calls, vectored ones included (failed ones too).
     pub writes: AtomicU64,
+    /// Bytes handed to those writes.
     pub write_bytes: AtomicU64,
+    /// Sync calls.
     pub syncs: AtomicU64,
+    /// Reads, writes and syncs that failed.
     pub errors: AtomicU64,
 }
 
@@ -39,6 +45,7 @@ pub struct CountedMedia {
 }
 
 impl CountedMedia {
+    /// `inner`, its I/O counted into `io`.
     pub fn new(inner: Arc<dyn Media>, io: Arc<DeviceIo>) -> CountedMedia {
         CountedMedia { inner, io }
     }

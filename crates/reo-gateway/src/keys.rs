@@ -22,11 +22,13 @@ pub const SEG_CHUNK: usize = 200;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum NameError {
+    /// The key is empty.
     #[error("the object key is empty")]
     EmptyKey,
     /// The key's length in bytes.
     #[error("the object key is {0} bytes long; the limit is {MAX_KEY_LEN}")]
     KeyTooLong(usize),
+    /// The key contains a NUL byte.
     #[error("the object key contains a NUL character")]
     NulInKey,
     /// The bucket name refused.

@@ -22,6 +22,8 @@ use crate::server::{serve, ServerOptions};
 /// Everything `reo serve` needs.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
+    /// The data directory: device files, `state/` (hints), `credentials`, `users.json` and, by
+    /// default, the local backend.
     pub data_dir: PathBuf,
     /// The plain HTTP address (`None`: none, when TLS serves alone).
     pub listen: Option<SocketAddr>,
@@ -29,10 +31,16 @@ pub struct ServeConfig {
     pub tls: Option<TlsSettings>,
     /// The backend the cache is in front of.
     pub backend: BackendChoice,
+    /// Number of device files (at least 1).
     pub devices: usize,
+    /// Size of each device file in MiB (used when the file is created).
     pub device_mib: u64,
+    /// Access key of the built-in admin; given with `secret_key` or not at all (`None`: from
+    /// `<data_dir>/credentials`, generated on the first start).
     pub access_key: Option<String>,
+    /// Secret key of the built-in admin; given with `access_key` or not at all.
     pub secret_key: Option<String>,
+    /// Largest request body accepted, in bytes.
     pub max_body: u64,
     /// Bytes of request bodies held in memory at once (`None`: [`crate::s3::default_memory_budget`]).
     pub memory_budget: Option<u64>,
@@ -90,8 +98,11 @@ pub struct ServeConfig {
 /// Where and with what `reo serve` answers HTTPS.
 #[derive(Debug, Clone)]
 pub struct TlsSettings {
+    /// The HTTPS address.
     pub listen: SocketAddr,
+    /// The certificate chain, a PEM file.
     pub cert: PathBuf,
+    /// The private key, a PEM file.
     pub key: PathBuf,
 }
 
@@ -119,49 +130,94 @@ type Lower = Box<dyn std::error::Error + Send + Sync>;
 #[non_exhaustive]
 pub enum LaunchError {
     #[error("cannot create {}: {source}", dir.display())]
-    DataDir { dir: PathBuf, source: std::io::Error },
+    /// The data directory could not be created.
+    DataDir {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     #[error(transparent)]
+    /// The S3 backend could not be opened (its settings).
     S3(#[from] crate::backend::s3::OpenError),
     #[error(transparent)]
+    /// The local directory backend could not be opened.
     Backend(#[from] crate::backend::BackendError),
     #[error("--access-key and --secret-key go together")]
+    /// Only one of `--access-key` and `--secret-key` was given.
     KeyPair,
     #[error(transparent)]
+    /// The credentials or `users.json` could not be loaded.
     Users(#[from] crate::users::LoadError),
     #[error(
         "server.memory_budget ({budget} bytes) is below the largest body accepted ({max_body} bytes): such a body could never be stored"
     )]
-    MemoryBudget { budget: u64, max_body: u64 },
+    /// The memory budget is below the largest accepted body.
+    MemoryBudget {
+        /// The configured budget, bytes.
+        budget: u64,
+        /// The largest accepted body, bytes.
+        max_body: u64,
+    },
     #[error("--devices must be at least 1")]
+    /// `--devices` is 0.
     NoDevices,
     #[error(transparent)]
+    /// A device file could not be opened or created.
     Device(Lower),
     #[error("opening the store: {0}")]
+    /// The store could not be opened (or recovered).
     Store(Lower),
     #[error(transparent)]
+    /// The cache could not be built over the store.
     Cache(Lower),
     #[error(transparent)]
+    /// The gateway could not be opened (its recovery).
     Gateway(#[from] crate::gateway::OpenError),
     #[error("flush.dirty_limit: {limit} bytes is more than the cache's capacity ({capacity} bytes on these devices)")]
-    DirtyLimit { limit: u64, capacity: u64 },
+    /// `flush.dirty_limit` exceeds the cache's capacity.
+    DirtyLimit {
+        /// The configured limit, bytes.
+        limit: u64,
+        /// The cache's capacity on these devices, bytes.
+        capacity: u64,
+    },
     #[error(transparent)]
+    /// The hint engine could not start (loading its persisted hints).
     Hints(#[from] crate::hints::HintError),
     #[error("cannot start the runtime: {0}")]
+    /// The tokio runtime could not be built.
     Runtime(std::io::Error),
     #[error(transparent)]
+    /// The TLS certificate or key could not be loaded.
     Tls(#[from] crate::tls::TlsError),
     #[error("no address to serve on: give --listen, or --tls-listen with --tls-cert and --tls-key")]
+    /// Neither an HTTP nor an HTTPS address was given.
     NoListener,
     #[error("cannot listen on {addr}: {source}")]
-    Listen { addr: SocketAddr, source: std::io::Error },
+    /// Binding the HTTP or HTTPS address failed.
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
     #[error("cannot listen on {addr} (--metrics-listen): {source}")]
-    MetricsListen { addr: SocketAddr, source: std::io::Error },
+    /// Binding the `--metrics-listen` address failed.
+    MetricsListen {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The server loop failed.
     #[error(transparent)]
     Serve(Lower),
     #[error("closing the store: {0}")]
+    /// Closing the store (writing its checkpoint) failed at shutdown.
     Close(Lower),
     #[error("flushing the store: {0}")]
+    /// Flushing a store still referenced at shutdown failed.
     Flush(Lower),
 }
 

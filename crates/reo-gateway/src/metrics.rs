@@ -38,6 +38,7 @@ pub fn operation(method: &http::Method, path: &str) -> &'static str {
 }
 
 impl Metrics {
+    /// Records one request of operation `op` that took `d`.
     pub fn observe(&self, op: &'static str, d: Duration) {
         let s = d.as_secs_f64();
         let mut m = self.latency.lock();

@@ -28,7 +28,9 @@ pub const DRAIN: Duration = Duration::from_secs(30);
 /// Users and limits of a server.
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
+    /// Who may sign requests, and what each may do.
     pub users: Arc<crate::users::Users>,
+    /// What clients may send.
     pub limits: Limits,
     /// Accept Signature Version 2 (`crate::sigv2`; unsafe, for legacy clients only).
     pub allow_sigv2: bool,
@@ -199,7 +201,9 @@ fn close_after_early_answer<B>(c: Continue, resp: &mut http::Response<B>) {
 
 /// An address the server answers on: plain HTTP, or HTTPS with `tls`.
 pub struct Listener {
+    /// The bound socket.
     pub tcp: TcpListener,
+    /// The TLS acceptor for HTTPS (`None`: plain HTTP).
     pub tls: Option<tokio_rustls::TlsAcceptor>,
 }
 

@@ -20,6 +20,7 @@ pub struct BodyLimits {
     pub idle: Duration,
     /// Lowest average rate, bytes per second, once `grace` has passed.
     pub min_rate: u64,
+    /// How long a body may run before `min_rate` applies.
     pub grace: Duration,
 }
 
@@ -54,6 +55,7 @@ pub struct MinRate<B> {
 }
 
 impl<B> MinRate<B> {
+    /// `inner`, held to `limits` from now.
     pub fn new(inner: B, limits: BodyLimits) -> MinRate<B> {
         let now = Instant::now();
         MinRate { inner, limits, started: now, last: now, bytes: 0, timer: None }

@@ -15,12 +15,26 @@ use tokio_rustls::TlsAcceptor;
 pub enum TlsError {
     /// The certificate file could not be read or parsed.
     #[error("--tls-cert {}: {source}", path.display())]
-    Cert { path: PathBuf, source: rustls::pki_types::pem::Error },
+    Cert {
+        /// The certificate file.
+        path: PathBuf,
+        /// Why.
+        source: rustls::pki_types::pem::Error,
+    },
+    /// The certificate file holds no certificate.
     #[error("--tls-cert {}: no certificate in the file", path.display())]
-    NoCert { path: PathBuf },
+    NoCert {
+        /// The certificate file.
+        path: PathBuf,
+    },
     /// The key file could not be read or parsed.
     #[error("--tls-key {}: {source}", path.display())]
-    Key { path: PathBuf, source: rustls::pki_types::pem::Error },
+    Key {
+        /// The key file.
+        path: PathBuf,
+        /// Why.
+        source: rustls::pki_types::pem::Error,
+    },
     /// The protocol versions of the provider.
     #[error("TLS: {0}")]
     Protocol(rustls::Error),

@@ -16,6 +16,8 @@ use serde_json::json;
 use super::{param, Api, Reply};
 use crate::device_files::{confine_replacement, device_path, Replacement, Repoint};
 
+/// Answers `METHOD /_reo/admin/<what>` (status, device fail and replace, flush, scrub, …); the
+/// caller has checked that the user is an admin.
 pub fn dispatch(api: &Api, method: &Method, what: &str, params: &[(String, String)]) -> Reply {
     match (method.as_str(), what) {
         ("GET", "status") => Reply::ok(status(api)),

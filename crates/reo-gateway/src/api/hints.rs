@@ -22,6 +22,7 @@ fn may(user: &User, access: Access, spec: &HintSpec) -> bool {
     }
 }
 
+/// `POST /_reo/hints`: validates and submits the JSON hint in `body`; answers its `request_id`.
 pub fn submit(api: &Api, user: &User, body: &[u8]) -> Reply {
     let spec: HintSpec = match serde_json::from_slice(body) {
         Ok(s) => s,
@@ -40,11 +41,13 @@ pub fn submit(api: &Api, user: &User, body: &[u8]) -> Reply {
     }
 }
 
+/// `GET /_reo/hints`: the hints in force on keys `user` may read.
 pub fn list(api: &Api, user: &User) -> Reply {
     let hints: Vec<_> = api.hints.list().into_iter().filter(|h| may(user, Access::Read, &h.spec)).collect();
     Reply::ok(serde_json::json!({ "hints": hints }))
 }
 
+/// `DELETE /_reo/hints/<id>`: withdraws hint `id` (404 if none).
 pub fn cancel(api: &Api, user: &User, id: &str) -> Reply {
     let found = api.hints.list().into_iter().find(|h| h.request_id == id);
     if let Some(h) = &found {

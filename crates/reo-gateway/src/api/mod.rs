@@ -29,7 +29,9 @@ const MAX_BODY: usize = 1 << 20;
 /// What the API routes need.
 #[derive(Clone)]
 pub struct Api {
+    /// The gateway's data path.
     pub gw: Arc<Gateway>,
+    /// The hint engine (`/_reo/hints`).
     pub hints: Arc<HintEngine>,
     /// Size of each device file (a replacement device is created this large).
     pub device_bytes: u64,
@@ -37,6 +39,7 @@ pub struct Api {
     pub data_dir: PathBuf,
     /// Whether `/metrics` may be scraped without a signature.
     pub anonymous_metrics: bool,
+    /// Request latency histograms by operation, for `/metrics`.
     pub metrics: Arc<crate::metrics::Metrics>,
     /// The last rebuild started through the API: its outcome stays visible after it finishes
     /// (the store forgets a finished rebuild).
@@ -46,6 +49,7 @@ pub struct Api {
     /// Rebuild bandwidth cap in bytes per second for replacements that give none (`None`:
     /// as fast as the devices go).
     pub rebuild_bps: Option<u64>,
+    /// The users, for `/_reo/admin/users` and access checks.
     pub users: Arc<Users>,
     /// Block devices a replacement may be (anything else is a new file in `data_dir`).
     pub replacement_devices: Vec<PathBuf>,
@@ -59,15 +63,19 @@ pub struct Api {
 
 /// A JSON answer.
 pub struct Reply {
+    /// The HTTP status.
     pub status: StatusCode,
+    /// The JSON body.
     pub body: serde_json::Value,
 }
 
 impl Reply {
+    /// 200 with `body`.
     pub fn ok(body: serde_json::Value) -> Reply {
         Reply { status: StatusCode::OK, body }
     }
 
+    /// `status` with `{"error": msg}`.
     pub fn error(status: StatusCode, msg: impl Into<String>) -> Reply {
         Reply { status, body: serde_json::json!({ "error": msg.into() }) }
     }
@@ -116,6 +124,7 @@ pub fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// The value of the first parameter called `name`, if any.
 pub fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
     params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
 }

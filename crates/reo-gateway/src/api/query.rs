@@ -12,6 +12,7 @@ use crate::users::{Access, User};
 /// Most objects one prefix query lists.
 const LIMIT: usize = 1000;
 
+/// `GET /_reo/query`: what the cache holds of `key`, or of up to 1000 objects under `prefix`.
 pub fn query(api: &Api, user: &User, params: &[(String, String)]) -> Reply {
     let Some(bucket) = param(params, "bucket") else {
         return Reply::error(StatusCode::BAD_REQUEST, "bucket: missing");

@@ -24,6 +24,7 @@ pub enum Replay {
     Full,
 }
 
+/// The admin-mutation signatures seen recently (see the module doc).
 #[derive(Default)]
 pub struct ReplayGuard {
     seen: Mutex<HashMap<String, Instant>>,

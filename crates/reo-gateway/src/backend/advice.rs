@@ -20,13 +20,17 @@ pub const PREFIX_LIMIT: usize = 10_000;
 /// What a backend hint addresses within a bucket.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Address {
+    /// One key.
     Key(String),
     /// Every key starting with it (at most [`PREFIX_LIMIT`]).
     Prefix(String),
     /// Bytes `[start, end)` of a key.
     Range {
+        /// The key.
         key: String,
+        /// First byte.
         start: u64,
+        /// One past the last byte (above `start`).
         end: u64,
     },
 }
@@ -50,7 +54,9 @@ pub enum Advice {
 pub struct AdviceReport {
     /// What was done, e.g. `posix_fadvise(WILLNEED)` or `HEAD (exists)`.
     pub action: String,
+    /// Objects it was applied to.
     pub objects: u64,
+    /// Bytes of those objects (or ranges).
     pub bytes: u64,
 }
 
@@ -63,8 +69,11 @@ impl std::fmt::Display for AdviceReport {
 /// One object an address covers: its key, byte range (clamped to the object) and size.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
+    /// The object's key.
     pub key: String,
+    /// First byte of the range.
     pub start: u64,
+    /// One past the last byte, at most the object's size.
     pub end: u64,
 }
 

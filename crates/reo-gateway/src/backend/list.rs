@@ -7,20 +7,25 @@ use super::ListEntry;
 /// One listing request.
 #[derive(Debug, Clone, Default)]
 pub struct ListQuery {
+    /// Only keys starting with this (empty: all).
     pub prefix: String,
     /// `None` or `Some("")`: no grouping.
     pub delimiter: Option<String>,
     /// Return only keys (or prefixes) strictly after this (marker, start-after or the decoded
     /// continuation token, whichever is later).
     pub after: String,
+    /// Most keys and common prefixes on the page (0: an empty page, not truncated).
     pub max_keys: usize,
 }
 
 /// One page of a listing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ListPage {
+    /// The objects listed, in key order.
     pub contents: Vec<ListEntry>,
+    /// The common prefixes (each ending with the delimiter), in order.
     pub common_prefixes: Vec<String>,
+    /// Whether more entries follow.
     pub truncated: bool,
     /// The last key or common prefix returned (the next marker / continuation) when truncated.
     pub next_after: Option<String>,
@@ -51,6 +56,7 @@ pub struct Pager<'q> {
 }
 
 impl<'q> Pager<'q> {
+    /// An empty page of `q`.
     pub fn new(q: &'q ListQuery) -> Pager<'q> {
         let delim = q.delimiter.as_deref().filter(|d| !d.is_empty());
         Pager { q, delim, out: ListPage::default(), count: 0, last: None, group: None, done: false }
@@ -123,6 +129,7 @@ impl<'q> Pager<'q> {
         false
     }
 
+    /// The page as built so far.
     pub fn finish(self) -> ListPage {
         self.out
     }

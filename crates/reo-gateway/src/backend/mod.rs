@@ -42,8 +42,11 @@ pub use writer::ObjectWriter;
 
 /// An object store the gateway caches.
 pub trait Backend: Send + Sync + 'static {
+    /// Every bucket.
     fn list_buckets(&self) -> BResult<Vec<BucketInfo>>;
+    /// Creates a bucket; `BucketExists` if it does.
     fn create_bucket(&self, bucket: &str) -> BResult<()>;
+    /// The bucket's info; `NoSuchBucket` if it does not exist.
     fn head_bucket(&self, bucket: &str) -> BResult<BucketInfo>;
     /// Fails with `BucketNotEmpty` if it holds objects.
     fn delete_bucket(&self, bucket: &str) -> BResult<()>;
@@ -65,6 +68,7 @@ pub trait Backend: Send + Sync + 'static {
         self.head_bucket(bucket)?;
         Ok(Box::new(Buffered::new(self, bucket, key)))
     }
+    /// The object's info without its bytes.
     fn head(&self, bucket: &str, key: &str) -> BResult<ObjectInfo>;
     /// Bytes `[start, end)` (clamped to the object) and the object's info.
     fn get_range(&self, bucket: &str, key: &str, start: u64, end: u64) -> BResult<(Vec<u8>, ObjectInfo)>;
@@ -108,6 +112,7 @@ pub struct Buffered<S: Backend + ?Sized> {
 }
 
 impl<S: Backend + ?Sized> Buffered<S> {
+    /// A writer of `bucket/key` that collects the pieces, then puts them whole.
     pub fn new(backend: Arc<S>, bucket: &str, key: &str) -> Buffered<S> {
         Buffered { backend, bucket: bucket.into(), key: key.into(), data: BytesMut::new() }
     }

@@ -9,9 +9,11 @@ use bytes::Bytes;
 /// What a backend keeps about an object besides its bytes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ObjectInfo {
+    /// The object's size in bytes.
     pub size: u64,
     /// The S3 ETag without quotes: hex MD5, or `hex-N` for multipart uploads.
     pub etag: String,
+    /// The `Content-Type` it was stored with.
     pub content_type: String,
     /// `x-amz-meta-*` user metadata (names without the prefix, lower case).
     pub user_meta: BTreeMap<String, String>,
@@ -38,14 +40,18 @@ pub const SYSTEM_HEADERS: [&str; 7] = [
 /// One entry of a listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListEntry {
+    /// The object's key.
     pub key: String,
+    /// What the backend keeps about it.
     pub info: ObjectInfo,
 }
 
 /// A bucket and its creation time (ns since the epoch).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BucketInfo {
+    /// The bucket's name.
     pub name: String,
+    /// When it was created, nanoseconds since the Unix epoch.
     pub created_ns: u64,
 }
 
@@ -53,9 +59,13 @@ pub struct BucketInfo {
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum BackendError {
+    /// The bucket (named) does not exist.
     NoSuchBucket(String),
+    /// The key (named) does not exist.
     NoSuchKey(String),
+    /// The bucket (named) already exists.
     BucketExists(String),
+    /// The bucket (named) still holds objects.
     BucketNotEmpty(String),
     /// A key or bucket name the backend cannot hold (the message says why).
     Invalid(String),
@@ -86,6 +96,7 @@ impl From<crate::keys::NameError> for BackendError {
     }
 }
 
+/// The result of a backend call.
 pub type BResult<T> = Result<T, BackendError>;
 
 /// The bytes of a streamed read, in order. Each item is one chunk; an `Err` ends the stream (the

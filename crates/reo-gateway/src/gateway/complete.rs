@@ -44,7 +44,9 @@ use crate::checksum::{Algo, Hasher};
 /// order; `None` where the list gives none) and the object's.
 #[derive(Debug, Default, Clone)]
 pub struct Claimed {
+    /// Per listed part, its stated checksum (algorithm, base64).
     pub parts: Vec<Option<(Algo, String)>>,
+    /// The object's stated checksum (algorithm, base64), if any.
     pub object: Option<(Algo, String)>,
     /// The object's size (`x-amz-mp-object-size`).
     pub size: Option<u64>,

@@ -5,6 +5,7 @@ use s3s::{S3Error, S3ErrorCode};
 
 use crate::backend::BackendError;
 
+/// The S3 error for a backend error (`Io` becomes `503 SlowDown`, see [`unavailable`]).
 pub fn backend_err(e: BackendError) -> S3Error {
     let code = match &e {
         BackendError::NoSuchBucket(_) => S3ErrorCode::NoSuchBucket,

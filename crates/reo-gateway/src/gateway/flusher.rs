@@ -31,6 +31,7 @@ pub struct Flusher {
 }
 
 impl Flusher {
+    /// Starts the flusher thread of `gw`.
     pub fn start(gw: Arc<Gateway>) -> Flusher {
         let g = gw.clone();
         let handle = std::thread::Builder::new()
@@ -40,6 +41,7 @@ impl Flusher {
         Flusher { gw, handle: Some(handle) }
     }
 
+    /// Stops the thread and waits for it; unflushed objects stay dirty for the next start.
     pub fn stop(mut self) {
         self.gw.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
         self.gw.kick_flusher();

@@ -23,15 +23,22 @@ use crate::backend::{Backend, ObjectInfo};
 /// Counters for `/metrics`.
 #[derive(Debug, Default, Clone, Copy, serde::Serialize)]
 pub struct GatewayCounters {
+    /// Objects written back to the backend by the flusher.
     pub flushed_objects: u64,
+    /// Bytes of those objects.
     pub flushed_bytes: u64,
+    /// Flush attempts that failed (the object stays dirty and is retried).
     pub flush_errors: u64,
     /// Streamed flushes given up because their object was rewritten or deleted meanwhile.
     pub flushes_abandoned: u64,
+    /// Writes that went to the backend without a copy kept on flash.
     pub write_around: u64,
     /// Write-back deletes applied in the backend by the flusher.
     pub flushed_deletes: u64,
+    /// Writes refused with `503 SlowDown` (the dirty budget spent, the cache full, or the backend
+    /// down).
     pub slowdowns: u64,
+    /// Object reads sent to the backend (cache misses).
     pub backend_reads: u64,
 }
 
@@ -41,6 +48,7 @@ pub struct Gateway {
     pub backend: Arc<dyn Backend>,
     /// The backend itself: the flusher's, whose calls are also how the gateway learns it is back.
     pub(crate) raw_backend: Arc<dyn Backend>,
+    /// The flash cache.
     pub cache: Arc<Cache>,
     pub(crate) pending: Mutex<Pending>,
     /// The pending map's record files, written outside its mutex ([`pending::Records`]).
@@ -92,7 +100,13 @@ pub const DEFAULT_MULTIPART_EXPIRY: std::time::Duration = std::time::Duration::f
 pub enum OpenError {
     /// The pending records, multipart staging or part tables of the state directory.
     #[error("{}: {source}", dir.display())]
-    State { dir: std::path::PathBuf, source: std::io::Error },
+    State {
+        /// The state directory.
+        dir: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A previous run's unflushed writes could not be picked up.
     #[error("recovering the unflushed writes: {0}")]
     Recover(#[from] recover::RecoverError),
 }
@@ -227,6 +241,7 @@ impl Gateway {
         self.dirty_limit.store(bytes, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// A snapshot of the counters.
     pub fn counters(&self) -> GatewayCounters {
         let mut c = *self.counters.lock();
         c.backend_reads += self.fetch.flights.fetches.load(std::sync::atomic::Ordering::Relaxed);

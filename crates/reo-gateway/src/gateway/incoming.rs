@@ -46,8 +46,8 @@ const BACKEND_PIECE: usize = 1 << 20;
 /// Cache fragments a write-back body streamed into the cache holds in memory (the piece read,
 /// the piece written, a spare one, the first fragment kept for last). A body no larger is
 /// collected instead and written in one go ([`reo_cache::Cache::put`]): the same memory, and
-/// no hand-off per fragment while the body arrives, which cost a tenth of the throughput of
-/// 4 MiB PUTs on a machine whose cores the clients share (docs/BENCHMARKS.md).
+/// no hand-off per fragment while the body arrives, which costs throughput of PUTs of a few MiB
+/// when the clients share the gateway's cores (figures in docs/BENCHMARKS.md).
 pub const STREAM_HOLD: u64 = 4;
 
 impl BodySink for IncomingPut {

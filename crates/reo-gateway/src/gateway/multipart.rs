@@ -26,15 +26,23 @@ use crate::backend::ObjectInfo;
 
 /// S3's minimum size of every part but the last.
 pub const MIN_PART: u64 = 5 << 20;
+/// S3's largest part number (part numbers are 1 to this).
 pub const MAX_PARTS: i32 = 10_000;
 
+/// An open multipart upload, as `upload.json` keeps it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Upload {
+    /// The upload id (hex), also its staging directory's name.
     pub id: String,
+    /// The bucket of the object it makes.
     pub bucket: String,
+    /// The key of the object it makes.
     pub key: String,
+    /// The object's `Content-Type`.
     pub content_type: String,
+    /// The object's user metadata (`x-amz-meta-*`).
     pub user_meta: BTreeMap<String, String>,
+    /// When the upload was created, unix nanoseconds.
     pub initiated_ns: u64,
     /// Standard headers the object gets ([`ObjectInfo::system`]).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -48,6 +56,7 @@ pub struct Upload {
 /// A multipart upload's checksum algorithm and type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UploadChecksum {
+    /// The algorithm every part is checked with.
     pub algorithm: crate::checksum::Algo,
     /// FULL_OBJECT (a CRC of the whole object) rather than COMPOSITE (a digest of the parts'
     /// digests, `-N`).
@@ -68,9 +77,13 @@ impl UploadChecksum {
 /// A part as listed.
 #[derive(Debug, Clone)]
 pub struct PartInfo {
+    /// The part number, 1 to [`MAX_PARTS`].
     pub number: i32,
+    /// The part's MD5, lowercase hex without quotes.
     pub etag: String,
+    /// The part's size in bytes.
     pub size: u64,
+    /// When the part was last written, unix nanoseconds (0 if unknown).
     pub mtime_ns: u64,
     /// Its checksum (base64) in the upload's algorithm, if the upload has one.
     pub checksum: Option<String>,
@@ -95,6 +108,7 @@ pub(crate) struct Done {
     pub parts: Option<Vec<(i32, String)>>,
 }
 
+/// The multipart uploads staged in a directory (one per gateway).
 pub struct Uploads {
     dir: PathBuf,
     seq: AtomicU64,
@@ -249,6 +263,7 @@ impl Uploads {
         Ok((etag, sum))
     }
 
+    /// The parts uploaded so far, by part number.
     pub fn parts(&self, u: &Upload) -> S3Result<Vec<PartInfo>> {
         let d = self.path(&u.id)?;
         let mut out = Vec::new();

@@ -72,7 +72,9 @@ pub struct HealthReport {
     pub down_seconds: f64,
     /// Failed backend calls since start.
     pub failures: u64,
+    /// The last failed call's error, if any call failed since start.
     pub last_error: Option<String>,
+    /// Outage length, seconds, after which write-back PUTs get `503 SlowDown`.
     pub slowdown_after_seconds: f64,
     /// Whether write-back PUTs are refused with SlowDown because of the outage.
     pub slowing_down: bool,
@@ -113,6 +115,7 @@ impl BackendHealth {
         self.state.lock()
     }
 
+    /// Sets the outage length after which write-back PUTs get `503 SlowDown`.
     pub fn set_slowdown_after(&self, d: Duration) {
         self.slowdown_after_ns.store(d.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
     }
@@ -195,6 +198,7 @@ impl BackendHealth {
         })
     }
 
+    /// The backend's health now, for the admin status and `/metrics`.
     pub fn report(&self) -> HealthReport {
         let slowing_down = self.slowdown_reason().is_some();
         let s = self.lock();

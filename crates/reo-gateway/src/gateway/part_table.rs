@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 /// One part of a completed object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartEntry {
+    /// The part's size in bytes.
     pub size: u64,
     /// Its checksum (base64) in the upload's algorithm, if the upload had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -25,13 +26,16 @@ pub struct PartEntry {
 /// numbered them).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartTable {
+    /// The object's bucket.
     pub bucket: String,
+    /// The object's key.
     pub key: String,
     /// The ETag of the object the table describes.
     pub etag: String,
     /// `COMPOSITE` or `FULL_OBJECT` when the upload had a checksum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checksum_type: Option<String>,
+    /// The parts, in object order.
     pub parts: Vec<PartEntry>,
 }
 
@@ -43,11 +47,13 @@ impl PartTable {
     }
 }
 
+/// The part tables of the completed multipart objects, one file each in a directory.
 pub struct PartTables {
     dir: PathBuf,
 }
 
 impl PartTables {
+    /// The tables in `dir`, created if missing.
     pub fn open(dir: &Path) -> std::io::Result<PartTables> {
         fs::create_dir_all(dir)?;
         Ok(PartTables { dir: dir.to_path_buf() })

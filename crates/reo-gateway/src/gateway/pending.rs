@@ -29,8 +29,11 @@ use crate::backend::ObjectInfo;
 /// One unflushed object.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PendingPut {
+    /// The object's bucket.
     pub bucket: String,
+    /// The object's key.
     pub key: String,
+    /// What the backend is to keep about it.
     pub info: ObjectInfo,
     /// The cache version to pass to `mark_clean` (0 until the cache put returned).
     #[serde(skip)]
@@ -62,7 +65,9 @@ impl PendingPut {
 
 /// The pending map, keyed by cache key (`bucket/key`), sorted so a bucket's prefix is a range.
 pub struct Pending {
+    /// The record files behind the map.
     pub records: Records,
+    /// The unflushed objects and tombstones by cache key.
     pub map: BTreeMap<String, PendingPut>,
 }
 
@@ -76,6 +81,7 @@ pub struct Records {
     pub(crate) before_sync: Arc<super::counting::Gate>,
 }
 
+/// The cache key of an object: `bucket/key`.
 pub fn cache_key(bucket: &str, key: &str) -> String {
     format!("{bucket}/{key}")
 }

@@ -9,12 +9,17 @@
 use std::fmt;
 use std::str::FromStr;
 
+/// How writes under a scope reach flash and the backend (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WritePolicy {
+    /// Dirty on flash, acknowledged, flushed later (the default).
     #[default]
     WriteBack,
+    /// The backend first, then a clean copy on flash; acknowledged after both.
     WriteThrough,
+    /// The backend only; the cache drops its copy.
     WriteAround,
+    /// Writes and deletes are refused (`AccessDenied`).
     ReadOnly,
 }
 
@@ -22,14 +27,28 @@ pub enum WritePolicy {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PolicyError {
+    /// Not one of the four policy names.
     #[error("unknown write policy {0:?} (expected write-back, write-through, write-around or read-only)")]
     Unknown(String),
+    /// A rule without `=`.
     #[error("write policy rule {0:?}: expected BUCKET[/PREFIX]=POLICY")]
     Syntax(String),
+    /// The rule's bucket is not a valid bucket name.
     #[error("write policy rule {rule:?}: {source}")]
-    Bucket { rule: String, source: crate::keys::NameError },
+    Bucket {
+        /// The rule as given.
+        rule: String,
+        /// Why the bucket name is invalid.
+        source: crate::keys::NameError,
+    },
+    /// The rule's policy is not one of the four names.
     #[error("write policy rule {rule:?}: {source}")]
-    Policy { rule: String, source: Box<PolicyError> },
+    Policy {
+        /// The rule as given.
+        rule: String,
+        /// Why the policy is refused.
+        source: Box<PolicyError>,
+    },
 }
 
 impl FromStr for WritePolicy {
@@ -59,7 +78,9 @@ impl fmt::Display for WritePolicy {
 /// One rule: objects whose `bucket/key` starts with `scope` get `policy`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyRule {
+    /// `bucket/` or `bucket/prefix`: a prefix of the `bucket/key` it matches.
     pub scope: String,
+    /// The policy of the objects it matches.
     pub policy: WritePolicy,
 }
 

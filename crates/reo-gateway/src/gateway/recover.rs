@@ -64,10 +64,22 @@ fn resolve(record: Option<&PendingPut>, dirty: Option<u64>) -> Outcome {
 pub enum RecoverError {
     /// A pending record could not be rewritten, removed or written (`action` says which).
     #[error("{key:?}: cannot {action} its pending record: {source}")]
-    Record { key: String, action: &'static str, source: std::io::Error },
+    Record {
+        /// The object's cache key (`bucket/key`).
+        key: String,
+        /// What was done to the record.
+        action: &'static str,
+        /// Why it failed.
+        source: std::io::Error,
+    },
     /// The store could not make the drops of deleted objects' bytes durable.
     #[error("making the drops of {dropped} deleted objects durable: {source}")]
-    Flush { dropped: usize, source: Box<dyn std::error::Error + Send + Sync> },
+    Flush {
+        /// How many deleted objects' bytes were dropped.
+        dropped: usize,
+        /// Why the store's flush failed.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 /// The error of `action` on `key`'s pending record.

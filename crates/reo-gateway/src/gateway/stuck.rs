@@ -45,9 +45,13 @@ pub(crate) struct GoneBuckets(Mutex<BTreeMap<String, Gone>>);
 /// One bucket's stuck objects, for the admin status.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct StuckBucket {
+    /// The bucket missing in the backend.
     pub bucket: String,
+    /// Unflushed objects of it that cannot be written back.
     pub objects: u64,
+    /// Their bytes.
     pub bytes: u64,
+    /// Why they are stuck.
     pub reason: &'static str,
     /// Seconds since the bucket was found missing.
     pub since_seconds: f64,
@@ -58,8 +62,11 @@ pub struct StuckBucket {
 /// All stuck objects, for the admin status and `/metrics`.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct StuckReport {
+    /// Stuck objects, all buckets together.
     pub objects: u64,
+    /// Their bytes.
     pub bytes: u64,
+    /// Per bucket.
     pub buckets: Vec<StuckBucket>,
 }
 

@@ -31,15 +31,24 @@ pub const MAX_HINTS_PER_USER: usize = 1_000;
 /// Counters for `/metrics`.
 #[derive(Debug, Default, Clone, Copy, serde::Serialize)]
 pub struct HintCounters {
+    /// Hints accepted.
     pub submitted: u64,
+    /// Hints applied at the start of their lease.
     pub applied: u64,
+    /// Hints removed at the end of their lease.
     pub expired: u64,
+    /// Objects (or ranges) prefetched from the backend into the cache.
     pub prefetched_objects: u64,
+    /// Bytes of those prefetches.
     pub prefetched_bytes: u64,
+    /// Sleeps of prefetches waiting for promote budget (`promote_bps`), each at most [`TICK`].
     pub throttle_waits: u64,
+    /// Bytes of cached objects moved by `reorganize` hints.
     pub reorganized_bytes: u64,
     /// Objects backend hints were applied to.
     pub backend_advised: u64,
+    /// Prefetches that failed (a missing object, a failed read or cache put) and backend hints
+    /// that failed.
     pub errors: u64,
 }
 
@@ -114,6 +123,7 @@ impl HintEngine {
         f(&mut self.counters.lock());
     }
 
+    /// A snapshot of the counters.
     pub fn counters(&self) -> HintCounters {
         let mut c = *self.counters.lock();
         c.throttle_waits = self.throttle_waits.load(Ordering::Relaxed);

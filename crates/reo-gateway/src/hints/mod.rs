@@ -1,4 +1,4 @@
-//! Application hints (SDCC-API, seed 002): what an application tells the cache about its future
+//! Application hints (SDCC-API, the SDCC paper, docs/REFERENCES.md §P3): what an application tells the cache about its future
 //! accesses — prefetch, pin, unpin, evict an address (key, prefix or byte range) during a lease.
 //!
 //! * [`HintSpec`]: a hint as submitted (`POST /_reo/hints`), validated by [`HintSpec::validate`].
@@ -22,11 +22,18 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Intent {
+    /// Read the address (or its byte range) from the backend into the cache.
     Prefetch,
+    /// Prefetch the address and keep its objects from eviction until the lease ends, within the
+    /// owner's pin limit.
     Pin,
+    /// Release the address's pins now.
     Unpin,
+    /// Drop the address's objects from the cache (unflushed ones are kept).
     Evict,
+    /// Alias of `Prefetch`.
     Open,
+    /// Alias of `Evict`.
     Close,
     /// Cached objects under `reorganize.from` now live under `reorganize.to` (see [`reorganize`]).
     Reorganize,
@@ -35,7 +42,9 @@ pub enum Intent {
 /// The two prefixes of a `reorganize` hint (within the hint's bucket).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Move {
+    /// The prefix cached objects leave.
     pub from: String,
+    /// The prefix they move to (not `from`).
     pub to: String,
 }
 
@@ -55,15 +64,19 @@ impl Intent {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Target {
+    /// The flash cache (the default).
     #[default]
     Cache,
+    /// The backend store behind the cache.
     Backend,
 }
 
 /// When a hint is in force, in unix seconds: applied at `start`, undone (pins) at `end`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lease {
+    /// When the hint is applied, unix seconds.
     pub start: u64,
+    /// When it ends, unix seconds (after `start`).
     pub end: u64,
 }
 
@@ -71,7 +84,9 @@ pub struct Lease {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HintSpec {
+    /// The submitting application's id (not empty).
     pub app_id: String,
+    /// The bucket the address is in (not empty).
     pub bucket: String,
     /// One object…
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -82,12 +97,15 @@ pub struct HintSpec {
     /// Bytes `[start, end)` of `key` only (prefetch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub range: Option<(u64, u64)>,
+    /// Which tier the hint is for (default: the cache).
     #[serde(default)]
     pub target: Target,
+    /// What the hint asks for.
     pub intent: Intent,
     /// Higher first among hints starting at the same time.
     #[serde(default)]
     pub priority: i32,
+    /// When the hint is in force.
     pub lease: Lease,
     /// For `intent: reorganize` only (then without `key`/`prefix`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -101,13 +119,26 @@ pub struct HintSpec {
 pub enum HintError {
     /// A field of the hint (or a combination of fields) is wrong.
     #[error("{field}: {reason}")]
-    Field { field: &'static str, reason: String },
+    Field {
+        /// The field (or fields, comma-separated) at fault.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The whole set is full ([`engine::MAX_HINTS`]).
     #[error("{limit} hints are in force; cancel some first")]
-    TooMany { limit: usize },
+    TooMany {
+        /// The most hints in force at once.
+        limit: usize,
+    },
     /// The user has its limit of hints in force.
     #[error("user {owner} has {limit} hints in force, its limit; cancel some first")]
-    OwnerLimit { owner: String, limit: usize },
+    OwnerLimit {
+        /// The user.
+        owner: String,
+        /// The most hints the user may have in force.
+        limit: usize,
+    },
     /// A new hint could not be written to the hints file.
     #[error("cannot persist the hint: {0}")]
     Persist(std::io::Error),
@@ -116,10 +147,21 @@ pub enum HintError {
     PersistAll(std::io::Error),
     /// The hints file (or its directory) could not be read or created.
     #[error("{}: {source}", path.display())]
-    Io { path: std::path::PathBuf, source: std::io::Error },
+    Io {
+        /// The file or directory.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The hints file is not one.
     #[error("{}: {source}", path.display())]
-    Corrupt { path: std::path::PathBuf, source: serde_json::Error },
+    Corrupt {
+        /// The hints file.
+        path: std::path::PathBuf,
+        /// Where the JSON is wrong.
+        source: serde_json::Error,
+    },
+    /// The engine's thread could not be spawned.
     #[error("cannot start the hint thread: {0}")]
     Thread(std::io::Error),
 }
@@ -204,9 +246,12 @@ pub enum HintState {
 /// A hint in force.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hint {
+    /// The id answered on submission; names it in `DELETE /_reo/hints/<id>`.
     pub request_id: String,
+    /// The hint as submitted.
     #[serde(flatten)]
     pub spec: HintSpec,
+    /// Scheduled or active.
     pub state: HintState,
     /// Keys this hint pinned (unpinned when it ends).
     #[serde(default)]

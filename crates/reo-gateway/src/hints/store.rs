@@ -12,6 +12,7 @@ use super::{Hint, HintError, HintSpec, HintState};
 pub struct HintStore {
     path: PathBuf,
     next_id: u64,
+    /// The hints in force, by request id.
     pub hints: BTreeMap<String, Hint>,
 }
 

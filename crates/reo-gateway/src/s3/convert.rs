@@ -9,18 +9,22 @@ use s3s::{s3_error, S3Error, S3ErrorCode, S3Result};
 
 use crate::backend::ObjectInfo;
 
+/// An S3 timestamp of `ns` nanoseconds since the Unix epoch.
 pub fn timestamp(ns: u64) -> Timestamp {
     Timestamp::from(UNIX_EPOCH + Duration::from_nanos(ns))
 }
 
+/// Seconds since the Unix epoch of an S3 timestamp.
 pub fn unix_secs(t: &Timestamp) -> i64 {
     time::OffsetDateTime::from(t.clone()).unix_timestamp()
 }
 
+/// A strong ETag of `s` (without quotes).
 pub fn etag(s: &str) -> ETag {
     ETag::Strong(s.to_string())
 }
 
+/// User metadata as s3s takes it (`None` when empty).
 pub fn metadata(m: &BTreeMap<String, String>) -> Option<Metadata> {
     (!m.is_empty()).then(|| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
 }
@@ -114,6 +118,7 @@ pub fn token_of(key: &str) -> String {
     key.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The key a continuation token of [`token_of`] names; `InvalidArgument` for any other.
 pub fn key_of_token(t: &str) -> S3Result<String> {
     let bytes: Option<Vec<u8>> =
         (0..t.len() / 2).map(|i| t.get(2 * i..2 * i + 2).and_then(|h| u8::from_str_radix(h, 16).ok())).collect();

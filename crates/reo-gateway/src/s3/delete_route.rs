@@ -40,10 +40,12 @@ fn bucket_of(method: &Method, uri: &Uri) -> Option<String> {
 }
 
 impl DeleteObjectsRoute {
+    /// The handler over `s3`, its access checks by `access`.
     pub fn new(s3: ReoS3, access: Arc<RoleAccess>) -> DeleteObjectsRoute {
         DeleteObjectsRoute { s3, access }
     }
 
+    /// Whether the request is a path-style DeleteObjects (`POST /bucket?delete`).
     pub fn matches(method: &Method, uri: &Uri) -> bool {
         bucket_of(method, uri).is_some()
     }
@@ -54,6 +56,7 @@ impl DeleteObjectsRoute {
         self.access.may_delete_in(req.credentials.as_ref(), &bucket)
     }
 
+    /// Deletes the objects the request's XML lists and answers the DeleteResult.
     pub async fn call(&self, mut req: S3Request<Body>) -> S3Result<S3Response<Body>> {
         let bucket = bucket_of(&req.method, &req.uri).unwrap_or_default();
         crate::keys::validate_bucket(&bucket).map_err(|e| s3_error!(InvalidBucketName, "{e}"))?;

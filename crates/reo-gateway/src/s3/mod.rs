@@ -45,7 +45,9 @@ pub fn default_memory_budget(max_body: u64) -> u64 {
 /// The S3 service over a gateway.
 #[derive(Clone)]
 pub struct ReoS3 {
+    /// The gateway's data path.
     pub gw: Arc<Gateway>,
+    /// What clients may send.
     pub limits: Limits,
     /// Who signed a request (ListBuckets shows a user the buckets of its scopes).
     pub users: Arc<crate::users::Users>,

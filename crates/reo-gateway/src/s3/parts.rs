@@ -22,9 +22,11 @@ use crate::gateway::Gateway;
 pub struct PartRead {
     /// `[start, end)` of the object.
     pub range: (u64, u64),
+    /// How many parts the object has.
     pub count: usize,
     /// Its checksum fields (in the order of [`Algo::ALL`]) and type, when known.
     pub checksums: [Option<String>; 5],
+    /// `COMPOSITE` or `FULL_OBJECT`, when the upload had a checksum.
     pub checksum_type: Option<String>,
 }
 

@@ -28,6 +28,7 @@ pub enum Role {
 }
 
 impl Role {
+    /// The role's name, as `users.json` and the API write it.
     pub fn as_str(self) -> &'static str {
         match self {
             Role::Admin => "admin",
@@ -41,10 +42,18 @@ impl Role {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum GrantError {
+    /// Not one of `admin`, `readwrite`, `readonly`.
     #[error("role {0:?}: expected admin, readwrite or readonly")]
     Role(String),
+    /// The scope's bucket is not a valid bucket name.
     #[error("scope {scope:?}: {source}")]
-    Bucket { scope: String, source: crate::keys::NameError },
+    Bucket {
+        /// The scope as given.
+        scope: String,
+        /// Why the bucket name is invalid.
+        source: crate::keys::NameError,
+    },
+    /// The scope's prefix is longer than 1024 bytes.
     #[error("scope {0:?}: the prefix is longer than {MAX_PREFIX} bytes")]
     PrefixTooLong(String),
 }
@@ -64,7 +73,9 @@ impl std::str::FromStr for Role {
 /// Whether an operation reads or changes what it addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
+    /// Reads or lists.
     Read,
+    /// Creates, changes or deletes.
     Write,
 }
 
@@ -72,7 +83,9 @@ pub enum Access {
 /// a bucket that start with `prefix`. Written `BUCKET` or `BUCKET/PREFIX`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Scope {
+    /// The bucket.
     pub bucket: String,
+    /// The key prefix within it (empty: the whole bucket); at most 1024 bytes.
     pub prefix: String,
 }
 
@@ -80,6 +93,7 @@ pub struct Scope {
 const MAX_PREFIX: usize = 1024;
 
 impl Scope {
+    /// Parses `BUCKET` or `BUCKET/PREFIX` (the prefix is whatever follows the first `/`).
     pub fn parse(s: &str) -> Result<Scope, GrantError> {
         let (bucket, prefix) = s.split_once('/').unwrap_or((s, ""));
         crate::keys::validate_bucket(bucket).map_err(|source| GrantError::Bucket { scope: s.to_string(), source })?;
@@ -126,8 +140,11 @@ impl<'de> Deserialize<'de> for Scope {
 /// A user as the gateway knows it (the secret stays in [`store::Users`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct User {
+    /// The user's name (unique).
     pub name: String,
+    /// The access key requests are signed with (unique).
     pub access_key: String,
+    /// What the user may do.
     pub role: Role,
     /// Empty: every bucket.
     pub scopes: Vec<Scope>,

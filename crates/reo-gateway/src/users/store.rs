@@ -30,18 +30,25 @@ const SECRET_ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum UserError {
+    /// The request is malformed (too many scopes, an admin with scopes, a bad name or key).
     #[error("{0}")]
     Invalid(String),
+    /// Another user has this name.
     #[error("a user named {0:?} exists")]
     NameTaken(String),
+    /// Another user has this access key.
     #[error("the access key {0} belongs to another user")]
     KeyTaken(String),
+    /// No user has this name.
     #[error("no user named {0:?}")]
     NotFound(String),
+    /// The change would touch the built-in admin.
     #[error("{0:?} is the built-in admin (its key pair comes from the command line or the credentials file)")]
     Builtin(String),
+    /// The gateway already has [`MAX_USERS`] users.
     #[error("at most {MAX_USERS} users")]
     TooMany,
+    /// The users file could not be written, or no random key could be generated.
     #[error("saving the users: {0}")]
     Io(String),
 }
@@ -50,16 +57,41 @@ pub enum UserError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LoadError {
+    /// `users.json` is not valid JSON of the expected shape.
     #[error("{}: not a users file: {source}", path.display())]
-    NotUsersFile { path: PathBuf, source: serde_json::Error },
+    NotUsersFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// `users.json` has a version this build does not know.
     #[error("{}: version {version} is not known to this reo", path.display())]
-    Version { path: PathBuf, version: u32 },
+    Version {
+        /// The file.
+        path: PathBuf,
+        /// The version the file states.
+        version: u32,
+    },
+    /// The credentials file or `users.json` could not be read or written.
     #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// No random bytes to generate the admin's credentials.
     #[error(transparent)]
     KeyGen(#[from] KeyGenError),
+    /// The generated admin credentials could not be written.
     #[error("cannot save credentials to {}: {source}", path.display())]
-    SaveCredentials { path: PathBuf, source: std::io::Error },
+    SaveCredentials {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
 }
 
 /// No random bytes for a generated key.
@@ -71,13 +103,17 @@ pub struct KeyGenError(std::io::Error);
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NewUser {
+    /// The user's name (unique).
     pub name: String,
+    /// What the user may do.
     pub role: Role,
+    /// Where the user may do it (none for an admin).
     #[serde(default)]
     pub scopes: Vec<Scope>,
     /// Given keys (e.g. the same user on several gateways); generated when absent.
     #[serde(default)]
     pub access_key: Option<String>,
+    /// The secret key to use; generated when absent.
     #[serde(default)]
     pub secret_key: Option<String>,
 }

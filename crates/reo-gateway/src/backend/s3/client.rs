@@ -56,10 +56,13 @@ pub struct S3Backend {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OpenError {
+    /// The settings are refused.
     #[error(transparent)]
     Settings(#[from] SettingsError),
+    /// The backend's tokio runtime could not be built.
     #[error("cannot start the S3 backend's runtime: {0}")]
     Runtime(std::io::Error),
+    /// The HTTP client could not be built (e.g. its TLS setup).
     #[error("cannot build the S3 backend's HTTP client: {0}")]
     Client(reqwest::Error),
 }

@@ -13,7 +13,12 @@ pub enum SettingsError {
     Url(String),
     /// A field of the `[backend]` settings (`backend.FIELD`, or several).
     #[error("{field}: {reason}")]
-    Field { field: &'static str, reason: String },
+    Field {
+        /// The field (`backend.FIELD`) or fields at fault.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// Neither configured nor in the environment.
     #[error(
         "backend.access_key_id: the S3 backend has no credentials; set backend.access_key_id and \
@@ -37,8 +42,12 @@ pub struct S3Settings {
     pub region: Option<String>,
     /// Virtual-hosted addressing (`bucket.host/key`) instead of path style (`host/bucket/key`).
     pub virtual_hosted: bool,
+    /// Access key id, given with `secret_access_key`; `None`: the key pair (and session token)
+    /// come from `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN`.
     pub access_key_id: Option<String>,
+    /// Secret access key, given with `access_key_id`.
     pub secret_access_key: Option<String>,
+    /// Session token of temporary credentials; only with a configured `access_key_id`.
     pub session_token: Option<String>,
     /// Whether an `http://` endpoint is accepted.
     pub allow_http: bool,
@@ -63,7 +72,9 @@ pub struct S3Settings {
 ///   store still fails the call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Deadlines {
+    /// To establish a connection, TCP and TLS (default 3 s).
     pub connect: std::time::Duration,
+    /// A whole call without a body to send, retries included (default 15 s).
     pub call: std::time::Duration,
 }
 
@@ -83,8 +94,11 @@ impl Deadlines {
 /// The credentials actually used (after the environment fallback).
 #[derive(Clone, PartialEq, Eq)]
 pub struct Credentials {
+    /// The access key id.
     pub key_id: String,
+    /// The secret access key (not shown by `Debug`).
     pub secret: String,
+    /// The session token, for temporary credentials.
     pub token: Option<String>,
 }
 
