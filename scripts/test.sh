@@ -18,6 +18,8 @@ echo "== format"
 cargo fmt --all -- --check
 echo "== lints"
 cargo clippy --workspace --all-targets -- -D warnings
+echo "== import cycles (no module of a crate imports one that imports it back)"
+python3 scripts/use-cycles.py
 echo "== tests"
 # moto_server is the S3 store the S3 backend's tests (Rust and end-to-end) run against; boto3
 # drives the gateway end to end, and the AWS CLI is one of the clients it is checked with.

@@ -223,11 +223,11 @@ mod tests {
     fn grows_past_many_keys() {
         let mut ix = ObjectIndex::new();
         for i in 0..10_000u32 {
-            ix.insert(ObjectEntry::new(format!("k{i}").as_bytes(), i as u64, Class::Cold));
+            ix.insert(ObjectEntry::new(format!("k{i}").as_bytes(), u64::from(i), Class::Cold));
         }
         for i in (0..10_000u32).step_by(7) {
             let s = ix.find(format!("k{i}").as_bytes()).unwrap();
-            assert_eq!(ix.get(s).unwrap().size(), i as u64);
+            assert_eq!(ix.get(s).unwrap().size(), u64::from(i));
         }
     }
 

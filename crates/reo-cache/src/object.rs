@@ -98,14 +98,14 @@ impl PackedLoc {
         let dev = if loc.device == ROW_BAND {
             0xFF
         } else if (loc.device as usize) < MAX_DEVICES {
-            loc.device as u64
+            u64::from(loc.device)
         } else {
             return None;
         };
-        let place = (loc.band as u64) << BAND_SHIFT
-            | (loc.start as u64) << START_SHIFT
+        let place = u64::from(loc.band) << BAND_SHIFT
+            | u64::from(loc.start) << START_SHIFT
             | dev << DEV_SHIFT
-            | (scheme as u64) << SCHEME_SHIFT;
+            | u64::from(scheme) << SCHEME_SHIFT;
         Some(PackedLoc { seq: loc.seq, place })
     }
 
@@ -119,8 +119,8 @@ impl PackedLoc {
         let dev = (self.place >> DEV_SHIFT) & 0xFF;
         Location {
             seq: self.seq,
-            band: ((self.place >> BAND_SHIFT) & MAX_BAND as u64) as u32,
-            start: ((self.place >> START_SHIFT) & MAX_START as u64) as u32,
+            band: ((self.place >> BAND_SHIFT) & u64::from(MAX_BAND)) as u32,
+            start: ((self.place >> START_SHIFT) & u64::from(MAX_START)) as u32,
             device: if dev == 0xFF { ROW_BAND } else { dev as u16 },
             scheme,
             len,

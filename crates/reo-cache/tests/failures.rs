@@ -241,7 +241,7 @@ fn scrub_repairs_or_forgets_and_never_serves_flipped_bits() {
             .find(|(_, h)| reo_cache::header::BlobHeader::decode(h).is_some_and(|x| x.key == key.as_bytes()))
             .unwrap();
         let dev = if loc.device == reo_store::ROW_BAND { 0 } else { loc.device as usize };
-        faulty[dev].flip_bit(layout.offset(loc.band, loc.start as u64) + 100, 3).unwrap();
+        faulty[dev].flip_bit(layout.offset(loc.band, u64::from(loc.start)) + 100, 3).unwrap();
     }
     let rep = c.scrub(None);
     assert!(rep.chunks_bad >= 2 && rep.chunks_repaired >= 1, "{rep:?}");

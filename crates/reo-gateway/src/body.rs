@@ -60,7 +60,7 @@ pub struct Digested {
 impl Digested {
     /// The MD5 in lowercase hex (an S3 ETag without quotes).
     pub fn md5_hex(&self) -> String {
-        self.md5.iter().map(|b| format!("{b:02x}")).collect()
+        crate::hex::hex(&self.md5)
     }
 }
 

@@ -10,7 +10,7 @@
 /// Hex MD5 of `data` (S3 ETags, file names of pending records).
 pub fn md5_hex(data: &[u8]) -> String {
     use md5::Digest;
-    md5::Md5::digest(data).iter().map(|b| format!("{b:02x}")).collect()
+    crate::hex::hex(&md5::Md5::digest(data))
 }
 
 /// S3's key length limit.

@@ -24,6 +24,7 @@ pub mod device_files;
 pub mod device_io;
 mod form_post;
 pub mod gateway;
+pub mod hex;
 pub mod hints;
 pub mod keys;
 pub mod launch;

@@ -521,10 +521,10 @@ mod tests {
                     let s = &got[r.clone()];
                     let new = s.iter().all(|&b| b == val);
                     assert!(new || s.iter().all(|&b| b == 0), "seed {seed} write {i}");
-                    kept += new as usize;
+                    kept += usize::from(new);
                 }
-                torn += (kept > 0 && kept < pieces.len()) as usize;
-                not_full += (kept < pieces.len()) as usize;
+                torn += usize::from(kept > 0 && kept < pieces.len());
+                not_full += usize::from(kept < pieces.len());
             }
             assert!(torn >= 1, "seed {seed}: no torn write");
             assert_eq!(lost, not_full, "seed {seed}");

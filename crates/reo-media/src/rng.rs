@@ -171,7 +171,7 @@ mod tests {
             assert!((0.0..1.0).contains(&u));
             assert!(r.below(10) < 10);
         }
-        let n = n as f64;
+        let n = f64::from(n);
         assert!((s / n).abs() < 0.01, "mean {}", s / n);
         assert!((s2 / n - 1.0).abs() < 0.02, "var {}", s2 / n);
         assert!((e / n - 0.25).abs() < 0.005, "exp mean {}", e / n);

@@ -38,7 +38,7 @@ fn block_device_size_direct_io_and_sync() {
             assert_eq!(m.len(), 64 << 20, "size discovered by ioctl (sector {sector})");
             let mut buf = AlignedBuf::zeroed(1 << 20);
             for (i, b) in buf.iter_mut().enumerate() {
-                *b = (i * 13 + sector as usize + direct as usize) as u8;
+                *b = (i * 13 + sector as usize + usize::from(direct)) as u8;
             }
             m.write_at(&buf, 8 << 20).unwrap();
             m.sync().unwrap();

@@ -28,7 +28,7 @@ impl Histogram {
 
     fn value(bucket: usize) -> f64 {
         let (exp, sub) = (bucket as u32 / SUB, bucket as u32 % SUB);
-        2f64.powi(exp as i32) * (1.0 + (sub as f64 + 0.5) / SUB as f64)
+        2f64.powi(exp as i32) * (1.0 + (f64::from(sub) + 0.5) / f64::from(SUB))
     }
 
     pub fn record(&mut self, secs: f64) {
@@ -73,7 +73,7 @@ mod tests {
     fn quantiles_are_within_the_bucket_resolution() {
         let mut h = Histogram::default();
         for i in 1..=1000 {
-            h.record(i as f64 * 1e-4); // 0.1 ms … 100 ms
+            h.record(f64::from(i) * 1e-4); // 0.1 ms … 100 ms
         }
         for (q, want) in [(0.5, 0.05), (0.99, 0.099), (1.0, 0.1)] {
             let got = h.quantile(q);

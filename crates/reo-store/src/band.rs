@@ -25,7 +25,7 @@ impl Hasher for SeqHasher {
     #[inline]
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         }
     }
 
@@ -176,7 +176,7 @@ impl Band {
     pub fn cover(&mut self, loc: &Location, sectors: u64) {
         let i = if loc.scheme.is_isolated() { loc.device as usize } else { 0 };
         if let Some(c) = self.cursor.get_mut(i) {
-            *c = (*c).max(loc.start as u64 + sectors);
+            *c = (*c).max(u64::from(loc.start) + sectors);
         }
         self.last_write = self.last_write.max(loc.seq);
     }

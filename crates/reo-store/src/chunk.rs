@@ -53,7 +53,7 @@ pub fn body_crc(bytes: &[u8], zeros: usize) -> u32 {
 /// The place a chunk was written to (band and row start), bound into its checksum without being
 /// stored: a chunk read from anywhere else fails verification.
 pub fn place(band: u32, row_start: u64) -> u64 {
-    ((band as u64) << 32) ^ row_start
+    (u64::from(band) << 32) ^ row_start
 }
 
 /// Zeroes the trailer slot's padding and writes the trailer into the last [`TRAILER`] bytes of

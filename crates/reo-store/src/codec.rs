@@ -148,7 +148,7 @@ fn coefficients(k: usize, p: usize, from: &[usize]) -> Option<Coefficients> {
             .map(|(i, o)| {
                 let kappa = (0..k).map(|j| {
                     let (lo, hi) = at(j);
-                    o[lo] as GfElement | (o[hi] as GfElement) << 8
+                    GfElement::from(o[lo]) | GfElement::from(o[hi]) << 8
                 });
                 (i, kappa.map(|c| (c != 0).then(|| log[c as usize])).collect())
             })

@@ -103,7 +103,7 @@ impl StoreConfig {
             return Err(Error::Config(format!("chunk_size {c} must be a multiple of 4096 between 4 KiB and 4 MiB")));
         }
         if let Some(z) = self.zone_size {
-            if z < 2 * c as u64 || !z.is_multiple_of(c as u64) {
+            if z < 2 * u64::from(c) || !z.is_multiple_of(u64::from(c)) {
                 return Err(Error::Config(format!(
                     "zone_size {z} must be a multiple of chunk_size {c} and hold at least 2 chunks"
                 )));

@@ -20,7 +20,7 @@ impl Inner {
             return;
         }
         let count = self.devs.charge_error(d, Instant::now(), halflife);
-        if count > limit as f64 {
+        if count > f64::from(limit) {
             self.mark_failed(
                 d,
                 &format!(

@@ -138,7 +138,7 @@ impl Inner {
                 }
             };
             let opts =
-                PutOptions::new(target).placement(if e.loc.scheme.is_isolated() { e.loc.device as u64 } else { 0 });
+                PutOptions::new(target).placement(if e.loc.scheme.is_isolated() { u64::from(e.loc.device) } else { 0 });
             match self.put(&e.header, &data, &opts, true) {
                 Ok(new) => copies.push((e, new)),
                 Err(err) => {

@@ -93,11 +93,11 @@ impl Shape {
     pub fn sectors(&self) -> u64 {
         let full = self.len / self.full_row_bytes();
         let rem = self.len % self.full_row_bytes();
-        let mut bytes = full as u128 * self.chunk as u128;
+        let mut bytes = u128::from(full) * self.chunk as u128;
         if rem > 0 {
             bytes += self.tail_height(rem) as u128;
         }
-        u64::try_from(bytes / SECTOR as u128).unwrap_or(u64::MAX)
+        u64::try_from(bytes / u128::from(SECTOR)).unwrap_or(u64::MAX)
     }
 
     /// Row `i` of a blob starting at sector `start`.
@@ -124,7 +124,7 @@ impl Shape {
             return device as usize;
         }
         // Every row before the last is full height, so the blob starts `index` chunks above.
-        let blob_start = row.start - row.index as u64 * (self.chunk as u64 / SECTOR);
+        let blob_start = row.start - u64::from(row.index) * (self.chunk as u64 / SECTOR);
         let rows_per_run = (ROTATE_BYTES / self.chunk).max(1);
         let mut run = row.index as usize / rows_per_run;
         if row.height < self.chunk && run > 0 && (row.index as usize).is_multiple_of(rows_per_run) {
@@ -147,7 +147,7 @@ impl Shape {
 /// First device of a blob's first row: a hash of the blob's position, so that parity and spare
 /// columns of different blobs start on different devices.
 fn rotation(band: u32, start: u64, devices: usize) -> usize {
-    let mut x = start ^ ((band as u64) << 40) ^ 0x9E37_79B9_7F4A_7C15;
+    let mut x = start ^ (u64::from(band) << 40) ^ 0x9E37_79B9_7F4A_7C15;
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     x ^= x >> 31;

@@ -93,7 +93,7 @@ proptest! {
             Ok((again, _)) => {
                 let layout = again.layout();
                 for (loc, _) in again.blobs() {
-                    prop_assert!((loc.band as u64) < layout.zones as u64, "{loc:?}");
+                    prop_assert!(u64::from(loc.band) < u64::from(layout.zones), "{loc:?}");
                     prop_assert!(loc.scheme.validate(layout.devices as usize).is_ok(), "{loc:?}");
                 }
                 // The blob it held is served as it was, or refused (a hostile record may free it

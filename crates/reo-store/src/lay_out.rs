@@ -101,7 +101,7 @@ impl Inner {
         if shape.sectors() == 0 {
             return None;
         }
-        let rows: Vec<Row> = shape.rows_between(loc.start as u64, 0, loc.len).collect();
+        let rows: Vec<Row> = shape.rows_between(u64::from(loc.start), 0, loc.len).collect();
         let (cols, len) = self.lay_out_rows(loc, data, &rows, false);
         // Without zero copy every used column is one side piece from the start.
         Some((cols.into_iter().map(|c| c.side).collect(), len))
@@ -263,9 +263,9 @@ impl Inner {
         let col_len = (sectors * SECTOR) as usize;
         let mut col = self.bufs.take(col_len);
         let g = shape.geom;
-        for row in shape.rows_between(loc.start as u64, 0, loc.len) {
+        for row in shape.rows_between(u64::from(loc.start), 0, loc.len) {
             let body = row.body();
-            let off = ((row.start - loc.start as u64) * SECTOR) as usize;
+            let off = ((row.start - u64::from(loc.start)) * SECTOR) as usize;
             let place = chunk::place(loc.band, row.start);
             // Blob bytes of data chunk `j` of the row.
             let span = |j: usize| {
@@ -392,7 +392,7 @@ mod tests {
                 // The zero-copy layout of puts (pieces of the blob and of side buffers) writes
                 // the same bytes, whether laid out whole or a few rows at a time.
                 let shape = inner.shape(&loc);
-                let rows: Vec<Row> = shape.rows_between(loc.start as u64, 0, loc.len).collect();
+                let rows: Vec<Row> = shape.rows_between(u64::from(loc.start), 0, loc.len).collect();
                 for per in [rows.len(), 3, 1] {
                     let mut at = 0;
                     for seg in rows.chunks(per) {
@@ -510,7 +510,7 @@ mod tests {
                     let tail = data.len() - (rows - 1) * body;
                     let height = (tail + crate::chunk::SLOT).div_ceil(4096) * 4096;
                     let mut buf = vec![0u8; height];
-                    let off = layout.offset(loc.band, loc.start as u64) + ((rows - 1) * chunk) as u64;
+                    let off = layout.offset(loc.band, u64::from(loc.start)) + ((rows - 1) * chunk) as u64;
                     mems[loc.device as usize].read_at(&mut buf, off).unwrap();
                     assert_eq!(&buf[..tail], &data[(rows - 1) * body..], "{scheme}: tail data");
                     let trailer = height - crate::chunk::TRAILER;

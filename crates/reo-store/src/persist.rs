@@ -182,7 +182,7 @@ fn replace_journal(inner: &Inner, clean: bool, journal_full: bool) -> Result<()>
 /// live records of consecutive groups of bands ([`crate::space::Space::snapshot`]).
 fn snapshot(inner: &Inner, frozen: &Frozen, clean: bool) -> (Vec<u8>, Vec<Vec<u8>>, Vec<Vec<u8>>) {
     let mut head = Writer::default();
-    head.u64(inner.space.next_seq()).u8(clean as u8);
+    head.u64(inner.space.next_seq()).u8(u8::from(clean));
     head.u32(inner.space.band_count() as u32);
     // Devices a rebuild left without some blobs' chunks, with those blobs (usually none).
     let (bands, live) = inner.space.snapshot(frozen, inner.devs.pool(), &inner.resync.unrestored());

@@ -112,7 +112,7 @@ impl Inner {
     /// What a read of blob bytes `[from, to)` fetches.
     pub(crate) fn plan_read(&self, loc: &Location, from: u64, to: u64, hedge: &Hedge) -> ReadPlan {
         let shape = self.shape(loc);
-        let rows: Vec<Row> = shape.rows_between(loc.start as u64, from, to).collect();
+        let rows: Vec<Row> = shape.rows_between(u64::from(loc.start), from, to).collect();
         let (mut want, mut spans) = (Vec::new(), Vec::new());
         self.wanted_into(loc, &shape, &rows, from, to, &mut want, Some(&mut spans));
         // Stripes with a wanted chunk on a failed (or, hedging, a stuck) device: fetch the
@@ -449,7 +449,7 @@ impl Inner {
         let shape = self.shape(loc);
         let g = shape.geom;
         let mut worst = BlobHealth::Healthy;
-        for row in shape.rows_between(loc.start as u64, 0, loc.len) {
+        for row in shape.rows_between(u64::from(loc.start), 0, loc.len) {
             let body = row.body() as u64;
             for s in 0..g.stripes_per_row {
                 // Data chunks of stripe s carrying bytes are its first `used` columns.

@@ -51,7 +51,7 @@ impl Inner {
         let shape = self.shape(loc);
         let Scratch { rows, want, chunks, copies } = scratch;
         rows.clear();
-        rows.extend(shape.rows_between(loc.start as u64, from, to));
+        rows.extend(shape.rows_between(u64::from(loc.start), from, to));
         self.wanted_into(loc, &shape, rows, from, to, want, None);
         let (rows, want) = (&*rows, &*want);
         chunks.clear();

@@ -256,7 +256,7 @@ fn prepare(inner: &Inner, r: &Resync, loc: &Location) -> Prep {
         Err(_) => return Prep::Done(Outcome::Lost),
     };
     match inner.lay_out_column(loc, &data, d) {
-        Some((col, len)) => Prep::Column(col, len, inner.layout.offset(loc.band, loc.start as u64)),
+        Some((col, len)) => Prep::Column(col, len, inner.layout.offset(loc.band, u64::from(loc.start))),
         None => {
             r.mark_done(loc.seq);
             Prep::Done(Outcome::Written(0))

@@ -226,7 +226,7 @@ fn format(devices: Vec<Arc<dyn Media>>, cfg: &StoreConfig, pool: IoPool) -> Resu
     let len = devices.iter().map(|d| d.len()).min().unwrap_or(0);
     let id =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
-            ^ ((std::process::id() as u64) << 32);
+            ^ (u64::from(std::process::id()) << 32);
     let layout = Layout::plan(cfg, devices.len(), len, id | 1)?;
     let inner = new_inner(layout, devices, pool, &[], cfg);
     // Blank the journal head and both checkpoint slots, then write the superblocks last.

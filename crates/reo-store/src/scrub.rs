@@ -80,7 +80,7 @@ impl Inner {
         let shape = self.shape(loc);
         let g = shape.geom;
         let mut out = Vec::new();
-        for row in shape.rows_between(loc.start as u64, 0, loc.len) {
+        for row in shape.rows_between(u64::from(loc.start), 0, loc.len) {
             for s in 0..g.stripes_per_row {
                 for c in 0..g.width {
                     out.push(self.chunk_at(loc, &shape, &row, s, c));
@@ -145,7 +145,7 @@ impl Inner {
             }
         };
         let Some((cols, len)) = self.lay_out(loc, &data) else { return };
-        let off = self.layout.offset(loc.band, loc.start as u64);
+        let off = self.layout.offset(loc.band, u64::from(loc.start));
         let mut devs: Vec<usize> = bad.iter().map(|&i| chunks[i].device).chain(unrestored.iter().copied()).collect();
         devs.sort_unstable();
         devs.dedup();

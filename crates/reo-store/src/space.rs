@@ -462,7 +462,7 @@ impl Space {
                         continue;
                     }
                     let sectors = self.sectors(&loc);
-                    if (loc.start as u64).saturating_add(sectors) > self.zone_sectors() {
+                    if u64::from(loc.start).saturating_add(sectors) > self.zone_sectors() {
                         continue;
                     }
                     let mut b = lock.write();

@@ -72,7 +72,7 @@ impl Layout {
         if devices == 0 || devices > 64 {
             return Err(Error::Config(format!("a store needs 1 to 64 devices, got {devices}")));
         }
-        let chunk = cfg.chunk_size as u64;
+        let chunk = u64::from(cfg.chunk_size);
         let journal_len = cfg.journal_size.unwrap_or((device_len / 32).clamp(MIB, 256 * MIB) / 4096 * 4096);
         let ckpt_len = cfg.checkpoint_size.unwrap_or((device_len / 32).clamp(MIB, 1024 * MIB) / 4096 * 4096);
         let journal_off = SUPERBLOCK_AREA;
@@ -97,7 +97,7 @@ impl Layout {
             device_len,
             chunk: chunk as u32,
             zone,
-            zones: zones.min(u32::MAX as u64) as u32,
+            zones: zones.min(u64::from(u32::MAX)) as u32,
             journal_off,
             journal_len,
             ckpt_off,
@@ -109,7 +109,7 @@ impl Layout {
 
     /// Byte offset on each device of sector `sector` of band `band`.
     pub fn offset(&self, band: u32, sector: u64) -> u64 {
-        self.data_off + band as u64 * self.zone + sector * 4096
+        self.data_off + u64::from(band) * self.zone + sector * 4096
     }
 
     /// Sectors per zone.
@@ -232,13 +232,13 @@ impl Layout {
         let chunk_ok = (crate::config::MIN_CHUNK..=crate::config::MAX_CHUNK).contains(&self.chunk)
             && self.chunk.is_multiple_of(4096);
         // In u128: a crafted superblock (with a valid checksum) must not overflow a sum.
-        let wide = |v: u64| v as u128;
-        let end = wide(self.zone) * (self.zones as u128) + wide(self.data_off);
+        let wide = |v: u64| u128::from(v);
+        let end = wide(self.zone) * u128::from(self.zones) + wide(self.data_off);
         if !chunk_ok
             || self.devices == 0
             || self.devices > 64
             || self.zone == 0
-            || !self.zone.is_multiple_of(self.chunk as u64)
+            || !self.zone.is_multiple_of(u64::from(self.chunk))
             || self.journal_off < SUPERBLOCK_AREA
             || wide(self.ckpt_off) < wide(self.journal_off) + wide(self.journal_len)
             || wide(self.data_off) < wide(self.ckpt_off) + 2 * wide(self.ckpt_len)
@@ -344,7 +344,7 @@ mod tests {
                 prop_assert!(d.journal_off >= SUPERBLOCK_AREA);
                 prop_assert!(d.journal_off.checked_add(d.journal_len).is_some_and(|e| e <= d.ckpt_off));
                 prop_assert!(d.ckpt_len.checked_mul(2).and_then(|c| c.checked_add(d.ckpt_off)).is_some_and(|e| e <= d.data_off));
-                prop_assert!(d.zone.checked_mul(d.zones as u64).and_then(|z| z.checked_add(d.data_off)).is_some_and(|e| e <= d.device_len));
+                prop_assert!(d.zone.checked_mul(u64::from(d.zones)).and_then(|z| z.checked_add(d.data_off)).is_some_and(|e| e <= d.device_len));
             }
         }
 

@@ -43,7 +43,7 @@ impl Inner {
         let mut loc = Location { seq: 0, band: 0, start: 0, device: ROW_BAND, scheme, len: data.len() as u64 };
         let sectors = self.sectors(&loc);
         if sectors > self.layout.zone_sectors() {
-            let max = self.shape(&loc).full_row_bytes() * (self.layout.zone / self.layout.chunk as u64);
+            let max = self.shape(&loc).full_row_bytes() * (self.layout.zone / u64::from(self.layout.chunk));
             return Err(Error::TooLarge { len: loc.len, max });
         }
         // Held until the blob is recorded: a replacement waits for it (see `replace.rs`).
@@ -117,7 +117,7 @@ impl Inner {
     /// in the columns of a row that no stripe uses.
     fn write_blob(&self, loc: &Location, data: &[u8]) -> Result<u64> {
         let n = self.n();
-        let offset = self.layout.offset(loc.band, loc.start as u64);
+        let offset = self.layout.offset(loc.band, u64::from(loc.start));
         if !self.devs.stores_bytes() {
             return Ok(self.write_blob_sized(loc, offset));
         }
@@ -155,8 +155,8 @@ impl Inner {
                 // blob's short tail row) rather than leave it to a tiny write of its own.
                 let to =
                     if loc.len - from < segment_bytes + segment_bytes / 2 { loc.len } else { from + segment_bytes };
-                let rows: Vec<Row> = shape.rows_between(loc.start as u64, from, to).collect();
-                let at = offset + (rows[0].start - loc.start as u64) * SECTOR;
+                let rows: Vec<Row> = shape.rows_between(u64::from(loc.start), from, to).collect();
+                let at = offset + (rows[0].start - u64::from(loc.start)) * SECTOR;
                 let (cols, len) = self.lay_out_rows(loc, data, &rows, zero_copy);
                 let mut cols: Vec<_> = cols.into_iter().enumerate().collect();
                 // The last segment's first write runs here: a one-segment blob on one device

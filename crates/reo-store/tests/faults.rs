@@ -163,7 +163,7 @@ fn bit_flips_are_detected_and_repaired() {
     // Flip one bit in the first sector of every device's copy of each blob's zone range.
     let mut flipped = 0;
     for (loc, _) in &blobs {
-        let off = layout.data_off + loc.band as u64 * layout.zone + loc.start as u64 * 4096 + 123;
+        let off = layout.data_off + u64::from(loc.band) * layout.zone + u64::from(loc.start) * 4096 + 123;
         let d = if loc.scheme.is_isolated() { loc.device as usize } else { (loc.seq % 4) as usize };
         devs[d].flip_bit(off, 3).unwrap();
         flipped += 1;
@@ -320,7 +320,7 @@ fn no_batch_is_journaled_behind_one_that_a_failed_checkpoint_left_out() {
     let mut header = vec![7u8; reo_store::MAX_HEADER_LEN];
     for i in 0..3u8 {
         header[0] = i;
-        store.put(&header, &content(i as u64, 1000), &rs.durability(Durability::Sync)).unwrap();
+        store.put(&header, &content(u64::from(i), 1000), &rs.durability(Durability::Sync)).unwrap();
     }
     // The fourth does not fit; its checkpoint (four such records) exceeds the slot.
     header[0] = 3;

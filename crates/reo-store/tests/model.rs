@@ -142,7 +142,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let id = ids[pick % ids.len()];
                 let loc = m.live[&id];
                 let len = loc.len;
-                let (a, b) = ((from as u64 * len) >> 16, (to as u64 * len) >> 16);
+                let (a, b) = ((u64::from(from) * len) >> 16, (u64::from(to) * len) >> 16);
                 let (a, b) = (a.min(b), a.max(b));
                 let got = store.read(&loc, a, b).map_err(|e| TestCaseError::fail(format!("read {id}: {e}")))?;
                 prop_assert_eq!(&got[..], &m.data[&id][a as usize..b as usize]);

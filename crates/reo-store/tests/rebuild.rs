@@ -461,7 +461,7 @@ fn scrub_repairs_bit_flips_and_reports_the_unrecoverable() {
     // One flipped bit in the first chunk of each blob on its first device (parity and copies too).
     let mut flips = 0;
     for (loc, _) in &blobs {
-        let off = layout.offset(loc.band, loc.start as u64) + 100;
+        let off = layout.offset(loc.band, u64::from(loc.start)) + 100;
         let d = if loc.scheme.is_isolated() { loc.device as usize } else { 0 };
         devs[d].flip_bit(off, 1).unwrap();
         flips += 1;

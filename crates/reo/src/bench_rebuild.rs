@@ -82,7 +82,7 @@ fn payload(i: u64, len: u64) -> Vec<u8> {
 /// A blob header like the cache's: magic, version, kind, flags (bit 0 dirty), class at offset 7.
 fn header(class: u8, i: u64) -> Vec<u8> {
     let mut h = b"RCB1".to_vec();
-    h.extend([1, 0, (class == 1) as u8, class]);
+    h.extend([1, 0, u8::from(class == 1), class]);
     h.extend(i.to_le_bytes());
     h
 }
@@ -150,7 +150,7 @@ fn bench(args: &BenchRebuildArgs, n: usize, blob: u64, len: u64, dir: &Path) -> 
     let (store, _) = Store::open(devs, &cfg).map_err(|e| format!("bench rebuild: cannot create the store: {e}"))?;
     let layout = store.layout();
     // Fill: device bytes of live blobs up to the fill level of the zones.
-    let capacity = layout.zone * layout.zones as u64 * n as u64;
+    let capacity = layout.zone * u64::from(layout.zones) * n as u64;
     let t = Instant::now();
     let mut i = 0u64;
     loop {

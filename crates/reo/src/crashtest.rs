@@ -190,7 +190,7 @@ fn verify(a: &CrashArgs) -> Result<ExitCode, String> {
             ('f', Some(_)) => violations.push(format!("blob {id} was freed (acknowledged) but is back")),
             _ => {}
         }
-        acked += (mark == 'A') as u64;
+        acked += u64::from(mark == 'A');
     }
     for (id, loc) in &present {
         if !state.contains_key(id) {

@@ -119,7 +119,7 @@ impl WriteBudget {
     /// The guaranteed bound on admitted bytes at `now`: burst + budget × elapsed / day.
     pub fn bound(&self, now: u64) -> u128 {
         let elapsed = self.start.map_or(0, |s| now.max(self.last).saturating_sub(s));
-        self.cfg.burst_bytes as u128 + self.cfg.bytes_per_day as u128 * elapsed as u128 / DAY_NS as u128
+        u128::from(self.cfg.burst_bytes) + u128::from(self.cfg.bytes_per_day) * u128::from(elapsed) / u128::from(DAY_NS)
     }
 
     /// Admission probability of a `len`-byte request at the current factor.
@@ -129,7 +129,7 @@ impl WriteBudget {
     }
 
     fn advance(&mut self, now: u64) {
-        let cap = self.cfg.burst_bytes as u128 * DAY_NS as u128;
+        let cap = u128::from(self.cfg.burst_bytes) * u128::from(DAY_NS);
         let Some(start) = self.start else {
             self.start = Some(now);
             self.last = now;
@@ -138,8 +138,8 @@ impl WriteBudget {
             return;
         };
         let now = now.max(self.last);
-        let dt = (now - self.last) as u128;
-        self.tokens = self.tokens.saturating_add(dt.saturating_mul(self.cfg.bytes_per_day as u128)).min(cap);
+        let dt = u128::from(now - self.last);
+        self.tokens = self.tokens.saturating_add(dt.saturating_mul(u128::from(self.cfg.bytes_per_day))).min(cap);
         self.last = now;
         let interval = now - self.updated_at;
         if self.cfg.dynamic && interval >= self.cfg.update_interval_ns.max(1) {
@@ -169,7 +169,7 @@ impl Admission for WriteBudget {
         if self.cfg.dynamic && self.rng.next_f64() >= self.probability(req.len) {
             return Decision::Throttled(Throttle::Rate);
         }
-        let need = req.len as u128 * DAY_NS as u128;
+        let need = u128::from(req.len) * u128::from(DAY_NS);
         if need > self.tokens {
             return Decision::Throttled(Throttle::Cap);
         }
@@ -278,11 +278,11 @@ mod tests {
             for (len, dt) in reqs {
                 now += dt;
                 if b.decide(&rd(len, now)) == Decision::Admit {
-                    admitted += len as u128;
+                    admitted += u128::from(len);
                 }
-                let bound = burst as u128 * DAY_NS as u128 + per_day as u128 * (now - start) as u128;
-                prop_assert!(admitted * DAY_NS as u128 <= bound, "admitted {} at {}", admitted, now - start);
-                prop_assert_eq!(admitted, b.admitted_bytes() as u128);
+                let bound = u128::from(burst) * u128::from(DAY_NS) + u128::from(per_day) * u128::from(now - start);
+                prop_assert!(admitted * u128::from(DAY_NS) <= bound, "admitted {} at {}", admitted, now - start);
+                prop_assert_eq!(admitted, u128::from(b.admitted_bytes()));
                 prop_assert!(admitted <= b.bound(now));
             }
         }

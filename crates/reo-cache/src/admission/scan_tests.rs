@@ -183,7 +183,7 @@ mod counters {
             prop_assert_eq!(s.rejected_by.total(), s.rejected);
             prop_assert_eq!(s.throttled_by.rate + s.throttled_by.cap, s.throttled);
             prop_assert_eq!(s.admitted_bytes, admitted_bytes);
-            let bound = (8 * MIB) as u128 + (1u128 << 30) * now as u128 / DAY_NS as u128;
+            let bound = u128::from(8 * MIB) + (1u128 << 30) * u128::from(now) / u128::from(DAY_NS);
             prop_assert!(u128::from(admitted_bytes) <= bound);
         }
     }

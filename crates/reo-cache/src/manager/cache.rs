@@ -28,12 +28,12 @@ impl Cache {
         let n = store.layout().devices as usize;
         cfg.validate(n)?;
         let layout = store.layout();
-        if layout.zones as u64 > u64::from(MAX_BAND) + 1 || layout.zone / 4096 > u64::from(MAX_START) + 1 {
+        if u64::from(layout.zones) > u64::from(MAX_BAND) + 1 || layout.zone / 4096 > u64::from(MAX_START) + 1 {
             return Err(CacheError::Layout {
                 zones: layout.zones,
                 zone: layout.zone,
-                max_zones: MAX_BAND as u64 + 1,
-                max_zone_gib: ((MAX_START as u64 + 1) * 4096) >> 30,
+                max_zones: u64::from(MAX_BAND) + 1,
+                max_zone_gib: ((u64::from(MAX_START) + 1) * 4096) >> 30,
             });
         }
         let classes = cfg.class_schemes.unwrap_or_else(|| cfg.redundancy.class_schemes(n));

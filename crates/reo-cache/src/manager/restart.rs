@@ -49,7 +49,7 @@ impl Cache {
                 garbage.push(loc);
                 continue;
             };
-            if h.fragment as u64 >= frag_count(h.object_size, fs) {
+            if u64::from(h.fragment) >= frag_count(h.object_size, fs) {
                 garbage.push(loc); // cut with another fragment size: unusable
                 continue;
             }

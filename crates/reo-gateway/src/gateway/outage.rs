@@ -117,7 +117,7 @@ impl BackendHealth {
 
     /// Sets the outage length after which write-back PUTs get `503 SlowDown`.
     pub fn set_slowdown_after(&self, d: Duration) {
-        self.slowdown_after_ns.store(d.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
+        self.slowdown_after_ns.store(d.as_nanos().min(u128::from(u64::MAX)) as u64, Ordering::Relaxed);
     }
 
     /// A backend call failed: the backend is unreachable or failing.

@@ -115,7 +115,7 @@ pub fn owner_of(creds: &Option<s3s::auth::Credentials>) -> s3s::dto::Owner {
 
 /// An opaque continuation token for "list after `key`".
 pub fn token_of(key: &str) -> String {
-    key.bytes().map(|b| format!("{b:02x}")).collect()
+    crate::hex::hex(key.as_bytes())
 }
 
 /// The key a continuation token of [`token_of`] names; `InvalidArgument` for any other.

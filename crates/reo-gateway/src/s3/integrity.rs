@@ -210,7 +210,7 @@ impl Claims {
 
     /// The MD5 the client sent (Content-MD5), in hex: the body's ETag if it is accepted.
     pub fn md5_hex(&self) -> Option<String> {
-        self.md5.as_ref().map(|d| d.iter().map(|b| format!("{b:02x}")).collect())
+        self.md5.as_ref().map(|d| crate::hex::hex(d))
     }
 
     /// Checks the whole body against the claims, the trailer's among them (its stream has been

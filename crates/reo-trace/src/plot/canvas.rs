@@ -75,12 +75,12 @@ impl TextStyle {
 
 /// Width in pixels of `s` in `style` (along its reading direction).
 pub fn text_width(s: &str, scale: u32) -> f64 {
-    (s.chars().count() as u32 * ADVANCE * scale) as f64
+    f64::from(s.chars().count() as u32 * ADVANCE * scale)
 }
 
 /// Height in pixels of a line of text.
 pub fn text_height(scale: u32) -> f64 {
-    (GLYPH_H * scale) as f64
+    f64::from(GLYPH_H * scale)
 }
 
 /// A drawing surface.

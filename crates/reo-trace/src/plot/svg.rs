@@ -72,7 +72,7 @@ impl Canvas for SvgCanvas {
             Anchor::End => "end",
         };
         // Monospace at font-size f advances ~0.6 f per character; match the bitmap font.
-        let size = (ADVANCE * style.scale) as f64 / 0.6;
+        let size = f64::from(ADVANCE * style.scale) / 0.6;
         let rotate = if style.vertical { format!(r#" transform="rotate(-90 {x:.1} {y:.1})""#) } else { String::new() };
         let _ = writeln!(
             self.out,

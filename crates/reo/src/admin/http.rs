@@ -121,7 +121,7 @@ fn nonce() -> Result<String, String> {
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut b))
         .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
-    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+    Ok(reo_gateway::hex::hex(&b))
 }
 
 #[cfg(test)]

@@ -230,7 +230,7 @@ fn print_json(v: &Value) {
 }
 
 fn mib(v: &Value) -> f64 {
-    v.as_u64().unwrap_or(0) as f64 / (1 << 20) as f64
+    v.as_u64().unwrap_or(0) as f64 / f64::from(1 << 20)
 }
 
 /// Draws `[#####.....]  50.0% label` on stderr, in place.

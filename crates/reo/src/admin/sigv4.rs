@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 pub const REGION: &str = "us-east-1";
 
 pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    reo_gateway::hex::hex(bytes)
 }
 
 pub fn sha256_hex(data: &[u8]) -> String {
@@ -71,7 +71,7 @@ pub fn authorization(req: &Request<'_>, access_key: &str, secret_key: &str, amz_
     headers.push(("x-amz-content-sha256".into(), req.payload_hash.into()));
     headers.push(("x-amz-date".into(), amz_date.into()));
     headers.sort();
-    let canonical_headers: String = headers.iter().map(|(k, v)| format!("{k}:{}\n", v.trim())).collect();
+    let canonical_headers: String = headers.iter().flat_map(|(k, v)| [k.as_str(), ":", v.trim(), "\n"]).collect();
     let signed: String = headers.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(";");
     let canonical = format!(
         "{}\n{}\n{query}\n{canonical_headers}\n{signed}\n{}",

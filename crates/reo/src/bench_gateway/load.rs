@@ -39,7 +39,7 @@ impl PhaseResult {
     }
 
     pub fn mib_per_sec(&self) -> f64 {
-        self.bytes as f64 / (1 << 20) as f64 / self.secs
+        self.bytes as f64 / f64::from(1 << 20) / self.secs
     }
 }
 

@@ -172,7 +172,7 @@ fn raw_read(dir: &Path, devices: usize, device_mib: u64) -> Result<f64, String> 
     }
     let len = (device_mib << 20).min(1 << 30);
     let (bytes, secs) = raw::read_pass(&files, meta_bytes(device_mib), len, 2 << 20)?;
-    Ok(bytes as f64 / (1 << 20) as f64 / secs)
+    Ok(bytes as f64 / f64::from(1 << 20) / secs)
 }
 
 pub fn run(a: &BenchGatewayArgs) -> Result<ExitCode, String> {

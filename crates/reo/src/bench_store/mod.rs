@@ -248,7 +248,7 @@ impl Plan {
         let zone = layout.zone;
         // Bands puts may fill: put threads stop at GC_RESERVE + PUT_MARGIN free bands, and one
         // more is the open band when the last one fills.
-        let usable = (layout.zones as u64).saturating_sub(GC_RESERVE + PUT_MARGIN + 1);
+        let usable = u64::from(layout.zones).saturating_sub(GC_RESERVE + PUT_MARGIN + 1);
         if usable < 2 {
             return Err(format!(
                 "bench store: devices of {} MiB give {} bands, too few (use a larger --device-size)",
@@ -272,7 +272,7 @@ impl Plan {
         // About 55% of the capacity, but isolated puts share a band between devices and the store
         // seals it for all when one device's share is full: threads drifting apart by a blob
         // lose up to one slot per device and band, which must still fit.
-        let none_bands = ((layout.zones as f64 * 0.55) as u64).max(1);
+        let none_bands = ((f64::from(layout.zones) * 0.55) as u64).max(1);
         let none_per_thread = (none_bands * q_none).min(usable * q_none.saturating_sub(1).max(1)) as usize;
         let region = none_per_thread as u64 * none_col;
         let rs = rs_scheme(n);
@@ -302,7 +302,7 @@ impl Plan {
         let by_space = usable * zone / (2 * 4096) * n as u64;
         let recover_blobs = (want as u64).min(by_ckpt).min(by_space) as usize;
         let (k, p) = match rs {
-            Scheme::Rs { k, p } => (k as f64, p as f64),
+            Scheme::Rs { k, p } => (f64::from(k), f64::from(p)),
             _ => unreachable!("rs_scheme returns rs"),
         };
         Ok(Plan {

@@ -321,7 +321,7 @@ pub fn run(
                     let (scheme, per_thread) = puts[k - 1];
                     let (store, locs, timing) = put_round(devs, cfg, plan, scheme, per_thread, &pattern)?;
                     accs[k].add(timing);
-                    short[k - 1] += (locs.len() < plan.n * per_thread) as usize;
+                    short[k - 1] += usize::from(locs.len() < plan.n * per_thread);
                     close(store)?;
                 }
             }

@@ -166,7 +166,7 @@ impl ObjectWriter for S3Writer {
             Some(e) => super::errors::normalize_etag(&e),
             None => {
                 let digest = std::mem::take(&mut self.part_md5s).finalize();
-                format!("{}-{}", digest.iter().map(|b| format!("{b:02x}")).collect::<String>(), self.parts)
+                format!("{}-{}", crate::hex::hex(&digest), self.parts)
             }
         })
     }
