@@ -189,7 +189,7 @@ impl Inner {
     }
 
     /// Gives up copies not committed: their space stays dead until cleaned.
-    fn discard_copies(&self, copies: Vec<(crate::band::Entry, Location)>) {
+    fn discard_copies(&self, copies: Vec<(crate::space::Entry, Location)>) {
         for (_, new) in copies {
             self.space.release(new.band);
         }

@@ -12,7 +12,6 @@
 //! The on-device format is documented in `docs/ARCHITECTURE.md` and in the module docs of
 //! `superblock`, `record`, `persist` and `chunk`.
 
-mod band;
 mod bufpool;
 mod bytes;
 mod chunk;

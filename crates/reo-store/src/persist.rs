@@ -4,12 +4,12 @@
 //! entry being `state u8 | scheme [u8;3] | cursors u8 | cursor u64 × cursors`. Slots alternate
 //! (number % 2) so a torn checkpoint never destroys the previous one.
 
-use crate::band::{Band, BandState};
 use crate::bytes::Writer;
 use crate::error::{Error, Result};
 use crate::journal::{ack_all, Ack, Batch};
 use crate::metalog::Frozen;
 use crate::record::{Frame, Record, BATCH_MAGIC, CKPT_MAGIC};
+use crate::space::{Band, BandState};
 use crate::stats::Stat;
 use crate::store::Inner;
 use std::sync::Arc;

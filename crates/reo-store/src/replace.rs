@@ -4,12 +4,12 @@
 //! at a clean sequence boundary, and starts the rebuild thread (`rebuild_run.rs`). A rebuild
 //! found at open (a superblock still marked rebuilding) is resumed by [`Store::resume_rebuild`].
 
-use crate::band::Entry;
 use crate::error::{Error, Result};
 use crate::handle::Store;
 use crate::location::Location;
 use crate::progress::{RebuildOptions, RebuildProgress};
 use crate::resync::Resync;
+use crate::space::Entry;
 use crate::store::Inner;
 use crate::superblock::FLAG_REBUILDING;
 use reo_media::{AlignedBuf, Media};

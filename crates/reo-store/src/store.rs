@@ -7,7 +7,7 @@
 //! - `devs` ([`DeviceSet`], `devices.rs`): the devices in their slots, failed and stale flags,
 //!   error budgets, stuck-read suspects, the I/O pool and the read lanes. Locks: each slot's
 //!   media, error budget and stuck suspect (leaves).
-//! - `space` ([`Space`], `space.rs`): the bands and their live blobs, their allocation, sequence
+//! - `space` ([`Space`], `space/`): the bands and their live blobs, their allocation, sequence
 //!   numbers. Locks: the cleaner's lock, the allocation mutex, one `RwLock` per band.
 //! - `meta` ([`MetaLog`], `metalog.rs`): the journal queue, the journal writer's position, the
 //!   checkpoint gate and the put fence. Locks: all four.

@@ -1,4 +1,5 @@
-//! [`Space`]: the store's bands (`band.rs`) — the live blobs each holds and its space —, their
+//! [`Space`]: the store's bands (`band.rs`, this component's own part: only this file touches a
+//! band's fields) — the live blobs each holds and its space —, their
 //! allocation (the open band of each scheme, the free bands), the sequence numbers of puts, and
 //! the cleaner's lock.
 //!
@@ -11,7 +12,8 @@
 //! [`Frozen`] (the gate, exclusive): see `metalog.rs`. A sequence number is taken under the put
 //! fence ([`PutFence`]).
 
-use crate::band::{Band, BandState, Entry, SeqHasher};
+mod band;
+
 use crate::bytes::Writer;
 use crate::error::{Error, Result};
 use crate::geometry::{Shape, SECTOR};
@@ -20,6 +22,7 @@ use crate::metalog::{Frozen, Mutation, PutFence, PutsFenced};
 use crate::record::{Record, PUT_RECORD_FIXED};
 use crate::scheme::Scheme;
 use crate::superblock::Layout;
+pub(crate) use band::{Band, BandState, Entry, SeqHasher};
 use parking_lot::{Mutex, MutexGuard, RwLock};
 use reo_media::IoPool;
 use std::collections::{HashMap, HashSet, VecDeque};

@@ -59,20 +59,20 @@ pub struct Entry {
 /// State of one band.
 #[derive(Debug)]
 pub struct Band {
-    pub state: BandState,
-    pub scheme: Option<Scheme>,
+    pub(super) state: BandState,
+    pub(super) scheme: Option<Scheme>,
     /// Sectors used: one cursor for row bands, one per device for isolated bands.
-    pub cursor: Vec<u64>,
-    pub live: LiveMap,
+    pub(super) cursor: Vec<u64>,
+    pub(super) live: LiveMap,
     /// Sum of live blob lengths.
-    pub live_bytes: u64,
+    pub(super) live_bytes: u64,
     /// Device bytes held by live blobs (all columns of their rows, or their one device).
-    pub live_phys: u64,
+    pub(super) live_phys: u64,
     /// Highest sequence number written into the band (its age for cost-benefit cleaning).
-    pub last_write: u64,
+    pub(super) last_write: u64,
     /// Puts that reserved space here and have not yet recorded their blob: the cleaner must not
     /// take the band until they land.
-    pub inflight: u32,
+    pub(super) inflight: u32,
 }
 
 impl Band {
