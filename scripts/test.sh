@@ -14,6 +14,11 @@ if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 
   rustup component add rustfmt clippy
 fi
 
+# protoc builds etcd-client's gRPC types (reo-cluster); etcd-server is the real etcd the cluster's
+# end-to-end tests start.
+if ! command -v protoc >/dev/null || ! command -v etcd >/dev/null; then
+  apt-get install -y -qq protobuf-compiler etcd-server >/dev/null || { apt-get update -qq && apt-get install -y -qq protobuf-compiler etcd-server >/dev/null; }
+fi
 echo "== format"
 cargo fmt --all -- --check
 echo "== lints"

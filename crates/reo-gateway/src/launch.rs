@@ -93,6 +93,8 @@ pub struct ServeConfig {
     /// The deadline of a local directory backend's calls ([`crate::backend::deadline`]; an S3
     /// backend's are in its settings).
     pub local_timeout: std::time::Duration,
+    /// A layer the gateway runs under (the cluster), if any.
+    pub extension: Option<std::sync::Arc<dyn crate::intercept::Extension>>,
 }
 
 /// Where and with what `reo serve` answers HTTPS.
@@ -188,6 +190,9 @@ pub enum LaunchError {
     #[error("cannot start the runtime: {0}")]
     /// The tokio runtime could not be built.
     Runtime(std::io::Error),
+    #[error("{0}")]
+    /// The layer the gateway runs under (the cluster) could not start.
+    Extension(String),
     #[error(transparent)]
     /// The TLS certificate or key could not be loaded.
     Tls(#[from] crate::tls::TlsError),
@@ -336,6 +341,10 @@ pub fn run(cfg: &ServeConfig) -> Result<(), LaunchError> {
         Some(b) => b,
         None => open_local(cfg, formatted)?,
     };
+    let backend = match &cfg.extension {
+        Some(x) => x.wrap_backend(backend),
+        None => backend,
+    };
     let gw = Gateway::open(backend, cache, &cfg.data_dir.join("state"))?;
     let (n, bytes) = gw.dirty();
     if n > 0 {
@@ -356,6 +365,11 @@ pub fn run(cfg: &ServeConfig) -> Result<(), LaunchError> {
     if let Some(bytes) = cfg.max_fill {
         gw.set_max_fill(bytes);
     }
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(LaunchError::Runtime)?;
+    let interceptor = match &cfg.extension {
+        Some(x) => Some(x.start(&gw, rt.handle()).map_err(LaunchError::Extension)?),
+        None => None,
+    };
     let flusher = Flusher::start(gw.clone());
     let prober = crate::gateway::outage::Prober::start(gw.raw_backend.clone(), gw.health.clone());
     let hints = crate::hints::engine::HintEngine::start(gw.clone(), &cfg.data_dir.join("state"), cfg.promote_bps)?;
@@ -376,6 +390,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), LaunchError> {
         budget: crate::budget::MemoryBudget::new(
             cfg.memory_budget.unwrap_or_else(|| crate::s3::default_memory_budget(cfg.max_body)),
         ),
+        extension: cfg.extension.clone(),
     };
     // A rebuild the last run did not finish (the store found its device still marked
     // rebuilding) goes on, in the cache's priority order; the admin status follows it.
@@ -387,7 +402,6 @@ pub fn run(cfg: &ServeConfig) -> Result<(), LaunchError> {
         Ok(None) => {}
         Err(e) => tracing::error!("cannot resume the rebuild the last run did not finish: {e}"),
     }
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(LaunchError::Runtime)?;
     let opts = ServerOptions {
         users,
         limits: Limits { max_body: cfg.max_body },
@@ -397,6 +411,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), LaunchError> {
         metrics_token: cfg.metrics_token.clone(),
         body_limits: cfg.body_limits,
         max_requests_per_connection: cfg.max_requests_per_connection,
+        interceptor,
     };
     // Certificates are read before anything listens: a bad file stops the start.
     let tls = cfg.tls.as_ref().map(|t| crate::tls::acceptor(&t.cert, &t.key).map(|a| (t.listen, a))).transpose()?;
@@ -424,6 +439,9 @@ pub fn run(cfg: &ServeConfig) -> Result<(), LaunchError> {
         }
         serve(listeners, api, opts, shutdown_signal()).await.map_err(|e| LaunchError::Serve(e.into()))
     });
+    if let Some(x) = &cfg.extension {
+        x.stop();
+    }
     rt.shutdown_timeout(std::time::Duration::from_secs(5));
     tracing::info!("shutting down");
     hints.stop();

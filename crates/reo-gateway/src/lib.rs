@@ -26,6 +26,7 @@ mod form_post;
 pub mod gateway;
 pub mod hex;
 pub mod hints;
+pub mod intercept;
 pub mod keys;
 pub mod launch;
 pub mod metrics;

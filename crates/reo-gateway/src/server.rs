@@ -45,6 +45,8 @@ pub struct ServerOptions {
     pub body_limits: crate::slow_body::BodyLimits,
     /// Requests one connection may carry; the last answer closes it.
     pub max_requests_per_connection: u64,
+    /// A layer that sees every S3 request first (a cluster's routing), if any.
+    pub interceptor: Option<Arc<dyn crate::intercept::Interceptor>>,
 }
 
 /// S3's bucket-name rules, plus `_reo` so `/_reo/...` paths reach the custom routes (the backend
@@ -148,6 +150,18 @@ pub fn metrics(api: &Api) -> String {
         "reo_rebuild_running {}\nreo_rebuild_bytes_done {done}\nreo_rebuild_bytes_total {total}\n",
         u8::from(running)
     ));
+    if let Some(x) = &api.extension {
+        let s = x.status();
+        flatten("reo_cluster", &s["counters"], &mut out);
+        let gauges = serde_json::json!({
+            "fenced": s["fenced"], "settled": s["settled"], "etcd_up": s["etcd_up"],
+            "members": s["members"].as_array().map_or(0, Vec::len),
+            "pending_failover": s["pending_failover"].as_array().map_or(0, Vec::len),
+            "replica_objects": s["replicas"]["objects"], "replica_bytes": s["replicas"]["bytes"],
+            "replicated_objects": s["replicated_objects"],
+        });
+        flatten("reo_cluster", &gauges, &mut out);
+    }
     latency.render(&mut out);
     out
 }
@@ -242,6 +256,7 @@ pub async fn serve(
     let handshake_timeout = opts.header_timeout;
     let body_limits = opts.body_limits;
     let max_requests = opts.max_requests_per_connection.max(1);
+    let interceptor = opts.interceptor.clone();
     loop {
         let (socket, which, permit) = tokio::select! {
             s = acceptor.accept() => s,
@@ -253,9 +268,11 @@ pub async fn serve(
         let served = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let (service, latency, ids) = (service.clone(), latency.clone(), ids.clone());
         let (scrape_api, denials, metrics_token) = (scrape_api.clone(), denials.clone(), metrics_token.clone());
+        let interceptor = interceptor.clone();
         let timed = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
             let op = crate::metrics::operation(req.method(), req.uri().path());
             let (service, latency, ids) = (service.clone(), latency.clone(), ids.clone());
+            let interceptor = interceptor.clone();
             let (scrape_api, denials, metrics_token) = (scrape_api.clone(), denials.clone(), metrics_token.clone());
             let last = served.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1 >= max_requests;
             let cont = Continue::of(&req);
@@ -284,7 +301,14 @@ pub async fn serve(
                     )),
                     (None, crate::scrape::Bearer::Absent) => {
                         let req = req.map(|b| s3s::Body::http_body(crate::slow_body::MinRate::new(b, body_limits)));
-                        service.call(req).await
+                        match interceptor {
+                            Some(i) => {
+                                let local: crate::intercept::LocalService =
+                                    Box::new(move |req| Box::pin(async move { service.call(req).await }));
+                                i.handle(req, local).await
+                            }
+                            None => service.call(req).await,
+                        }
                     }
                 };
                 if let (true, Ok(resp)) = (attributes, &mut r) {

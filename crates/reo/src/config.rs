@@ -26,6 +26,28 @@ pub struct FileConfig {
     pub metrics: MetricsSection,
     #[serde(default)]
     pub backend: Option<BackendSection>,
+    #[serde(default)]
+    pub cluster: ClusterSection,
+}
+
+/// `[cluster]`: this gateway as a node of a cluster (docs/CLUSTER.md); flags override it.
+#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSection {
+    /// `etcd://HOST:PORT[,...]`.
+    pub etcd: Option<String>,
+    /// The cluster's name (its etcd prefix `/reo/<name>/`).
+    pub name: Option<String>,
+    pub node_id: Option<String>,
+    pub advertise: Option<String>,
+    /// A file whose first line is the cluster's shared secret.
+    pub secret_file: Option<PathBuf>,
+    pub replicas: Option<usize>,
+    pub min_replicas: Option<usize>,
+    pub lease_ttl: Option<String>,
+    pub permission_lease: Option<String>,
+    /// Share of the flash replicas of peers may take, 0 to 1.
+    pub replica_share: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -238,6 +260,8 @@ pub fn parse_duration(s: &str) -> Option<std::time::Duration> {
 /// The settings `reo serve` takes from a file, validated.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Settings {
+    /// `[cluster]` as written (checked by `reo serve`, where the flags join it).
+    pub cluster: ClusterSection,
     pub listen: Option<SocketAddr>,
     pub data_dir: Option<PathBuf>,
     pub backend: BackendChoice,
@@ -369,6 +393,7 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
         _ => None,
     };
     Ok(Settings {
+        cluster: f.cluster,
         listen,
         data_dir: f.server.data_dir,
         backend,

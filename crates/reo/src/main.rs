@@ -7,6 +7,7 @@
 
 mod admin;
 mod bench_cache;
+mod bench_cluster;
 mod bench_gateway;
 mod bench_policy;
 mod bench_rebuild;
@@ -65,6 +66,9 @@ enum BenchWhat {
     /// Device replacement: fail a device, replace it, rebuild in class order; rebuild bandwidth
     /// against the replacement file's raw write bandwidth, and each class's time to redundancy.
     Rebuild(bench_rebuild::BenchRebuildArgs),
+    /// A three-node cluster on loopback (a private etcd): PUT latency with one and two copies
+    /// against a single node, GET hits through the home node and another, failover time.
+    Cluster(bench_cluster::BenchClusterArgs),
 }
 
 /// The log filter without `RUST_LOG`: s3s's own error log is off, as it logs every refused
@@ -94,6 +98,7 @@ fn main() -> ExitCode {
         Command::Bench { what: BenchWhat::Cache(args) } => bench_cache::run(&args),
         Command::Bench { what: BenchWhat::Rebuild(args) } => bench_rebuild::run(&args),
         Command::Bench { what: BenchWhat::Gateway(args) } => bench_gateway::run(&args),
+        Command::Bench { what: BenchWhat::Cluster(args) } => bench_cluster::run(&args),
         Command::Crashtest { what } => crashtest::run(what),
         Command::Serve(args) => serve::run(&args),
         Command::Replay(args) => replay::run(&args),

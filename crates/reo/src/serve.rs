@@ -83,6 +83,94 @@ pub struct ServeArgs {
     /// resumed at start and replacements that give no rate of their own. [default: 0]
     #[arg(long)]
     rebuild_bps: Option<u64>,
+    /// Join a cluster coordinated by this etcd (`etcd://HOST:PORT[,etcd://HOST:PORT...]`; see
+    /// docs/CLUSTER.md). Needs --node-id, --advertise and --cluster-secret-file.
+    #[arg(long, value_name = "URLS")]
+    cluster: Option<String>,
+    /// This node's id in the cluster (the same across restarts).
+    #[arg(long)]
+    node_id: Option<String>,
+    /// HOST:PORT the other nodes reach this node's S3 listener on.
+    #[arg(long)]
+    advertise: Option<String>,
+    /// A file whose first line is the cluster's shared secret (at least 32 characters).
+    #[arg(long)]
+    cluster_secret_file: Option<PathBuf>,
+    /// Copies of an unflushed write, this node's included, before it is acknowledged. [default: 2]
+    #[arg(long)]
+    replicas: Option<usize>,
+    /// Fewest copies a write may be acknowledged with when replica targets fail. [default: --replicas]
+    #[arg(long)]
+    min_replicas: Option<usize>,
+    /// TTL of this node's etcd lease, in milliseconds (whole seconds). [default: 5000]
+    #[arg(long)]
+    lease_ttl_ms: Option<u64>,
+    /// How long a caching permission lasts, in milliseconds. [default: 10000]
+    #[arg(long)]
+    permission_ms: Option<u64>,
+}
+
+/// The cluster settings of the flags and `[cluster]`; `None` without `--cluster`/`cluster.etcd`.
+fn cluster(
+    a: &ServeArgs,
+    f: &config::ClusterSection,
+    data_dir: &std::path::Path,
+    capacity_hint: u64,
+) -> Result<Option<reo_cluster::ClusterConfig>, String> {
+    let Some(urls) = a.cluster.clone().or(f.etcd.clone()) else { return Ok(None) };
+    let etcd = reo_cluster::config::parse_endpoints(&urls).map_err(|e| e.to_string())?;
+    let node_id = a.node_id.clone().or(f.node_id.clone()).ok_or("--cluster needs --node-id (or cluster.node_id)")?;
+    let advertise = a
+        .advertise
+        .clone()
+        .or(f.advertise.clone())
+        .ok_or("--cluster needs --advertise HOST:PORT (or cluster.advertise)")?;
+    let secret_file = a.cluster_secret_file.clone().or(f.secret_file.clone()).ok_or(
+        "--cluster needs --cluster-secret-file (or cluster.secret_file): the secret peers sign their requests with",
+    )?;
+    let secret = config::read_first_line(&secret_file).map_err(|e| format!("--cluster-secret-file {e}"))?;
+    let dur = |field: &str,
+               flag: Option<u64>,
+               v: &Option<String>,
+               d: std::time::Duration|
+     -> Result<std::time::Duration, String> {
+        if let Some(ms) = flag {
+            return Ok(std::time::Duration::from_millis(ms));
+        }
+        match v {
+            None => Ok(d),
+            Some(s) => config::parse_duration(s)
+                .ok_or_else(|| format!("cluster.{field}: expected a duration like \"5s\", got {s:?}")),
+        }
+    };
+    let replicas = a.replicas.or(f.replicas).unwrap_or(2);
+    let share = f.replica_share.unwrap_or(reo_cluster::config::DEFAULT_REPLICA_SHARE);
+    if !(0.0..=1.0).contains(&share) {
+        return Err(format!("cluster.replica_share: expected a share between 0 and 1, got {share}"));
+    }
+    let lease_ttl = dur("lease_ttl", a.lease_ttl_ms, &f.lease_ttl, reo_cluster::config::DEFAULT_LEASE_TTL)?;
+    if lease_ttl < std::time::Duration::from_secs(1) {
+        return Err("the cluster lease TTL must be at least 1 s (etcd counts whole seconds)".into());
+    }
+    Ok(Some(reo_cluster::ClusterConfig {
+        etcd,
+        name: f.name.clone().unwrap_or_else(|| "reo".into()),
+        node_id,
+        advertise,
+        secret: secret.into_bytes(),
+        replicas,
+        min_replicas: a.min_replicas.or(f.min_replicas).unwrap_or(replicas),
+        lease_ttl,
+        permission: dur(
+            "permission_lease",
+            a.permission_ms,
+            &f.permission_lease,
+            reo_cluster::config::DEFAULT_PERMISSION,
+        )?,
+        replica_bytes: (capacity_hint as f64 * share) as u64,
+        state_dir: data_dir.join("state").join("cluster"),
+        peer_timeout: std::time::Duration::from_secs(2),
+    }))
 }
 
 pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
@@ -154,7 +242,16 @@ pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
         },
         multipart_expiry: f.multipart_expiry.unwrap_or(reo_gateway::gateway::DEFAULT_MULTIPART_EXPIRY),
         local_timeout: f.local_timeout.unwrap_or(reo_gateway::backend::s3::Deadlines::default().call),
+        extension: None,
     };
+    let mut cfg = cfg;
+    // The replica area's bound: its share of the flash (all device files).
+    let flash = cfg.device_mib.saturating_mul(1 << 20).saturating_mul(cfg.devices as u64);
+    if let Some(c) = cluster(a, &f.cluster, &cfg.data_dir, flash)? {
+        std::fs::create_dir_all(&c.state_dir).map_err(|e| format!("{}: {e}", c.state_dir.display()))?;
+        let x = reo_cluster::ClusterExtension::new(c).map_err(|e| e.to_string())?;
+        cfg.extension = Some(std::sync::Arc::new(x));
+    }
     reo_gateway::launch::run(&cfg).map_err(|e| e.to_string())?;
     Ok(ExitCode::SUCCESS)
 }

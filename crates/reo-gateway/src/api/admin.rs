@@ -21,6 +21,17 @@ use crate::device_files::{confine_replacement, device_path, Replacement, Repoint
 pub fn dispatch(api: &Api, method: &Method, what: &str, params: &[(String, String)]) -> Reply {
     match (method.as_str(), what) {
         ("GET", "status") => Reply::ok(status(api)),
+        ("GET", "cluster") => match &api.extension {
+            Some(x) => Reply::ok(x.status()),
+            None => Reply::error(StatusCode::NOT_FOUND, "this gateway is not in a cluster (no --cluster)"),
+        },
+        ("POST", "cluster/leave") => match &api.extension {
+            Some(x) => match x.leave() {
+                Ok(v) => Reply::ok(v),
+                Err(e) => Reply::error(StatusCode::SERVICE_UNAVAILABLE, e),
+            },
+            None => Reply::error(StatusCode::NOT_FOUND, "this gateway is not in a cluster (no --cluster)"),
+        },
         ("POST", "device/fail") => fail(api, params),
         ("POST", "device/replace") => replace(api, params),
         ("POST", "flush") => {

@@ -59,6 +59,8 @@ pub struct Api {
     pub denials: Arc<crate::denials::Denials>,
     /// Bytes of request bodies held in memory ([`crate::budget`]).
     pub budget: Arc<crate::budget::MemoryBudget>,
+    /// The layer the gateway runs under (the cluster): `/_reo/admin/cluster`.
+    pub extension: Option<Arc<dyn crate::intercept::Extension>>,
 }
 
 /// A JSON answer.
@@ -277,6 +279,7 @@ mod tests {
             replays: Default::default(),
             denials: Default::default(),
             budget: crate::budget::MemoryBudget::new(1 << 30),
+            extension: None,
         };
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let text = rt.block_on(async {

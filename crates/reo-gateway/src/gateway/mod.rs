@@ -73,6 +73,7 @@ mod object_meta;
 pub mod outage;
 pub mod part_table;
 pub mod part_writer;
+pub mod peers;
 pub mod pending;
 pub mod policy;
 #[cfg(test)]

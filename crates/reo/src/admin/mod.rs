@@ -60,6 +60,11 @@ enum AdminCommand {
         #[command(subcommand)]
         what: UserCommand,
     },
+    /// This node's cluster: members, leases, home shares, replicas, failovers; or leave it.
+    Cluster {
+        #[command(subcommand)]
+        what: ClusterCommand,
+    },
     /// What the cache holds of an object (--key) or of every object under --prefix.
     Query {
         #[arg(long)]
@@ -69,6 +74,17 @@ enum AdminCommand {
         #[arg(long)]
         prefix: Option<String>,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum ClusterCommand {
+    /// Members, leases, home shares, replica bytes per node, failovers pending (--json: raw).
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write back this node's unflushed objects, then deregister it from the cluster.
+    Leave,
 }
 
 #[derive(Subcommand, Debug)]
@@ -412,6 +428,35 @@ fn flush(a: &Admin, timeout: Option<Duration>) -> Result<bool, String> {
     }
 }
 
+/// The cluster status as text.
+fn show_cluster(s: &serde_json::Value) {
+    let flag = |k: &str| s[k].as_bool().unwrap_or(false);
+    println!(
+        "node {} — view {} ({}){}{}",
+        s["node_id"].as_str().unwrap_or("?"),
+        s["view"].as_str().unwrap_or("?"),
+        if flag("settled") { "settled" } else { "changing" },
+        if flag("fenced") { ", FENCED (no valid lease: writes refused)" } else { "" },
+        if flag("etcd_up") { "" } else { ", etcd unreachable" },
+    );
+    println!("{:<16} {:<24} {:>10} {:>14} {:>12}", "member", "address", "home share", "replica free", "replicas held");
+    for m in s["members"].as_array().into_iter().flatten() {
+        println!(
+            "{:<16} {:<24} {:>9.1}% {:>14} {:>12}",
+            m["id"].as_str().unwrap_or("?"),
+            m["advertise"].as_str().unwrap_or("?"),
+            m["home_share"].as_f64().unwrap_or(0.0) * 100.0,
+            m["replica_free"],
+            m["replicas_held"]
+        );
+    }
+    let pending = s["pending_failover"].as_array().map_or(0, Vec::len);
+    println!(
+        "replicas held here: {} objects, {} bytes; unflushed here: {} objects; awaiting failover: {pending} node(s) {}",
+        s["replicas"]["objects"], s["replicas"]["bytes"], s["dirty_objects"], s["pending_failover"]
+    );
+}
+
 pub fn run(args: &AdminArgs) -> Result<ExitCode, String> {
     let a = Admin { client: http::Client::new(&args.endpoint, args.access_key.clone(), args.secret_key.clone())? };
     match &args.what {
@@ -450,6 +495,17 @@ pub fn run(args: &AdminArgs) -> Result<ExitCode, String> {
             print_json(&a.call("DELETE", &format!("/_reo/hints/{id}"), &[], b"")?)
         }
         AdminCommand::User { what } => user(&a, what)?,
+        AdminCommand::Cluster { what: ClusterCommand::Status { json } } => {
+            let s = a.call("GET", "/_reo/admin/cluster", &[], b"")?;
+            if *json {
+                print_json(&s);
+            } else {
+                show_cluster(&s);
+            }
+        }
+        AdminCommand::Cluster { what: ClusterCommand::Leave } => {
+            print_json(&a.call("POST", "/_reo/admin/cluster/leave", &[], b"")?)
+        }
         AdminCommand::Query { bucket, key, prefix } => {
             let mut q = vec![("bucket", bucket.clone())];
             match (key, prefix) {

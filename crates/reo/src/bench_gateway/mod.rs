@@ -21,8 +21,8 @@
 //! The last line on stdout is one JSON object. Both sides use O_DIRECT: neither read is served
 //! by this machine's page cache.
 
-mod client;
-mod load;
+pub(crate) mod client;
+pub(crate) mod load;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -127,19 +127,26 @@ fn start_server(dir: &Path, a: &BenchGatewayArgs, t: &Target) -> Result<Server, 
         .spawn()
         .map_err(|e| format!("cannot start reo serve: {e}"))?;
     let mut server = Server(child);
+    wait_healthy(&mut server.0, t, &dir.join("serve.log"), Duration::from_secs(60))?;
+    Ok(server)
+}
+
+/// Waits until the child `reo serve` answers `/_reo/health` (at most `within`); its log `log`
+/// is in the error if it exits first.
+pub(crate) fn wait_healthy(child: &mut Child, t: &Target, log: &Path, within: Duration) -> Result<(), String> {
     let t0 = Instant::now();
     loop {
-        if let Ok(Some(st)) = server.0.try_wait() {
-            let log = std::fs::read_to_string(dir.join("serve.log")).unwrap_or_default();
+        if let Ok(Some(st)) = child.try_wait() {
+            let log = std::fs::read_to_string(log).unwrap_or_default();
             return Err(format!("reo serve exited ({st}) before answering:\n{log}"));
         }
         if let Ok(mut c) = t.connect() {
             if c.call("GET", "/_reo/health", &[]) == Ok(200) {
-                return Ok(server);
+                return Ok(());
             }
         }
-        if t0.elapsed() > Duration::from_secs(60) {
-            return Err("reo serve did not answer /_reo/health within 60 s".into());
+        if t0.elapsed() > within {
+            return Err(format!("reo serve did not answer /_reo/health within {within:?}"));
         }
         // Polling a starting process: there is no event to wait on across processes.
         std::thread::sleep(Duration::from_millis(50));

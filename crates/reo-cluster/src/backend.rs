@@ -1,0 +1,178 @@
+//! The backend the gateway sees in a cluster ([`ClusterBackend`]): reads of an object whose
+//! home is another node go to that node (which answers with its newest version, unflushed or
+//! not, and grants this node a caching permission: [`crate::holdings`]); everything else goes
+//! to the real backend. While this node is fenced (its lease may have expired), it writes
+//! nothing to the backend: the flusher's calls fail and are retried, so a node the cluster may
+//! have failed over never writes an older copy over a newer one.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use bytes::Bytes;
+use reo_gateway::backend::{
+    Address, Advice, AdviceReport, BResult, Backend, BackendError, BucketInfo, ChunkIter, ListEntry, ObjectInfo,
+    ObjectWriter,
+};
+use reo_gateway::gateway::pending::cache_key;
+
+use crate::node::Node;
+use crate::peer_api::parse_info;
+use crate::writes::enc;
+
+/// The gateway's backend in a cluster (see the module doc).
+pub struct ClusterBackend {
+    inner: Arc<dyn Backend>,
+    node: Arc<OnceLock<Arc<Node>>>,
+}
+
+impl ClusterBackend {
+    /// Around `inner`, for the node `node` will hold once it has started.
+    pub fn new(inner: Arc<dyn Backend>, node: Arc<OnceLock<Arc<Node>>>) -> ClusterBackend {
+        ClusterBackend { inner, node }
+    }
+
+    fn fenced(&self) -> BResult<()> {
+        match self.node.get() {
+            Some(n) if n.membership.fenced() => Err(BackendError::Io(
+                "this node cannot confirm its cluster lease: nothing is written back until it has re-joined".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Where a read of the key goes: `None` the real backend (this node is home, or not in a
+    /// cluster yet), else the home node's id and address, and the view id.
+    fn home(&self, bucket: &str, key: &str) -> (Option<(String, String)>, String) {
+        let Some(n) = self.node.get() else { return (None, String::new()) };
+        let v = n.view();
+        let id = v.id();
+        match Node::home_of(&v, bucket, key) {
+            Some((h, addr)) if h != n.me() => (Some((h, addr)), id),
+            _ => (None, id),
+        }
+    }
+
+    /// A read of the real backend by the key's home node: its copy is valid in this membership.
+    fn home_read<T>(&self, bucket: &str, key: &str, view: &str, f: impl FnOnce() -> BResult<T>) -> BResult<T> {
+        let sent = Instant::now();
+        let r = f()?;
+        if let Some(n) = self.node.get() {
+            n.holdings.install(&cache_key(bucket, key), sent, view, true);
+        }
+        Ok(r)
+    }
+
+    /// A read from the home node `(home, addr)`.
+    fn peer_read(
+        &self,
+        home: &(String, String),
+        view: &str,
+        bucket: &str,
+        key: &str,
+        range: Option<(u64, u64)>,
+    ) -> BResult<(Vec<u8>, ObjectInfo)> {
+        let n = self.node.get().expect("set with the home");
+        let pq = match range {
+            Some((s, e)) => {
+                format!("/_reo/peer/object?bucket={}&key={}&start={s}&end={e}&view={view}", enc(bucket), enc(key))
+            }
+            None => format!("/_reo/peer/head?bucket={}&key={}&view={view}", enc(bucket), enc(key)),
+        };
+        let sent = Instant::now();
+        let call = n.peers.call(&home.0, &home.1, http::Method::GET, &pq, &[], Bytes::new());
+        let r = block_on(call);
+        match r {
+            Ok(a) => {
+                let info = parse_info(&a.headers)
+                    .ok_or_else(|| BackendError::Io("home node answered without x-reo-info".into()))?;
+                n.holdings.install(&cache_key(bucket, key), sent, view, false);
+                n.count(|c| c.home_fetches += 1);
+                Ok((a.body.to_vec(), info))
+            }
+            Err(crate::peer::PeerError::Status { status: 404, body, .. }) => {
+                // The home node's answer starts with the S3 error code.
+                if body.starts_with("NoSuchBucket") {
+                    Err(BackendError::NoSuchBucket(bucket.into()))
+                } else {
+                    Err(BackendError::NoSuchKey(key.into()))
+                }
+            }
+            Err(e) => Err(BackendError::Io(format!("reading from the key's home node: {e}"))),
+        }
+    }
+}
+
+/// Runs a peer call from the gateway's (blocking) backend call.
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) => tokio::task::block_in_place(|| h.block_on(f)),
+        Err(_) => RUNTIME.get().expect("the cluster runtime is set at start").block_on(f),
+    }
+}
+
+/// The runtime peer calls from non-runtime threads (the gateway's flusher and miss path) run on.
+pub(crate) static RUNTIME: OnceLock<tokio::runtime::Handle> = OnceLock::new();
+
+impl Backend for ClusterBackend {
+    fn list_buckets(&self) -> BResult<Vec<BucketInfo>> {
+        self.inner.list_buckets()
+    }
+    fn create_bucket(&self, bucket: &str) -> BResult<()> {
+        self.inner.create_bucket(bucket)
+    }
+    fn head_bucket(&self, bucket: &str) -> BResult<BucketInfo> {
+        self.inner.head_bucket(bucket)
+    }
+    fn delete_bucket(&self, bucket: &str) -> BResult<()> {
+        self.inner.delete_bucket(bucket)
+    }
+    fn put(&self, bucket: &str, key: &str, data: &[u8], info: &ObjectInfo) -> BResult<()> {
+        self.fenced()?;
+        self.inner.put(bucket, key, data, info)
+    }
+    fn put_owned(&self, bucket: &str, key: &str, data: Bytes, info: &ObjectInfo) -> BResult<()> {
+        self.fenced()?;
+        self.inner.put_owned(bucket, key, data, info)
+    }
+    fn put_stream(self: Arc<Self>, bucket: &str, key: &str, info: &ObjectInfo) -> BResult<Box<dyn ObjectWriter>> {
+        self.fenced()?;
+        self.inner.clone().put_stream(bucket, key, info)
+    }
+    fn head(&self, bucket: &str, key: &str) -> BResult<ObjectInfo> {
+        match self.home(bucket, key) {
+            (Some(h), view) => self.peer_read(&h, &view, bucket, key, None).map(|(_, i)| i),
+            (None, view) => self.home_read(bucket, key, &view, || self.inner.head(bucket, key)),
+        }
+    }
+    fn get_range(&self, bucket: &str, key: &str, start: u64, end: u64) -> BResult<(Vec<u8>, ObjectInfo)> {
+        match self.home(bucket, key) {
+            (Some(h), view) => self.peer_read(&h, &view, bucket, key, Some((start, end))),
+            (None, view) => self.home_read(bucket, key, &view, || self.inner.get_range(bucket, key, start, end)),
+        }
+    }
+    fn get_stream(&self, bucket: &str, key: &str, start: u64, end: u64) -> BResult<(ObjectInfo, ChunkIter)> {
+        match self.home(bucket, key) {
+            (Some(h), view) => {
+                let (data, info) = self.peer_read(&h, &view, bucket, key, Some((start, end)))?;
+                Ok((info, Box::new(std::iter::once(Ok(Bytes::from(data))))))
+            }
+            (None, view) => self.home_read(bucket, key, &view, || self.inner.get_stream(bucket, key, start, end)),
+        }
+    }
+    fn delete(&self, bucket: &str, key: &str) -> BResult<()> {
+        self.fenced()?;
+        self.inner.delete(bucket, key)
+    }
+    fn list(&self, bucket: &str, prefix: &str, after: &str, limit: usize) -> BResult<Vec<ListEntry>> {
+        self.inner.list(bucket, prefix, after, limit)
+    }
+    fn check_key(&self, key: &str) -> BResult<()> {
+        self.inner.check_key(key)
+    }
+    fn probe(&self) -> BResult<()> {
+        self.inner.probe()
+    }
+    fn advise(&self, bucket: &str, address: &Address, advice: Advice) -> BResult<AdviceReport> {
+        self.inner.advise(bucket, address, advice)
+    }
+}

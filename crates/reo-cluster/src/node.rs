@@ -1,0 +1,172 @@
+//! The node ([`Node`]): this gateway's part in the cluster — its membership, its peers, its
+//! replica area, the permissions it granted and holds, the replicas it made of its own
+//! unflushed writes, and the per-key order of writes at the home node. The other files are its
+//! behaviours: routing ([`crate::router`]), writes ([`crate::writes`]), reads
+//! ([`crate::reads`]), the peer API ([`crate::peer_api`]), membership changes
+//! ([`crate::handoff`]) and failover ([`crate::failover`]).
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, Weak};
+
+use parking_lot::Mutex;
+use reo_gateway::gateway::Gateway;
+
+use crate::config::ClusterConfig;
+use crate::grants::Grants;
+use crate::holdings::Holdings;
+use crate::membership::Membership;
+use crate::peer::Peers;
+use crate::replicas::ReplicaStore;
+use crate::view::View;
+
+/// Key-lock stripes of the home node's write order.
+const STRIPES: usize = 1024;
+
+/// The replicas made of one of this node's unflushed writes.
+#[derive(Debug, Clone)]
+pub struct Replicated {
+    /// The version they are of.
+    pub version: u64,
+    /// The nodes holding them.
+    pub targets: Vec<String>,
+}
+
+/// Counters of the node's cluster work (`/_reo/admin/cluster`).
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct ClusterCounters {
+    /// Writes sent on to their home node.
+    pub forwarded_writes: u64,
+    /// Reads of objects homed elsewhere that were served from this node's cache.
+    pub permission_hits: u64,
+    /// Reads fetched from their home node.
+    pub home_fetches: u64,
+    /// Permissions revoked by writes at this node.
+    pub revocations: u64,
+    /// Revocations that waited for a permission to expire (the holder did not answer).
+    pub revocations_waited: u64,
+    /// Replicas sent.
+    pub replicas_sent: u64,
+    /// Replica sends that failed (another target was tried).
+    pub replica_failures: u64,
+    /// Writes refused because fewer than `min_replicas` copies could be made.
+    pub under_replicated: u64,
+    /// Replicas dropped at their holders after a write-back.
+    pub replica_drops: u64,
+    /// Objects written back by failovers this node coordinated.
+    pub failover_flushed: u64,
+    /// Failovers this node coordinated.
+    pub failovers: u64,
+}
+
+/// This node (see the module doc).
+pub struct Node {
+    pub(crate) cfg: ClusterConfig,
+    pub(crate) membership: Arc<Membership>,
+    pub(crate) peers: Peers,
+    pub(crate) replicas: ReplicaStore,
+    pub(crate) grants: Grants,
+    pub(crate) holdings: Holdings,
+    pub(crate) replicated: Mutex<HashMap<String, Replicated>>,
+    last_version: Mutex<HashMap<String, u64>>,
+    stripes: Vec<tokio::sync::Mutex<()>>,
+    /// Weak: the gateway's backend holds this node (a strong reference would keep the gateway,
+    /// and its store, alive past shutdown, which then could not close cleanly).
+    gw: OnceLock<Weak<Gateway>>,
+    pub(crate) counters: Mutex<ClusterCounters>,
+    /// The real backend (failover flushes write to it directly).
+    pub(crate) backend: OnceLock<Arc<dyn reo_gateway::backend::Backend>>,
+}
+
+impl Node {
+    /// A node over `membership`, its replica area opened.
+    pub fn new(cfg: ClusterConfig, membership: Arc<Membership>) -> std::io::Result<Node> {
+        let replicas = ReplicaStore::open(&cfg.state_dir.join("replicas"), cfg.replica_bytes)?;
+        let peers = Peers::new(&cfg.node_id, crate::auth::PeerKey::new(&cfg.secret), cfg.peer_timeout);
+        Ok(Node {
+            holdings: Holdings::new(cfg.permission),
+            cfg,
+            membership,
+            peers,
+            replicas,
+            grants: Grants::default(),
+            replicated: Mutex::default(),
+            last_version: Mutex::default(),
+            stripes: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
+            gw: OnceLock::new(),
+            counters: Mutex::default(),
+            backend: OnceLock::new(),
+        })
+    }
+
+    /// This node's id.
+    pub fn me(&self) -> &str {
+        &self.cfg.node_id
+    }
+
+    /// The gateway (set once it has opened; alive until the server has stopped).
+    pub fn gw(&self) -> Arc<Gateway> {
+        self.gw.get().and_then(Weak::upgrade).expect("the gateway lives while the cluster runs")
+    }
+
+    pub(crate) fn set_gateway(&self, gw: &Arc<Gateway>) {
+        let _ = self.gw.set(Arc::downgrade(gw));
+    }
+
+    /// The current view.
+    pub fn view(&self) -> Arc<View> {
+        self.membership.view()
+    }
+
+    /// The home node of `bucket/key` in `view`, with its address.
+    pub fn home_of(view: &View, bucket: &str, key: &str) -> Option<(String, String)> {
+        let ring = view.ring();
+        let home = ring.home(bucket, key)?;
+        let addr = view.members.get(home)?.advertise.clone();
+        Some((home.to_string(), addr))
+    }
+
+    fn stripe_of(ck: &str) -> usize {
+        let h = crate::auth::sha256_hex(ck.as_bytes());
+        usize::from_str_radix(&h[..8], 16).unwrap_or(0) % STRIPES
+    }
+
+    /// The lock ordering writes of one key at its home node.
+    pub(crate) async fn lock_key(&self, ck: &str) -> tokio::sync::MutexGuard<'_, ()> {
+        self.stripes[Self::stripe_of(ck)].lock().await
+    }
+
+    /// The locks of several keys, taken in stripe order (no deadlock with another such call).
+    pub(crate) async fn lock_keys(&self, cks: &[String]) -> Vec<tokio::sync::MutexGuard<'_, ()>> {
+        let mut idx: Vec<usize> = cks.iter().map(|c| Self::stripe_of(c)).collect();
+        idx.sort_unstable();
+        idx.dedup();
+        let mut out = Vec::with_capacity(idx.len());
+        for i in idx {
+            out.push(self.stripes[i].lock().await);
+        }
+        out
+    }
+
+    /// The next version of `ck`: later than any this node gave it, and than the clock (so a key
+    /// whose home moved keeps growing, given clocks within the permission lease of each other).
+    pub(crate) fn next_version(&self, ck: &str) -> u64 {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        let mut m = self.last_version.lock();
+        if m.len() > 1 << 20 {
+            m.clear();
+        }
+        let v = m.entry(ck.to_string()).or_insert(0);
+        *v = (*v + 1).max(now);
+        *v
+    }
+
+    /// Counts with `f`.
+    pub(crate) fn count(&self, f: impl FnOnce(&mut ClusterCounters)) {
+        f(&mut self.counters.lock());
+    }
+
+    /// Runs blocking gateway work off the runtime threads.
+    pub(crate) async fn blocking<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
+        tokio::task::spawn_blocking(f).await.expect("cluster blocking task panicked")
+    }
+}
