@@ -197,16 +197,19 @@ def check_key(key, ops):
                             f"{candidates[0].describe(t0)}")
             continue
         known = _known_before(r.start, writes, eff)
-        ok = False
-        why = None
+        # A candidate is overwritten when some other known write began after it had taken
+        # effect: compare with the latest-starting known write (the runner-up for itself).
+        top = sorted(known, key=lambda k: k.start)[-2:]
+        stale = None
         for w in live:
-            newer = [k for k in known if k is not w and k.start > eff[w.ident]]
-            if not newer:
-                ok = True
+            others = [k for k in top if k is not w]
+            newest = others[-1] if others else None
+            if newest is None or newest.start <= eff[w.ident]:
+                stale = None
                 break
-            why = why or (w, min(newer, key=lambda k: eff[k.ident]))
-        if not ok:
-            w, k = why
+            stale = stale or (w, newest)
+        if stale:
+            w, k = stale
             how = "acknowledged" if k.outcome == OK and k.end < r.start else "read by an earlier GET"
             problems.append(f"key {key!r}: stale read {r.describe(t0)}: it returned {w.describe(t0)}, but "
                             f"{k.describe(t0)} started after that and was {how} before the GET started"
@@ -229,10 +232,12 @@ def allowed_final(ops):
     reads = [o for o in ops if o.kind == "get" and o.outcome == OK]
     eff = _effective_ends(writes, reads)
     known = _known_before(INF, writes, eff)
+    top = sorted(known, key=lambda k: k.start)[-2:]
     out = set()
     for w in writes:
         if w.outcome == FAIL:
             continue
-        if not any(k is not w and k.start > eff[w.ident] for k in known):
+        others = [k for k in top if k is not w]
+        if not others or others[-1].start <= eff[w.ident]:
             out.add(w.value)
     return out

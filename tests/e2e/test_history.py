@@ -5,6 +5,7 @@ test passing with it means something. Needs no server.
     cd tests/e2e && python3 -m unittest test_history -v
 """
 
+import random
 import unittest
 
 from history import FAIL, OK, UNKNOWN, History
@@ -67,6 +68,36 @@ class LegalHistories(unittest.TestCase):
         # An unknown write a later read saw took effect before that read ended.
         self.assertEqual(hist(("put", "x", 0, 0, UNKNOWN), ("get", "x", 1, 2), ("put", "b", 3, 4)).allowed_final("k"),
                          {"b"})
+
+    def test_random_linearizable_histories_pass(self):
+        # A real register: each operation takes effect at its own instant (1, 2, 3, ...), inside
+        # an interval of random width around it, so intervals overlap in every way; some writes
+        # lose their answer (unknown) and some are refused (never take effect). No false alarm.
+        for seed in range(200):
+            rng = random.Random(seed)
+            h = History()
+            value = None
+            for i in range(1, 120):
+                t = float(i)
+                start, end = t - rng.uniform(0, 6), t + rng.uniform(0, 6)
+                kind = rng.choice(("put", "put", "get", "get", "delete"))
+                if kind == "get":
+                    h.add("get", "k", value, start, end)
+                    continue
+                fate = rng.choices((OK, UNKNOWN, FAIL), (8, 1, 1))[0]
+                v = f"v{i}" if kind == "put" else None
+                h.add(kind, "k", v, start, end, fate)
+                if fate != FAIL:
+                    value = v
+            self.assertEqual(h.check(), [], f"seed {seed}")
+            self.assertIn(value, h.allowed_final("k"), f"seed {seed}")
+            # The same history with one read, after everything, of a value certainly overwritten.
+            ops = h.by_key()["k"]
+            old = next((p for p in ops if p.kind == "put" and p.outcome == OK and any(
+                w.kind in ("put", "delete") and w.outcome == OK and w.start > p.end for w in ops)), None)
+            if old is not None:
+                h.add("get", "k", old.value, 1000, 1001)
+                self.assertEqual(len(h.check()), 1, f"seed {seed}: a stale read of {old.value} not flagged")
 
     def test_recorder(self):
         h = History()
