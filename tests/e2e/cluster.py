@@ -294,11 +294,20 @@ class Cluster:
     def dirty(self, nid):
         return self.status(nid)["dirty_objects"]
 
-    def flush(self, nid, timeout="120s"):
-        """`reo admin flush` on one node: returns once nothing is dirty there."""
-        reoapi.admin(self.binary, self.nodes[nid], "flush", "--timeout", timeout)
+    def flush(self, *nids, timeout="120s"):
+        """`reo admin flush` on the nodes (at once: each writes its own objects): returns once
+        nothing is dirty on any of them."""
+        self._parallel([lambda n=n: reoapi.admin(self.binary, self.nodes[n], "flush", "--timeout", timeout)
+                        for n in nids])
 
     # ---- the backend, read around the gateways ----
+
+    def backend_keys(self, bucket):
+        """The keys of a bucket in the backend directory (a listing only: cheap to poll)."""
+        try:
+            return {n[2:] for n in os.listdir(os.path.join(self.backend, bucket)) if n.startswith("o.")}
+        except FileNotFoundError:
+            return set()
 
     def backend_objects(self, bucket):
         """{key: bytes} of a bucket in the backend directory (keys the tests use need no
