@@ -388,22 +388,21 @@ class ReadAfterWrite(ClusterTest):
 class Failover(ClusterTest):
     """(b), (c): the owner of unflushed objects dies; the replica holders flush them."""
 
-    def kill_owner_and_check(self, c, bucket, final, min_dirty):
+    def kill_owner_and_check(self, c, bucket, final, min_dirty, victim=None):
         """Kills the node with the most dirty objects (≥ min_dirty), reads through the survivors
         meanwhile, and checks the failover: all its objects in the backend, byte-exact, within the
         lease TTL + 5 s; finally a flush of the survivors puts everything there."""
         problems = []
         self.assertEqual(len(c.backend_objects(bucket)), 0,
                          "objects reached the backend before the kill: the flush delay did not hold")
-        victim, d = self.victim_by_dirty(c)
-        self.assertGreaterEqual(d, min_dirty, f"the most dirty node holds only {d} objects")
+        if victim is None:
+            victim, d = self.victim_by_dirty(c)
+        else:
+            d = c.dirty(victim)
+        self.assertGreaterEqual(d, min_dirty, f"{victim} holds only {d} unflushed objects")
         survivors = [n for n in c.ids() if n != victim]
         # The victim's own dirty keys, exactly, if its query says so (cross-checked with its count).
-        mine = set()
-        for p in sorted({k[:len(k) - 2] for k in final}):
-            st, body = reoapi.call(c.node(victim), "GET", "/_reo/query", {"bucket": bucket, "prefix": p})
-            if st == 200:
-                mine |= {o["key"] for o in body["objects"] if o.get("dirty")}
+        mine = c.dirty_keys(victim, bucket, sorted({k[:-2] for k in final})) or set()
         exact = len(mine) == d
         if not exact:
             print(f"  the victim's query lists {len(mine)} dirty keys, its status {d}: checking counts only")
@@ -485,27 +484,57 @@ class Failover(ClusterTest):
         self.done(c)
 
     def test_c_the_newest_replica_wins(self):
-        # Four nodes, three copies: each version of an object lands on two of the three others,
-        # chosen by free space and degree, so after several rounds the holders have different
-        # versions (replicas stay until the owner's flush, which the flush delay holds off).
-        c = self.cluster(nodes=4, replicas=3, lease_ttl_ms=TTL_MS, flush_delay_ms=LONG_DELAY_MS)
+        # A home node sends each new version of a key to the key's previous replica targets
+        # first, so the holders of a key would all have its newest version, unless a target
+        # missed one. Make some miss: four nodes, three copies (two replica targets per key),
+        # and while one node is stopped (longer than the 2 s a replica target may take, shorter
+        # than its lease) new versions of the victim's keys go to another target instead. The
+        # stopped node keeps the older replica (nothing is dropped before the owner's flush,
+        # which the flush delay holds off), so at the failover the holders disagree and the
+        # newest version must win. The default lease (5 s) leaves room for the 2.8 s stop.
+        c = self.cluster(nodes=4, replicas=3, lease_ttl_ms=None, flush_delay_ms=LONG_DELAY_MS)
         self.bucket(c, "nw")
         rng = random.Random(SEED + 1)
         keys = [f"v{i:03d}" for i in range(200)]
         final = {}
         ids = c.ids()
         s3s = c.clients()
-        for rnd in range(4):
-            # Each round through a different node for each key; the last round updates half the
-            # keys only, so keys differ in their number of versions.
-            batch = {k: rng.randbytes(rng.randint(64, 1024)) for k in keys if rnd < 3 or rng.random() < 0.5}
-            for j, (k, body) in enumerate(sorted(batch.items())):
-                nid = ids[(j + rnd) % len(ids)]
-                retry(lambda: s3s[nid].put_object(Bucket="nw", Key=k, Body=body), f"PUT {k} via {nid}", 30)
-            final.update(batch)
-        self.kill_owner_and_check(c, "nw", final, min_dirty=20)
-        self.done(c)
 
+        def write(batch, nids, threads=8):
+            def part(i):
+                for j, (k, body) in enumerate(batch[i::threads]):
+                    nid = nids[(i + j) % len(nids)]
+                    retry(lambda: s3s[nid].put_object(Bucket="nw", Key=k, Body=body), f"PUT {k} via {nid}", 30)
+            with concurrent.futures.ThreadPoolExecutor(threads) as ex:
+                list(ex.map(part, range(threads)))
+            final.update(batch)
+
+        def version(ks, n):
+            return [(k, f"{k} v{n}|".encode() + rng.randbytes(rng.randint(64, 1024))) for k in ks]
+        write(version(keys, 1), ids)
+        homes = c.homes("nw", ["v"])
+        self.assertEqual(set(homes), set(keys), "every key is unflushed at exactly one home")
+        victim = max(ids, key=lambda n: sum(1 for h in homes.values() if h == n))
+        theirs = sorted(k for k, h in homes.items() if h == victim)
+        others = [n for n in ids if n != victim]
+        write(version(theirs, 2), ids)
+        stopped = others[0]
+        c.sigstop(stopped)
+        t = now()
+        try:
+            writer = threading.Thread(target=write, args=(version(theirs, 3), [n for n in ids if n != stopped]))
+            writer.start()
+            time.sleep(max(0.0, 2.8 - (now() - t)))  # the stop's length is the point, not an event
+        finally:
+            c.sigcont(stopped)
+        writer.join()
+        c.wait_settled(timeout=30)
+        # A fourth version for half of them: holders differ in how many updates they got.
+        write(version([k for k in theirs if rng.random() < 0.5], 4), ids)
+        print(f"\n  {victim} is home of {len(theirs)} keys; {stopped} was stopped 2.8 s during their third version",
+              flush=True)
+        self.kill_owner_and_check(c, "nw", final, min_dirty=len(theirs), victim=victim)
+        self.done(c)
 
 class Partition(ClusterTest):
     """(d) A node stopped past its lease comes back: it must not serve or flush what it had."""
@@ -644,17 +673,39 @@ class EtcdDown(ClusterTest):
 
     def test_f_etcd_down_then_back(self):
         permission_ms = 10_000
-        c = self.cluster(nodes=3, lease_ttl_ms=TTL_MS, permission_ms=permission_ms)
+        c = self.cluster(nodes=3, lease_ttl_ms=TTL_MS, permission_ms=permission_ms, flush_delay_ms=LONG_DELAY_MS)
         self.bucket(c, "ed")
         body = os.urandom(1000)
         retry(lambda: c.client("n1").put_object(Bucket="ed", Key="cached", Body=body), "PUT cached", 30)
-        for nid in c.ids():  # every node now holds the object or a permission on it
+        # Its home (the one node holding it unflushed), then written back: a clean object is what
+        # the other nodes cache under a permission (an unflushed one is always read at its home).
+        homes = c.homes("ed", ["cached"])
+        self.assertEqual(list(homes), ["cached"], homes)
+        home = homes["cached"]
+        c.flush(home)
+        self.assertEqual(c.backend_objects("ed").get("cached"), body)
+        for nid in c.ids():  # the others now hold a permission on it
             self.assertEqual(c.client(nid).get_object(Bucket="ed", Key="cached")["Body"].read(), body)
         read_at = now()
         c.etcd.kill()
-        for nid in c.ids():
-            got = c.client(nid).get_object(Bucket="ed", Key="cached")["Body"].read()
-            self.assertEqual(got, body, f"a cached read through {nid} right after etcd died")
+        # Through a node holding a permission, the read goes on. The home node holds none (it
+        # decides, and cannot know whether it still is home without etcd): it may refuse, and
+        # must not serve anything else.
+        home_reads = Counter()
+
+        def read_everywhere(when):
+            for nid in c.ids():
+                try:
+                    got = c.client(nid).get_object(Bucket="ed", Key="cached")["Body"].read()
+                except ClientError as e:
+                    if nid != home or error_code(e)[0] != 503:
+                        raise AssertionError(f"a cached read through {nid} {when}: {error_code(e)}") from e
+                    home_reads["503"] += 1
+                    continue
+                self.assertEqual(got, body, f"a cached read through {nid} {when}")
+                if nid == home:
+                    home_reads["ok"] += 1
+        read_everywhere("right after etcd died")
         # A node learns that etcd is gone at its next keep-alive (every TTL/3): by the end of its
         # lease at the latest, it must refuse writes — and keep refusing.
         acked_while_down = []
@@ -679,12 +730,10 @@ class EtcdDown(ClusterTest):
                 c.client(nid).put_object(Bucket="ed", Key=f"refused-{nid}", Body=b"x")
             self.assertEqual(error_code(cm.exception)[0], 503, f"PUT through {nid} with etcd down")
         # Reads of the cached object still work, within the permission lease of the last read.
-        for nid in c.ids():
-            self.assertLess(now() - read_at, permission_ms / 1000, "the test is too slow for the permission lease")
-            got = c.client(nid).get_object(Bucket="ed", Key="cached")["Body"].read()
-            self.assertEqual(got, body, f"a cached read through {nid} with etcd down {now() - read_at:.1f} s")
-        print(f"\n  etcd killed; PUTs acknowledged before the first refusal: {acked_while_down}; refusal: {refusal}",
-              flush=True)
+        read_everywhere(f"with etcd down {now() - read_at:.1f} s")
+        self.assertLess(now() - read_at, permission_ms / 1000, "the test is too slow for the permission lease")
+        print(f"\n  etcd killed; PUTs acknowledged before the first refusal: {acked_while_down}; refusal: {refusal}; "
+              f"reads through the home {home} meanwhile: {dict(home_reads)}", flush=True)
         down_for = now() - read_at
         c.etcd.start()
         back = now()
@@ -722,7 +771,9 @@ class Operations(ClusterTest):
             self.assertEqual(sorted((m["id"], m["advertise"]) for m in st["members"]),
                              sorted((m.id, f"127.0.0.1:{m.port}") for m in c.nodes.values()))
             self.assertLessEqual({"objects", "bytes"}, set(st["replicas"]), f"replicas of {nid}: {st['replicas']}")
-            self.assertEqual(c.status(nid)["node_id"], nid, "GET /_reo/api/cluster")
+            code, body = reoapi.call(n, "GET", "/_reo/api/cluster")
+            self.assertEqual(code, 200, f"GET /_reo/api/cluster (admin-signed) on {nid}: {body!r:.200}")
+            self.assertEqual(body["node_id"], nid, "GET /_reo/api/cluster")
             # Not for anonymous callers, nor for S3 users: only the admin.
             self.assertIn(reoapi.call(n, "GET", "/_reo/api/cluster", sign=False)[0], (401, 403))
             self.assertIn(reoapi.call(n, "GET", "/_reo/api/cluster", access=ACCESS, secret=SECRET)[0], (401, 403))
