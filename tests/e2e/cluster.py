@@ -243,6 +243,21 @@ class Cluster:
         self.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
+    def panics(self):
+        """Every panic a node logged ("nI: thread ... panicked at FILE:LINE: message"): a node
+        may go on after a panicking task, but the request or peer call it served did not."""
+        out = []
+        for n in self.nodes.values():
+            try:
+                with open(os.path.join(n.data_dir, "server.log"), "rb") as f:
+                    text = f.read().decode(errors="replace").splitlines()
+            except OSError:
+                continue
+            for i, line in enumerate(text):
+                if " panicked at " in line:
+                    out.append(f"{n.id}: {line.strip()} {text[i + 1].strip() if i + 1 < len(text) else ''}")
+        return out
+
     def logs(self, lines=20):
         """The end of every node's log, for a failure message."""
         return "\n".join(f"--- {n.id} ({n.data_dir}/server.log):\n{n.tail_log(lines)}" for n in self.nodes.values())
