@@ -401,15 +401,20 @@ def error_code(e):
 
 
 def write_outcome(e):
-    """What a failed write tells: FAIL (definitely not applied: the request reached no server,
-    or was refused before anything was done — a 4xx) or UNKNOWN (a 5xx or a lost answer: S3 says
-    it may or may not have been applied, and a node whose forward to the home node timed out
-    cannot know either), with a short note for the report."""
-    if isinstance(e, (EndpointConnectionError, ConnectTimeoutError)):
-        return FAIL, "connection refused"
+    """What a failed write tells: FAIL (definitely not applied: refused with a 4xx before anything
+    was done) or UNKNOWN (it may or may not have been applied), with a short note for the report.
+
+    A connection error is UNKNOWN too, even "connection refused": when a server dies after
+    reading a request but before answering, botocore (through urllib3/http.client) sends it again
+    on a new connection even with retries off, and reports only that second attempt's refusal —
+    while the first one may have been applied (a node forwards a write to its home node at once).
+    A 5xx is UNKNOWN as S3 has it (a node whose forward to the home node timed out cannot know
+    either)."""
     if isinstance(e, ClientError):
         status, code, _ = error_code(e)
         return (FAIL if status and 400 <= status < 500 else UNKNOWN), f"{status} {code}"
+    if isinstance(e, (EndpointConnectionError, ConnectTimeoutError)):
+        return UNKNOWN, "connection refused"
     if isinstance(e, (ReadTimeoutError, ConnectionClosedError)):
         return UNKNOWN, type(e).__name__
     return UNKNOWN, type(e).__name__

@@ -7,8 +7,8 @@ names the one PUT that wrote it. A DELETE writes ABSENT (None), as does the star
 (nothing written yet). Each write has an outcome:
 
 * `ok`: acknowledged; it took effect at some instant inside [start, end].
-* `fail`: definitely not applied (the request never reached a server, e.g. connection refused):
-  its value must never be read.
+* `fail`: definitely not applied (refused before anything was done, e.g. a 4xx): its value must
+  never be read. (Not a connection error: a client may have sent the request once before.)
 * `unknown`: no answer or an error that does not say (a 503 from a node whose forward to the
   home node timed out, a connection reset by a dying node): it may take effect at any instant
   after its start, or never. Its end is +inf.
