@@ -15,7 +15,7 @@ from botocore.credentials import Credentials
 from server import ADMIN_ACCESS, ADMIN_SECRET, METRICS_TOKEN
 
 
-def call(srv, method, path, query=None, body=None, access=ADMIN_ACCESS, secret=ADMIN_SECRET, sign=True):
+def call(srv, method, path, query=None, body=None, access=ADMIN_ACCESS, secret=ADMIN_SECRET, sign=True, timeout=60):
     """Returns (status, parsed JSON or raw bytes)."""
     url = srv.endpoint + path
     if query:
@@ -29,7 +29,7 @@ def call(srv, method, path, query=None, body=None, access=ADMIN_ACCESS, secret=A
         headers = dict(req.prepare().headers)
     r = urllib.request.Request(url, data=data or None, method=method, headers=headers)
     try:
-        with urllib.request.urlopen(r, timeout=60) as resp:
+        with urllib.request.urlopen(r, timeout=timeout) as resp:
             raw = resp.read()
             status = resp.status
     except urllib.error.HTTPError as e:
