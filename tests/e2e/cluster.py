@@ -264,24 +264,16 @@ class Cluster:
 
     # ---- cluster status ----
 
-    # Where a node's cluster status is: the interface names /_reo/api/cluster; the admin CLI of
-    # the first cluster builds calls /_reo/admin/cluster (where the other admin calls are). The
-    # harness polls whichever answers, so that one path missing fails the test that checks the
-    # path (Operations), not every test.
-    STATUS_PATHS = ("/_reo/api/cluster", "/_reo/admin/cluster")
+    # Where a node's cluster status is: with the other admin calls (admin-signed).
+    STATUS_PATH = "/_reo/admin/cluster"
 
     def status(self, nid, timeout=5):
         """The cluster status JSON of a node (parsed), or None if it does not answer."""
-        for path in self.STATUS_PATHS:
-            try:
-                st, body = reoapi.call(self.nodes[nid], "GET", path, timeout=timeout)
-            except (OSError, urllib.error.URLError):
-                return None
-            if st == 200 and isinstance(body, dict):
-                return body
-            if st != 404:
-                return None
-        return None
+        try:
+            st, body = reoapi.call(self.nodes[nid], "GET", self.STATUS_PATH, timeout=timeout)
+        except (OSError, urllib.error.URLError):
+            return None
+        return body if st == 200 and isinstance(body, dict) else None
 
     def admin_status(self, nid):
         """`reo admin cluster status --json` (the CLI, as an operator runs it)."""

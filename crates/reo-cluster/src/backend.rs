@@ -97,6 +97,26 @@ impl ClusterBackend {
                     Err(BackendError::NoSuchKey(key.into()))
                 }
             }
+            Err(e @ crate::peer::PeerError::Unreachable { .. }) => {
+                // The home node may be dead (its lease not yet expired): its acknowledged
+                // unflushed writes are in their replicas, the rest in the backend.
+                let v = n.view();
+                match block_on(crate::reads::from_replicas(n, &v, &home.0, bucket, key)) {
+                    crate::reads::Elsewhere::Found(Some((info, data))) => {
+                        let (s, e) =
+                            range.map_or((0, 0), |(s, e)| (s.min(info.size) as usize, e.min(info.size) as usize));
+                        Ok((data.get(s..e.max(s)).unwrap_or_default().to_vec(), info))
+                    }
+                    crate::reads::Elsewhere::Found(None) => Err(BackendError::NoSuchKey(key.into())),
+                    crate::reads::Elsewhere::Nothing => match range {
+                        Some((s, e)) => self.inner.get_range(bucket, key, s, e),
+                        None => self.inner.head(bucket, key).map(|i| (Vec::new(), i)),
+                    },
+                    crate::reads::Elsewhere::Unanswered(why) => {
+                        Err(BackendError::Io(format!("the key's home node is unreachable ({e}) and {why}")))
+                    }
+                }
+            }
             Err(e) => Err(BackendError::Io(format!("reading from the key's home node: {e}"))),
         }
     }

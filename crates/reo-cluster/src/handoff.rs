@@ -25,6 +25,8 @@ pub async fn watch(node: Arc<Node>) {
                 node.gw().flush_now();
             }
             members = now;
+            // Writes routed in the older membership finish (or are refused) before the check.
+            node.write_barrier().await;
             node.grants.clear();
             if moved_written_back(&node, &view).await {
                 if let Err(e) = node.membership.put_handoff(&id).await {

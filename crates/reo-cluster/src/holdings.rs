@@ -54,9 +54,17 @@ impl Holdings {
         m.insert(ck.to_string(), Holding { view: view.to_string(), until });
     }
 
-    /// Whether the cached copy of `ck` may be served in membership `view`.
-    pub fn valid(&self, ck: &str, view: &str) -> bool {
-        self.held.lock().get(ck).is_some_and(|h| h.view == view && h.until.is_none_or(|u| Instant::now() < u))
+    /// Whether the cached copy of `ck` may be served in membership `view` by a node that is
+    /// (`home`) or is not the key's home: a home node's mark serves only its home node, a
+    /// permission only until it expires.
+    pub fn valid(&self, ck: &str, view: &str, home: bool) -> bool {
+        self.held.lock().get(ck).is_some_and(|h| {
+            h.view == view
+                && match h.until {
+                    None => home,
+                    Some(u) => Instant::now() < u,
+                }
+        })
     }
 
     /// Revokes the permission on `ck` (and any obtained by a request sent before now).
@@ -93,18 +101,19 @@ mod tests {
         let h = Holdings::new(Duration::from_millis(50));
         let sent = Instant::now();
         h.install("b/k", sent, "v1", false);
-        assert!(h.valid("b/k", "v1"));
-        assert!(!h.valid("b/k", "v2"), "a membership change ends every permission");
+        assert!(h.valid("b/k", "v1", false));
+        assert!(!h.valid("b/k", "v2", false), "a membership change ends every permission");
         std::thread::sleep(Duration::from_millis(60));
-        assert!(!h.valid("b/k", "v1"), "expired");
+        assert!(!h.valid("b/k", "v1", false), "expired");
         h.install("b/home", Instant::now(), "v1", true);
-        assert!(h.valid("b/home", "v1"));
+        assert!(h.valid("b/home", "v1", true));
+        assert!(!h.valid("b/home", "v1", false), "a home node's mark is no permission elsewhere");
         // A revocation that arrives before the answer it revokes.
         let sent = Instant::now();
         h.revoke("b/k");
         h.install("b/k", sent, "v1", false);
-        assert!(!h.valid("b/k", "v1"), "a permission sent before the revocation must not be installed");
+        assert!(!h.valid("b/k", "v1", false), "a permission sent before the revocation must not be installed");
         h.install("b/k", Instant::now() + Duration::from_millis(1), "v1", false);
-        assert!(h.valid("b/k", "v1"), "one obtained after it is");
+        assert!(h.valid("b/k", "v1", false), "one obtained after it is");
     }
 }

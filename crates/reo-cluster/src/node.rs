@@ -69,6 +69,7 @@ pub struct Node {
     pub(crate) replicated: Mutex<HashMap<String, Replicated>>,
     last_version: Mutex<HashMap<String, u64>>,
     stripes: Vec<tokio::sync::Mutex<()>>,
+    apply_gate: tokio::sync::RwLock<()>,
     /// Weak: the gateway's backend holds this node (a strong reference would keep the gateway,
     /// and its store, alive past shutdown, which then could not close cleanly).
     gw: OnceLock<Weak<Gateway>>,
@@ -92,6 +93,7 @@ impl Node {
             replicated: Mutex::default(),
             last_version: Mutex::default(),
             stripes: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
+            apply_gate: tokio::sync::RwLock::new(()),
             gw: OnceLock::new(),
             counters: Mutex::default(),
             backend: OnceLock::new(),
@@ -133,6 +135,18 @@ impl Node {
     /// The lock ordering writes of one key at its home node.
     pub(crate) async fn lock_key(&self, ck: &str) -> tokio::sync::MutexGuard<'_, ()> {
         self.stripes[Self::stripe_of(ck)].lock().await
+    }
+
+    /// Waits until every write being applied has finished. A write checks the membership once
+    /// it holds the gate, so one routed in an older membership that reaches it after this is
+    /// refused (see `writes::home_write`); one still revoking permissions does not hold it.
+    pub(crate) async fn write_barrier(&self) {
+        drop(self.apply_gate.write().await);
+    }
+
+    /// Held (shared) while a write is applied and replicated.
+    pub(crate) async fn applying(&self) -> tokio::sync::RwLockReadGuard<'_, ()> {
+        self.apply_gate.read().await
     }
 
     /// The locks of several keys, taken in stripe order (no deadlock with another such call).

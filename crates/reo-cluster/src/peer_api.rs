@@ -197,9 +197,29 @@ async fn object(
         return text(503, "this node cannot reach etcd: it serves no object as their home");
     }
     let ck = cache_key(bucket, key);
+    // The grant and the read happen between the key's writes, never during one: a write
+    // revokes the grants it finds, so a grant made while it runs would outlive it with the
+    // older bytes.
+    let _order = node.lock_key(&ck).await;
+    let gw = node.gw();
+    if !v.settled() && gw.dirty_state(bucket, key).is_none() {
+        match crate::reads::newest_elsewhere(node, &v, bucket, key).await {
+            crate::reads::Elsewhere::Nothing => {}
+            crate::reads::Elsewhere::Unanswered(why) => return text(503, why),
+            crate::reads::Elsewhere::Found(None) => {
+                return reply(404, &[(H_ERROR, "NoSuchKey".into())], "NoSuchKey: deleted")
+            }
+            crate::reads::Elsewhere::Found(Some((info, data))) => {
+                // Served without a permission: the copy is not the home node's own yet.
+                let (s, e) = (start.min(info.size) as usize, end.min(info.size) as usize);
+                let body = if head { Vec::new() } else { data.get(s..e.max(s)).unwrap_or_default().to_vec() };
+                return reply(200, &[(H_INFO, info_hex(&info))], body);
+            }
+        }
+    }
     node.grants.grant(&ck, from, node.cfg.permission);
-    let (gw, b, k) = (node.gw().clone(), bucket.to_string(), key.to_string());
-    let stale = !node.holdings.valid(&ck, &v.id());
+    let (b, k) = (bucket.to_string(), key.to_string());
+    let stale = !node.holdings.valid(&ck, &v.id(), true);
     let r = node
         .blocking(move || {
             if stale {

@@ -118,18 +118,17 @@ impl ReplicaStore {
     /// Stores a replica (see [`Stored`]).
     pub fn put(&self, h: &ReplicaHeader, body: &[u8]) -> std::io::Result<Stored> {
         let id = (h.owner.clone(), h.bucket.clone(), h.key.clone());
-        let old = {
+        {
             let g = self.inner.lock();
-            let old = g.0.get(&id).cloned();
-            if old.as_ref().is_some_and(|e| e.version >= h.version) {
+            let old = g.0.get(&id);
+            if old.is_some_and(|e| e.version >= h.version) {
                 return Ok(Stored::Superseded);
             }
-            let freed = old.as_ref().map_or(0, |e| e.bytes);
+            let freed = old.map_or(0, |e| e.bytes);
             if g.1 - freed + body.len() as u64 > self.limit {
                 return Ok(Stored::Full);
             }
-            old
-        };
+        }
         let odir = self.dir.join(&h.owner);
         fs::create_dir_all(&odir)?;
         let path = odir.join(file_name(&h.bucket, &h.key));
@@ -151,7 +150,8 @@ impl ReplicaStore {
         }
         fs::rename(&tmp, &path)?;
         fsync_dir(&odir)?;
-        let freed = g.0.get(&id).map_or(old.map_or(0, |e| e.bytes), |e| e.bytes);
+        // What the key holds *now* is replaced (a drop may have removed it meanwhile).
+        let freed = g.0.get(&id).map_or(0, |e| e.bytes);
         g.1 = g.1 - freed + body.len() as u64;
         g.0.insert(id, Entry { version: h.version, deleted: h.deleted, bytes: body.len() as u64, path });
         Ok(Stored::Stored)
@@ -267,6 +267,31 @@ mod tests {
         assert!(!s.drop_upto("n1", "b", "k/1", 2).unwrap(), "an older flush must not drop a newer replica");
         assert!(s.drop_upto("n1", "b", "k/1", 3).unwrap());
         assert_eq!(s.usage(), (0, 0, 100));
+    }
+
+    /// Regression: a replica dropped while a newer one was being written was subtracted twice
+    /// from the bytes held (an overflow).
+    #[test]
+    fn racing_puts_and_drops_keep_the_byte_count() {
+        let d = tempfile::tempdir().unwrap();
+        let s = std::sync::Arc::new(ReplicaStore::open(d.path(), 1 << 30).unwrap());
+        std::thread::scope(|sc| {
+            for t in 0..4u64 {
+                let s = s.clone();
+                sc.spawn(move || {
+                    for v in 0..200u64 {
+                        let body = vec![t as u8; (v % 7 + 1) as usize];
+                        let _ = s.put(&header(v * 4 + t, &body), &body).unwrap();
+                        if v % 3 == t % 3 {
+                            s.drop_upto("n1", "b", "k/1", v * 4 + t).unwrap();
+                        }
+                    }
+                });
+            }
+        });
+        let (n, bytes, _) = s.usage();
+        let held = s.get("n1", "b", "k/1").unwrap().map_or(0, |(_, b)| b.len() as u64);
+        assert_eq!((n, bytes), (u64::from(held > 0), held));
     }
 
     #[test]

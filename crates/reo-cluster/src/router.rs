@@ -113,7 +113,7 @@ async fn read(node: &Arc<Node>, req: http::Request<s3s::Body>, local: LocalServi
     if node.membership.fenced() {
         // The cluster may have failed this node over and written newer versions since: only a
         // copy under a live permission (which no write has revoked) may be served.
-        if home != node.me() && node.holdings.valid(&ck, &id) {
+        if home != node.me() && node.holdings.valid(&ck, &id, false) {
             node.count(|c| c.permission_hits += 1);
             return local(req).await;
         }
@@ -132,11 +132,11 @@ async fn read(node: &Arc<Node>, req: http::Request<s3s::Body>, local: LocalServi
                 return answer;
             }
         }
-    } else if node.holdings.valid(&ck, &id) {
+    } else if node.holdings.valid(&ck, &id, false) {
         node.count(|c| c.permission_hits += 1);
         return local(req).await;
     }
-    if !node.holdings.valid(&ck, &id) {
+    if !node.holdings.valid(&ck, &id, home == node.me()) {
         let (b, k) = (bucket.to_string(), key.to_string());
         node.blocking(move || gw.drop_clean(&b, &k)).await;
     }
@@ -198,7 +198,7 @@ async fn write(
     if !wait_settled(node).await {
         return slowdown("the cluster's membership is changing (a hand-over or failover is under way); retry");
     }
-    crate::writes::home_write(node, req, local, bucket, key, changes).await
+    crate::writes::home_write(node, req, local, (bucket, key), changes, &view.id()).await
 }
 
 /// Waits until the view is settled (at most [`SETTLE_WAIT`]); whether it is.

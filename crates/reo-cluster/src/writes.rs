@@ -39,20 +39,29 @@ pub async fn home_write(
     node: &Arc<Node>,
     req: http::Request<s3s::Body>,
     local: LocalService,
-    bucket: &str,
-    key: &str,
+    (bucket, key): (&str, &str),
     changes: bool,
+    view: &str,
 ) -> Answer {
     let ck = cache_key(bucket, key);
     let _order = node.lock_key(&ck).await;
     if changes {
         revoke(node, bucket, key).await;
     }
+    let _applying = node.applying().await;
+    if node.view().id() != view {
+        // The membership changed while this write waited: the key may have moved, and the
+        // hand-over may already have checked what this node holds.
+        return slowdown("the cluster's membership changed while this write waited; retry");
+    }
+    let sent = Instant::now();
     let resp = local(req).await?;
     if !changes || !resp.status().is_success() {
         return Ok(resp);
     }
-    node.holdings.install(&ck, Instant::now(), &node.view().id(), true);
+    // This node's copy is the key's newest for as long as it stays home in the membership the
+    // write was routed in (a later one moves the key, and the mark with it).
+    node.holdings.install(&ck, sent, view, true);
     match sync_replicas(node, bucket, key).await {
         Ok(()) => Ok(resp),
         Err(why) => {
@@ -295,6 +304,10 @@ pub async fn delete_many(node: &Arc<Node>, req: http::Request<s3s::Body>, local:
             let _order = node.lock_keys(&cks).await;
             for k in &keys {
                 revoke(node, bucket, k).await;
+            }
+            let _applying = node.applying().await;
+            if node.view().id() != view.id() {
+                return slowdown("the cluster's membership changed while this write waited; retry");
             }
             let resp = local(req).await?;
             let mut failed = None;
