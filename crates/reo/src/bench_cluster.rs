@@ -131,14 +131,14 @@ fn start_node(
     Ok(Node { proc: Some(proc), target: t })
 }
 
-/// The cluster's status as node `n` reports it.
+/// The cluster's status as node `n` reports it (through `reo admin`'s signed client: the admin
+/// API takes signed bodies only).
 fn status(n: &Node) -> Result<serde_json::Value, String> {
-    let mut c = n.target.connect()?;
-    let s = c.call("GET", "/_reo/admin/cluster", &[])?;
-    if s != 200 {
-        return Err(format!("cluster status: {s}"));
+    let c = crate::admin::http::Client::new(&format!("http://{}", n.target.host), ACCESS.into(), SECRET.into())?;
+    match c.call("GET", "/_reo/admin/cluster", &[], b"")? {
+        (200, v) => Ok(v),
+        (s, v) => Err(format!("cluster status: {s}: {v}")),
     }
-    serde_json::from_slice(&c.body).map_err(|e| e.to_string())
 }
 
 /// Waits until every node sees all of them and the membership is settled.
