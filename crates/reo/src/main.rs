@@ -2,14 +2,17 @@
 //!
 //! Subcommands so far: `bench store` (the array store measured against the devices' raw
 //! bandwidth in the same run), `bench cache` (the cache manager's DRAM hot path and memory per
-//! object), `bench rebuild` (device replacement and prioritized rebuild) and `crashtest` (the SIGKILL crash-consistency workload and its checker). The gateway,
-//! replay and evaluation come with their issues.
+//! object), `bench rebuild` (device replacement and prioritized rebuild), `bench replay` (`reo
+//! replay` against libCacheSim on the same trace) and `crashtest` (the SIGKILL
+//! crash-consistency workload and its checker). The gateway, replay and evaluation come with
+//! their issues.
 
 mod admin;
 mod bench_cache;
 mod bench_gateway;
 mod bench_policy;
 mod bench_rebuild;
+mod bench_replay;
 mod bench_store;
 mod config;
 mod crashtest;
@@ -65,6 +68,9 @@ enum BenchWhat {
     /// Device replacement: fail a device, replace it, rebuild in class order; rebuild bandwidth
     /// against the replacement file's raw write bandwidth, and each class's time to redundancy.
     Rebuild(bench_rebuild::BenchRebuildArgs),
+    /// `reo replay` against libCacheSim on the same Zipf trace in the same run: requests/s of
+    /// each, and their ratio (median and spread over the runs).
+    Replay(bench_replay::BenchReplayArgs),
 }
 
 /// The log filter without `RUST_LOG`: s3s's own error log is off, as it logs every refused
@@ -94,6 +100,7 @@ fn main() -> ExitCode {
         Command::Bench { what: BenchWhat::Cache(args) } => bench_cache::run(&args),
         Command::Bench { what: BenchWhat::Rebuild(args) } => bench_rebuild::run(&args),
         Command::Bench { what: BenchWhat::Gateway(args) } => bench_gateway::run(&args),
+        Command::Bench { what: BenchWhat::Replay(args) } => bench_replay::run(&args),
         Command::Crashtest { what } => crashtest::run(what),
         Command::Serve(args) => serve::run(&args),
         Command::Replay(args) => replay::run(&args),
