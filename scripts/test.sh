@@ -29,6 +29,9 @@ echo "== tests"
 # moto_server is the S3 store the S3 backend's tests (Rust and end-to-end) run against; boto3
 # drives the gateway end to end, and the AWS CLI is one of the clients it is checked with.
 python3 -m pip install --quiet --disable-pip-version-check boto3 awscli "moto[server]"
+# libCacheSim: the reference `reo replay`'s policies are checked against, on the same traces
+# (tests/e2e/test_replay_reference.py computes its figures in the run; docs/REFERENCES.md §A5).
+python3 -m pip install --quiet --disable-pip-version-check "libcachesim==0.3.5"
 # rclone and s3cmd: two more clients the gateway is checked with (tests/e2e/test_clients.py).
 if ! command -v rclone >/dev/null || ! command -v s3cmd >/dev/null; then
   apt-get install -y -qq rclone s3cmd >/dev/null || { apt-get update -qq && apt-get install -y -qq rclone s3cmd >/dev/null; }

@@ -31,6 +31,18 @@ pub fn frag_key(slot: u32, frag: u32) -> Key {
     (u64::from(slot) << FRAG_BITS) | u64::from(frag)
 }
 
+/// A fragment's lasting name for the policies' ghost entries: fragment keys name a slot, which
+/// another object takes once this one leaves, so a ghost filed under its fragment key would be
+/// hit by a stranger and missed by the object itself when it returns. Built from the object key's
+/// hash and the fragment number, with the top bit set, which no fragment key has (a slot number
+/// has 32 bits, shifted by [`FRAG_BITS`]): the two kinds of key never meet in a policy. Two
+/// fragments share a name only on a 63-bit hash collision, whose worst effect is one ghost hit
+/// credited to the wrong object.
+#[inline]
+pub fn ghost_key(object_hash: u64, frag: u32) -> Key {
+    (1 << 63) | (crate::hash::hash_key(object_hash ^ u64::from(frag)) >> 1)
+}
+
 /// Inverse of [`frag_key`]: (slot, fragment).
 #[inline]
 pub fn split_key(key: Key) -> (u32, u32) {
@@ -58,6 +70,11 @@ impl ObjectIndex {
 
     fn hash(hasher: &SeededKeyHasher, key: &[u8]) -> u64 {
         hasher.hash(key)
+    }
+
+    /// The lasting policy key of fragment `frag` of the object `key` (see [`ghost_key`]).
+    pub fn ghost_key(&self, key: &[u8], frag: u32) -> Key {
+        ghost_key(Self::hash(&self.hasher, key), frag)
     }
 
     /// Slot of `key`.

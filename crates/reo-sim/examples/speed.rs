@@ -38,6 +38,7 @@ fn main() {
     let cfg = ReplayConfig {
         name: policy.clone(),
         array: ArraySpec { devices: 5, cache_bytes: objects * size / 10, chunk_size: 64 << 10, media: MediaKind::Sim },
+        capacity: reo_sim::Capacity::Flash,
         cache,
         failures: FailurePlan::default(),
         write_back: true,
@@ -45,6 +46,7 @@ fn main() {
         dirty_low: 0.02,
         window: 100_000,
         object_hint: Some(size),
+        object_sizes: Vec::new(),
         fill: 0.85,
         model: LatencyModel::default(),
     };

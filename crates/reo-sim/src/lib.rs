@@ -8,6 +8,7 @@
 //! policies' hit ratios and flash writes on dedup traces).
 
 mod array;
+mod capacity;
 mod content;
 pub mod dedup_sim;
 mod error;
@@ -21,6 +22,7 @@ mod replay;
 mod report;
 
 pub use array::{ArraySpec, MediaKind};
+pub use capacity::{Capacity, LOGICAL_FLASH_FACTOR};
 pub use error::{ArrayError, EvalError, ReplayError};
 pub use failure_plan::{FailureAction, FailurePlan, FailurePlanError, FailurePoint};
 pub use miss_ratio::miss_ratio;

@@ -16,6 +16,7 @@ use reo_store::Store;
 use reo_trace::{Op, Request};
 
 use crate::array::{ArraySpec, Counted};
+use crate::capacity::{Capacity, LOGICAL_FLASH_FACTOR};
 use crate::content::Contents;
 use crate::error::ReplayError;
 use crate::failure_plan::{FailureAction, FailurePlan};
@@ -31,6 +32,8 @@ pub struct ReplayConfig {
     pub name: String,
     /// The device array the cache runs on.
     pub array: ArraySpec,
+    /// What `array.cache_bytes` counts: flash (data and redundancy) or the policy's user bytes.
+    pub capacity: Capacity,
     /// Cache manager configuration; `capacity_bytes` is derived from the array when 0
     /// (see [`ReplayConfig::policy_capacity`]).
     pub cache: CacheConfig,
@@ -47,8 +50,11 @@ pub struct ReplayConfig {
     /// Requests per window of the time series (0: no windows).
     pub window: u64,
     /// Typical object size of the trace (for sizing, see [`ReplayConfig::policy_capacity`]);
-    /// `None`: objects of a fragment or more.
+    /// `None`: objects of a fragment or more. Used when `object_sizes` is empty.
     pub object_hint: Option<u64>,
+    /// Sizes of (a sample of) the trace's distinct objects, for sizing: the policy's share of the
+    /// flash is their user bytes over the flash they take ([`ReplayConfig::policy_capacity`]).
+    pub object_sizes: Vec<u64>,
     /// Share of the flash the policy fills (default 0.85; the rest is the cleaner's headroom).
     pub fill: f64,
     /// Device, backend and link model that turns counted I/O into latency and bandwidth.
@@ -57,17 +63,37 @@ pub struct ReplayConfig {
 
 impl ReplayConfig {
     /// User bytes the replacement policy may hold on `store`: the flash (`array.cache_bytes`)
-    /// times `fill` (the cleaner's headroom) times the space efficiency of a typical clean
-    /// blob (`object_hint` bytes, at most a fragment) under the clean data's scheme — chunk
-    /// trailers, padding and parity included, so a 4 KiB block that takes 8 KiB of flash counts
-    /// as such. For Reo-x% the clean scheme is the cold one (no parity) and the result is
-    /// divided by 1 + x: the hot threshold keeps hot parity and dirty replicas within x of the
-    /// data, so data and redundancy together fill the flash.
+    /// times `fill` (the cleaner's headroom) times the space efficiency of the trace's objects
+    /// under the clean data's scheme — chunk trailers, sector padding and parity included, so a
+    /// 4 KiB object striped over five devices, which takes 20 KiB of flash, counts as such. The
+    /// efficiency is that of `object_sizes` (their bytes over their footprints, each object cut
+    /// into fragments as the cache cuts it), else of one `object_hint`-sized blob (at most a
+    /// fragment). With it, the objects held grow in proportion to the flash whatever their size.
+    /// For Reo-x% the clean scheme is the cold one (no parity) and the result is divided by
+    /// 1 + x: the hot threshold keeps hot parity and dirty replicas within x of the data, so data
+    /// and redundancy together fill the flash.
     pub fn policy_capacity(&self, store: &Store) -> u64 {
         let n = self.array.devices;
         let schemes = self.cache.class_schemes.unwrap_or_else(|| self.cache.redundancy.class_schemes(n));
-        let typical = self.object_hint.unwrap_or(self.cache.fragment_size).clamp(1, self.cache.fragment_size);
-        let eff = typical as f64 / store.footprint(typical, schemes.of(reo_cache::Class::Cold)) as f64;
+        let cold = schemes.of(reo_cache::Class::Cold);
+        let fs = self.cache.fragment_size.max(1);
+        let eff = if self.object_sizes.is_empty() {
+            let typical = self.object_hint.unwrap_or(fs).clamp(1, fs);
+            typical as f64 / store.footprint(typical, cold) as f64
+        } else {
+            let full = store.footprint(fs, cold);
+            let (mut user, mut flash) = (0u128, 0u128);
+            for &size in &self.object_sizes {
+                let size = size.max(1);
+                let tail = size % fs;
+                user += u128::from(size);
+                flash += u128::from(size / fs) * u128::from(full);
+                if tail > 0 {
+                    flash += u128::from(store.footprint(tail, cold));
+                }
+            }
+            user as f64 / flash.max(1) as f64
+        };
         // Reo-x%: data plus at most x of it in redundancy (hot parity and dirty replicas, which
         // the hot threshold keeps within the budget) fill the flash.
         let budget = self.cache.redundancy.hot_budget().unwrap_or(0.0);
@@ -121,9 +147,14 @@ impl Replay {
     /// Builds the array, sizes the policy (when `cfg.cache.capacity_bytes` is 0) and opens the
     /// cache over it, ready for the first request.
     pub fn new(mut cfg: ReplayConfig) -> Result<Replay, ReplayError> {
+        if cfg.capacity == Capacity::Logical {
+            // The policy holds the given user bytes; the flash under it never fills first.
+            cfg.cache.capacity_bytes = cfg.array.cache_bytes.max(1);
+            cfg.array.cache_bytes = cfg.array.cache_bytes.saturating_mul(LOGICAL_FLASH_FACTOR).max(64 << 20);
+        }
         let (store, devices) = cfg.array.build()?;
         if cfg.cache.capacity_bytes == 0 {
-            cfg.cache.capacity_bytes = cfg.policy_capacity(&store).max(1 << 20);
+            cfg.cache.capacity_bytes = cfg.policy_capacity(&store).max(1);
         }
         cfg.cache.validate(cfg.array.devices)?;
         let cache = Cache::open(store.clone(), cfg.cache.clone())?;
@@ -390,6 +421,8 @@ impl Replay {
         let stats = self.cache.stats();
         let ratios = stats.ratios();
         let flash_read_bytes = self.devices.iter().map(|d| d.io().read_bytes).sum();
+        let (held_objects, held_user_bytes) = self.cache.occupancy();
+        let held_flash_bytes: u64 = self.store.space().per_scheme.iter().map(|(_, x)| x.live_device_bytes).sum();
         ReplayReport {
             config: self.cfg.name.clone(),
             requests: self.requests,
@@ -419,6 +452,12 @@ impl Replay {
             dirty_lost: stats.dirty_lost,
             dirty_lost_reads: self.dirty_lost_reads,
             refused_puts: self.refused_puts,
+            flash_bytes: self.cfg.array.cache_bytes,
+            policy_capacity_bytes: self.cfg.cache.capacity_bytes,
+            held_objects: held_objects as u64,
+            held_user_bytes,
+            held_flash_bytes,
+            flash_bytes_per_object: if held_objects == 0 { 0.0 } else { held_flash_bytes as f64 / held_objects as f64 },
             cache: stats.to_json(),
             windows: self.windows,
         }

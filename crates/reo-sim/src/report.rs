@@ -82,6 +82,19 @@ pub struct ReplayReport {
     /// Puts the cache refused (full of dirty data, or too few devices to protect them): written
     /// around to the backend.
     pub refused_puts: u64,
+    /// Flash the cache was given for data and redundancy (`--cache` under `--capacity flash`;
+    /// the generous flash under the policy under `--capacity logical`).
+    pub flash_bytes: u64,
+    /// User bytes the replacement policy may hold.
+    pub policy_capacity_bytes: u64,
+    /// Objects the cache held at the end (indexed with at least one fragment, or dirty).
+    pub held_objects: u64,
+    /// User bytes the replacement policy held at the end.
+    pub held_user_bytes: u64,
+    /// Device bytes the held blobs occupy at the end: data, redundancy, chunk trailers, padding.
+    pub held_flash_bytes: u64,
+    /// `held_flash_bytes / held_objects`: the flash one cached object costs (0 when empty).
+    pub flash_bytes_per_object: f64,
     /// Cache counters (admission rejections by reason, GC, dedup…).
     pub cache: serde_json::Value,
     /// The time series, one point per `ReplayConfig::window` requests (empty when 0).
@@ -91,6 +104,7 @@ pub struct ReplayReport {
 impl fmt::Display for ReplayReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+        let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
         let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
         writeln!(f, "config              {}", self.config)?;
         writeln!(
@@ -101,6 +115,16 @@ impl fmt::Display for ReplayReport {
         writeln!(f, "hit ratio           {:.4} (bytes {:.4})", self.hit_ratio, self.byte_hit_ratio)?;
         writeln!(f, "CLWA / FLWA         {} / {}", opt(self.clwa), opt(self.flwa))?;
         writeln!(f, "space efficiency    {:.3}", self.space_efficiency)?;
+        writeln!(
+            f,
+            "held at the end     {} objects, {:.1} MiB user ({:.1} MiB policy capacity), {:.1} MiB flash ({:.1} MiB given), {:.0} B flash per object",
+            self.held_objects,
+            mib(self.held_user_bytes),
+            mib(self.policy_capacity_bytes),
+            mib(self.held_flash_bytes),
+            mib(self.flash_bytes),
+            self.flash_bytes_per_object
+        )?;
         writeln!(f, "flash written/read  {:.3} / {:.3} GiB", gib(self.flash_write_bytes), gib(self.flash_read_bytes))?;
         writeln!(
             f,

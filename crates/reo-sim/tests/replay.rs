@@ -119,3 +119,25 @@ fn a_miss_is_not_charged_the_fill_write() {
         want * 1e3
     );
 }
+
+/// Through the cache manager (`--capacity logical`: the policy holds exactly the given bytes),
+/// every policy makes exactly the decisions it makes alone ([`reo_sim::miss_ratio`]) on a Zipf
+/// trace whose objects leave and come back: ghost hits (ARC's adaptation, S3-FIFO's
+/// ghost-to-main) survive the object's slot going to another object in between.
+#[test]
+fn through_the_manager_each_policy_decides_as_alone() {
+    use reo_cache::policy::{new_policy, PolicyKind};
+    let keys = reo_trace::generate::zipf_trace(5_000, 40_000, 1.0, 3);
+    let (size, objects) = (4096u64, 250u64);
+    for kind in PolicyKind::ALL {
+        let alone = reo_sim::miss_ratio(new_policy(kind, objects * size).as_mut(), keys.iter().map(|&k| (k, size)));
+        let alone_hits = ((1.0 - alone) * keys.len() as f64).round() as u64;
+        let mut c = cfg(kind.as_str(), objects * size, Redundancy::ZeroParity);
+        c.capacity = reo_sim::Capacity::Logical;
+        c.cache.policy = kind;
+        let rep = run(c, keys.iter().map(|&k| get(k, size)).collect());
+        assert_eq!(rep.policy_capacity_bytes, objects * size);
+        assert_eq!(rep.hits, alone_hits, "{kind}: hits through the manager vs alone");
+        assert!(rep.held_objects <= objects && rep.held_objects > objects * 9 / 10, "{kind}: {}", rep.held_objects);
+    }
+}

@@ -2,8 +2,10 @@
 //!
 //! Subcommands so far: `bench store` (the array store measured against the devices' raw
 //! bandwidth in the same run), `bench cache` (the cache manager's DRAM hot path and memory per
-//! object), `bench rebuild` (device replacement and prioritized rebuild) and `crashtest` (the SIGKILL crash-consistency workload and its checker). The gateway,
-//! replay and evaluation come with their issues.
+//! object), `bench rebuild` (device replacement and prioritized rebuild), `bench replay` (`reo
+//! replay` against libCacheSim on the same trace) and `crashtest` (the SIGKILL
+//! crash-consistency workload and its checker). The gateway, replay and evaluation come with
+//! their issues.
 
 mod admin;
 mod bench_cache;
@@ -11,6 +13,7 @@ mod bench_cluster;
 mod bench_gateway;
 mod bench_policy;
 mod bench_rebuild;
+mod bench_replay;
 mod bench_store;
 mod config;
 mod crashtest;
@@ -69,6 +72,9 @@ enum BenchWhat {
     /// A three-node cluster on loopback (a private etcd): PUT latency with one and two copies
     /// against a single node, GET hits through the home node and another, failover time.
     Cluster(bench_cluster::BenchClusterArgs),
+    /// `reo replay` against libCacheSim on the same Zipf trace in the same run: requests/s of
+    /// each, and their ratio (median and spread over the runs).
+    Replay(bench_replay::BenchReplayArgs),
 }
 
 /// The log filter without `RUST_LOG`: s3s's own error log is off, as it logs every refused
@@ -99,6 +105,7 @@ fn main() -> ExitCode {
         Command::Bench { what: BenchWhat::Rebuild(args) } => bench_rebuild::run(&args),
         Command::Bench { what: BenchWhat::Gateway(args) } => bench_gateway::run(&args),
         Command::Bench { what: BenchWhat::Cluster(args) } => bench_cluster::run(&args),
+        Command::Bench { what: BenchWhat::Replay(args) } => bench_replay::run(&args),
         Command::Crashtest { what } => crashtest::run(what),
         Command::Serve(args) => serve::run(&args),
         Command::Replay(args) => replay::run(&args),

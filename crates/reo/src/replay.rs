@@ -8,9 +8,12 @@ use std::process::ExitCode;
 
 use clap::Args;
 use reo_cache::{AdmissionConfig, CacheConfig, DedupKind, EvictionMode, PolicyKind, Redundancy};
-use reo_sim::{ArraySpec, FailurePlan, LatencyModel, MediaKind, Replay, ReplayConfig};
+use reo_sim::{ArraySpec, Capacity, FailurePlan, LatencyModel, MediaKind, Replay, ReplayConfig};
 use reo_trace::generate::GenSpec;
 use reo_trace::{Format, ReadOptions, Request};
+
+/// Most object sizes [`ReplayArgs::object_sizes`] keeps for sizing.
+const SIZE_SAMPLE: usize = 1 << 16;
 
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
@@ -31,6 +34,10 @@ pub struct ReplayArgs {
     /// Flash for cached data and redundancy: bytes (4GiB, 512MiB…) or a share of the working set (10%).
     #[arg(long, default_value = "10%")]
     cache: String,
+    /// What --cache counts: `flash` (data and redundancy on the devices) or `logical` (user
+    /// bytes only: the policy holds exactly this, for policy studies against reference simulators).
+    #[arg(long, default_value = "flash")]
+    capacity: String,
     /// Replacement policy: lru, arc, s3-fifo, sieve, clock.
     #[arg(long, default_value = "lru")]
     policy: String,
@@ -114,6 +121,27 @@ impl ReplayArgs {
         ))
     }
 
+    /// One pass over the trace: the working set's bytes (each object at its largest size) and a
+    /// sample of the distinct objects' sizes (all of them up to [`SIZE_SAMPLE`], else an even
+    /// spread), for sizing the policy's share of the flash.
+    fn object_sizes(&self) -> Result<(u64, Vec<u64>), String> {
+        let mut objects = std::collections::HashMap::<u64, u64>::new();
+        let mut bytes = 0u64;
+        for r in self.trace()? {
+            let r = r?;
+            let s = objects.entry(r.key).or_insert(0);
+            if r.obj_size > *s {
+                bytes += r.obj_size - *s;
+                *s = r.obj_size;
+            }
+        }
+        // In key order, so that the sample (and the sizing) is the same on every run.
+        let mut objects: Vec<(u64, u64)> = objects.into_iter().collect();
+        objects.sort_unstable();
+        let step = objects.len().div_ceil(SIZE_SAMPLE).max(1);
+        Ok((bytes, objects.iter().step_by(step).map(|&(_, size)| size).collect()))
+    }
+
     fn config(&self) -> Result<ReplayConfig, String> {
         let media = match self.media.as_str() {
             "sim" => MediaKind::Sim,
@@ -122,20 +150,23 @@ impl ReplayArgs {
                 None => return Err(format!("--media {m:?}: expected sim or files:DIR")),
             },
         };
-        let cache_bytes = match self.cache.strip_suffix('%') {
+        let capacity = self.capacity.parse::<Capacity>().map_err(|e| format!("--capacity: {e}"))?;
+        let pct = match self.cache.strip_suffix('%') {
             Some(pct) => {
-                let pct: f64 = pct.trim().parse().map_err(|_| format!("--cache {:?}: bad percentage", self.cache))?;
-                let (mut objects, mut bytes) = (std::collections::HashMap::<u64, u64>::new(), 0u64);
-                for r in self.trace()? {
-                    let r = r?;
-                    let s = objects.entry(r.key).or_insert(0);
-                    if r.obj_size > *s {
-                        bytes += r.obj_size - *s;
-                        *s = r.obj_size;
-                    }
-                }
-                (bytes as f64 * pct / 100.0) as u64
+                Some(pct.trim().parse::<f64>().map_err(|_| format!("--cache {:?}: bad percentage", self.cache))?)
             }
+            None => None,
+        };
+        // A pass over the trace when the size depends on it: a share of the working set, or
+        // flash, whose share the policy may fill depends on the objects' sizes (their footprint).
+        let (working_set, object_sizes) = if pct.is_some() || capacity == Capacity::Flash {
+            let (bytes, sizes) = self.object_sizes()?;
+            (bytes, if capacity == Capacity::Flash { sizes } else { Vec::new() })
+        } else {
+            (0, Vec::new())
+        };
+        let cache_bytes = match pct {
+            Some(pct) => (working_set as f64 * pct / 100.0) as u64,
             None => reo_cache::units::parse_size(&self.cache).map_err(|e| format!("--cache: {e}"))?,
         };
         let mut cache = CacheConfig::new(0);
@@ -155,6 +186,7 @@ impl ReplayArgs {
         Ok(ReplayConfig {
             name,
             array: ArraySpec { devices: self.devices, cache_bytes, chunk_size: chunk as u32, media },
+            capacity,
             cache,
             failures: FailurePlan::parse(&self.fail_at, &self.replace_at, self.devices).map_err(|e| e.to_string())?,
             write_back: !self.write_through,
@@ -162,6 +194,7 @@ impl ReplayArgs {
             dirty_low: 0.02,
             window: self.window,
             object_hint: None,
+            object_sizes,
             fill: 0.85,
             model: LatencyModel::default(),
         })
@@ -175,19 +208,17 @@ pub fn run(args: &ReplayArgs) -> Result<ExitCode, String> {
         None => None,
     };
     let mut replay = Replay::new(cfg).map_err(|e| e.to_string())?;
-    let tty = std::io::stderr().is_terminal() && !args.json;
+    // A bar on a terminal only: piped, redirected or with --json, stderr stays clean.
+    let bar = (std::io::stderr().is_terminal() && !args.json).then(|| progress_bar(total));
     replay
         .run(args.trace()?, |n| {
-            if tty {
-                match total {
-                    Some(t) => eprint!("\r{n}/{t} requests ({:.0} %)", n as f64 * 100.0 / t.max(1) as f64),
-                    None => eprint!("\r{n} requests"),
-                }
+            if let Some(bar) = &bar {
+                bar.set_position(n);
             }
         })
         .map_err(|e| e.to_string())?;
-    if tty {
-        eprintln!();
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
     }
     let report = replay.finish();
     if let Some(path) = &args.plot {
@@ -203,6 +234,21 @@ pub fn run(args: &ReplayArgs) -> Result<ExitCode, String> {
         println!("skipped lines       {skipped}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The progress bar of a replay of `total` requests (a spinner with the count when unknown).
+fn progress_bar(total: Option<u64>) -> indicatif::ProgressBar {
+    let (bar, template) = match total {
+        Some(t) => (
+            indicatif::ProgressBar::new(t),
+            "{bar:40} {percent:>3}% {human_pos}/{human_len} requests, {per_sec}, ETA {eta}",
+        ),
+        None => (indicatif::ProgressBar::new_spinner(), "{spinner} {human_pos} requests, {per_sec}"),
+    };
+    if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
+        bar.set_style(style);
+    }
+    bar
 }
 
 fn plot(report: &reo_sim::ReplayReport, path: &Path) -> Result<(), String> {

@@ -1,5 +1,5 @@
-//! `reo replay` from the command line: the JSON line's fields, failure points, and a bad trace
-//! line named by file and line (or skipped and counted with `--skip-bad`).
+//! `reo replay` from the command line: the JSON line's fields, failure points, a bad trace line
+//! named by file and line (or skipped and counted with `--skip-bad`), and what `--cache` counts.
 
 use std::process::Command;
 
@@ -65,4 +65,43 @@ fn a_bad_trace_line_is_named_or_skipped() {
     assert_eq!(v["requests"], 3);
     assert_eq!(v["hits"], 1);
     assert_eq!(v["skipped_lines"], 1);
+}
+
+/// `--capacity logical`: the policy holds exactly `--cache` user bytes; `flash` (the default):
+/// the objects held, at their measured footprint, fill about the share of the flash the policy
+/// may use (85 %). Piped, stderr carries no progress bar.
+#[test]
+fn cache_counts_user_bytes_or_flash_as_asked() {
+    let spec = "medisyn:weak,requests=20000,objects=4000,mean_size=4096";
+    let run = |capacity: &str| {
+        let out = reo(&[
+            "replay",
+            "--gen",
+            spec,
+            "--cache",
+            "4MiB",
+            "--capacity",
+            capacity,
+            "--redundancy",
+            "0-parity",
+            "--json",
+        ]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("requests,"), "a progress bar on a pipe");
+        let text = String::from_utf8(out.stdout).unwrap();
+        serde_json::from_str::<serde_json::Value>(text.lines().last().unwrap()).unwrap()
+    };
+    let logical = run("logical");
+    assert_eq!(logical["policy_capacity_bytes"], 4 << 20);
+    assert!(logical["held_user_bytes"].as_u64().unwrap() <= 4 << 20);
+    let flash = run("flash");
+    assert_eq!(flash["flash_bytes"], 4 << 20);
+    let held = flash["held_flash_bytes"].as_f64().unwrap();
+    let per_object = flash["flash_bytes_per_object"].as_f64().unwrap();
+    assert!(per_object > 0.0 && (per_object * flash["held_objects"].as_f64().unwrap() - held).abs() < 1.0);
+    // The sizing uses the footprint of the trace's objects on average; the held (popular) ones
+    // differ in size, hence the margin. Sized by a 1 MiB fragment as before, small objects
+    // overflowed the policy's share until the store itself was full (≥ 100 % of the flash).
+    let share = 0.85 * f64::from(4u32 << 20);
+    assert!((0.85 * share..1.1 * share).contains(&held), "flash held {held}, the policy's share {share}");
 }

@@ -14,12 +14,22 @@ pub(crate) struct Classes {
     over_budget: bool,
     /// Where the re-encoder resumes (a slot number, wrapping).
     reencode_cursor: u64,
+    /// Slots the re-encoder looked at in a row without finding a misplaced fragment: once that
+    /// covers the whole index, it sleeps until something can have become misplaced (a class
+    /// changed), instead of scanning a correct index on every `maintain`.
+    reencode_clean_run: usize,
 }
 
 impl Default for Classes {
     #[inline]
     fn default() -> Self {
-        Classes { h_hot: f64::INFINITY, since_recompute: 0, over_budget: false, reencode_cursor: 0 }
+        Classes {
+            h_hot: f64::INFINITY,
+            since_recompute: 0,
+            over_budget: false,
+            reencode_cursor: 0,
+            reencode_clean_run: 0,
+        }
     }
 }
 
@@ -92,5 +102,25 @@ impl Classes {
     #[inline]
     pub fn skip_reencode_slot(&mut self) {
         self.reencode_cursor = self.reencode_cursor.wrapping_add(1);
+    }
+
+    /// The re-encoder found nothing misplaced in the last `total` slots (a whole index of `total`
+    /// slots): nothing to do until [`Classes::wake_reencoder`].
+    #[inline]
+    pub fn reencoder_idle(&self, total: usize) -> bool {
+        self.reencode_clean_run >= total
+    }
+
+    /// Counts a slot the re-encoder found in place (`true`) or with a misplaced fragment.
+    #[inline]
+    pub fn reencode_seen(&mut self, in_place: bool) {
+        self.reencode_clean_run = if in_place { self.reencode_clean_run + 1 } else { 0 };
+    }
+
+    /// Objects may have changed class (a recomputation, a command, a flush): the re-encoder looks
+    /// at the whole index again.
+    #[inline]
+    pub fn wake_reencoder(&mut self) {
+        self.reencode_clean_run = 0;
     }
 }

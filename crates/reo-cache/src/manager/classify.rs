@@ -88,11 +88,16 @@ impl Cache {
                 let mut found = None;
                 // A bounded share of the index per call: a large cache with nothing misplaced
                 // must not cost a full scan on every `maintain`.
-                while found.is_none() && visited < total.min(MAX_SCAN) {
+                while found.is_none() && visited < total.min(MAX_SCAN) && !s.classes.reencoder_idle(total) {
                     let slot = s.classes.next_reencode_slot(total);
                     visited += 1;
-                    let Some(e) = s.objects.get(slot) else { continue };
+                    let Some(e) = s.objects.get(slot) else {
+                        s.classes.reencode_seen(true);
+                        continue;
+                    };
                     if e.dirty() {
+                        // Dirty data moves when it is flushed (mark_clean wakes the re-encoder).
+                        s.classes.reencode_seen(true);
                         continue;
                     }
                     let target = self.classes.of(e.class());
@@ -101,6 +106,7 @@ impl Cache {
                         .filter_map(|f| s.objects.location(slot, f, fs).map(|l| (f, l)))
                         .find(|(_, l)| l.scheme != target)
                         .map(|(f, l)| (slot, f, l, target, e.class(), s.inflight.orphans_freed()));
+                    s.classes.reencode_seen(found.is_none());
                     if found.is_some() {
                         // Come back to this object for its other fragments.
                         s.classes.revisit_reencode_slot();
@@ -145,6 +151,7 @@ impl Cache {
 /// H_hot over the current index; reclassifies clean entries.
 fn recompute(c: &Cache, s: &mut State) -> f64 {
     s.classes.recomputing();
+    s.classes.wake_reencoder();
     let Some(budget) = c.cfg.redundancy.hot_budget() else {
         s.classes.set_h_hot(f64::INFINITY);
         return f64::INFINITY;

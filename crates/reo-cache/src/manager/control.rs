@@ -81,6 +81,7 @@ impl Cache {
         e.set_explicit_class(true);
         if !e.dirty() {
             e.set_class(class);
+            s.classes.wake_reencoder();
         }
         ControlReply::new(SenseCode::Success, format!("{key}: class {}", class as u8), None)
     }

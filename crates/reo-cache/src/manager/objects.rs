@@ -90,6 +90,13 @@ impl Objects {
         }
     }
 
+    /// The lasting policy key of fragment `frag` of the object in `slot` (a ghost's name, see
+    /// [`crate::index::ghost_key`]).
+    #[inline]
+    pub fn ghost_key(&self, slot: u32, frag: u32) -> Option<Key> {
+        self.index.get(slot).map(|e| self.index.ghost_key(e.key(), frag))
+    }
+
     /// Forgets the entry of `slot` and its lease.
     #[inline]
     pub fn remove(&mut self, slot: u32) {

@@ -23,6 +23,12 @@ impl Replacement {
         self.policy.on_hit(frag_key(slot, frag));
     }
 
+    /// Files the ghost of `old` under `new` (see [`Policy::rename_ghost`]).
+    #[inline]
+    pub fn rename_ghost(&mut self, old: Key, new: Key) -> bool {
+        self.policy.rename_ghost(old, new)
+    }
+
     /// Forgets fragment `frag` of `slot`.
     #[inline]
     pub fn remove(&mut self, slot: u32, frag: u32) {

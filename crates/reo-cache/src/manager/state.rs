@@ -103,6 +103,11 @@ impl State {
         let mut locs = Freed::with_capacity(keys.len());
         for &k in keys {
             let (slot, frag) = split_key(k);
+            // A ghost keeps the fragment's lasting name: the slot goes to another object once
+            // this one has left.
+            if let Some(g) = self.objects.ghost_key(slot, frag) {
+                self.policy.rename_ghost(k, g);
+            }
             if let Some(e) = self.objects.get(slot) {
                 // Utility of the evicted: its reads since it entered the cache.
                 let (id, freq) = (placement_of(e.key()), f64::from(e.freq()));
@@ -122,10 +127,21 @@ impl State {
     /// Inserts fragment `frag` of `slot` into the policy; returns the blobs of evicted fragments
     /// (to free), or on failure those plus nothing inserted.
     pub fn policy_insert(&mut self, slot: u32, frag: u32, len: u64, frag_size: u64) -> Result<Freed, Freed> {
+        // The fragment's ghost (filed under its lasting name when it was evicted) comes back under
+        // the slot's key, so the policy sees the ghost hit (ARC's adaptation, S3-FIFO's
+        // ghost-to-main).
+        let ghost = self.objects.ghost_key(slot, frag);
+        if let Some(g) = ghost {
+            self.policy.rename_ghost(g, frag_key(slot, frag));
+        }
         let State { objects, policy, .. } = self;
         let (r, keys) = policy.insert(slot, frag, len, &mut |k| objects.evictable(k));
         let locs = self.apply_evictions(&keys, frag_size);
         self.policy.recycle(keys);
+        if let (Err(_), Some(g)) = (r, ghost) {
+            // Not inserted (a ghost hit the policy did not consume stays a ghost, by name).
+            self.policy.rename_ghost(frag_key(slot, frag), g);
+        }
         match r {
             Ok(()) => Ok(locs),
             Err(InsertError::TooLarge) | Err(InsertError::Full) => Err(locs),

@@ -662,6 +662,8 @@ impl Cache {
         let e = s.objects.get_mut(slot).expect("live");
         e.set_dirty(false);
         e.set_class(class);
+        // The class was decided before the rewrite; a recomputation since may disagree.
+        s.classes.wake_reencoder();
         drop(s);
         free_all(&self.store, &old, Durability::Sync);
         Ok(Some(true))

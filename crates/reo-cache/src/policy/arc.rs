@@ -186,6 +186,10 @@ impl Policy for Arc {
         self.slab.find(key).is_some_and(|i| self.slab.node(i).tag() >= B1)
     }
 
+    fn rekey(&mut self, old: Key, new: Key) -> bool {
+        self.slab.rekey(old, new)
+    }
+
     fn insert(
         &mut self,
         key: Key,
@@ -328,6 +332,23 @@ mod tests {
         assert!(a.on_hit(1));
         assert_eq!(state(&a), [vec![2], vec![1, 3], vec![], vec![]]);
         assert!(!a.on_hit(9));
+    }
+
+    #[test]
+    fn a_renamed_ghost_is_hit_under_its_new_name_only() {
+        let mut a = Arc::new(4);
+        for k in 1..=4 {
+            put(&mut a, k);
+        }
+        a.on_hit(1);
+        a.on_hit(2);
+        assert_eq!(put(&mut a, 5), vec![3]);
+        assert!(!a.rename_ghost(5, 30), "a resident key is no ghost");
+        assert!(a.rename_ghost(3, 30));
+        assert!(!a.is_ghost(3) && a.is_ghost(30));
+        assert!(!a.rename_ghost(30, 5), "the new name is taken: the ghost goes");
+        assert!(!a.is_ghost(30) && a.contains(5));
+        a.check_invariants().unwrap();
     }
 
     #[test]

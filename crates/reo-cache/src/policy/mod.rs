@@ -27,6 +27,10 @@
 //! * **Insert of a resident key** is an overwrite: it counts as a hit, the size is updated, and other
 //!   keys are evicted if it grew. If it cannot fit any more, the key is removed and `Full` returned.
 //! * [`Policy::remove`] (invalidation/delete) forgets the key, including any ghost entry.
+//! * **Ghost keys.** [`Policy::rename_ghost`] re-keys a ghost entry, so a caller whose keys of
+//!   resident entries are not the objects' lasting names (the cache manager's slot numbers, reused
+//!   once an object leaves) can file each ghost under a lasting name on eviction and move it back
+//!   under the new resident key just before inserting that object again.
 //! * [`Policy::evict_one`] picks and removes the policy's next victim, for explicit shrinking or for
 //!   GC-driven eviction; it feeds ghosts exactly like an eviction caused by an insert.
 
@@ -137,6 +141,29 @@ pub trait Policy: Send {
     /// Whether `key` is remembered in a ghost list (recently evicted). Pure query.
     fn is_ghost(&self, key: Key) -> bool {
         let _ = key;
+        false
+    }
+
+    /// Files the ghost entry of `old` under `new` instead (see the module's "Ghost keys"); true if
+    /// `old` was a ghost and `new` unknown. If `new` is already known, the ghost of `old` is
+    /// dropped (false); if `old` is no ghost, nothing changes (false). Policies without ghosts
+    /// have nothing to rename.
+    fn rename_ghost(&mut self, old: Key, new: Key) -> bool {
+        if !self.is_ghost(old) {
+            return false;
+        }
+        // `new` taken: the ghost under `old` goes (one entry per name, the older one kept).
+        self.rekey(old, new) || {
+            self.remove(old);
+            false
+        }
+    }
+
+    /// Gives the entry of `old` (resident or ghost) the key `new` in place, its state unchanged;
+    /// false, changing nothing, if `old` is unknown or `new` taken. What
+    /// [`Policy::rename_ghost`] builds on; policies without ghosts need not implement it.
+    fn rekey(&mut self, old: Key, new: Key) -> bool {
+        let _ = (old, new);
         false
     }
 

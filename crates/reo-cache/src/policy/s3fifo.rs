@@ -179,6 +179,10 @@ impl Policy for S3Fifo {
         self.slab.find(key).is_some_and(|i| self.slab.node(i).tag() == G)
     }
 
+    fn rekey(&mut self, old: Key, new: Key) -> bool {
+        self.slab.rekey(old, new)
+    }
+
     fn insert(
         &mut self,
         key: Key,
@@ -320,6 +324,21 @@ mod tests {
         }
         assert_eq!(p.queues(), [vec![1], (2..=10).rev().collect(), vec![]]);
         p
+    }
+
+    #[test]
+    fn a_ghost_renamed_back_before_its_insert_goes_to_main() {
+        let mut p = filled();
+        hit(&mut p, 1, 2);
+        assert_eq!(put(&mut p, 11), vec![2]);
+        assert_eq!(put(&mut p, 12), vec![11]);
+        // The caller files the ghost of 11 under a lasting name, and brings it back as 111.
+        assert!(p.rename_ghost(11, 1 << 63));
+        assert!(!p.is_ghost(11) && p.is_ghost(1 << 63));
+        assert!(p.rename_ghost(1 << 63, 111));
+        put(&mut p, 111);
+        assert!(p.queues()[1].contains(&111), "a ghost hit enters M: {:?}", p.queues());
+        p.check_invariants().unwrap();
     }
 
     #[test]

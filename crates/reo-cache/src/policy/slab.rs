@@ -127,6 +127,23 @@ impl Slab {
         self.free_len += 1;
     }
 
+    /// Gives the node of `old` the key `new`, in place (list, tag and size unchanged). False,
+    /// changing nothing, if `old` is absent or `new` present.
+    pub fn rekey(&mut self, old: Key, new: Key) -> bool {
+        let Some(i) = self.find(old) else { return false };
+        if self.find(new).is_some() {
+            return false;
+        }
+        match self.index.find_entry(hash_key(old), |&j| j == i) {
+            Ok(entry) => drop(entry.remove()),
+            Err(_) => unreachable!("slot {i} not indexed"),
+        }
+        self.nodes[i as usize].key = new;
+        let nodes = &self.nodes;
+        self.index.insert_unique(hash_key(new), i, |&j| hash_key(nodes[j as usize].key));
+        true
+    }
+
     /// Entries (resident + ghost).
     pub fn len(&self) -> usize {
         self.index.len()

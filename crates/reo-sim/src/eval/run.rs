@@ -46,6 +46,7 @@ pub fn base(name: &str, cache_bytes: u64) -> ReplayConfig {
     ReplayConfig {
         name: name.to_string(),
         array: ArraySpec { devices: 5, cache_bytes, chunk_size: 64 << 10, media: MediaKind::Sim },
+        capacity: crate::Capacity::Flash,
         cache,
         failures: FailurePlan::default(),
         write_back: true,
@@ -53,6 +54,7 @@ pub fn base(name: &str, cache_bytes: u64) -> ReplayConfig {
         dirty_low: 0.02,
         window: 0,
         object_hint: None,
+        object_sizes: Vec::new(),
         fill: 0.85,
         model: LatencyModel::default(),
     }
