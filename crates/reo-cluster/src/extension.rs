@@ -181,6 +181,9 @@ impl Extension for ClusterExtension {
             })
             .collect();
         let (dirty_objects, dirty_bytes) = node.gw().dirty();
+        let pending = view.pending_failover();
+        let awaiting: usize = pending.iter().map(|o| node.replicas.inventory(o).len()).sum();
+        let lease = node.membership.lease_info().map(|(id, left)| json!({ "id": format!("{id:x}"), "valid_for_s": left }));
         json!({
             "node_id": node.me(),
             "joined": true,
@@ -191,7 +194,10 @@ impl Extension for ClusterExtension {
             "settled": view.settled(),
             "members": members,
             "owners": view.owners,
-            "pending_failover": view.pending_failover(),
+            "pending_failover": pending,
+            "awaiting_failover_objects_here": awaiting,
+            "lease": lease,
+            "lease_ttl_s": node.cfg.lease_ttl.as_secs_f64(),
             "claims": view.claims,
             "replicas": { "objects": objects, "bytes": bytes, "free_bytes": free, "by_owner": held_by_owner },
             "replicated_objects": node.replicated.lock().len(),

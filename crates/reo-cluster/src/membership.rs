@@ -100,6 +100,19 @@ impl Membership {
         }
     }
 
+    /// This node's lease: its id and how long it is surely valid still (seconds; negative once
+    /// past), if it holds one.
+    pub fn lease_info(&self) -> Option<(i64, f64)> {
+        let l = (*self.lease.lock())?;
+        let now = Instant::now();
+        let left = if l.valid_until >= now {
+            (l.valid_until - now).as_secs_f64()
+        } else {
+            -(now - l.valid_until).as_secs_f64()
+        };
+        Some((l.id, left))
+    }
+
     /// Whether etcd answered lately.
     pub fn etcd_up(&self) -> bool {
         self.etcd_up.load(Ordering::Acquire)
