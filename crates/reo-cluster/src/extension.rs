@@ -183,7 +183,8 @@ impl Extension for ClusterExtension {
         let (dirty_objects, dirty_bytes) = node.gw().dirty();
         let pending = view.pending_failover();
         let awaiting: usize = pending.iter().map(|o| node.replicas.inventory(o).len()).sum();
-        let lease = node.membership.lease_info().map(|(id, left)| json!({ "id": format!("{id:x}"), "valid_for_s": left }));
+        let lease =
+            node.membership.lease_info().map(|(id, left)| json!({ "id": format!("{id:x}"), "valid_for_s": left }));
         json!({
             "node_id": node.me(),
             "joined": true,

@@ -1,8 +1,10 @@
 //! Membership changes ([`watch`]): on a new membership this node forgets the permissions it
 //! granted (each holder drops its own when it sees the change), writes back every unflushed
 //! object whose home is now another node, and then publishes its hand-off marker for the new
-//! membership. Writes anywhere wait until every member has published it and no failover is
-//! pending (the view is *settled*): by then no node holds a newer copy of a key than its home.
+//! membership, once the replicas of those objects are dropped (a failover of this node must not
+//! find them later, older than what the new home wrote). Writes anywhere wait until every member
+//! has published it and no failover is pending (the view is *settled*): by then no node holds a
+//! newer copy of a key than its home.
 //! A member leaving also means replicas may have been lost with it: this node's unflushed
 //! writes are written back at once.
 
@@ -55,7 +57,18 @@ async fn moved_written_back(node: &Arc<Node>, view: &crate::view::View) -> bool 
         let gw = node.gw().clone();
         let dirty = node.blocking(move || gw.dirty_objects()).await;
         if dirty.iter().all(|(b, k)| ring.home(b, k) == Some(node.me())) {
-            return true;
+            // Replicas of the moved keys go before the marker: once the new home writes them,
+            // an older replica left behind could otherwise be written back by a failover of
+            // this node, over the newer write.
+            crate::writes::drop_flushed(node).await;
+            let left = node
+                .replicated
+                .lock()
+                .keys()
+                .any(|ck| ck.split_once('/').is_some_and(|(b, k)| ring.home(b, k) != Some(node.me())));
+            if !left {
+                return true;
+            }
         }
         if !kicked {
             node.gw().flush_now();

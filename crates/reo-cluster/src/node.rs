@@ -29,6 +29,9 @@ pub struct Replicated {
     pub version: u64,
     /// The nodes holding them.
     pub targets: Vec<String>,
+    /// Earlier targets that may still hold an older version: their drop was not confirmed.
+    /// Dropped before the entry goes (a failover must never find an older version alone).
+    pub stale: Vec<String>,
 }
 
 /// Counters of the node's cluster work (`/_reo/admin/cluster`).

@@ -149,7 +149,8 @@ pub(crate) async fn sync_replicas(node: &Arc<Node>, bucket: &str, key: &str) -> 
         return Ok(());
     }
     let version = node.next_version(&ck);
-    let previous = node.replicated.lock().get(&ck).map(|r| r.targets.clone()).unwrap_or_default();
+    let (previous, mut stale) =
+        node.replicated.lock().get(&ck).map(|r| (r.targets.clone(), r.stale.clone())).unwrap_or_default();
     let view = node.view();
     let candidates = targets(&view, node.me(), &previous, data.len() as u64);
     let info_hex = reo_gateway::hex::hex(&serde_json::to_vec(&info).unwrap_or_default());
@@ -188,13 +189,20 @@ pub(crate) async fn sync_replicas(node: &Arc<Node>, bucket: &str, key: &str) -> 
             }
         }
     }
-    let old: Vec<String> = previous.iter().filter(|p| !done.contains(p)).cloned().collect();
+    // Targets that no longer hold the newest version drop their older one; those that do not
+    // confirm stay on the entry until they do.
+    let old: Vec<String> = previous
+        .iter()
+        .chain(&stale)
+        .filter(|p| !done.contains(p))
+        .cloned()
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let confirmed = send_drops(node, bucket, key, version, &old).await;
+    stale = old.into_iter().filter(|t| !confirmed.contains(t)).collect();
     let enough = done.len() + 1 >= node.cfg.min_replicas;
-    if !done.is_empty() || enough {
-        node.replicated.lock().insert(ck.clone(), Replicated { version, targets: done.clone() });
-    }
-    // Targets that no longer hold the newest version drop their older one.
-    send_drops(node, bucket, key, version, &old).await;
+    node.replicated.lock().insert(ck.clone(), Replicated { version, targets: done.clone(), stale });
     if enough {
         if done.len() < need {
             tracing::warn!(bucket, key, copies = done.len() + 1, "acknowledged with fewer copies (min_replicas)");
@@ -234,32 +242,43 @@ pub(crate) async fn send_drops(node: &Node, bucket: &str, key: &str, version: u6
     ok
 }
 
-async fn drop_replicas(node: &Node, bucket: &str, key: &str) {
-    let ck = cache_key(bucket, key);
-    let Some(r) = node.replicated.lock().get(&ck).cloned() else { return };
-    let ok = send_drops(node, bucket, key, r.version, &r.targets).await;
+/// Drops the key's replicas everywhere (`flushed`: the object is written back, so its current
+/// targets drop theirs too; else only the stale ones); the entry goes once all confirmed.
+async fn drop_entry(node: &Node, ck: &str, r: &Replicated, flushed: bool) {
+    let Some((bucket, key)) = ck.split_once('/') else { return };
+    let mut asked: Vec<String> = r.stale.clone();
+    if flushed {
+        asked.extend(r.targets.iter().cloned());
+    }
+    if asked.is_empty() && !flushed {
+        return;
+    }
+    let ok = send_drops(node, bucket, key, r.version, &asked).await;
     let mut m = node.replicated.lock();
-    if ok.len() == r.targets.len() && m.get(&ck).is_some_and(|x| x.version == r.version) {
-        m.remove(&ck);
+    let Some(e) = m.get_mut(ck).filter(|x| x.version == r.version) else { return };
+    e.stale.retain(|t| !ok.contains(t));
+    if flushed && e.stale.is_empty() && r.targets.iter().all(|t| ok.contains(t)) {
+        m.remove(ck);
     }
 }
 
+async fn drop_replicas(node: &Node, bucket: &str, key: &str) {
+    let ck = cache_key(bucket, key);
+    let Some(r) = node.replicated.lock().get(&ck).cloned() else { return };
+    drop_entry(node, &ck, &r, true).await;
+}
+
 /// One pass of the replica reaper: every replicated object this node has written back since has
-/// its replicas dropped. Runs every half second.
+/// its replicas dropped, and earlier targets that missed a drop are asked again. Runs every half
+/// second, and at every hand-over.
 pub(crate) async fn drop_flushed(node: &Arc<Node>) {
     let entries: Vec<(String, Replicated)> =
         node.replicated.lock().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     for (ck, r) in entries {
         let Some((bucket, key)) = ck.split_once('/') else { continue };
         let (gw, b, k) = (node.gw().clone(), bucket.to_string(), key.to_string());
-        if node.blocking(move || gw.dirty_state(&b, &k).is_some()).await {
-            continue;
-        }
-        let ok = send_drops(node, bucket, key, r.version, &r.targets).await;
-        let mut m = node.replicated.lock();
-        if ok.len() == r.targets.len() && m.get(&ck).is_some_and(|x| x.version == r.version) {
-            m.remove(&ck);
-        }
+        let flushed = !node.blocking(move || gw.dirty_state(&b, &k).is_some()).await;
+        drop_entry(node, &ck, &r, flushed).await;
     }
 }
 
