@@ -30,7 +30,8 @@ over one local directory backend (cluster.py), driven with boto3 through every n
   its data directory, and the cluster settled with all three before the next; zero violations,
   and after a full flush the backend holds each key's last acknowledged value. Once with the
   default flush delay, once with nothing flushed by itself (every restarted node comes back
-  holding unflushed writes).
+  holding unflushed writes), once with each node away longer than its lease (failed over, then
+  re-joining).
 * A randomized loop of SIGKILL/SIGSTOP of nodes under the same load as (a), then a full flush and
   a byte-exact comparison of the backend with the model: REO_CLUSTER_LONG=1 (REO_CLUSTER_CYCLES,
   default 20); skipped otherwise, as (a) with its kill covers the short version.
@@ -356,7 +357,7 @@ class ReadAfterWrite(ClusterTest):
 
     KEYS = [f"k{i:02d}" for i in range(20)]
 
-    def run_load(self, name, kill=False, roll=False, **kw):
+    def run_load(self, name, kill=False, roll=False, away=0.0, **kw):
         c = self.cluster(nodes=3, lease_ttl_ms=TTL_MS, **kw)
         self.bucket(c, "ryw")
         load = Load(c, "ryw", self.KEYS, SEED)
@@ -395,11 +396,12 @@ class ReadAfterWrite(ClusterTest):
                 if rc != 0:
                     load.problems.append(f"{nid} exited with {rc} on SIGTERM")
                 stopped = now()
+                time.sleep(away)
                 c.restart(nid)
                 c.wait_settled(members=c.ids(), timeout=30)
                 load.up(nid)
-                print(f"  {nid}: SIGTERM to exit {stopped - t:.1f} s, start to settled {now() - stopped:.1f} s "
-                      f"(at {load.count} operations)", flush=True)
+                print(f"  {nid}: SIGTERM to exit {stopped - t:.1f} s, away {away:.1f} s, then settled "
+                      f"{now() - stopped:.1f} s (at {load.count} operations)", flush=True)
             marks["count"] = load.count
 
         target = 3000
@@ -444,6 +446,13 @@ class ReadAfterWrite(ClusterTest):
         # unflushed writes (its own and its peers' replicas) that only its data directory and
         # the replicas have, so none may be lost or rolled back across the restart.
         self.run_load("read-after-write, rolling restart, unflushed", roll=True, flush_delay_ms=LONG_DELAY_MS)
+
+    def test_i3_rolling_restart_slower_than_the_lease(self):
+        # As (i), with each node away longer than its lease (a slow restart): every restart is a
+        # failover and a re-join, the node's keys move to the others and back, and the next node
+        # restarted has just handed those keys back. Nothing it flushed or handed over before
+        # leaving may come back over a newer write when it is failed over in turn.
+        self.run_load("read-after-write, rolling restart past the lease", roll=True, away=TTL_MS / 1000 + 1.5)
 
 
 class Failover(ClusterTest):
