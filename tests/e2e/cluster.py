@@ -1,8 +1,9 @@
 """A Reo cluster of real processes for the end-to-end tests: a private etcd on free loopback ports
-and N `reo serve` nodes (server.py's Server) over one shared local directory backend, with
-helpers to SIGKILL, SIGSTOP, SIGCONT and restart nodes and etcd, to wait for what the nodes
-report in `cluster status` (polled, never a fixed sleep where an event can be polled), to read
-the backend directory around the gateways, and boto3 clients per node.
+and N `reo serve` nodes (server.py's Server) over one shared backend (a local directory, or the
+`--backend` URL given), with helpers to SIGKILL, SIGTERM, SIGSTOP, SIGCONT and restart nodes and
+etcd, to wait for what the nodes report in `cluster status` (polled, never a fixed sleep where an
+event can be polled), to read the backend directory around the gateways, and boto3 clients per
+node.
 
 Each node is started as
 
@@ -156,11 +157,15 @@ class Cluster:
     cluster flags (None: the server's default); `extra` goes to every node as it is."""
 
     def __init__(self, binary, nodes=3, replicas=None, min_replicas=None, lease_ttl_ms=2000, permission_ms=None,
-                 flush_delay_ms=None, extra=(), device_mib=32):
+                 flush_delay_ms=None, extra=(), device_mib=32, backend=None, env=None):
+        """`backend`: a `--backend` URL shared by the nodes (e.g. an S3 store, whose credentials
+        come through `env`) instead of the local directory; the backend_* readers below read the
+        directory only, so a test over another store reads that store itself."""
         self.binary = binary
         self.dir = tempfile.mkdtemp(prefix="reo-cluster-")
         self.backend = os.path.join(self.dir, "backend")
         os.makedirs(self.backend)
+        backend_flag = backend or self.backend
         self.lease_ttl = (lease_ttl_ms or 5000) / 1000
         self.secret_file = os.path.join(self.dir, "cluster-secret")
         with open(self.secret_file, "w") as f:
@@ -174,8 +179,8 @@ class Cluster:
         self.nodes = {}
         for i in range(1, nodes + 1):
             nid = f"n{i}"
-            n = Node(binary, nid, os.path.join(self.dir, nid), device_mib=device_mib)
-            n.extra = ["--backend", self.backend, "--cluster", self.etcd.reo_url, "--node-id", nid,
+            n = Node(binary, nid, os.path.join(self.dir, nid), device_mib=device_mib, env=env)
+            n.extra = ["--backend", backend_flag, "--cluster", self.etcd.reo_url, "--node-id", nid,
                        "--advertise", f"127.0.0.1:{n.port}", "--cluster-secret-file", self.secret_file,
                        *flags, *extra]
             self.nodes[nid] = n
@@ -225,6 +230,17 @@ class Cluster:
 
     def sigcont(self, nid):
         return self.nodes[nid].sigcont()
+
+    def stop(self, nid, timeout=60):
+        """SIGTERM (a graceful shutdown, as an operator's restart does) and waits for the exit;
+        returns the exit status."""
+        n = self.nodes[nid]
+        if n.stopped and n.alive:
+            n.sigcont()
+        n.proc.send_signal(signal.SIGTERM)
+        n.proc.wait(timeout=timeout)
+        n.log.close()
+        return n.proc.returncode
 
     def restart(self, nid, timeout=60):
         """Starts a killed or stopped (SIGTERM) node again over its data directory and port."""
