@@ -16,7 +16,7 @@ use reo_gateway::backend::{
 use reo_gateway::gateway::pending::cache_key;
 
 use crate::node::Node;
-use crate::peer_api::parse_info;
+use crate::peer::parse_info;
 use crate::writes::enc;
 
 /// The gateway's backend in a cluster (see the module doc).

@@ -13,6 +13,23 @@ use crate::auth::{sha256_hex, PeerKey, UNSIGNED};
 pub const H_FORWARDED: &str = "x-reo-forwarded";
 /// Hex JSON of an object's info on a peer answer or replica.
 pub const H_INFO: &str = "x-reo-info";
+/// The version of a replica or copy on an answer.
+pub const H_VERSION: &str = "x-reo-version";
+/// `1` on the answer of a deleted key.
+pub const H_DELETED: &str = "x-reo-deleted";
+/// The S3 error code of a failed object read (`NoSuchKey`, `NoSuchBucket`).
+pub const H_ERROR: &str = "x-reo-error";
+
+/// An object's info as `x-reo-info` carries it.
+pub fn info_hex(info: &reo_gateway::backend::ObjectInfo) -> String {
+    reo_gateway::hex::hex(&serde_json::to_vec(info).unwrap_or_default())
+}
+
+/// Parses `x-reo-info`.
+pub fn parse_info(headers: &http::HeaderMap) -> Option<reo_gateway::backend::ObjectInfo> {
+    let v = headers.get(H_INFO)?.to_str().ok()?;
+    serde_json::from_slice(&reo_gateway::hex::decode(v)?).ok()
+}
 
 /// Why a peer call failed.
 #[derive(Debug, thiserror::Error)]

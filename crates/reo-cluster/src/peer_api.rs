@@ -17,21 +17,13 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use reo_gateway::backend::ObjectInfo;
 use reo_gateway::gateway::peers::DirtyState;
 use reo_gateway::gateway::pending::cache_key;
 use reo_gateway::intercept::Answer;
 
 use crate::node::Node;
-use crate::peer::H_INFO;
+use crate::peer::{info_hex, parse_info, H_DELETED, H_ERROR, H_INFO, H_VERSION};
 use crate::replicas::{ReplicaHeader, Stored};
-
-/// The version of a replica or copy on an answer.
-pub const H_VERSION: &str = "x-reo-version";
-/// `1` on the answer of a deleted key.
-pub const H_DELETED: &str = "x-reo-deleted";
-/// The S3 error code of a failed object read (`NoSuchKey`, `NoSuchBucket`).
-pub const H_ERROR: &str = "x-reo-error";
 
 fn reply(status: u16, headers: &[(&str, String)], body: impl Into<Bytes>) -> Answer {
     let mut b = http::Response::builder().status(status);
@@ -43,16 +35,6 @@ fn reply(status: u16, headers: &[(&str, String)], body: impl Into<Bytes>) -> Ans
 
 fn text(status: u16, msg: impl Into<String>) -> Answer {
     reply(status, &[], Bytes::from(msg.into() + "\n"))
-}
-
-fn info_hex(info: &ObjectInfo) -> String {
-    reo_gateway::hex::hex(&serde_json::to_vec(info).unwrap_or_default())
-}
-
-/// Parses `x-reo-info`.
-pub fn parse_info(headers: &http::HeaderMap) -> Option<ObjectInfo> {
-    let v = headers.get(H_INFO)?.to_str().ok()?;
-    serde_json::from_slice(&reo_gateway::hex::decode(v)?).ok()
 }
 
 /// Answers a peer request.

@@ -19,7 +19,7 @@ use reo_gateway::intercept::Answer;
 
 use crate::answers::slowdown;
 use crate::node::Node;
-use crate::peer_api::{parse_info, H_DELETED, H_VERSION};
+use crate::peer::{parse_info, H_DELETED, H_VERSION};
 use crate::view::View;
 use crate::writes::enc;
 
