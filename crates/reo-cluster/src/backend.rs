@@ -101,7 +101,20 @@ impl ClusterBackend {
                 // The home node may be dead (its lease not yet expired): its acknowledged
                 // unflushed writes are in their replicas, the rest in the backend.
                 let v = n.view();
-                match block_on(crate::reads::from_replicas(n, &v, &home.0, bucket, key)) {
+                // While the membership changes, a member that has not handed over may hold a
+                // newer unflushed copy than the home's replicas or the backend.
+                let elsewhere = if v.settled() {
+                    crate::reads::Elsewhere::Nothing
+                } else {
+                    block_on(crate::reads::newest_elsewhere(n, &v, bucket, key))
+                };
+                let found = match elsewhere {
+                    crate::reads::Elsewhere::Nothing => {
+                        block_on(crate::reads::from_replicas(n, &v, &home.0, bucket, key))
+                    }
+                    other => other,
+                };
+                match found {
                     crate::reads::Elsewhere::Found(Some((info, data))) => {
                         let (s, e) =
                             range.map_or((0, 0), |(s, e)| (s.min(info.size) as usize, e.min(info.size) as usize));

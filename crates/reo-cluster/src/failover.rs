@@ -46,6 +46,19 @@ pub async fn watch(node: Arc<Node>) {
     let mut seen: HashMap<String, Instant> = HashMap::new();
     loop {
         let view = node.view();
+        // Replicas of a node that is no longer an owner are garbage: its owner key goes only
+        // after a failover wrote them back or a graceful leave flushed everything. Dropped
+        // here even if the failover's drop-owner request never arrived, so an older replica
+        // can never be served or written back after the node re-joins.
+        if view.members.contains_key(node.me()) {
+            for o in node.replicas.owners() {
+                if !view.owners.contains(&o) {
+                    if let Err(e) = node.replicas.drop_owner(&o) {
+                        tracing::warn!(owner = o, "dropping the replicas of a former owner: {e}");
+                    }
+                }
+            }
+        }
         let pending = view.pending_failover();
         seen.retain(|k, _| pending.contains(k));
         for failed in pending {
