@@ -17,6 +17,8 @@ use reo_gateway::gateway::pending::cache_key;
 
 use crate::node::Node;
 use crate::peer::parse_info;
+use crate::reads::Elsewhere;
+use crate::view::View;
 use crate::writes::enc;
 
 /// The gateway's backend in a cluster (see the module doc).
@@ -41,25 +43,68 @@ impl ClusterBackend {
     }
 
     /// Where a read of the key goes: `None` the real backend (this node is home, or not in a
-    /// cluster yet), else the home node's id and address, and the view id.
-    fn home(&self, bucket: &str, key: &str) -> (Option<(String, String)>, String) {
-        let Some(n) = self.node.get() else { return (None, String::new()) };
+    /// cluster yet), else the home node's id and address; and the view it was decided in.
+    fn home(&self, bucket: &str, key: &str) -> (Option<(String, String)>, Option<Arc<View>>) {
+        let Some(n) = self.node.get() else { return (None, None) };
         let v = n.view();
-        let id = v.id();
         match Node::home_of(&v, bucket, key) {
-            Some((h, addr)) if h != n.me() => (Some((h, addr)), id),
-            _ => (None, id),
+            Some((h, addr)) if h != n.me() => (Some((h, addr)), Some(v)),
+            _ => (None, Some(v)),
         }
     }
 
     /// A read of the real backend by the key's home node: its copy is valid in this membership.
-    fn home_read<T>(&self, bucket: &str, key: &str, view: &str, f: impl FnOnce() -> BResult<T>) -> BResult<T> {
+    /// While the membership changes, a member that has not handed over or a failed node's
+    /// replicas may hold a newer copy than the backend: the newest is read (the router asked
+    /// too, but the view may have changed since and made this node the home).
+    fn home_read(
+        &self,
+        bucket: &str,
+        key: &str,
+        view: Option<Arc<View>>,
+        range: Option<(u64, u64)>,
+    ) -> BResult<(Vec<u8>, ObjectInfo)> {
         let sent = Instant::now();
-        let r = f()?;
-        if let Some(n) = self.node.get() {
-            n.holdings.install(&cache_key(bucket, key), sent, view, true);
+        let (Some(n), Some(v)) = (self.node.get(), view) else { return self.inner_read(bucket, key, range) };
+        if !v.settled() {
+            match block_on(crate::reads::newest_elsewhere(n, &v, bucket, key)) {
+                Elsewhere::Nothing => {}
+                // Not installed as this node's copy: it is not the home node's own yet.
+                other => return self.served_from(other, key, range),
+            }
         }
+        let r = self.inner_read(bucket, key, range)?;
+        n.holdings.install(&cache_key(bucket, key), sent, &v.id(), true);
         Ok(r)
+    }
+
+    /// A read of the real backend (no data for a HEAD: `range` `None`).
+    fn inner_read(&self, bucket: &str, key: &str, range: Option<(u64, u64)>) -> BResult<(Vec<u8>, ObjectInfo)> {
+        match range {
+            Some((s, e)) => self.inner.get_range(bucket, key, s, e),
+            None => self.inner.head(bucket, key).map(|i| (Vec::new(), i)),
+        }
+    }
+
+    /// The answer from a copy found on another member (never [`Elsewhere::Nothing`]).
+    fn served_from(&self, found: Elsewhere, key: &str, range: Option<(u64, u64)>) -> BResult<(Vec<u8>, ObjectInfo)> {
+        match found {
+            Elsewhere::Found(Some((info, data))) => {
+                let (s, e) = range.map_or((0, 0), |(s, e)| (s.min(info.size) as usize, e.min(info.size) as usize));
+                Ok((data.get(s..e.max(s)).unwrap_or_default().to_vec(), info))
+            }
+            Elsewhere::Found(None) => Err(BackendError::NoSuchKey(key.into())),
+            Elsewhere::Unanswered(why) => Err(BackendError::Io(why)),
+            Elsewhere::Nothing => Err(BackendError::Io("no copy found elsewhere".into())),
+        }
+    }
+
+    /// A read of the key (a HEAD: `range` `None`) from wherever its newest copy is.
+    fn read(&self, bucket: &str, key: &str, range: Option<(u64, u64)>) -> BResult<(Vec<u8>, ObjectInfo)> {
+        match self.home(bucket, key) {
+            (Some(h), Some(v)) => self.peer_read(&h, &v.id(), bucket, key, range),
+            (_, view) => self.home_read(bucket, key, view, range),
+        }
     }
 
     /// A read from the home node `(home, addr)`.
@@ -104,30 +149,20 @@ impl ClusterBackend {
                 // While the membership changes, a member that has not handed over may hold a
                 // newer unflushed copy than the home's replicas or the backend.
                 let elsewhere = if v.settled() {
-                    crate::reads::Elsewhere::Nothing
+                    Elsewhere::Nothing
                 } else {
                     block_on(crate::reads::newest_elsewhere(n, &v, bucket, key))
                 };
                 let found = match elsewhere {
-                    crate::reads::Elsewhere::Nothing => {
-                        block_on(crate::reads::from_replicas(n, &v, &home.0, bucket, key))
-                    }
+                    Elsewhere::Nothing => block_on(crate::reads::from_replicas(n, &v, &home.0, bucket, key)),
                     other => other,
                 };
                 match found {
-                    crate::reads::Elsewhere::Found(Some((info, data))) => {
-                        let (s, e) =
-                            range.map_or((0, 0), |(s, e)| (s.min(info.size) as usize, e.min(info.size) as usize));
-                        Ok((data.get(s..e.max(s)).unwrap_or_default().to_vec(), info))
-                    }
-                    crate::reads::Elsewhere::Found(None) => Err(BackendError::NoSuchKey(key.into())),
-                    crate::reads::Elsewhere::Nothing => match range {
-                        Some((s, e)) => self.inner.get_range(bucket, key, s, e),
-                        None => self.inner.head(bucket, key).map(|i| (Vec::new(), i)),
-                    },
-                    crate::reads::Elsewhere::Unanswered(why) => {
+                    Elsewhere::Nothing => self.inner_read(bucket, key, range),
+                    Elsewhere::Unanswered(why) => {
                         Err(BackendError::Io(format!("the key's home node is unreachable ({e}) and {why}")))
                     }
+                    other => self.served_from(other, key, range),
                 }
             }
             Err(e) => Err(BackendError::Io(format!("reading from the key's home node: {e}"))),
@@ -172,24 +207,26 @@ impl Backend for ClusterBackend {
         self.inner.clone().put_stream(bucket, key, info)
     }
     fn head(&self, bucket: &str, key: &str) -> BResult<ObjectInfo> {
-        match self.home(bucket, key) {
-            (Some(h), view) => self.peer_read(&h, &view, bucket, key, None).map(|(_, i)| i),
-            (None, view) => self.home_read(bucket, key, &view, || self.inner.head(bucket, key)),
-        }
+        self.read(bucket, key, None).map(|(_, i)| i)
     }
     fn get_range(&self, bucket: &str, key: &str, start: u64, end: u64) -> BResult<(Vec<u8>, ObjectInfo)> {
-        match self.home(bucket, key) {
-            (Some(h), view) => self.peer_read(&h, &view, bucket, key, Some((start, end))),
-            (None, view) => self.home_read(bucket, key, &view, || self.inner.get_range(bucket, key, start, end)),
-        }
+        self.read(bucket, key, Some((start, end)))
     }
     fn get_stream(&self, bucket: &str, key: &str, start: u64, end: u64) -> BResult<(ObjectInfo, ChunkIter)> {
         match self.home(bucket, key) {
-            (Some(h), view) => {
-                let (data, info) = self.peer_read(&h, &view, bucket, key, Some((start, end)))?;
+            (None, Some(v)) if v.settled() => {
+                let sent = Instant::now();
+                let r = self.inner.get_stream(bucket, key, start, end)?;
+                if let Some(n) = self.node.get() {
+                    n.holdings.install(&cache_key(bucket, key), sent, &v.id(), true);
+                }
+                Ok(r)
+            }
+            (None, None) => self.inner.get_stream(bucket, key, start, end),
+            _ => {
+                let (data, info) = self.read(bucket, key, Some((start, end)))?;
                 Ok((info, Box::new(std::iter::once(Ok(Bytes::from(data))))))
             }
-            (None, view) => self.home_read(bucket, key, &view, || self.inner.get_stream(bucket, key, start, end)),
         }
     }
     fn delete(&self, bucket: &str, key: &str) -> BResult<()> {
