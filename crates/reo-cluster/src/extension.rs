@@ -109,7 +109,9 @@ impl Extension for ClusterExtension {
                     }
                 }
             };
-            let node = Arc::new(Node::new(cfg.clone(), membership).map_err(|e| format!("the replica area: {e}"))?);
+            let medium = Arc::new(crate::replica_medium::GatewayMedium(Arc::downgrade(gw)));
+            let node =
+                Arc::new(Node::new(cfg.clone(), membership, medium).map_err(|e| format!("the replica area: {e}"))?);
             node.set_gateway(gw);
             let _ = node.backend.set(inner);
             let (held, _, free) = node.replicas.usage();

@@ -82,9 +82,13 @@ pub struct Node {
 }
 
 impl Node {
-    /// A node over `membership`, its replica area opened.
-    pub fn new(cfg: ClusterConfig, membership: Arc<Membership>) -> std::io::Result<Node> {
-        let replicas = ReplicaStore::open(&cfg.state_dir.join("replicas"), cfg.replica_bytes)?;
+    /// A node over `membership`, its replica area opened in `medium`.
+    pub fn new(
+        cfg: ClusterConfig,
+        membership: Arc<Membership>,
+        medium: Arc<dyn crate::replica_medium::ReplicaMedium>,
+    ) -> std::io::Result<Node> {
+        let replicas = ReplicaStore::open(medium, cfg.replica_bytes)?;
         let peers = Peers::new(&cfg.node_id, crate::auth::PeerKey::new(&cfg.secret), cfg.peer_timeout);
         Ok(Node {
             holdings: Holdings::new(cfg.permission),

@@ -1,20 +1,22 @@
 //! The replica area ([`ReplicaStore`]): copies of peers' unflushed writes this node keeps until
-//! their owner reports them written back, bounded in bytes. One file per (owner, bucket, key)
-//! under `<state>/replicas/<owner>/`, holding only the newest version received: a header (the
-//! key, the owner's version, the object's info, the body's SHA-256) and the body. A file is
-//! written to a temporary name, fdatasync'ed, renamed and its directory fsync'ed before the
-//! replica is acknowledged, so an acknowledged replica survives a crash of this node too.
+//! their owner reports them written back, bounded in bytes (`replica_share` of the flash). They
+//! live in the node's own flash store as class-1 data outside every bucket
+//! ([`crate::replica_medium`]), one object per (owner, bucket, key) holding only the newest
+//! version received: a header (the key, the owner's version, the object's info, the body's
+//! SHA-256) and the body, verified on every read. A put is durable before the replica is
+//! acknowledged, so an acknowledged replica survives a crash of this node too; its index (owner,
+//! key, version, size) is in the object's blob header, from which the area is listed at start.
 //! An older version than the one held is acknowledged without being stored (the newer one
 //! already protects the key).
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 use reo_gateway::backend::ObjectInfo;
 use serde::{Deserialize, Serialize};
+
+use crate::replica_medium::ReplicaMedium;
 
 /// A replica's header.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,150 +48,182 @@ pub enum Stored {
     Full,
 }
 
-#[derive(Debug, Clone)]
+/// A replica's index: what the area knows of it without reading it (kept in its blob header).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Index {
+    owner: String,
+    bucket: String,
+    key: String,
+    version: u64,
+    deleted: bool,
+    bytes: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
 struct Entry {
     version: u64,
     deleted: bool,
     bytes: u64,
-    path: PathBuf,
 }
 
 type Id = (String, String, String);
 
+/// Operations on one key are serialized by one of these locks (held across the medium's I/O),
+/// so a check and the put or removal it decides are one step.
+const STRIPES: usize = 64;
+
 /// The replica area (see the module doc).
 pub struct ReplicaStore {
-    dir: PathBuf,
+    medium: Arc<dyn ReplicaMedium>,
     limit: u64,
+    /// The replicas held and the bytes they (and the puts under way) take.
     inner: Mutex<(BTreeMap<Id, Entry>, u64)>,
+    stripes: Vec<Mutex<()>>,
 }
 
-fn file_name(bucket: &str, key: &str) -> String {
-    crate::auth::sha256_hex(format!("{}\0{key}", bucket).as_bytes())
+/// The name of a replica in the medium.
+fn name_of(owner: &str, bucket: &str, key: &str) -> String {
+    crate::auth::sha256_hex(format!("{owner}\0{bucket}\0{key}").as_bytes())
 }
 
-fn fsync_dir(d: &Path) -> std::io::Result<()> {
-    fs::File::open(d)?.sync_all()
+fn bad(what: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, format!("replica {what}: corrupt"))
 }
 
-fn read_file(path: &Path) -> std::io::Result<(ReplicaHeader, Vec<u8>)> {
-    let raw = fs::read(path)?;
-    let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{}: not a replica", path.display()));
-    if raw.len() < 4 {
-        return Err(bad());
-    }
-    let n = u32::from_le_bytes(raw[..4].try_into().expect("4 bytes")) as usize;
-    let h: ReplicaHeader = serde_json::from_slice(raw.get(4..4 + n).ok_or_else(bad)?).map_err(|_| bad())?;
+fn encode(h: &ReplicaHeader, body: &[u8]) -> std::io::Result<Vec<u8>> {
+    let head = serde_json::to_vec(h).map_err(std::io::Error::other)?;
+    let mut out = Vec::with_capacity(4 + head.len() + body.len());
+    out.extend_from_slice(&(head.len() as u32).to_le_bytes());
+    out.extend_from_slice(&head);
+    out.extend_from_slice(body);
+    Ok(out)
+}
+
+fn decode(raw: &[u8], id: &Id) -> std::io::Result<(ReplicaHeader, Vec<u8>)> {
+    let what = format!("of {}/{} from {}", id.1, id.2, id.0);
+    let n = raw.get(..4).ok_or_else(|| bad(&what))?;
+    let n = u32::from_le_bytes(n.try_into().expect("4 bytes")) as usize;
+    let h: ReplicaHeader =
+        serde_json::from_slice(raw.get(4..4 + n).ok_or_else(|| bad(&what))?).map_err(|_| bad(&what))?;
     let body = raw[4 + n..].to_vec();
-    if crate::auth::sha256_hex(&body) != h.sha256 {
-        return Err(bad());
+    if crate::auth::sha256_hex(&body) != h.sha256 || (&h.owner, &h.bucket, &h.key) != (&id.0, &id.1, &id.2) {
+        return Err(bad(&what));
     }
     Ok((h, body))
 }
 
 impl ReplicaStore {
-    /// Opens the area under `dir`, at most `limit` bytes; replicas of a previous run are kept
-    /// (torn or corrupt files, and temporary ones, are removed).
-    pub fn open(dir: &Path, limit: u64) -> std::io::Result<ReplicaStore> {
-        fs::create_dir_all(dir)?;
+    /// The area in `medium`, at most `limit` bytes; replicas of a previous run are kept (any
+    /// whose index cannot be read is removed).
+    pub fn open(medium: Arc<dyn ReplicaMedium>, limit: u64) -> std::io::Result<ReplicaStore> {
         let mut map = BTreeMap::new();
         let mut used = 0;
-        for owner in fs::read_dir(dir)? {
-            let owner = owner?.path();
-            if !owner.is_dir() {
-                continue;
-            }
-            for f in fs::read_dir(&owner)? {
-                let p = f?.path();
-                match read_file(&p) {
-                    Ok((h, body)) if p.extension().is_none() => {
-                        used += body.len() as u64;
-                        let e = Entry { version: h.version, deleted: h.deleted, bytes: body.len() as u64, path: p };
-                        map.insert((h.owner, h.bucket, h.key), e);
-                    }
-                    _ => {
-                        let _ = fs::remove_file(&p);
-                    }
+        for (name, index) in medium.list()? {
+            match serde_json::from_str::<Index>(&index) {
+                Ok(i) if name == name_of(&i.owner, &i.bucket, &i.key) => {
+                    used += i.bytes;
+                    map.insert(
+                        (i.owner, i.bucket, i.key),
+                        Entry { version: i.version, deleted: i.deleted, bytes: i.bytes },
+                    );
                 }
+                _ => medium.remove(&name)?,
             }
         }
-        Ok(ReplicaStore { dir: dir.to_path_buf(), limit, inner: Mutex::new((map, used)) })
+        let stripes = (0..STRIPES).map(|_| Mutex::new(())).collect();
+        Ok(ReplicaStore { medium, limit, inner: Mutex::new((map, used)), stripes })
+    }
+
+    fn stripe(&self, name: &str) -> parking_lot::MutexGuard<'_, ()> {
+        let i = u64::from_str_radix(&name[..8], 16).unwrap_or(0) as usize % STRIPES;
+        self.stripes[i].lock()
     }
 
     /// Stores a replica (see [`Stored`]).
     pub fn put(&self, h: &ReplicaHeader, body: &[u8]) -> std::io::Result<Stored> {
         let id = (h.owner.clone(), h.bucket.clone(), h.key.clone());
+        let name = name_of(&h.owner, &h.bucket, &h.key);
+        let _key = self.stripe(&name);
+        let len = body.len() as u64;
         {
-            let g = self.inner.lock();
+            let mut g = self.inner.lock();
             let old = g.0.get(&id);
             if old.is_some_and(|e| e.version >= h.version) {
                 return Ok(Stored::Superseded);
             }
             let freed = old.map_or(0, |e| e.bytes);
-            if g.1 - freed + body.len() as u64 > self.limit {
+            if g.1 - freed + len > self.limit {
                 return Ok(Stored::Full);
             }
+            // Reserved while it is written: puts of other keys see the room it takes.
+            g.1 += len;
         }
-        let odir = self.dir.join(&h.owner);
-        fs::create_dir_all(&odir)?;
-        let path = odir.join(file_name(&h.bucket, &h.key));
-        let tmp = path.with_extension(format!("tmp{}", h.version));
-        let head = serde_json::to_vec(h).map_err(std::io::Error::other)?;
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(&(head.len() as u32).to_le_bytes())?;
-        f.write_all(&head)?;
-        f.write_all(body)?;
-        f.sync_data()?;
-        drop(f);
+        let index = Index {
+            owner: h.owner.clone(),
+            bucket: h.bucket.clone(),
+            key: h.key.clone(),
+            version: h.version,
+            deleted: h.deleted,
+            bytes: len,
+        };
+        let r = encode(h, body).and_then(|data| {
+            self.medium.put(&name, &data, &serde_json::to_string(&index).map_err(std::io::Error::other)?)
+        });
         let mut g = self.inner.lock();
-        // A newer version may have landed meanwhile (two puts of one key race only on a
-        // retry): keep the newest.
-        if g.0.get(&id).is_some_and(|e| e.version >= h.version) {
-            drop(g);
-            let _ = fs::remove_file(&tmp);
-            return Ok(Stored::Superseded);
+        match r {
+            Ok(()) => {
+                let freed =
+                    g.0.insert(id, Entry { version: h.version, deleted: h.deleted, bytes: len }).map_or(0, |e| e.bytes);
+                g.1 -= freed;
+                Ok(Stored::Stored)
+            }
+            Err(e) => {
+                g.1 -= len;
+                if e.kind() == std::io::ErrorKind::StorageFull {
+                    return Ok(Stored::Full);
+                }
+                Err(e)
+            }
         }
-        fs::rename(&tmp, &path)?;
-        fsync_dir(&odir)?;
-        // What the key holds *now* is replaced (a drop may have removed it meanwhile).
-        let freed = g.0.get(&id).map_or(0, |e| e.bytes);
-        g.1 = g.1 - freed + body.len() as u64;
-        g.0.insert(id, Entry { version: h.version, deleted: h.deleted, bytes: body.len() as u64, path });
-        Ok(Stored::Stored)
     }
 
     /// Removes the replica of `owner`'s key if its version is at most `upto` (written back by its
     /// owner, or superseded).
     pub fn drop_upto(&self, owner: &str, bucket: &str, key: &str, upto: u64) -> std::io::Result<bool> {
         let id = (owner.to_string(), bucket.to_string(), key.to_string());
-        let mut g = self.inner.lock();
-        let Some(e) = g.0.get(&id).filter(|e| e.version <= upto).cloned() else { return Ok(false) };
-        fs::remove_file(&e.path).or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) })?;
-        g.0.remove(&id);
-        g.1 -= e.bytes;
+        let name = name_of(owner, bucket, key);
+        let _key = self.stripe(&name);
+        if self.inner.lock().0.get(&id).is_none_or(|e| e.version > upto) {
+            return Ok(false);
+        }
+        self.forget(&id, &name)?;
         Ok(true)
+    }
+
+    /// Removes the replica `id` (under its stripe).
+    fn forget(&self, id: &Id, name: &str) -> std::io::Result<()> {
+        self.medium.remove(name)?;
+        let mut g = self.inner.lock();
+        if let Some(e) = g.0.remove(id) {
+            g.1 -= e.bytes;
+        }
+        Ok(())
     }
 
     /// Removes every replica of `owner`; how many.
     pub fn drop_owner(&self, owner: &str) -> std::io::Result<usize> {
-        let mut g = self.inner.lock();
-        let ids: Vec<Id> = g.0.keys().filter(|(o, _, _)| o == owner).cloned().collect();
+        let ids: Vec<Id> = self.inner.lock().0.keys().filter(|(o, _, _)| o == owner).cloned().collect();
         for id in &ids {
-            if let Some(e) = g.0.remove(id) {
-                g.1 -= e.bytes;
-            }
-        }
-        drop(g);
-        match fs::remove_dir_all(self.dir.join(owner)) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-            _ => {}
+            let name = name_of(&id.0, &id.1, &id.2);
+            let _key = self.stripe(&name);
+            self.forget(id, &name)?;
         }
         Ok(ids.len())
     }
 
     /// Removes every replica (this node was failed over: its replicas may be stale).
     pub fn clear(&self) -> std::io::Result<()> {
-        let owners: Vec<String> = self.inner.lock().0.keys().map(|(o, _, _)| o.clone()).collect();
-        for o in owners {
+        for o in self.owners() {
             self.drop_owner(&o)?;
         }
         Ok(())
@@ -204,19 +238,15 @@ impl ReplicaStore {
             .collect()
     }
 
-    /// The replica of `owner`'s key, if held.
+    /// The replica of `owner`'s key, if held (an error if its bytes fail their check).
     pub fn get(&self, owner: &str, bucket: &str, key: &str) -> std::io::Result<Option<(ReplicaHeader, Vec<u8>)>> {
-        let path = {
-            let g = self.inner.lock();
-            match g.0.get(&(owner.to_string(), bucket.to_string(), key.to_string())) {
-                Some(e) => e.path.clone(),
-                None => return Ok(None),
-            }
-        };
-        match read_file(&path) {
-            Ok(r) => Ok(Some(r)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
+        let id = (owner.to_string(), bucket.to_string(), key.to_string());
+        if !self.inner.lock().0.contains_key(&id) {
+            return Ok(None);
+        }
+        match self.medium.get(&name_of(owner, bucket, key))? {
+            Some(raw) => decode(&raw, &id).map(Some),
+            None => Ok(None),
         }
     }
 
@@ -238,6 +268,7 @@ impl ReplicaStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replica_medium::MemMedium;
 
     fn header(version: u64, body: &[u8]) -> ReplicaHeader {
         ReplicaHeader {
@@ -253,28 +284,29 @@ mod tests {
 
     #[test]
     fn keeps_the_newest_version_across_a_reopen_and_drops_up_to_a_version() {
-        let d = tempfile::tempdir().unwrap();
-        let s = ReplicaStore::open(d.path(), 100).unwrap();
+        let m = Arc::new(MemMedium::default());
+        let s = ReplicaStore::open(m.clone(), 100).unwrap();
         assert_eq!(s.put(&header(2, b"two"), b"two").unwrap(), Stored::Stored);
         assert_eq!(s.put(&header(1, b"one"), b"one").unwrap(), Stored::Superseded);
         assert_eq!(s.put(&header(3, b"three"), b"three").unwrap(), Stored::Stored);
         assert_eq!(s.put(&header(4, &[0; 200]), &[0; 200]).unwrap(), Stored::Full);
         drop(s);
-        let s = ReplicaStore::open(d.path(), 100).unwrap();
+        let s = ReplicaStore::open(m, 100).unwrap();
         let (h, body) = s.get("n1", "b", "k/1").unwrap().unwrap();
         assert_eq!((h.version, body.as_slice()), (3, &b"three"[..]));
         assert_eq!(s.inventory("n1"), vec![("b".into(), "k/1".into(), 3, false)]);
+        assert_eq!(s.usage(), (1, 5, 95));
         assert!(!s.drop_upto("n1", "b", "k/1", 2).unwrap(), "an older flush must not drop a newer replica");
         assert!(s.drop_upto("n1", "b", "k/1", 3).unwrap());
         assert_eq!(s.usage(), (0, 0, 100));
     }
 
-    /// Regression: a replica dropped while a newer one was being written was subtracted twice
-    /// from the bytes held (an overflow).
+    /// A replica dropped while a newer one is being written must not be subtracted twice from
+    /// the bytes held (an overflow).
     #[test]
     fn racing_puts_and_drops_keep_the_byte_count() {
-        let d = tempfile::tempdir().unwrap();
-        let s = std::sync::Arc::new(ReplicaStore::open(d.path(), 1 << 30).unwrap());
+        let m = Arc::new(MemMedium::default());
+        let s = Arc::new(ReplicaStore::open(m.clone(), 1 << 30).unwrap());
         std::thread::scope(|sc| {
             for t in 0..4u64 {
                 let s = s.clone();
@@ -292,20 +324,24 @@ mod tests {
         let (n, bytes, _) = s.usage();
         let held = s.get("n1", "b", "k/1").unwrap().map_or(0, |(_, b)| b.len() as u64);
         assert_eq!((n, bytes), (u64::from(held > 0), held));
+        assert_eq!(m.0.lock().len() as u64, n, "the medium holds what the area counts");
     }
 
     #[test]
-    fn a_corrupt_file_is_not_served() {
-        let d = tempfile::tempdir().unwrap();
-        let s = ReplicaStore::open(d.path(), 1 << 20).unwrap();
+    fn corrupt_bytes_are_not_served_and_an_unreadable_index_is_removed() {
+        let m = Arc::new(MemMedium::default());
+        let s = ReplicaStore::open(m.clone(), 1 << 20).unwrap();
         s.put(&header(1, b"data"), b"data").unwrap();
-        let f = d.path().join("n1").join(file_name("b", "k/1"));
-        let mut raw = fs::read(&f).unwrap();
-        *raw.last_mut().unwrap() ^= 1;
-        fs::write(&f, raw).unwrap();
+        for (d, _) in m.0.lock().values_mut() {
+            *d.last_mut().unwrap() ^= 1;
+        }
         assert!(s.get("n1", "b", "k/1").is_err());
+        m.put("junk", b"x", "not an index").unwrap();
         drop(s);
-        let s = ReplicaStore::open(d.path(), 1 << 20).unwrap();
-        assert!(s.get("n1", "b", "k/1").unwrap().is_none(), "removed at open");
+        let s = ReplicaStore::open(m.clone(), 1 << 20).unwrap();
+        assert_eq!(s.usage().0, 1);
+        assert!(m.get("junk").unwrap().is_none(), "removed at open");
+        s.drop_owner("n1").unwrap();
+        assert!(m.0.lock().is_empty());
     }
 }

@@ -16,6 +16,8 @@
 //!   ([`Gateway::read_lock`]): metadata and bytes are of one version. The flusher calls the
 //!   backend holding no lock and retires a pending state only if it is still the one it flushed.
 //! * Listings merge the backend's keys with the unflushed ones.
+//! * A layer above (the cluster) keeps its own durable objects in the cache, outside every
+//!   bucket and never written back: [`held`].
 //!
 //! Every method blocks (device and backend I/O); the S3 layer runs them on tokio's blocking pool.
 //!
@@ -62,6 +64,7 @@ mod flushing;
 pub mod fresh;
 mod guard;
 mod handle;
+pub mod held;
 pub mod incoming;
 #[cfg(test)]
 mod incoming_tests;

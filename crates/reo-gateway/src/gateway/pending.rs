@@ -86,6 +86,15 @@ pub fn cache_key(bucket: &str, key: &str) -> String {
     format!("{bucket}/{key}")
 }
 
+/// The start of the cache key of every object a layer above keeps in the cache (`held.rs`): no
+/// bucket name starts with a NUL byte, so no [`cache_key`] does.
+pub const HELD_PREFIX: &str = "\0held/";
+
+/// Whether a cache key is a held object's.
+pub(crate) fn is_held(cache_key: &[u8]) -> bool {
+    cache_key.starts_with(HELD_PREFIX.as_bytes())
+}
+
 impl Pending {
     /// Loads the pending files of a previous run.
     pub fn open(dir: &Path) -> std::io::Result<Pending> {

@@ -90,7 +90,13 @@ fn record<'k>(key: &'k str, action: &'static str) -> impl FnOnce(std::io::Error)
 /// Brings `pending` (just loaded) in line with `cache`'s dirty objects; see the module doc.
 pub(super) fn reconcile(pending: &mut Pending, cache: &Cache) -> Result<(), RecoverError> {
     let dirty: HashMap<String, u64> =
-        cache.dirty_keys().into_iter().map(|(k, v)| (String::from_utf8_lossy(&k).into_owned(), v)).collect();
+        // Held objects (`held.rs`) are dirty data of the layer above, never this gateway's.
+        cache
+            .dirty_keys()
+            .into_iter()
+            .filter(|(k, _)| !super::pending::is_held(k))
+            .map(|(k, v)| (String::from_utf8_lossy(&k).into_owned(), v))
+            .collect();
     let mut keys: Vec<String> = pending.map.keys().cloned().collect();
     keys.extend(dirty.keys().filter(|k| !pending.map.contains_key(*k)).cloned());
     let mut dropped = 0;
