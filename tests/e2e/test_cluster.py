@@ -943,6 +943,64 @@ class Operations(ClusterTest):
         self.done(c)
 
 
+class Listing(ClusterTest):
+    """(j) A listing through any node shows the objects and deletes acknowledged through every
+    node, written back or not."""
+
+    def listed(self, c, nid, bucket, page=7, **kw):
+        """{key: size} of a whole ListObjectsV2 through `nid`, in pages of `page` keys, and the
+        common prefixes (with a delimiter)."""
+        s3 = c.client(nid, retries=4)
+        keys, prefixes = {}, []
+        for p in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, PaginationConfig={"PageSize": page}, **kw):
+            keys.update({o["Key"]: o["Size"] for o in p.get("Contents", [])})
+            prefixes += [x["Prefix"] for x in p.get("CommonPrefixes", [])]
+        return keys, prefixes
+
+    def test_j_listings_merge_every_nodes_unflushed_objects(self):
+        c = self.cluster(nodes=3, lease_ttl_ms=TTL_MS, flush_delay_ms=LONG_DELAY_MS)
+        self.bucket(c, "lst")
+        rng = random.Random(SEED + 10)
+        objects = {f"{g}-{i:03d}": rng.randbytes(rng.randint(1, 300)) for g in "abc" for i in range(40)}
+        self.put_many(c, "lst", objects)
+        self.assertEqual(c.backend_objects("lst"), {}, "the objects must be unflushed for this test")
+        dirty = {nid: c.dirty(nid) for nid in c.ids()}
+        self.assertTrue(all(dirty.values()), f"every node must hold some of the unflushed objects: {dirty}")
+        want = {k: len(v) for k, v in objects.items()}
+        for nid in c.ids():
+            keys, _ = self.listed(c, nid, "lst")
+            self.assertEqual(keys, want, f"ListObjectsV2 through {nid} (unflushed on {dirty})")
+            _, prefixes = self.listed(c, nid, "lst", page=2, Delimiter="-")
+            self.assertEqual(prefixes, ["a-", "b-", "c-"], f"common prefixes through {nid}")
+            keys, _ = self.listed(c, nid, "lst", page=5, Prefix="b-", StartAfter="b-009")
+            self.assertEqual(keys, {k: n for k, n in want.items() if k.startswith("b-") and k > "b-009"},
+                             f"a prefix and a start through {nid}")
+        # Unflushed deletes through every node hide the keys everywhere.
+        gone = sorted(rng.sample(sorted(objects), 30))
+        for j, k in enumerate(gone):
+            nid = c.ids()[j % 3]
+            retry(lambda k=k, nid=nid: c.client(nid).delete_object(Bucket="lst", Key=k), f"DELETE {k} via {nid}", 30)
+        c.flush(*c.ids())
+        for k in gone:
+            del want[k]
+        self.assertEqual(set(c.backend_objects("lst")), set(want), "the backend after the flush")
+        for nid in c.ids():
+            keys, _ = self.listed(c, nid, "lst", page=1000)
+            self.assertEqual(keys, want, f"ListObjectsV2 through {nid} after deletes and a flush (the backend is "
+                                         f"written by every node)")
+        more = {f"d-{i:03d}": rng.randbytes(50) for i in range(20)}
+        self.put_many(c, "lst", more)
+        want.update({k: 50 for k in more})
+        retry(lambda: c.client("n2").delete_object(Bucket="lst", Key="a-000"), "DELETE a-000", 30)
+        want.pop("a-000", None)
+        for nid in c.ids():
+            keys, _ = self.listed(c, nid, "lst", page=1000)
+            self.assertEqual(keys, want, f"ListObjectsV2 through {nid} after deletes, a flush and new writes")
+            v1 = c.client(nid, retries=4).list_objects(Bucket="lst", MaxKeys=1000)
+            self.assertEqual({o["Key"] for o in v1.get("Contents", [])}, set(want), f"ListObjects (v1) through {nid}")
+        self.done(c)
+
+
 @unittest.skipUnless(LONG, "the long kill/stop loop runs with REO_CLUSTER_LONG=1 (REO_CLUSTER_CYCLES cycles)")
 class Chaos(ClusterTest):
     """Random SIGKILL (then restart), SIGSTOP past the lease, and short SIGSTOP (within it) of a

@@ -1,7 +1,8 @@
 //! The backend the gateway sees in a cluster ([`ClusterBackend`]): reads of an object whose
 //! home is another node go to that node (which answers with its newest version, unflushed or
 //! not, and grants this node a caching permission: [`crate::holdings`]); everything else goes
-//! to the real backend. While this node is fenced (its lease may have expired), it writes
+//! to the real backend; listings merge in the other members' unflushed keys
+//! ([`crate::listing`]). While this node is fenced (its lease may have expired), it writes
 //! nothing to the backend: the flusher's calls fail and are retried, so a node the cluster may
 //! have failed over never writes an older copy over a newer one.
 
@@ -234,7 +235,12 @@ impl Backend for ClusterBackend {
         self.inner.delete(bucket, key)
     }
     fn list(&self, bucket: &str, prefix: &str, after: &str, limit: usize) -> BResult<Vec<ListEntry>> {
-        self.inner.list(bucket, prefix, after, limit)
+        match self.node.get() {
+            Some(n) if n.view().members.len() > 1 => {
+                block_on(crate::listing::list(n, &self.inner, bucket, prefix, after, limit))
+            }
+            _ => self.inner.list(bucket, prefix, after, limit),
+        }
     }
     fn check_key(&self, key: &str) -> BResult<()> {
         self.inner.check_key(key)

@@ -20,6 +20,7 @@ pub mod failover;
 pub mod grants;
 pub mod handoff;
 pub mod holdings;
+pub mod listing;
 pub mod membership;
 pub mod node;
 pub mod peer;

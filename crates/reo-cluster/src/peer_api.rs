@@ -13,6 +13,7 @@
 //! | `POST flush?owner&bucket&key&version` | write the replica back to the backend (failover) |
 //! | `POST drop-owner?owner` | drop every replica of `owner` (failover done) |
 //! | `GET dirty?bucket&key` | this node's unflushed copy of a key (reads during a hand-over) |
+//! | `GET unflushed?bucket&prefix&after&limit` | this node's unflushed keys in a listing's range, JSON `[[key, info or null]]` |
 
 use std::sync::Arc;
 
@@ -135,6 +136,13 @@ pub async fn handle(node: &Arc<Node>, req: http::Request<s3s::Body>) -> Answer {
                 Ok(_) => text(200, "dropped"),
                 Err(e) => text(500, format!("dropping the replicas: {e}")),
             }
+        }
+        ("GET", "unflushed") => {
+            let gw = node.gw().clone();
+            let (b, pre, after) = (p("bucket"), p("prefix"), p("after"));
+            let n = usize::try_from(num("limit")).unwrap_or(usize::MAX).clamp(1, crate::listing::MAX_UNFLUSHED);
+            let keys = node.blocking(move || gw.unflushed_after(&b, &pre, &after, n)).await;
+            reply(200, &[], serde_json::to_vec(&keys).unwrap_or_default())
         }
         ("GET", "dirty") => {
             let gw = node.gw().clone();

@@ -245,14 +245,16 @@ fn open_local(cfg: &ServeConfig, formatted: bool) -> Result<(Arc<dyn Backend>, S
         BackendChoice::S3(_) => None,
     };
     let dir = configured.unwrap_or_else(|| cfg.data_dir.join("backend"));
+    // In a cluster, the other members' gateways write the directory too.
+    let shared = cfg.extension.is_some();
     let backend: Arc<dyn Backend> = if formatted || dir.is_dir() {
-        Arc::new(LocalBackend::open(&dir)?)
+        Arc::new(if shared { LocalBackend::open_shared(&dir)? } else { LocalBackend::open(&dir)? })
     } else {
         tracing::warn!(
             "backend directory {} is missing: the backend is down until it appears (create it if it is meant to be new)",
             dir.display()
         );
-        Arc::new(LocalBackend::attach(&dir))
+        Arc::new(if shared { LocalBackend::attach_shared(&dir) } else { LocalBackend::attach(&dir) })
     };
     // File-system calls cannot time out by themselves (a hung mount blocks them in the kernel).
     let backend = Arc::new(crate::backend::deadline::Deadline::new(backend, cfg.local_timeout));

@@ -8,7 +8,8 @@
 //! updates of one bucket hold the same lock, so a key written during a build is in the index
 //! either way. The backend's directory belongs to the gateway: files another process adds or
 //! removes there are seen by listings after the next start (or once the bucket is dropped from the
-//! index by [`KeyIndex::forget`]).
+//! index by [`KeyIndex::forget`], which a backend opened as shared with other writers does before
+//! every listing).
 //!
 //! Memory: about 100 bytes per key of each listed bucket (the key and the tree's overhead).
 

@@ -42,6 +42,14 @@ pub fn page(entries: impl IntoIterator<Item = ListEntry>, q: &ListQuery) -> List
     p.finish()
 }
 
+/// In a merge of sorted sources each asked for `n` keys after one cursor: the last key every
+/// source has answered completely up to — the smallest last key among the sources that returned
+/// all `n` (`full`; more may follow) — or `None` if none did (each answered to its end). Only
+/// keys up to it may be merged in this round.
+pub fn known_upto<'a>(sources: impl IntoIterator<Item = (bool, Option<&'a String>)>) -> Option<String> {
+    sources.into_iter().filter_map(|(full, last)| last.filter(|_| full)).min().cloned()
+}
+
 /// A page built from entries offered one at a time in key order, so that a caller can fetch them
 /// in pieces and stop as soon as the page is decided ([`Pager::push`]).
 pub struct Pager<'q> {
@@ -139,6 +147,14 @@ impl<'q> Pager<'q> {
 mod tests {
     use super::*;
     use crate::backend::ObjectInfo;
+
+    #[test]
+    fn a_merge_round_is_known_up_to_the_smallest_last_key_of_a_full_source() {
+        let (b, c) = ("b".to_string(), "c".to_string());
+        assert_eq!(known_upto([(true, Some(&c)), (false, Some(&b)), (true, Some(&b))]), Some(b.clone()));
+        assert_eq!(known_upto([(false, Some(&c)), (false, None)]), None, "every source answered to its end");
+        assert_eq!(known_upto([(true, Some(&c)), (false, Some(&b))]), Some(c));
+    }
 
     fn entries(keys: &[&str]) -> Vec<ListEntry> {
         keys.iter().map(|k| ListEntry { key: k.to_string(), info: ObjectInfo::default() }).collect()

@@ -98,6 +98,9 @@ pub struct LocalBackend {
     tmp_seq: AtomicU64,
     /// The keys of listed buckets in order ([`KeyIndex`]).
     keys: Arc<KeyIndex>,
+    /// Other processes write the directory too (the gateways of a cluster): no key index is
+    /// trusted across listings, and no other process's temporary files are swept.
+    shared: bool,
 }
 
 fn io_err(what: &str, p: &Path, e: std::io::Error) -> BackendError {
@@ -198,9 +201,16 @@ impl LocalBackend {
     /// The backend rooted at `root`, not created if missing: it is down (every operation an I/O
     /// error) until the directory appears.
     pub fn attach(root: &Path) -> LocalBackend {
+        Self::attach_with(root, false)
+    }
+
+    fn attach_with(root: &Path, shared: bool) -> LocalBackend {
         let nonce = now_ns() ^ (u64::from(std::process::id()) << 40);
-        let b = LocalBackend { root: root.to_path_buf(), nonce, tmp_seq: AtomicU64::new(0), keys: Arc::default() };
-        b.sweep();
+        let b =
+            LocalBackend { root: root.to_path_buf(), nonce, tmp_seq: AtomicU64::new(0), keys: Arc::default(), shared };
+        if !shared {
+            b.sweep();
+        }
         b
     }
 
@@ -208,6 +218,21 @@ impl LocalBackend {
     pub fn open(root: &Path) -> BResult<LocalBackend> {
         fs::create_dir_all(root).map_err(|e| io_err("create", root, e))?;
         Ok(Self::attach(root))
+    }
+
+    /// [`LocalBackend::open`] for a directory other processes write too (the gateways of a
+    /// cluster over one local directory): every listing walks the bucket afresh (it costs in
+    /// proportion to the bucket, not the page), and temporary files of unfinished writes are
+    /// left where they are (they may be another process's, under way).
+    pub fn open_shared(root: &Path) -> BResult<LocalBackend> {
+        fs::create_dir_all(root).map_err(|e| io_err("create", root, e))?;
+        Ok(Self::attach_with(root, true))
+    }
+
+    /// [`LocalBackend::attach`] for a directory other processes write too
+    /// ([`LocalBackend::open_shared`]).
+    pub fn attach_shared(root: &Path) -> LocalBackend {
+        Self::attach_with(root, true)
     }
 
     /// Removes the temporary files of writes a crash or a kill cut short (each bucket's
@@ -538,6 +563,10 @@ impl Backend for LocalBackend {
             self.walk(&d, "", "", &("", ""), &mut found)?;
             Ok(found.into_iter().collect())
         };
+        if self.shared {
+            // Another process may have written or deleted keys since the last listing.
+            self.keys.forget(bucket);
+        }
         let mut out = Vec::with_capacity(limit.min(1024));
         let mut cursor = after.to_string();
         // A page is short only at the end of the listing (the caller reads a short page as its

@@ -144,3 +144,20 @@ fn writes_cut_short_by_a_crash_leave_nothing_after_a_restart() {
     assert!(matches!(b.head("bkt", "k"), Err(BackendError::NoSuchKey(_))));
     b.delete_bucket("bkt").unwrap();
 }
+
+#[test]
+fn a_shared_directory_lists_what_other_processes_wrote() {
+    let (own, dir, _tmp) = backend();
+    own.create_bucket("bkt").unwrap();
+    let keys = |b: &LocalBackend| b.list("bkt", "", "", 100).unwrap().into_iter().map(|e| e.key).collect::<Vec<_>>();
+    let shared = LocalBackend::open_shared(&dir).unwrap();
+    let private = LocalBackend::open(&dir).unwrap();
+    own.put("bkt", "a", b"1", &info(b"1")).unwrap();
+    assert_eq!(keys(&shared), ["a"]);
+    assert_eq!(keys(&private), ["a"]);
+    // Another process writes and deletes: only the shared backend's listing sees it.
+    own.put("bkt", "b", b"2", &info(b"2")).unwrap();
+    own.delete("bkt", "a").unwrap();
+    assert_eq!(keys(&shared), ["b"]);
+    assert_eq!(keys(&private), Vec::<String>::new(), "a private index misses the other writer's key");
+}

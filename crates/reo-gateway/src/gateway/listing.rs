@@ -14,7 +14,7 @@ use s3s::S3Result;
 
 use super::errors::backend_err;
 use super::handle::Gateway;
-use crate::backend::list::{ListPage, ListQuery, Pager};
+use crate::backend::list::{known_upto, ListPage, ListQuery, Pager};
 use crate::backend::ListEntry;
 
 /// Past every key that starts with a group (`U+10FFFF` is the largest character).
@@ -38,17 +38,10 @@ impl Gateway {
             let pending = self.pending().after(bucket, &q.prefix, &cursor, n);
             let backend = self.backend.list(bucket, &q.prefix, &cursor, n).map_err(backend_err)?;
             // Keys up to `end` are known from both (None: to the end of the listing).
-            let mut end: Option<String> = None;
-            for (full, last) in [
+            let end = known_upto([
                 (backend.len() == n, backend.last().map(|e| &e.key)),
                 (pending.len() == n, pending.last().map(|p| &p.0)),
-            ] {
-                if let (true, Some(k)) = (full, last) {
-                    if end.as_ref().is_none_or(|e| k < e) {
-                        end = Some(k.clone());
-                    }
-                }
-            }
+            ]);
             let within = |k: &str| end.as_deref().is_none_or(|e| k <= e);
             let mut merged: BTreeMap<String, Option<ListEntry>> =
                 backend.into_iter().filter(|e| within(&e.key)).map(|e| (e.key.clone(), Some(e))).collect();

@@ -1,8 +1,8 @@
 //! What a layer above the gateway that coordinates several gateways (`reo-cluster`) asks of one:
-//! the unflushed state of a key, the bytes of an unflushed object, dropping a clean cached copy
-//! another node's write made stale, and discarding every unflushed write of a node whose dirty
-//! data the cluster has already written back from its replicas (the node was failed over while
-//! it was away; its copies are older than the backend's).
+//! the unflushed state of a key or of a listing's range, the bytes of an unflushed object,
+//! dropping a clean cached copy another node's write made stale, and discarding every unflushed
+//! write of a node whose dirty data the cluster has already written back from its replicas (the
+//! node was failed over while it was away; its copies are older than the backend's).
 
 use s3s::S3Result;
 
@@ -30,6 +30,18 @@ impl Gateway {
     /// Every unflushed key, as `(bucket, key)`.
     pub fn dirty_objects(&self) -> Vec<(String, String)> {
         self.pending().map.values().map(|p| (p.bucket.clone(), p.key.clone())).collect()
+    }
+
+    /// Up to `limit` unflushed keys of `bucket` after `after` under `prefix`, in key order, with
+    /// their info (`None`: a delete): what a listing through another node merges in.
+    pub fn unflushed_after(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+    ) -> Vec<(String, Option<ObjectInfo>)> {
+        self.pending().after(bucket, prefix, after, limit)
     }
 
     /// The whole unflushed object `key` and its info (`None`: not unflushed, or a delete),
