@@ -140,6 +140,8 @@ struct WindowAcc {
     request_bytes: u64,
     hit_bytes: u64,
     latency_secs: f64,
+    /// Requests that failed (reads of lost dirty data): no latency counted.
+    failed: u64,
     flash_write_base: u64,
 }
 
@@ -243,7 +245,14 @@ impl Replay {
         match r.op {
             Op::Get => {
                 self.gets += 1;
-                let (hit, hit_bytes, backend, flash_secs) = self.get(&key, r, now)?;
+                let Some((hit, hit_bytes, backend, flash_secs)) = self.get(&key, r, now)? else {
+                    // The only copy is gone: the read fails (the client gets an error, no
+                    // bytes). Counted in `dirty_lost_reads`, and kept out of the latency and
+                    // bandwidth of the requests served, which a near-free failure would flatter.
+                    self.window.failed += 1;
+                    self.end_request(None);
+                    return Ok(());
+                };
                 secs += flash_secs;
                 if backend > 0 {
                     secs += self.cfg.model.backend_secs(1, backend);
@@ -290,9 +299,17 @@ impl Replay {
                 self.cache.delete(&key);
             }
         }
-        self.latency_secs += secs;
-        self.window.latency_secs += secs;
-        self.hist.record(secs);
+        self.end_request(Some(secs));
+        Ok(())
+    }
+
+    /// Counts a request that took `secs` (modelled), or failed (`None`).
+    fn end_request(&mut self, secs: Option<f64>) {
+        if let Some(secs) = secs {
+            self.latency_secs += secs;
+            self.window.latency_secs += secs;
+            self.hist.record(secs);
+        }
         self.requests += 1;
         self.window.requests += 1;
         if self.requests.is_multiple_of(64) {
@@ -301,13 +318,13 @@ impl Replay {
         if self.cfg.window > 0 && self.window.requests >= self.cfg.window {
             self.close_window();
         }
-        Ok(())
     }
 
     /// A get: (whole hit, bytes from flash, bytes fetched from the backend, seconds of the flash
     /// reads on the request's path). The fills of a miss are written after the reply (the gateway
     /// admits in the background), so their device time is not the request's.
-    fn get(&mut self, key: &[u8], r: &Request, now: u64) -> Result<(bool, u64, u64, f64), ReplayError> {
+    /// `None`: the read failed (its dirty data is lost).
+    fn get(&mut self, key: &[u8], r: &Request, now: u64) -> Result<Option<(bool, u64, u64, f64)>, ReplayError> {
         let end = r.offset + r.len;
         let looked_up = self.cache.get_sized(key, r.offset, end, now);
         let flash_secs = self.device_secs();
@@ -316,14 +333,14 @@ impl Replay {
             Err(reo_cache::WriteError::DirtyLost(_)) => {
                 // The only copy is gone: a data-loss event (counted); the client gets an error.
                 self.dirty_lost_reads += 1;
-                return Ok((false, 0, 0, flash_secs));
+                return Ok(None);
             }
             Err(e) => return Err(self.request_error("get", e)),
         };
         let hit = res.is_hit();
         let hit_bytes: u64 = res.pieces.iter().filter_map(|p| p.data).sum();
         if hit {
-            return Ok((true, hit_bytes, 0, flash_secs));
+            return Ok(Some((true, hit_bytes, 0, flash_secs)));
         }
         // Fetch whole fragments of what missed (the cache caches fragments) and offer them.
         let fs = self.cfg.cache.fragment_size;
@@ -353,7 +370,7 @@ impl Replay {
                     .map_err(|e| self.request_error("fill", e))?;
             }
         }
-        Ok((false, hit_bytes, backend, flash_secs))
+        Ok(Some((false, hit_bytes, backend, flash_secs)))
     }
 
     /// The error of request number `self.requests` failing in the cache's `op`.
@@ -396,7 +413,7 @@ impl Replay {
             requests: w.requests,
             hit_ratio: ratio(w.hits, w.requests),
             byte_hit_ratio: ratio(w.hit_bytes, w.request_bytes),
-            mean_latency_ms: if w.requests == 0 { 0.0 } else { w.latency_secs * 1e3 / w.requests as f64 },
+            mean_latency_ms: mean_ms(w.latency_secs, w.requests - w.failed),
             bandwidth_mibps: if w.latency_secs > 0.0 {
                 w.request_bytes as f64 / w.latency_secs / 1048576.0
             } else {
@@ -439,7 +456,7 @@ impl Replay {
             flash_read_bytes,
             backend_read_bytes: self.backend_read_bytes,
             backend_write_bytes: self.flusher.flushed_bytes,
-            mean_latency_ms: if self.requests == 0 { 0.0 } else { self.latency_secs * 1e3 / self.requests as f64 },
+            mean_latency_ms: mean_ms(self.latency_secs, self.requests - self.dirty_lost_reads),
             p99_latency_ms: self.hist.quantile(0.99) * 1e3,
             bandwidth_mibps: if self.latency_secs > 0.0 {
                 self.request_bytes as f64 / self.latency_secs / 1048576.0
@@ -461,6 +478,15 @@ impl Replay {
             cache: stats.to_json(),
             windows: self.windows,
         }
+    }
+}
+
+/// Mean latency in milliseconds of `served` requests that took `secs` in all.
+fn mean_ms(secs: f64, served: u64) -> f64 {
+    if served == 0 {
+        0.0
+    } else {
+        secs * 1e3 / served as f64
     }
 }
 

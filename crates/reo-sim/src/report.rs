@@ -16,7 +16,8 @@ pub struct Window {
     pub hit_ratio: f64,
     /// Get bytes served from the cache / get bytes requested in the window.
     pub byte_hit_ratio: f64,
-    /// Mean modelled latency per request of the window, milliseconds.
+    /// Mean modelled latency per request of the window served, milliseconds (a read of lost
+    /// dirty data fails: it has no latency).
     pub mean_latency_ms: f64,
     /// Get bytes / modelled latency of all the window's requests, MiB/s.
     pub bandwidth_mibps: f64,
@@ -63,7 +64,8 @@ pub struct ReplayReport {
     pub backend_read_bytes: u64,
     /// Bytes written to the backend: dirty data flushed, and puts the cache refused.
     pub backend_write_bytes: u64,
-    /// Mean modelled latency per request, milliseconds.
+    /// Mean modelled latency per request served, milliseconds (a read of lost dirty data fails:
+    /// it is counted in `dirty_lost_reads`, not here).
     pub mean_latency_ms: f64,
     /// 99th percentile of the modelled request latency, milliseconds.
     pub p99_latency_ms: f64,
@@ -77,7 +79,7 @@ pub struct ReplayReport {
     pub failed_devices: usize,
     /// Dirty fragments lost beyond their redundancy (data-loss events).
     pub dirty_lost: u64,
-    /// Gets that hit a lost dirty fragment.
+    /// Gets that hit a lost dirty fragment: failed reads.
     pub dirty_lost_reads: u64,
     /// Puts the cache refused (full of dirty data, or too few devices to protect them): written
     /// around to the backend.

@@ -90,6 +90,9 @@ fn eval_rows_carry_the_named_fields() {
             "clwa",
             "flwa",
             "flash_write_bytes",
+            "refused_puts",
+            "refused_share",
+            "failed_reads",
         ] {
             assert!(row.get(f).is_some(), "{f} missing in {row}");
         }
@@ -140,4 +143,25 @@ fn through_the_manager_each_policy_decides_as_alone() {
         assert_eq!(rep.hits, alone_hits, "{kind}: hits through the manager vs alone");
         assert!(rep.held_objects <= objects && rep.held_objects > objects * 9 / 10, "{kind}: {}", rep.held_objects);
     }
+}
+
+/// A read of dirty data lost with a device fails: it is counted, and it neither costs nor
+/// flatters the latency of the requests served (the mean is the puts' alone).
+#[test]
+fn a_read_of_lost_dirty_data_fails_and_is_not_a_free_request() {
+    let puts: Vec<Request> = (0..10).map(|k| Request { op: Op::Put, fingerprint: Some(k), ..get(k, SIZE) }).collect();
+    let only_puts = run(cfg("0-parity", 400 << 20, Redundancy::ZeroParity), puts.clone());
+    let mut c = cfg("0-parity", 400 << 20, Redundancy::ZeroParity);
+    c.failures = FailurePlan::parse("10:0", "", 5).unwrap();
+    let trace: Vec<Request> = puts.into_iter().chain((0..10).map(|k| get(k, SIZE))).collect();
+    let rep = run(c, trace);
+    assert_eq!(rep.requests, 20);
+    assert_eq!(rep.dirty_lost_reads, 10, "every object had a fragment on the failed device");
+    assert_eq!(rep.hits, 0);
+    assert!(
+        (rep.mean_latency_ms - only_puts.mean_latency_ms).abs() < 1e-9,
+        "mean latency {} ms with the failed reads, {} ms of the puts alone",
+        rep.mean_latency_ms,
+        only_puts.mean_latency_ms
+    );
 }

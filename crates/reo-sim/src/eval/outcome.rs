@@ -50,6 +50,13 @@ pub struct Row {
     pub backend_read_bytes: u64,
     /// Dirty fragments lost beyond their redundancy.
     pub dirty_lost: u64,
+    /// Gets that failed because their dirty data was lost (not counted in the latency).
+    pub failed_reads: u64,
+    /// Puts the cache refused (full of dirty data, or too few devices to protect them: the
+    /// gateway answers `503 SlowDown`).
+    pub refused_puts: u64,
+    /// Refused puts / puts.
+    pub refused_share: f64,
     /// Replay speed of the run this row comes from.
     pub requests_per_s: f64,
 }

@@ -228,17 +228,23 @@ pub fn dirty(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, E
     }
     let reports = run_all(&jobs, progress)?;
     let rows: Vec<Row> = jobs.iter().zip(&reports).map(|(j, r)| row(j, r)).collect();
-    let mut text = String::from("| config | write ratio | hit ratio | bandwidth MiB/s | latency ms | space efficiency | dirty lost |\n|---|---|---|---|---|---|---|\n");
+    let mut text = String::from(
+        "| config | write ratio | hit ratio | bandwidth MiB/s | latency ms | space efficiency | refused writes (503) | \
+         dirty lost | failed reads |\n|---|---|---|---|---|---|---|---|---|\n",
+    );
     for r in &rows {
         text += &format!(
-            "| {} | {:.0} % | {:.3} | {:.1} | {:.2} | {:.3} | {} |\n",
+            "| {} | {:.0} % | {:.3} | {:.1} | {:.2} | {:.3} | {} ({:.1} %) | {} | {} |\n",
             r.config,
             r.write_ratio.unwrap_or(0.0) * 100.0,
             r.hit_ratio,
             r.bandwidth_mibps,
             r.latency_ms,
             r.space_efficiency,
-            r.dirty_lost
+            r.refused_puts,
+            r.refused_share * 100.0,
+            r.dirty_lost,
+            r.failed_reads
         );
     }
     let series = |metric: fn(&Row) -> f64| -> Vec<(String, Vec<(f64, f64)>)> {

@@ -131,6 +131,9 @@ pub fn row(job: &Job, r: &ReplayReport) -> Row {
         gc_write_bytes: cache("gc_write_bytes"),
         backend_read_bytes: r.backend_read_bytes,
         dirty_lost: r.dirty_lost,
+        failed_reads: r.dirty_lost_reads,
+        refused_puts: r.refused_puts,
+        refused_share: if r.puts == 0 { 0.0 } else { r.refused_puts as f64 / r.puts as f64 },
         requests_per_s: r.requests_per_s,
     }
 }
