@@ -36,7 +36,7 @@ impl ClusterBackend {
 
     fn fenced(&self) -> BResult<()> {
         match self.node.get() {
-            Some(n) if n.membership.fenced() => Err(BackendError::Io(
+            Some(n) if n.membership.fenced() => Err(BackendError::Busy(
                 "this node cannot confirm its cluster lease: nothing is written back until it has re-joined".into(),
             )),
             _ => Ok(()),
@@ -54,10 +54,32 @@ impl ClusterBackend {
         }
     }
 
-    /// A read of the real backend by the key's home node: its copy is valid in this membership.
-    /// While the membership changes, a member that has not handed over or a failed node's
-    /// replicas may hold a newer copy than the backend: the newest is read (the router asked
-    /// too, but the view may have changed since and made this node the home).
+    /// A newer copy than the backend's on another member, which a home node reads first while
+    /// the membership changes: a member that has not handed over, or a failed node's replicas,
+    /// may hold one (the router asked too, but the view may have changed since and made this
+    /// node the home). `None`: read the backend.
+    fn newer_elsewhere(&self, bucket: &str, key: &str, view: Option<&View>) -> Option<Elsewhere> {
+        let (Some(n), Some(v)) = (self.node.get(), view) else { return None };
+        if v.settled() {
+            return None;
+        }
+        match block_on(crate::reads::newest_elsewhere(n, v, bucket, key)) {
+            Elsewhere::Nothing => None,
+            other => Some(other),
+        }
+    }
+
+    /// Marks this node's copy of the key, read from the backend by a request sent at `sent`,
+    /// valid while it stays home in `view`.
+    fn install_home(&self, bucket: &str, key: &str, sent: Instant, view: Option<&View>) {
+        if let (Some(n), Some(v)) = (self.node.get(), view) {
+            n.holdings.install(&cache_key(bucket, key), sent, &v.id(), true);
+        }
+    }
+
+    /// A read by the key's home node: a newer copy elsewhere (not installed as this node's own:
+    /// it is not the home node's yet), else the real backend, whose copy is valid in this
+    /// membership.
     fn home_read(
         &self,
         bucket: &str,
@@ -66,16 +88,11 @@ impl ClusterBackend {
         range: Option<(u64, u64)>,
     ) -> BResult<(Vec<u8>, ObjectInfo)> {
         let sent = Instant::now();
-        let (Some(n), Some(v)) = (self.node.get(), view) else { return self.inner_read(bucket, key, range) };
-        if !v.settled() {
-            match block_on(crate::reads::newest_elsewhere(n, &v, bucket, key)) {
-                Elsewhere::Nothing => {}
-                // Not installed as this node's copy: it is not the home node's own yet.
-                other => return self.served_from(other, key, range),
-            }
+        if let Some(found) = self.newer_elsewhere(bucket, key, view.as_deref()) {
+            return self.served_from(found, key, range);
         }
         let r = self.inner_read(bucket, key, range)?;
-        n.holdings.install(&cache_key(bucket, key), sent, &v.id(), true);
+        self.install_home(bucket, key, sent, view.as_deref());
         Ok(r)
     }
 
@@ -95,8 +112,8 @@ impl ClusterBackend {
                 Ok((data.get(s..e.max(s)).unwrap_or_default().to_vec(), info))
             }
             Elsewhere::Found(None) => Err(BackendError::NoSuchKey(key.into())),
-            Elsewhere::Unanswered(why) => Err(BackendError::Io(why)),
-            Elsewhere::Nothing => Err(BackendError::Io("no copy found elsewhere".into())),
+            Elsewhere::Unanswered(why) => Err(BackendError::Busy(why)),
+            Elsewhere::Nothing => Err(BackendError::Busy("no copy found elsewhere".into())),
         }
     }
 
@@ -130,7 +147,7 @@ impl ClusterBackend {
         match r {
             Ok(a) => {
                 let info = parse_info(&a.headers)
-                    .ok_or_else(|| BackendError::Io("home node answered without x-reo-info".into()))?;
+                    .ok_or_else(|| BackendError::Busy("home node answered without x-reo-info".into()))?;
                 n.holdings.install(&cache_key(bucket, key), sent, view, false);
                 n.count(|c| c.home_fetches += 1);
                 Ok((a.body.to_vec(), info))
@@ -161,12 +178,12 @@ impl ClusterBackend {
                 match found {
                     Elsewhere::Nothing => self.inner_read(bucket, key, range),
                     Elsewhere::Unanswered(why) => {
-                        Err(BackendError::Io(format!("the key's home node is unreachable ({e}) and {why}")))
+                        Err(BackendError::Busy(format!("the key's home node is unreachable ({e}) and {why}")))
                     }
                     other => self.served_from(other, key, range),
                 }
             }
-            Err(e) => Err(BackendError::Io(format!("reading from the key's home node: {e}"))),
+            Err(e) => Err(BackendError::Busy(format!("reading from the key's home node: {e}"))),
         }
     }
 }
@@ -214,19 +231,20 @@ impl Backend for ClusterBackend {
         self.read(bucket, key, Some((start, end)))
     }
     fn get_stream(&self, bucket: &str, key: &str, start: u64, end: u64) -> BResult<(ObjectInfo, ChunkIter)> {
+        let buffered = |(data, info): (Vec<u8>, ObjectInfo)| -> (ObjectInfo, ChunkIter) {
+            (info, Box::new(std::iter::once(Ok(Bytes::from(data)))))
+        };
         match self.home(bucket, key) {
-            (None, Some(v)) if v.settled() => {
+            (Some(h), Some(v)) => self.peer_read(&h, &v.id(), bucket, key, Some((start, end))).map(buffered),
+            (_, view) => {
                 let sent = Instant::now();
-                let r = self.inner.get_stream(bucket, key, start, end)?;
-                if let Some(n) = self.node.get() {
-                    n.holdings.install(&cache_key(bucket, key), sent, &v.id(), true);
+                if let Some(found) = self.newer_elsewhere(bucket, key, view.as_deref()) {
+                    return self.served_from(found, key, Some((start, end))).map(buffered);
                 }
+                // Streamed from the backend, as on a single node.
+                let r = self.inner.get_stream(bucket, key, start, end)?;
+                self.install_home(bucket, key, sent, view.as_deref());
                 Ok(r)
-            }
-            (None, None) => self.inner.get_stream(bucket, key, start, end),
-            _ => {
-                let (data, info) = self.read(bucket, key, Some((start, end)))?;
-                Ok((info, Box::new(std::iter::once(Ok(Bytes::from(data))))))
             }
         }
     }

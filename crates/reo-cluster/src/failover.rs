@@ -53,7 +53,10 @@ pub async fn watch(node: Arc<Node>) {
         if view.members.contains_key(node.me()) {
             for o in node.replicas.owners() {
                 if !view.owners.contains(&o) {
-                    if let Err(e) = node.replicas.drop_owner(&o) {
+                    let n = node.clone();
+                    let owner = o.clone();
+                    // Durable frees on flash: off the runtime's threads.
+                    if let Err(e) = node.blocking(move || n.replicas.drop_owner(&owner)).await {
                         tracing::warn!(owner = o, "dropping the replicas of a former owner: {e}");
                     }
                 }
@@ -137,7 +140,8 @@ pub async fn run(node: &Arc<Node>, failed: &str) -> Result<usize, String> {
     }
     for (m, info) in &view.members {
         if m == node.me() {
-            node.replicas.drop_owner(failed).map_err(|e| e.to_string())?;
+            let (n, f) = (node.clone(), failed.to_string());
+            node.blocking(move || n.replicas.drop_owner(&f)).await.map_err(|e| e.to_string())?;
         } else {
             let pq = format!("/_reo/peer/drop-owner?owner={}", enc(failed));
             // A member that misses this drops them at its next re-join or keeps them until the

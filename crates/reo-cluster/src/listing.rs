@@ -40,7 +40,7 @@ pub async fn list(
 ) -> BResult<Vec<ListEntry>> {
     let view = node.view();
     if let Some(o) = view.pending_failover().first() {
-        return Err(BackendError::Io(format!(
+        return Err(BackendError::Busy(format!(
             "node {o}'s unflushed objects are being written back from their replicas; listings resume when \
              they are (retry)"
         )));
@@ -95,7 +95,14 @@ async fn unflushed_of(
     let pq =
         format!("/_reo/peer/unflushed?bucket={}&prefix={}&after={}&limit={n}", enc(bucket), enc(prefix), enc(after));
     let a = node.peers.call(m, addr, http::Method::GET, &pq, &[], Bytes::new()).await.map_err(|e| {
-        BackendError::Io(format!("node {m} did not answer for its unflushed objects, which the listing needs: {e}"))
+        BackendError::Busy(format!("node {m} did not answer for its unflushed objects, which the listing needs: {e}"))
     })?;
-    serde_json::from_slice(&a.body).map_err(|e| BackendError::Io(format!("node {m}'s unflushed objects: {e}")))
+    let mut keys: Vec<Unflushed> = serde_json::from_slice(&a.body)
+        .map_err(|e| BackendError::Busy(format!("node {m}'s unflushed objects: {e}")))?;
+    // The merge relies on a sorted answer within the range and at most `n` long.
+    keys.retain(|(k, _)| k.as_str() > after && k.starts_with(prefix));
+    keys.sort_by(|a, b| a.0.cmp(&b.0));
+    keys.dedup_by(|a, b| a.0 == b.0);
+    keys.truncate(n);
+    Ok(keys)
 }

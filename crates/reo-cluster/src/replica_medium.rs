@@ -39,8 +39,7 @@ impl ReplicaMedium for GatewayMedium {
         self.gw()?.read_held(name)
     }
     fn remove(&self, name: &str) -> std::io::Result<()> {
-        self.gw()?.remove_held(name);
-        Ok(())
+        self.gw()?.remove_held(name).map(|_| ())
     }
     fn list(&self) -> std::io::Result<Vec<(String, String)>> {
         Ok(self.gw()?.held())

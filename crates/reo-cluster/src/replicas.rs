@@ -238,16 +238,23 @@ impl ReplicaStore {
             .collect()
     }
 
-    /// The replica of `owner`'s key, if held (an error if its bytes fail their check).
+    /// The replica of `owner`'s key, if held. An error if its bytes cannot be read or fail
+    /// their check: the replica is then dropped, so the inventory no longer offers it (a
+    /// failover retried picks the next-newest copy on another member instead of failing on
+    /// this one for ever).
     pub fn get(&self, owner: &str, bucket: &str, key: &str) -> std::io::Result<Option<(ReplicaHeader, Vec<u8>)>> {
         let id = (owner.to_string(), bucket.to_string(), key.to_string());
         if !self.inner.lock().0.contains_key(&id) {
             return Ok(None);
         }
-        match self.medium.get(&name_of(owner, bucket, key))? {
-            Some(raw) => decode(&raw, &id).map(Some),
-            None => Ok(None),
+        let name = name_of(owner, bucket, key);
+        let read = self.medium.get(&name).and_then(|raw| raw.map(|raw| decode(&raw, &id)).transpose());
+        if let Err(e) = &read {
+            tracing::error!(owner, bucket, key, "a replica held here is unreadable; dropping it: {e}");
+            let _key = self.stripe(&name);
+            self.forget(&id, &name)?;
         }
+        read
     }
 
     /// `(replicas, bytes)` held, and the bytes still free.
@@ -336,6 +343,10 @@ mod tests {
             *d.last_mut().unwrap() ^= 1;
         }
         assert!(s.get("n1", "b", "k/1").is_err());
+        assert_eq!(s.inventory("n1"), vec![], "an unreadable replica is no longer offered");
+        assert!(s.get("n1", "b", "k/1").unwrap().is_none());
+        assert!(m.0.lock().is_empty(), "and is dropped from the medium");
+        s.put(&header(2, b"data"), b"data").unwrap();
         m.put("junk", b"x", "not an index").unwrap();
         drop(s);
         let s = ReplicaStore::open(m.clone(), 1 << 20).unwrap();

@@ -370,7 +370,17 @@ pub fn run(cfg: &ServeConfig) -> Result<(), LaunchError> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(LaunchError::Runtime)?;
     let interceptor = match &cfg.extension {
         Some(x) => Some(x.start(&gw, rt.handle()).map_err(LaunchError::Extension)?),
-        None => None,
+        None => {
+            let held = gw.held().len();
+            if held > 0 {
+                tracing::warn!(
+                    held,
+                    "this node holds replicas of cluster peers' unflushed writes but runs without a cluster: \
+                     they stay on flash, never evicted, until it runs in its cluster again"
+                );
+            }
+            None
+        }
     };
     let flusher = Flusher::start(gw.clone());
     let prober = crate::gateway::outage::Prober::start(gw.raw_backend.clone(), gw.health.clone());

@@ -110,6 +110,10 @@ pub struct ServeArgs {
     permission_ms: Option<u64>,
 }
 
+/// Largest `cluster.replica_share`: with this node's own unflushed writes (at most half the
+/// flash), 90 % of the flash at most is data that cannot be evicted.
+const MAX_REPLICA_SHARE: f64 = 0.4;
+
 /// The cluster settings of the flags and `[cluster]`; `None` without `--cluster`/`cluster.etcd`.
 fn cluster(
     a: &ServeArgs,
@@ -145,8 +149,13 @@ fn cluster(
     };
     let replicas = a.replicas.or(f.replicas).unwrap_or(2);
     let share = f.replica_share.unwrap_or(reo_cluster::config::DEFAULT_REPLICA_SHARE);
-    if !(0.0..=1.0).contains(&share) {
-        return Err(format!("cluster.replica_share: expected a share between 0 and 1, got {share}"));
+    // Replicas are never evicted, nor is this node's own unflushed data (up to half the flash):
+    // together they must leave room for the clean cache.
+    if !(0.0..=MAX_REPLICA_SHARE).contains(&share) {
+        return Err(format!(
+            "cluster.replica_share: expected a share between 0 and {MAX_REPLICA_SHARE} (the rest of the flash holds \
+             this node's own unflushed writes, up to half, and its clean cache), got {share}"
+        ));
     }
     let lease_ttl = dur("lease_ttl", a.lease_ttl_ms, &f.lease_ttl, reo_cluster::config::DEFAULT_LEASE_TTL)?;
     if lease_ttl < std::time::Duration::from_secs(1) {

@@ -17,6 +17,9 @@ pub fn query(api: &Api, user: &User, params: &[(String, String)]) -> Reply {
     let Some(bucket) = param(params, "bucket") else {
         return Reply::error(StatusCode::BAD_REQUEST, "bucket: missing");
     };
+    if let Err(e) = crate::keys::validate_bucket(bucket) {
+        return Reply::error(StatusCode::BAD_REQUEST, format!("bucket: {e}"));
+    }
     let keys: Vec<String> = match (param(params, "key"), param(params, "prefix")) {
         (Some(k), None) if !user.may_object(Access::Read, bucket, k) => {
             return Reply::denied(user, format_args!("query {bucket}/{k}"));

@@ -73,6 +73,10 @@ pub enum BackendError {
     Precondition(String),
     /// The backend's own I/O failed, or the backend is unreachable (retryable).
     Io(String),
+    /// A layer over the backend (the cluster) cannot take the call now — this node is fenced, a
+    /// failover or hand-over is under way, a peer does not answer (retryable; the message says
+    /// why). It says nothing of the backend's own health.
+    Busy(String),
 }
 
 impl fmt::Display for BackendError {
@@ -82,7 +86,7 @@ impl fmt::Display for BackendError {
             BackendError::NoSuchKey(k) => write!(f, "key {k:?} does not exist"),
             BackendError::BucketExists(b) => write!(f, "bucket {b:?} already exists"),
             BackendError::BucketNotEmpty(b) => write!(f, "bucket {b:?} is not empty"),
-            BackendError::Invalid(m) | BackendError::Precondition(m) => write!(f, "{m}"),
+            BackendError::Invalid(m) | BackendError::Precondition(m) | BackendError::Busy(m) => write!(f, "{m}"),
             BackendError::Io(m) => write!(f, "backend I/O error: {m}"),
         }
     }

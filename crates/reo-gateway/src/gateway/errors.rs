@@ -16,7 +16,7 @@ pub fn backend_err(e: BackendError) -> S3Error {
         BackendError::Invalid(m) if m.contains("bytes long") => S3ErrorCode::KeyTooLongError,
         BackendError::Invalid(_) => S3ErrorCode::InvalidArgument,
         BackendError::Precondition(_) => S3ErrorCode::PreconditionFailed,
-        BackendError::Io(_) => return unavailable(e.to_string()),
+        BackendError::Io(_) | BackendError::Busy(_) => return unavailable(e.to_string()),
     };
     S3Error::with_message(code, e.to_string())
 }

@@ -119,14 +119,17 @@ pub(crate) fn round(gw: &Gateway) -> bool {
         }
         if let Err(e) = r {
             if let FlushError::Backend(b) = &e {
-                gw.health.record_failure(&b.to_string());
+                if !matches!(b, BackendError::Busy(_)) {
+                    gw.health.record_failure(&b.to_string());
+                }
             }
             tracing::warn!("flushing {ck:?} failed (retrying): {e}");
             gw.counters.lock().flush_errors += 1;
             failed = true;
-            // The backend's own I/O failed: the rest would fail alike; probe again after the
-            // backoff. Otherwise try the others (one bad object must not hold them back).
-            if matches!(e, FlushError::Backend(BackendError::Io(_))) {
+            // The backend's own I/O failed, or a layer over it refuses for now: the rest would
+            // fail alike; try again after the backoff. Otherwise try the others (one bad object
+            // must not hold them back).
+            if matches!(e, FlushError::Backend(BackendError::Io(_) | BackendError::Busy(_))) {
                 break;
             }
         }

@@ -37,8 +37,9 @@ impl Guarded {
 fn record<T>(health: &BackendHealth, r: &BResult<T>) {
     match r {
         Err(BackendError::Io(m)) => health.record_failure(m),
-        // Refused before anything was sent (a name the backend cannot hold): no answer.
-        Err(BackendError::Invalid(_)) => {}
+        // Refused before anything was sent (a name the backend cannot hold), or by a layer
+        // over the backend: no answer of the backend's.
+        Err(BackendError::Invalid(_) | BackendError::Busy(_)) => {}
         _ => health.record_success(),
     }
 }

@@ -60,9 +60,10 @@ impl Gateway {
         Ok(Some(out))
     }
 
-    /// Removes what `name` holds, durably; whether it held anything.
-    pub fn remove_held(&self, name: &str) -> bool {
-        self.cache.delete(held_key(name).as_bytes())
+    /// Removes what `name` holds, durably (an error if that cannot be made durable: the bytes
+    /// could come back after a crash); whether it held anything.
+    pub fn remove_held(&self, name: &str) -> std::io::Result<bool> {
+        self.cache.discard(held_key(name).as_bytes()).map_err(|e| std::io::Error::other(e.to_string()))
     }
 
     /// Every held object: its name and index string.
@@ -116,8 +117,8 @@ mod tests {
         assert_eq!(listed.len(), 1, "only the gateway's object reached the backend: {listed:?}");
         assert_eq!(gw.held().len(), 2, "held objects stay after a flush");
 
-        assert!(gw.remove_held("n1/a"));
-        assert!(!gw.remove_held("n1/a"));
+        assert!(gw.remove_held("n1/a").unwrap());
+        assert!(!gw.remove_held("n1/a").unwrap());
         rig.kill(gw);
         let (gw, _) = rig.open();
         assert_eq!(gw.held(), vec![("n2/b".into(), "i3".into())], "a removal survives a crash");

@@ -178,9 +178,9 @@ impl HintSpec {
         if self.app_id.is_empty() {
             return Err(HintError::field("app_id", "must not be empty"));
         }
-        if self.bucket.is_empty() {
-            return Err(HintError::field("bucket", "must not be empty"));
-        }
+        // Every target: a name no bucket may have never reaches the cache (the objects a layer
+        // above holds there, `gateway/held.rs`, live under such names).
+        crate::keys::validate_bucket(&self.bucket).map_err(|e| HintError::field("bucket", e.to_string()))?;
         match (&self.reorganize, self.intent) {
             (Some(m), Intent::Reorganize) => {
                 if self.key.is_some() || self.prefix.is_some() || self.range.is_some() {
@@ -218,7 +218,6 @@ impl HintSpec {
                     "a backend hint takes prefetch, pin, unpin, evict, open or close",
                 ));
             }
-            crate::keys::validate_bucket(&self.bucket).map_err(|e| HintError::field("bucket", e.to_string()))?;
             if let Some(k) = &self.key {
                 crate::keys::validate_key(k).map_err(|e| HintError::field("key", e.to_string()))?;
             }
@@ -304,7 +303,7 @@ mod spec_tests {
     fn spec() -> HintSpec {
         HintSpec {
             app_id: "a".into(),
-            bucket: "b".into(),
+            bucket: "bkt".into(),
             key: Some("k".into()),
             prefix: None,
             range: None,
@@ -325,10 +324,18 @@ mod spec_tests {
         let mut s = spec();
         s.lease.end = 5;
         assert!(s.validate().unwrap_err().to_string().starts_with("lease"));
+        // Any target: no name a bucket cannot have (the cache's held objects use such names).
+        for target in [Target::Cache, Target::Backend] {
+            for bad in ["b", "\0held"] {
+                let mut s = spec();
+                s.target = target;
+                s.bucket = bad.into();
+                let e = s.validate().unwrap_err().to_string();
+                assert!(e.starts_with("bucket: invalid bucket name"), "{target:?} {bad:?}: {e}");
+            }
+        }
         let mut s = spec();
         s.target = Target::Backend;
-        assert!(s.validate().unwrap_err().to_string().starts_with("bucket: invalid bucket name \"b\""));
-        s.bucket = "bkt".into();
         assert!(s.validate().is_ok());
         s.key = Some("a//../\0".into());
         assert!(s.validate().unwrap_err().to_string().starts_with("key:"));
