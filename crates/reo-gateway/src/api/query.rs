@@ -17,8 +17,8 @@ pub fn query(api: &Api, user: &User, params: &[(String, String)]) -> Reply {
     let Some(bucket) = param(params, "bucket") else {
         return Reply::error(StatusCode::BAD_REQUEST, "bucket: missing");
     };
-    if let Err(e) = crate::keys::validate_bucket(bucket) {
-        return Reply::error(StatusCode::BAD_REQUEST, format!("bucket: {e}"));
+    if !crate::hints::bucket_name_safe(bucket) {
+        return Reply::error(StatusCode::BAD_REQUEST, "bucket: must not contain '/' or control characters");
     }
     let keys: Vec<String> = match (param(params, "key"), param(params, "prefix")) {
         (Some(k), None) if !user.may_object(Access::Read, bucket, k) => {

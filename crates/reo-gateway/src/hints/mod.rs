@@ -172,15 +172,26 @@ impl HintError {
     }
 }
 
+/// Whether a bucket name can address only bucket objects in the cache: no '/' (the cache key's
+/// separator) and no control character (the held objects' names start with NUL).
+pub(crate) fn bucket_name_safe(bucket: &str) -> bool {
+    !bucket.chars().any(|c| c == '/' || c.is_control())
+}
+
 impl HintSpec {
     /// Checks the fields' combination; the message names the bad field.
     pub fn validate(&self) -> Result<(), HintError> {
         if self.app_id.is_empty() {
             return Err(HintError::field("app_id", "must not be empty"));
         }
-        // Every target: a name no bucket may have never reaches the cache (the objects a layer
-        // above holds there, `gateway/held.rs`, live under such names).
-        crate::keys::validate_bucket(&self.bucket).map_err(|e| HintError::field("bucket", e.to_string()))?;
+        if self.bucket.is_empty() {
+            return Err(HintError::field("bucket", "must not be empty"));
+        }
+        // Every target: the objects a layer above holds in the cache (`gateway/held.rs`) live
+        // under names with a control character, which no hint may reach.
+        if !bucket_name_safe(&self.bucket) {
+            return Err(HintError::field("bucket", "must not contain '/' or control characters"));
+        }
         match (&self.reorganize, self.intent) {
             (Some(m), Intent::Reorganize) => {
                 if self.key.is_some() || self.prefix.is_some() || self.range.is_some() {
@@ -218,6 +229,7 @@ impl HintSpec {
                     "a backend hint takes prefetch, pin, unpin, evict, open or close",
                 ));
             }
+            crate::keys::validate_bucket(&self.bucket).map_err(|e| HintError::field("bucket", e.to_string()))?;
             if let Some(k) = &self.key {
                 crate::keys::validate_key(k).map_err(|e| HintError::field("key", e.to_string()))?;
             }
@@ -324,18 +336,22 @@ mod spec_tests {
         let mut s = spec();
         s.lease.end = 5;
         assert!(s.validate().unwrap_err().to_string().starts_with("lease"));
-        // Any target: no name a bucket cannot have (the cache's held objects use such names).
+        // Any target: no name that could reach the cache's held objects.
         for target in [Target::Cache, Target::Backend] {
-            for bad in ["b", "\0held"] {
+            for bad in ["\0held", "a/b", "x\ty"] {
                 let mut s = spec();
                 s.target = target;
                 s.bucket = bad.into();
                 let e = s.validate().unwrap_err().to_string();
-                assert!(e.starts_with("bucket: invalid bucket name"), "{target:?} {bad:?}: {e}");
+                assert!(e.starts_with("bucket: must not contain"), "{target:?} {bad:?}: {e}");
             }
         }
         let mut s = spec();
+        s.bucket = "b".into();
+        assert!(s.validate().is_ok(), "a flash hint may name any other bucket");
         s.target = Target::Backend;
+        assert!(s.validate().unwrap_err().to_string().starts_with("bucket: invalid bucket name \"b\""));
+        s.bucket = "bkt".into();
         assert!(s.validate().is_ok());
         s.key = Some("a//../\0".into());
         assert!(s.validate().unwrap_err().to_string().starts_with("key:"));
