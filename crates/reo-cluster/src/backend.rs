@@ -166,14 +166,9 @@ impl ClusterBackend {
                 let v = n.view();
                 // While the membership changes, a member that has not handed over may hold a
                 // newer unflushed copy than the home's replicas or the backend.
-                let elsewhere = if v.settled() {
-                    Elsewhere::Nothing
-                } else {
-                    block_on(crate::reads::newest_elsewhere(n, &v, bucket, key))
-                };
-                let found = match elsewhere {
-                    Elsewhere::Nothing => block_on(crate::reads::from_replicas(n, &v, &home.0, bucket, key)),
-                    other => other,
+                let found = match self.newer_elsewhere(bucket, key, Some(&v)) {
+                    Some(found) => found,
+                    None => block_on(crate::reads::from_replicas(n, &v, &home.0, bucket, key)),
                 };
                 match found {
                     Elsewhere::Nothing => self.inner_read(bucket, key, range),
