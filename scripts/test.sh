@@ -27,8 +27,9 @@ echo "== import cycles (no module of a crate imports one that imports it back)"
 python3 scripts/use-cycles.py
 echo "== tests"
 # moto_server is the S3 store the S3 backend's tests (Rust and end-to-end) run against; boto3
-# drives the gateway end to end, and the AWS CLI is one of the clients it is checked with.
-python3 -m pip install --quiet --disable-pip-version-check boto3 awscli "moto[server]"
+# drives the gateway end to end, and the AWS CLI is one of the clients it is checked with;
+# prometheus-client's parser reads `/metrics` as Prometheus would (tests/e2e/test_metrics.py).
+python3 -m pip install --quiet --disable-pip-version-check boto3 awscli "moto[server]" "prometheus-client==0.26.0"
 # libCacheSim: the reference `reo replay`'s policies are checked against, on the same traces
 # (tests/e2e/test_replay_reference.py computes its figures in the run; docs/REFERENCES.md §A5).
 python3 -m pip install --quiet --disable-pip-version-check "libcachesim==0.3.5"

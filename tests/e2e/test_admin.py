@@ -151,7 +151,7 @@ class ConfigTest(unittest.TestCase):
         try:
             status, body = call(srv, "GET", "/metrics", sign=False)
             self.assertEqual(status, 200, "anonymous_metrics = true lets anyone scrape")
-            self.assertIn(b"reo_request_duration_seconds_bucket", body)
+            self.assertIn(b"reo_gateway_request_duration_seconds_bucket", body)
             req = urllib.request.Request(srv.endpoint + "/metrics",
                                          headers={"Authorization": "Bearer config-file-token-0123"})
             with urllib.request.urlopen(req, timeout=10) as r:

@@ -45,13 +45,13 @@ class HintTest(unittest.TestCase):
         now = time.time()
         submit(hint("cold", "pre", "prefetch", now - 1, now + 600, priority=5))
         wait_for(lambda: query(srv, "cold", "pre")["cached_bytes"] == len(data), "the prefetch")
-        reads = metric(srv, "reo_gateway_backend_reads")
+        reads = metric(srv, "reo_gateway_backend_reads_total")
         self.assertEqual(self.s3.get_object(Bucket="cold", Key="pre")["Body"].read(), data)
-        self.assertEqual(metric(srv, "reo_gateway_backend_reads"), reads, "the GET went to the backend")
+        self.assertEqual(metric(srv, "reo_gateway_backend_reads_total"), reads, "the GET went to the backend")
         # Counted by the hint thread after the bytes are on flash: waited for, not raced.
-        wait_for(lambda: metric(srv, "reo_hints_prefetched_bytes") > 0, "the prefetch's count")
+        wait_for(lambda: metric(srv, "reo_hints_prefetched_bytes_total") > 0, "the prefetch's count")
         self.assertGreater(metric(srv, 'reo_device_writes_total{device="0"}'), 0)
-        self.assertGreater(metric(srv, 'reo_request_duration_seconds_count{op="get"}'), 0)
+        self.assertGreater(metric(srv, 'reo_gateway_request_duration_seconds_count{op="get"}'), 0)
 
     def test_open_is_a_prefetch_and_close_an_evict(self):
         self.s3.put_object(Bucket="cold", Key="file", Body=b"x" * 5000)
@@ -67,11 +67,11 @@ class HintTest(unittest.TestCase):
         now = time.time()
         submit(hint("cold", "pinned", "pin", now - 1, now + 600))
         wait_for(lambda: query(srv, "cold", "pinned")["pinned"], "the pin")
-        evictions = metric(srv, "reo_cache_evictions")
+        evictions = metric(srv, 'reo_cache_evictions_total{cause="policy"}')
         blob = os.urandom(1 << 20)
         for i in range(60):  # about twice the cache
             self.s3.put_object(Bucket="hot", Key=f"pressure/{i}", Body=blob)
-        self.assertGreater(metric(srv, "reo_cache_evictions"), evictions, "no cache pressure")
+        self.assertGreater(metric(srv, 'reo_cache_evictions_total{cause="policy"}'), evictions, "no cache pressure")
         q = query(srv, "cold", "pinned")
         self.assertEqual((q["cached_bytes"], q["pinned"]), (len(data), True))
         self.assertEqual(q["leases"][0]["intent"], "pin")
@@ -128,9 +128,9 @@ class HintTest(unittest.TestCase):
         # The access history came along: the same Freq and H under the new key.
         after = query(srv, "cold", "v2/obj")
         self.assertEqual((after["freq"], after["h"]), (before["freq"], before["h"]))
-        reads = metric(srv, "reo_gateway_backend_reads")
+        reads = metric(srv, "reo_gateway_backend_reads_total")
         self.assertEqual(self.s3.get_object(Bucket="cold", Key="v2/obj")["Body"].read(), data)
-        self.assertEqual(metric(srv, "reo_gateway_backend_reads"), reads)
+        self.assertEqual(metric(srv, "reo_gateway_backend_reads_total"), reads)
 
     def test_query_answers(self):
         self.s3.put_object(Bucket="hot", Key="q", Body=b"q" * 70000)
@@ -184,7 +184,7 @@ class ThrottleTest(unittest.TestCase):
                      "the prefetches")
             # 600 kB at 200 kB/s with one second of burst: at least about 2 s.
             self.assertGreater(time.time() - started, 1.5)
-            self.assertGreater(metric(t, "reo_hints_throttle_waits"), 0)
+            self.assertGreater(metric(t, "reo_hints_throttle_waits_total"), 0)
         finally:
             self.assertEqual(t.stop(), 0)
             t.cleanup()

@@ -108,7 +108,7 @@ class LifecycleTest(unittest.TestCase):
             s3 = srv2.client()
             self.assertEqual(s3.get_object(Bucket="warm", Key="cached")["Body"].read(), cached)
             self.assertEqual(s3.get_object(Bucket="warm", Key="drained")["Body"].read(), body)
-            self.assertEqual(metric(srv2, "reo_gateway_backend_reads"), 0, "the restart was cold")
+            self.assertEqual(metric(srv2, "reo_gateway_backend_reads_total"), 0, "the restart was cold")
         finally:
             self.assertEqual(srv2.stop(), 0)
             srv2.cleanup()

@@ -297,7 +297,7 @@ class S3Test(unittest.TestCase):
         req = urllib.request.Request(srv.endpoint + "/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
         with urllib.request.urlopen(req) as r:
             text = r.read().decode()
-        self.assertIn("reo_cache_requests ", text)
+        self.assertIn("reo_cache_requests_total ", text)
         self.assertIn("reo_gateway_dirty_objects ", text)
         self.assertIn("reo_gateway_flush_lag_seconds ", text)
 

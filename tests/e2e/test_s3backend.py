@@ -189,14 +189,14 @@ class S3BackendTest(unittest.TestCase):
         data = os.urandom(200_000)
         mput = self.moto.put_object(Bucket="wbk", Key="direct/x", Body=data, ContentType="image/png",
                                     Metadata={"k": "v"})
-        reads = metric(srv, "reo_gateway_backend_reads")
+        reads = metric(srv, "reo_gateway_backend_reads_total")
         part = self.s3.get_object(Bucket="wbk", Key="direct/x", Range="bytes=70000-70099")
         self.assertEqual(part["Body"].read(), data[70000:70100])
         self.assertEqual(part["ContentRange"], f"bytes 70000-70099/{len(data)}")
         got = self.s3.get_object(Bucket="wbk", Key="direct/x")
         self.assertEqual(got["Body"].read(), data)
         self.assertEqual((got["ETag"], got["ContentType"], got["Metadata"]), (mput["ETag"], "image/png", {"k": "v"}))
-        self.assertGreater(metric(srv, "reo_gateway_backend_reads"), reads, "the miss did not read moto")
+        self.assertGreater(metric(srv, "reo_gateway_backend_reads_total"), reads, "the miss did not read moto")
         with self.assertRaises(ClientError) as e:
             self.s3.get_object(Bucket="wbk", Key="direct/none")
         self.assertEqual(code(e), "NoSuchKey")
@@ -360,7 +360,7 @@ class BackendDownTest(unittest.TestCase):
             data = os.urandom(50_000)
             s3.put_object(Bucket="down", Key="kept", Body=data)
             self.assertEqual(s3.get_object(Bucket="down", Key="kept")["Body"].read(), data)
-            wait_for(lambda: metric(r, "reo_gateway_flush_errors") > 0, "a failed flush")
+            wait_for(lambda: metric(r, "reo_gateway_flush_errors_total") > 0, "a failed flush")
             self.assertGreater(metric(r, "reo_gateway_dirty_objects"), 0)
             m2 = Moto(port=m.port)  # an empty store on the same address
             m2.start()

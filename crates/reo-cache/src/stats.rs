@@ -14,6 +14,7 @@
 use serde::Serialize;
 
 use crate::admission::AdmissionStats;
+use crate::object::Class;
 
 /// Counters since the cache opened. Plain integers: the manager updates them under its lock.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -67,6 +68,45 @@ pub struct CacheStats {
     pub dirty_lost: u64,
     /// Reads whose blob vanished under them (evicted or relocated concurrently) and were retried.
     pub raced_reads: u64,
+    /// `hits` by the class of the object read.
+    pub hits_by_class: PerClass,
+    /// `hit_bytes` by the class of the object read.
+    pub hit_bytes_by_class: PerClass,
+}
+
+/// A counter per class (docs/ARCHITECTURE.md: the classes and their schemes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct PerClass {
+    /// Class 0, system metadata.
+    pub metadata: u64,
+    /// Class 1, dirty data.
+    pub dirty: u64,
+    /// Class 2, hot clean data.
+    pub hot: u64,
+    /// Class 3, cold clean data.
+    pub cold: u64,
+}
+
+impl PerClass {
+    /// The counter of `class`.
+    pub fn get_mut(&mut self, class: Class) -> &mut u64 {
+        match class {
+            Class::Metadata => &mut self.metadata,
+            Class::Dirty => &mut self.dirty,
+            Class::Hot => &mut self.hot,
+            Class::Cold => &mut self.cold,
+        }
+    }
+
+    /// The counter of `class`.
+    pub fn get(&self, class: Class) -> u64 {
+        match class {
+            Class::Metadata => self.metadata,
+            Class::Dirty => self.dirty,
+            Class::Hot => self.hot,
+            Class::Cold => self.cold,
+        }
+    }
 }
 
 /// Derived ratios, serialized next to the counters.

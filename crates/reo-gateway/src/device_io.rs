@@ -1,17 +1,27 @@
 //! Per-device I/O counters: every device the server opens (and every replacement) is wrapped in
 //! [`CountedMedia`], which counts reads, writes, bytes, syncs and errors into that device's
-//! [`DeviceIo`] (the store counts I/O for the whole array only). `reo admin status` and
-//! `/metrics` show them per device.
+//! [`DeviceIo`] (the store counts I/O for the whole array only), and times each call into a
+//! latency histogram per kind (read, write, sync). `reo admin status` and `/metrics` show them
+//! per device.
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use reo_media::Media;
 
+/// The kinds of device call timed, in [`DeviceIo::latency`]'s order.
+pub const CALLS: [&str; 3] = ["read", "write", "sync"];
+
+/// A latency histogram of one kind of call: 50 µs to 3.3 s, ×4 per bucket.
+fn latency_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.000_05, 4.0, 9))
+}
+
 /// One device's counters.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct DeviceIo {
     /// Read calls (failed ones included).
     pub reads: AtomicU64,
@@ -25,6 +35,22 @@ pub struct DeviceIo {
     pub syncs: AtomicU64,
     /// Reads, writes and syncs that failed.
     pub errors: AtomicU64,
+    /// Seconds per call, by kind ([`CALLS`]).
+    latency: [Histogram; 3],
+}
+
+impl Default for DeviceIo {
+    fn default() -> Self {
+        DeviceIo {
+            reads: AtomicU64::new(0),
+            read_bytes: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
+            write_bytes: AtomicU64::new(0),
+            syncs: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            latency: [latency_histogram(), latency_histogram(), latency_histogram()],
+        }
+    }
 }
 
 impl DeviceIo {
@@ -32,6 +58,11 @@ impl DeviceIo {
     pub fn snapshot(&self) -> [u64; 6] {
         [&self.reads, &self.read_bytes, &self.writes, &self.write_bytes, &self.syncs, &self.errors]
             .map(|c| c.load(Relaxed))
+    }
+
+    /// The latency histograms, by kind ([`CALLS`]); clones share the counts.
+    pub fn latency(&self) -> [Histogram; 3] {
+        self.latency.clone()
     }
 }
 
@@ -50,7 +81,11 @@ impl CountedMedia {
         CountedMedia { inner, io }
     }
 
-    fn count<T>(&self, r: io::Result<T>) -> io::Result<T> {
+    /// Runs one call of kind `kind` (an index into [`CALLS`]): timed, its failure counted.
+    fn count<T>(&self, kind: usize, call: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+        let t = std::time::Instant::now();
+        let r = call();
+        self.io.latency[kind].observe(t.elapsed().as_secs_f64());
         if r.is_err() {
             self.io.errors.fetch_add(1, Relaxed);
         }
@@ -66,19 +101,19 @@ impl Media for CountedMedia {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         self.io.reads.fetch_add(1, Relaxed);
         self.io.read_bytes.fetch_add(buf.len() as u64, Relaxed);
-        self.count(self.inner.read_at(buf, offset))
+        self.count(0, || self.inner.read_at(buf, offset))
     }
 
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.io.writes.fetch_add(1, Relaxed);
         self.io.write_bytes.fetch_add(buf.len() as u64, Relaxed);
-        self.count(self.inner.write_at(buf, offset))
+        self.count(1, || self.inner.write_at(buf, offset))
     }
 
     fn write_vectored_at(&self, parts: &[&[u8]], offset: u64) -> io::Result<()> {
         self.io.writes.fetch_add(1, Relaxed);
         self.io.write_bytes.fetch_add(parts.iter().map(|p| p.len() as u64).sum(), Relaxed);
-        self.count(self.inner.write_vectored_at(parts, offset))
+        self.count(1, || self.inner.write_vectored_at(parts, offset))
     }
 
     fn vector_align(&self) -> usize {
@@ -87,7 +122,7 @@ impl Media for CountedMedia {
 
     fn sync(&self) -> io::Result<()> {
         self.io.syncs.fetch_add(1, Relaxed);
-        self.count(self.inner.sync())
+        self.count(2, || self.inner.sync())
     }
 
     fn stores_bytes(&self) -> bool {
@@ -118,6 +153,11 @@ impl DeviceIoTable {
     /// Every device's counters, by device.
     pub fn snapshot(&self) -> Vec<[u64; 6]> {
         self.0.lock().iter().map(|io| io.snapshot()).collect()
+    }
+
+    /// Every device's latency histograms, by device.
+    pub fn latency(&self) -> Vec<[Histogram; 3]> {
+        self.0.lock().iter().map(|io| io.latency()).collect()
     }
 }
 

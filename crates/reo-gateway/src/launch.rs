@@ -392,6 +392,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), LaunchError> {
         data_dir: cfg.data_dir.clone(),
         anonymous_metrics: cfg.anonymous_metrics,
         metrics: Default::default(),
+        scrubs: Default::default(),
         last_rebuild: Default::default(),
         device_io,
         rebuild_bps: cfg.rebuild_bps,

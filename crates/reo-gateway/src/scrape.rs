@@ -44,7 +44,8 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 pub fn text(status: StatusCode, body: String) -> Response<s3s::Body> {
     let mut r = Response::new(s3s::Body::from(body));
     *r.status_mut() = status;
-    r.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; version=0.0.4"));
+    r.headers_mut()
+        .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(crate::metrics::exposition::CONTENT_TYPE));
     if status == StatusCode::UNAUTHORIZED {
         r.headers_mut().insert(http::header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer"));
     }

@@ -2,7 +2,8 @@
 //! its signer's role and scopes by [`crate::users::access`], anonymous requests denied) plus
 //! Reo's API routes ([`crate::api`]: health, metrics, hints, query, admin), served with
 //! hyper-util on a tokio listener until `shutdown` resolves, every request timed into the
-//! latency histograms; then in-flight requests drain (up to [`DRAIN`]). Also `/metrics`' text.
+//! request metrics ([`crate::metrics::RequestMetrics`]); then in-flight requests drain (up to
+//! [`DRAIN`]).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -89,96 +90,9 @@ impl S3Route for Routes {
     }
 }
 
-/// Prometheus text: every numeric counter of the cache, the store and the gateway.
-pub fn metrics(api: &Api) -> String {
-    let (gw, hints, latency) = (&*api.gw, &*api.hints, &*api.metrics);
-    let mut out = String::new();
-    let mut emit = |prefix: &str, v: serde_json::Value| flatten(prefix, &v, &mut out);
-    emit("reo_cache", serde_json::to_value(gw.cache.stats()).unwrap_or_default());
-    let st = gw.cache.store().stats();
-    let store = serde_json::json!({
-        "puts": st.puts, "put_bytes": st.put_bytes, "put_device_bytes": st.put_device_bytes,
-        "reads": st.reads, "read_bytes": st.read_bytes, "degraded_reads": st.degraded_reads,
-        "checksum_errors": st.checksum_errors, "read_errors": st.read_errors, "write_errors": st.write_errors,
-        "slow_reads": st.slow_reads, "ejections": st.ejections,
-        "gc_runs": st.gc_runs, "gc_device_bytes": st.gc_device_bytes, "checkpoints": st.checkpoints,
-        "failed_devices": gw.cache.store().failed_devices().len(),
-    });
-    emit("reo_store", store);
-    emit("reo_gateway", serde_json::to_value(gw.counters()).unwrap_or_default());
-    out.push_str(&format!("reo_gateway_denied_requests_total {}\n", api.denials.total()));
-    out.push_str(&format!(
-        "reo_gateway_body_bytes_in_memory {}\nreo_gateway_memory_budget_bytes {}\nreo_gateway_memory_budget_refusals_total {}\n",
-        api.budget.used(),
-        api.budget.limit(),
-        api.budget.refused()
-    ));
-    let (objects, bytes) = gw.dirty();
-    out.push_str(&format!("reo_gateway_dirty_objects {objects}\nreo_gateway_dirty_bytes {bytes}\n"));
-    out.push_str(&format!("reo_gateway_flush_lag_seconds {:.3}\n", gw.flush_lag_secs()));
-    let stuck = gw.stuck();
-    out.push_str(&format!(
-        "reo_gateway_stuck_objects {}\nreo_gateway_stuck_bytes {}\nreo_gateway_stuck_buckets {}\n",
-        stuck.objects,
-        stuck.bytes,
-        stuck.buckets.len()
-    ));
-    let h = gw.health.report();
-    out.push_str(&format!(
-        "reo_backend_up {}\nreo_backend_down_seconds {:.3}\nreo_backend_failures_total {}\nreo_backend_slowing_down {}\n",
-        u8::from(h.up),
-        h.down_seconds,
-        h.failures,
-        u8::from(h.slowing_down)
-    ));
-    flatten("reo_hints", &serde_json::to_value(hints.counters()).unwrap_or_default(), &mut out);
-    out.push_str(&format!("reo_hints_in_force {}\n", hints.list().len()));
-    let store = gw.cache.store();
-    let failed = store.failed_devices();
-    for d in 0..store.layout().devices as usize {
-        out.push_str(&format!("reo_device_failed{{device=\"{d}\"}} {}\n", u8::from(failed.contains(&d))));
-    }
-    for (d, counts) in api.device_io.snapshot().iter().enumerate() {
-        for (name, v) in crate::device_io::FIELDS.iter().zip(counts) {
-            out.push_str(&format!("reo_device_{name}_total{{device=\"{d}\"}} {v}\n"));
-        }
-    }
-    let (done, total, running) = store
-        .rebuild_progress()
-        .map_or((0, 0, false), |p| (p.bytes_done, p.bytes_total, p.state == reo_store::RebuildState::Running));
-    out.push_str(&format!(
-        "reo_rebuild_running {}\nreo_rebuild_bytes_done {done}\nreo_rebuild_bytes_total {total}\n",
-        u8::from(running)
-    ));
-    if let Some(x) = &api.extension {
-        let s = x.status();
-        flatten("reo_cluster", &s["counters"], &mut out);
-        let gauges = serde_json::json!({
-            "fenced": s["fenced"], "settled": s["settled"], "etcd_up": s["etcd_up"],
-            "members": s["members"].as_array().map_or(0, Vec::len),
-            "pending_failover": s["pending_failover"].as_array().map_or(0, Vec::len),
-            "replica_objects": s["replicas"]["objects"], "replica_bytes": s["replicas"]["bytes"],
-            "replicated_objects": s["replicated_objects"],
-        });
-        flatten("reo_cluster", &gauges, &mut out);
-    }
-    latency.render(&mut out);
-    out
-}
-
-fn flatten(prefix: &str, v: &serde_json::Value, out: &mut String) {
-    match v {
-        serde_json::Value::Object(m) => {
-            for (k, v) in m {
-                let name: String =
-                    k.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
-                flatten(&format!("{prefix}_{name}"), v, out);
-            }
-        }
-        serde_json::Value::Number(n) => out.push_str(&format!("{prefix} {n}\n")),
-        serde_json::Value::Bool(b) => out.push_str(&format!("{prefix} {}\n", u8::from(*b))),
-        _ => {}
-    }
+/// A message's declared body length (0 if it declares none).
+fn content_length(h: &http::HeaderMap) -> u64 {
+    h.get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 
 /// How a request's answer may come before `100 Continue` (see [`close_after_early_answer`]).
@@ -278,8 +192,10 @@ pub async fn serve(
             let cont = Continue::of(&req);
             let (method, path) = (req.method().clone(), req.uri().path().to_string());
             let attributes = crate::s3::parts::is_attributes_request(req.method(), req.uri());
+            let received = content_length(req.headers());
             async move {
                 let t = std::time::Instant::now();
+                let _in_flight = latency.begin();
                 let id = ids.next();
                 // Refused before s3s reads anything of the request.
                 let early = crate::form_post::refuse(req.method(), req.headers())
@@ -324,8 +240,9 @@ pub async fn serve(
                         resp.headers_mut().remove(http::header::CONTENT_LENGTH);
                     }
                 }
-                latency.observe(op, t.elapsed());
                 if let Ok(resp) = &r {
+                    let sent = if method == http::Method::HEAD { 0 } else { content_length(resp.headers()) };
+                    latency.observe(op, resp.status().as_u16(), t.elapsed(), received, sent);
                     let status = resp.status().as_u16();
                     if status == 401 || status == 403 {
                         denials.record(status, method.as_str(), &path, peer, std::time::Instant::now());

@@ -55,6 +55,20 @@ impl Cache {
         self.lock().classes.h_hot()
     }
 
+    /// Objects in the index and their sizes, by the class each has now (index order: class code).
+    /// One pass over the index under the cache's lock: for scrapes and status pages, not for the
+    /// request path.
+    pub fn class_occupancy(&self) -> [(u64, u64); 4] {
+        let s = self.lock();
+        let mut out = [(0u64, 0u64); 4];
+        for (_, e) in s.objects.iter() {
+            let c = &mut out[s.classes.class_of(e) as usize];
+            c.0 += 1;
+            c.1 += e.size();
+        }
+        out
+    }
+
     /// User bytes cached / device bytes they occupy with their redundancy (1.0 = no redundancy;
     /// 0.25 = four copies). From the store's live space, so it covers every blob the cache holds.
     pub fn space_efficiency(&self) -> f64 {

@@ -1,6 +1,7 @@
 //! [`Counters`]: the manager's accounting ([`CacheStats`]), counted event by event under the
 //! cache's lock and read as a snapshot.
 
+use crate::object::Class;
 use crate::stats::CacheStats;
 
 /// The counters since open (see [`CacheStats`] for what each one means).
@@ -41,15 +42,25 @@ impl Counters {
         self.0.cache_writes += 1;
     }
 
+    /// A read request of an object of `class` served wholly from flash.
+    #[inline]
+    pub fn hit(&mut self, class: Class) {
+        self.0.hits += 1;
+        *self.0.hits_by_class.get_mut(class) += 1;
+    }
+
+    /// Bytes of an object of `class` served from flash.
+    #[inline]
+    pub fn served(&mut self, class: Class, bytes: u64) {
+        self.0.hit_bytes += bytes;
+        *self.0.hit_bytes_by_class.get_mut(class) += bytes;
+    }
+
     events! {
         /// A read request.
         request() => requests;
-        /// A read request served wholly from flash.
-        hit() => hits;
         /// Bytes a read request asked for.
         requested(bytes) => request_bytes;
-        /// Bytes served from flash.
-        served(bytes) => hit_bytes;
         /// Fragments served from flash through the dedup cache.
         dedup_hits(fragments) => dedup_hits;
         /// Reads whose blob vanished under them.

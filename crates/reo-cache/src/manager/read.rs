@@ -160,11 +160,11 @@ impl Cache {
             s.admitter.on_hit(self.admission_key(key), now_ns);
         }
         let e = s.objects.get(slot).expect("found");
-        let (size, dirty) = (e.size(), e.dirty());
+        let (size, dirty, class) = (e.size(), e.dirty(), s.classes.class_of(e));
         let end = end.min(size);
         if start >= end {
             if counted {
-                s.stats.hit();
+                s.stats.hit(class);
             }
             return Ok(GetResult { size: Some(size), token: s.invalidations.epoch(), pieces: Pieces::new() });
         }
@@ -267,10 +267,10 @@ impl Cache {
         let mut s = self.lock();
         s.stats.raced_reads(raced);
         s.stats.dedup_hits(dedup_hits);
-        s.stats.served(hit_bytes);
+        s.stats.served(class, hit_bytes);
         let result = GetResult { size: Some(size), token, pieces };
         if result.is_hit() && counted {
-            s.stats.hit();
+            s.stats.hit(class);
         }
         Ok(result)
     }

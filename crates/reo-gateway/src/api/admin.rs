@@ -40,7 +40,9 @@ pub fn dispatch(api: &Api, method: &Method, what: &str, params: &[(String, Strin
             Reply::ok(json!({"dirty_objects": objects, "dirty_bytes": bytes, "backend": api.gw.health.report()}))
         }
         ("POST", "scrub") => {
-            let r = api.gw.cache.scrub(None);
+            let Some(r) = api.scrubs.run(|| api.gw.cache.scrub(None)) else {
+                return Reply::error(StatusCode::CONFLICT, "a scrub is running; try again when it ends");
+            };
             Reply::ok(json!({
                 "blobs": r.blobs, "chunks_verified": r.chunks_verified, "chunks_bad": r.chunks_bad,
                 "chunks_repaired": r.chunks_repaired, "chunks_skipped": r.chunks_skipped,

@@ -10,6 +10,7 @@ pub mod admin;
 pub mod hints;
 pub mod query;
 pub mod replay;
+pub mod scrubs;
 pub mod users;
 
 use std::path::PathBuf;
@@ -39,8 +40,10 @@ pub struct Api {
     pub data_dir: PathBuf,
     /// Whether `/metrics` may be scraped without a signature.
     pub anonymous_metrics: bool,
-    /// Request latency histograms by operation, for `/metrics`.
-    pub metrics: Arc<crate::metrics::Metrics>,
+    /// The request path's metrics (requests, latency, bytes, in flight), for `/metrics`.
+    pub metrics: Arc<crate::metrics::RequestMetrics>,
+    /// Scrubs run through the API.
+    pub scrubs: Arc<scrubs::ScrubLog>,
     /// The last rebuild started through the API: its outcome stays visible after it finishes
     /// (the store forgets a finished rebuild).
     pub last_rebuild: Arc<parking_lot::Mutex<Option<reo_store::RebuildHandle>>>,
@@ -221,8 +224,9 @@ impl Api {
     /// thread serves (with two cores, two such waits stall them all).
     pub(crate) async fn metrics_text(&self) -> S3Result<String> {
         let api = self.clone();
-        tokio::task::spawn_blocking(move || crate::server::metrics(&api))
+        tokio::task::spawn_blocking(move || crate::metrics::exposition::render(&api))
             .await
+            .map_err(|e| s3_error!(InternalError, "metrics failed: {e}"))?
             .map_err(|e| s3_error!(InternalError, "metrics failed: {e}"))
     }
 
@@ -271,6 +275,7 @@ mod tests {
             data_dir: rig.dir.clone(),
             anonymous_metrics: true,
             metrics: Default::default(),
+            scrubs: Default::default(),
             last_rebuild: Default::default(),
             device_io: Default::default(),
             rebuild_bps: None,

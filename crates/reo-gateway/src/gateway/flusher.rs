@@ -187,14 +187,16 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
         (p, first, gw.flushing.begin(ck))
     };
     let r = match first {
-        None => match gw.raw_backend.delete(&p.bucket, &p.key) {
+        None => match gw.backend_calls.time("delete", || gw.raw_backend.delete(&p.bucket, &p.key)) {
             // A bucket deleted behind the gateway's back holds no key either: the delete is
             // done (retrying it would fail for ever and mark the backend down).
             Ok(()) | Err(BackendError::NoSuchKey(_)) | Err(BackendError::NoSuchBucket(_)) => Ok(()),
             Err(e) => Err(e),
         },
         // Read whole: one backend call.
-        Some(bytes) if bytes.len() as u64 == p.info.size => gw.raw_backend.put_owned(&p.bucket, &p.key, bytes, &p.info),
+        Some(bytes) if bytes.len() as u64 == p.info.size => {
+            gw.backend_calls.time("put", || gw.raw_backend.put_owned(&p.bucket, &p.key, bytes, &p.info))
+        }
         Some(bytes) => match write_streamed(gw, ck, &p, bytes)? {
             Some(r) => r,
             None => {
@@ -293,7 +295,7 @@ fn write_streamed(
     p: &super::pending::PendingPut,
     first: bytes::Bytes,
 ) -> Result<Option<crate::backend::BResult<()>>, FlushError> {
-    let mut w = match gw.raw_backend.clone().put_stream(&p.bucket, &p.key, &p.info) {
+    let mut w = match gw.backend_calls.time("put", || gw.raw_backend.clone().put_stream(&p.bucket, &p.key, &p.info)) {
         Ok(w) => w,
         Err(e) => return Ok(Some(Err(e))),
     };

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use super::backend_calls::BackendCalls;
 use super::outage::BackendHealth;
 use crate::backend::{
     Address, Advice, AdviceReport, BResult, Backend, BackendError, BucketInfo, ChunkIter, ListEntry, ObjectInfo,
@@ -16,18 +17,20 @@ use crate::backend::{
 pub(crate) struct Guarded {
     inner: Arc<dyn Backend>,
     health: Arc<BackendHealth>,
+    calls: BackendCalls,
 }
 
 impl Guarded {
-    pub fn new(inner: Arc<dyn Backend>, health: Arc<BackendHealth>) -> Guarded {
-        Guarded { inner, health }
+    pub fn new(inner: Arc<dyn Backend>, health: Arc<BackendHealth>, calls: BackendCalls) -> Guarded {
+        Guarded { inner, health, calls }
     }
 
-    fn call<T>(&self, f: impl FnOnce(&dyn Backend) -> BResult<T>) -> BResult<T> {
+    /// Calls operation `op` unless the backend is down, timing it and recording its answer.
+    fn call<T>(&self, op: &'static str, f: impl FnOnce(&dyn Backend) -> BResult<T>) -> BResult<T> {
         if let Some(e) = self.health.refusal() {
             return Err(e);
         }
-        let r = f(self.inner.as_ref());
+        let r = self.calls.time(op, || f(self.inner.as_ref()));
         record(&self.health, &r);
         r
     }
@@ -71,47 +74,47 @@ impl ObjectWriter for GuardedWriter {
 
 impl Backend for Guarded {
     fn list_buckets(&self) -> BResult<Vec<BucketInfo>> {
-        self.call(|b| b.list_buckets())
+        self.call("list_buckets", |b| b.list_buckets())
     }
     fn create_bucket(&self, bucket: &str) -> BResult<()> {
-        self.call(|b| b.create_bucket(bucket))
+        self.call("create_bucket", |b| b.create_bucket(bucket))
     }
     fn head_bucket(&self, bucket: &str) -> BResult<BucketInfo> {
-        self.call(|b| b.head_bucket(bucket))
+        self.call("head_bucket", |b| b.head_bucket(bucket))
     }
     fn delete_bucket(&self, bucket: &str) -> BResult<()> {
-        self.call(|b| b.delete_bucket(bucket))
+        self.call("delete_bucket", |b| b.delete_bucket(bucket))
     }
     fn put(&self, bucket: &str, key: &str, data: &[u8], info: &ObjectInfo) -> BResult<()> {
-        self.call(|b| b.put(bucket, key, data, info))
+        self.call("put", |b| b.put(bucket, key, data, info))
     }
     fn put_owned(&self, bucket: &str, key: &str, data: bytes::Bytes, info: &ObjectInfo) -> BResult<()> {
-        self.call(|b| b.put_owned(bucket, key, data, info))
+        self.call("put", |b| b.put_owned(bucket, key, data, info))
     }
     fn put_stream(self: Arc<Self>, bucket: &str, key: &str, info: &ObjectInfo) -> BResult<Box<dyn ObjectWriter>> {
-        let inner = self.call(|_| self.inner.clone().put_stream(bucket, key, info))?;
+        let inner = self.call("put", |_| self.inner.clone().put_stream(bucket, key, info))?;
         Ok(Box::new(GuardedWriter { inner, health: self.health.clone() }))
     }
     fn head(&self, bucket: &str, key: &str) -> BResult<ObjectInfo> {
-        self.call(|b| b.head(bucket, key))
+        self.call("head", |b| b.head(bucket, key))
     }
     fn get_range(&self, bucket: &str, key: &str, start: u64, end: u64) -> BResult<(Vec<u8>, ObjectInfo)> {
-        self.call(|b| b.get_range(bucket, key, start, end))
+        self.call("get", |b| b.get_range(bucket, key, start, end))
     }
     fn get_stream(&self, bucket: &str, key: &str, start: u64, end: u64) -> BResult<(ObjectInfo, ChunkIter)> {
-        self.call(|b| b.get_stream(bucket, key, start, end))
+        self.call("get", |b| b.get_stream(bucket, key, start, end))
     }
     fn delete(&self, bucket: &str, key: &str) -> BResult<()> {
-        self.call(|b| b.delete(bucket, key))
+        self.call("delete", |b| b.delete(bucket, key))
     }
     fn list(&self, bucket: &str, prefix: &str, after: &str, limit: usize) -> BResult<Vec<ListEntry>> {
-        self.call(|b| b.list(bucket, prefix, after, limit))
+        self.call("list", |b| b.list(bucket, prefix, after, limit))
     }
     fn check_key(&self, key: &str) -> BResult<()> {
         self.inner.check_key(key)
     }
     fn advise(&self, bucket: &str, address: &Address, advice: Advice) -> BResult<AdviceReport> {
-        self.call(|b| b.advise(bucket, address, advice))
+        self.call("advise", |b| b.advise(bucket, address, advice))
     }
     fn probe(&self) -> BResult<()> {
         self.inner.probe()

@@ -48,6 +48,8 @@ pub struct Gateway {
     pub backend: Arc<dyn Backend>,
     /// The backend itself: the flusher's, whose calls are also how the gateway learns it is back.
     pub(crate) raw_backend: Arc<dyn Backend>,
+    /// Latency and errors of backend calls, by operation (`/metrics`).
+    pub backend_calls: super::backend_calls::BackendCalls,
     /// The flash cache.
     pub cache: Arc<Cache>,
     pub(crate) pending: Mutex<Pending>,
@@ -122,7 +124,9 @@ impl Gateway {
         recover::reconcile(&mut pending, &cache)?;
         let health = Arc::new(outage::BackendHealth::default());
         let raw_backend = backend;
-        let backend: Arc<dyn Backend> = Arc::new(guard::Guarded::new(raw_backend.clone(), health.clone()));
+        let backend_calls = super::backend_calls::BackendCalls::default();
+        let backend: Arc<dyn Backend> =
+            Arc::new(guard::Guarded::new(raw_backend.clone(), health.clone(), backend_calls.clone()));
         let dirty_limit = cache.config().capacity_bytes / 2;
         let max_fill = (cache.config().capacity_bytes / 4).min(256 << 20);
         let stripes = Arc::new(stripes::Stripes::default());
@@ -137,6 +141,7 @@ impl Gateway {
         Ok(Arc::new(Gateway {
             backend,
             raw_backend,
+            backend_calls,
             cache,
             records,
             pending: Mutex::new(pending),

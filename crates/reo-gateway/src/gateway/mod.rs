@@ -45,6 +45,7 @@
 //! `while let` keep their scrutinee's temporaries (a `self.pending()` guard) to the end of the
 //! construct, `else` included (edition 2021). Take what is needed into a local first.
 
+pub mod backend_calls;
 mod bucket_ops;
 mod buckets;
 mod clock;
