@@ -1,5 +1,9 @@
-//! Axis scales: "nice" ranges and ticks (steps of 1, 2 or 5 × 10^k) and compact tick labels
-//! (SI suffixes k/M/G/T for large values).
+//! Axis scales: "nice" ranges and ticks (steps of 1, 2 or 5 × 10^k, whole numbers only for
+//! integer data) and compact tick labels (SI suffixes k/M/G/T for large values).
+
+use std::ops::Range;
+
+use plotters::coord::ranged1d::{KeyPointHint, NoDefaultFormatting, Ranged, ValueFormatter};
 
 /// A numeric axis: its range and tick positions.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +49,15 @@ impl Axis {
         Axis::fixed_with_step(lo, hi, nice_step(hi - lo, target))
     }
 
+    /// The axis with ticks only at whole numbers, for values that are all integers (device
+    /// counts): a step under 1 becomes 1, and the range is kept.
+    pub fn integers(self) -> Axis {
+        if self.step >= 1.0 {
+            return self;
+        }
+        Axis::fixed_with_step(self.lo, self.hi, 1.0)
+    }
+
     fn fixed_with_step(lo: f64, hi: f64, step: f64) -> Axis {
         let first = (lo / step - 1e-9).ceil() as i64;
         let last = (hi / step + 1e-9).floor() as i64;
@@ -60,6 +73,40 @@ impl Axis {
     /// The label of tick `v`.
     pub fn label(&self, v: f64) -> String {
         tick_label(v, self.step)
+    }
+}
+
+/// The axis as a plotters coordinate: linear over `[lo, hi]`, with grid lines and labels at its
+/// own ticks only (no finer grid), labelled by [`Axis::label`].
+impl Ranged for Axis {
+    type FormatOption = NoDefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        let span = self.hi - self.lo;
+        if span <= 0.0 || !span.is_finite() {
+            return limit.0;
+        }
+        let px = (v - self.lo) / span * f64::from(limit.1 - limit.0);
+        limit.0 + (px + 1e-3).floor() as i32
+    }
+
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.ticks.clone()
+        }
+    }
+
+    fn range(&self) -> Range<f64> {
+        self.lo..self.hi
+    }
+}
+
+impl ValueFormatter<f64> for Axis {
+    fn format_ext(&self, v: &f64) -> String {
+        self.label(*v)
     }
 }
 
@@ -102,6 +149,17 @@ mod tests {
         assert!((a.frac(0.25) - 0.25).abs() < 1e-12);
         assert_eq!(a.ticks.first(), Some(&0.0));
         assert!((a.ticks.last().unwrap() - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn integer_axes_tick_whole_numbers() {
+        let a = Axis::auto(1.0, 5.0, 8).integers();
+        assert_eq!((a.lo, a.hi, a.step), (1.0, 5.0, 1.0));
+        assert_eq!(a.ticks, [1.0, 2.0, 3.0, 4.0, 5.0]);
+        let one = Axis::auto(3.0, 3.0, 8).integers();
+        assert!(one.ticks.contains(&3.0) && one.ticks.iter().all(|t| t.fract() == 0.0));
+        let wide = Axis::auto(0.0, 40.0, 8).integers();
+        assert_eq!(wide.step, 5.0);
     }
 
     #[test]

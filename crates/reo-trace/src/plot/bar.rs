@@ -1,9 +1,11 @@
 //! [`BarChart`]: grouped bars — one group per category on the x axis (e.g. number of failed
 //! devices), one bar per series in each group (e.g. per redundancy scheme); y starts at 0.
 
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
 use super::axis::Axis;
-use super::canvas::{color, Anchor, Canvas, Rgb, TextStyle};
-use super::frame::{draw, Decor};
+use super::frame::{self, color, DrawResult};
 use super::Chart;
 
 /// A grouped bar chart; build with [`BarChart::new`] and [`BarChart::series`].
@@ -66,7 +68,7 @@ impl Chart for BarChart {
         (self.width, self.height)
     }
 
-    fn draw(&self, c: &mut dyn Canvas) {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
         let values = self.series.iter().flat_map(|(_, v)| v.iter().copied()).filter(|v| v.is_finite());
         let y = match self.y_range {
             Some((lo, hi)) => Axis::fixed(lo, hi, 6),
@@ -75,30 +77,29 @@ impl Chart for BarChart {
                 Axis::auto(lo, hi, 6)
             }
         };
-        let legend: Vec<(&str, Rgb)> =
+        let legend: Vec<(&str, RGBColor)> =
             self.series.iter().enumerate().map(|(i, (n, _))| (n.as_str(), color(i))).collect();
-        let decor = Decor {
-            width: self.width,
-            height: self.height,
-            title: &self.title,
-            x_label: &self.x_label,
-            y_label: &self.y_label,
-            legend: &legend,
-        };
-        let f = draw(c, &decor, y);
+        let area = frame::draw(root, &self.title, &legend)?;
+        let y_ticks: Vec<String> = y.ticks.iter().map(|&t| y.label(t)).collect();
+        // Group g spans [g, g + 1) on the x axis; its tick, and name, sit at its middle.
         let groups = self.groups.len().max(1) as f64;
-        let group_w = (f.x1 - f.x0) / groups;
-        let bar_w = group_w * 0.8 / self.series.len().max(1) as f64;
-        let base = f.py(0.0);
-        for (g, name) in self.groups.iter().enumerate() {
-            let gx = f.x0 + group_w * g as f64;
-            c.text(gx + group_w / 2.0, f.y1 + 14.0, name, TextStyle::new(1, Anchor::Middle));
-            for (i, (_, vals)) in self.series.iter().enumerate() {
-                let Some(&v) = vals.get(g).filter(|v| v.is_finite()) else { continue };
-                let (top, bottom) = (f.py(v).min(base), f.py(v).max(base));
-                let x = gx + group_w * 0.1 + bar_w * i as f64;
-                c.rect(x, top, (bar_w - 1.0).max(1.0), (bottom - top).max(1.0), color(i));
-            }
+        let ticks = (0..self.groups.len()).map(|g| g as f64 + 0.5).collect();
+        let x = Axis { lo: 0.0, hi: groups, step: 1.0, ticks };
+        let mut chart = frame::builder(&area, &y_ticks)?.build_cartesian_2d(x, y.clone())?;
+        let x_fmt = |v: &f64| self.groups.get(v.floor() as usize).cloned().unwrap_or_default();
+        let mut mesh = chart.configure_mesh();
+        frame::style_mesh(&mut mesh, &self.x_label, &self.y_label);
+        mesh.disable_x_mesh().x_label_formatter(&x_fmt).draw()?;
+        let bar_w = 0.8 / self.series.len().max(1) as f64;
+        let base = 0.0f64.clamp(y.lo, y.hi);
+        for (i, (_, vals)) in self.series.iter().enumerate() {
+            let bars = vals.iter().take(self.groups.len()).enumerate().filter(|(_, v)| v.is_finite()).map(|(g, &v)| {
+                let x0 = g as f64 + 0.1 + bar_w * i as f64;
+                // A sliver between neighbouring bars keeps same-height bars apart.
+                Rectangle::new([(x0, base), (x0 + bar_w * 0.95, v.clamp(y.lo, y.hi))], color(i).filled())
+            });
+            chart.draw_series(bars)?;
         }
+        Ok(())
     }
 }

@@ -1,67 +1,111 @@
-//! The decorations every chart shares, laid out once: title, plot area, grid, axes, y ticks and
-//! labels, axis labels, and the legend to the right of the plot area.
+//! The decorations every chart shares, laid out once: white background, title, the legend in a
+//! column right of the plot, the series palette, and the style of the mesh (grid, ticks, axis
+//! labels) that each chart then fills with its own tick labels.
 
-use super::axis::Axis;
-use super::canvas::{text_width, Anchor, Canvas, Rgb, TextStyle};
+use plotters::chart::MeshStyle;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-/// The plot area in pixels, and the y axis it maps.
-#[derive(Debug, Clone)]
-pub struct Frame {
-    pub x0: f64,
-    pub y0: f64,
-    pub x1: f64,
-    pub y1: f64,
-    pub y: Axis,
+use super::font::FAMILY;
+
+/// What drawing on a backend `DB` returns.
+pub type DrawResult<T, DB> = Result<T, DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+
+/// The series colors, in order (matplotlib's "tab10": distinct, and readable on white).
+pub const PALETTE: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+/// The color of series `i`.
+pub fn color(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
 }
 
-impl Frame {
-    /// The pixel row of value `v` on the y axis (clamped to the plot area).
-    pub fn py(&self, v: f64) -> f64 {
-        (self.y1 - self.y.frac(v) * (self.y1 - self.y0)).clamp(self.y0, self.y1)
-    }
+/// The grid lines behind the data: light enough not to be taken for a series.
+const GRID: RGBColor = RGBColor(225, 225, 225);
 
-    /// The pixel column of fraction `f` (0 = left edge, 1 = right edge) of the plot area.
-    pub fn px(&self, f: f64) -> f64 {
-        (self.x0 + f * (self.x1 - self.x0)).clamp(self.x0, self.x1)
-    }
+/// Pixel sizes of the chart's text.
+const TITLE_SIZE: f64 = 20.0;
+const LABEL_SIZE: f64 = 13.0;
+const DESC_SIZE: f64 = 15.0;
+
+/// Space around the plot and its labels, pixels.
+const MARGIN: u32 = 12;
+
+/// The text style of tick labels and the legend.
+pub fn label_style() -> TextStyle<'static> {
+    (FAMILY, LABEL_SIZE).into_font().color(&BLACK)
 }
 
-/// What a chart's frame shows.
-pub struct Decor<'a> {
-    pub width: u32,
-    pub height: u32,
-    pub title: &'a str,
-    pub x_label: &'a str,
-    pub y_label: &'a str,
-    /// Series names and colors, in order.
-    pub legend: &'a [(&'a str, Rgb)],
+/// Draws background, title and legend (`(name, color)` per series) on `root` and returns the
+/// area left for the plot with its axes.
+pub fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    legend: &[(&str, RGBColor)],
+) -> DrawResult<DrawingArea<DB, Shift>, DB> {
+    root.fill(&WHITE)?;
+    let area = if title.is_empty() {
+        root.clone()
+    } else {
+        root.titled(title, (FAMILY, TITLE_SIZE).into_font().color(&BLACK))?
+    };
+    if legend.is_empty() {
+        return Ok(area);
+    }
+    let style = label_style();
+    let mut widest = 0;
+    for (name, _) in legend {
+        widest = widest.max(area.estimate_text_size(name, &style)?.0);
+    }
+    let (w, _) = area.dim_in_pixel();
+    let (plot, key) = area.split_horizontally(w.saturating_sub(widest + 45));
+    let text = style.pos(Pos::new(HPos::Left, VPos::Center));
+    for (i, (name, color)) in legend.iter().enumerate() {
+        let y = (MARGIN + 10 + 20 * i as u32) as i32;
+        key.draw(&Rectangle::new([(5, y - 3), (25, y + 3)], color.filled()))?;
+        key.draw(&Text::new(name.to_string(), (31, y), text.clone()))?;
+    }
+    Ok(plot)
 }
 
-/// Draws the frame and returns the plot area; the caller draws x ticks and the data.
-pub fn draw(c: &mut dyn Canvas, d: &Decor<'_>, y: Axis) -> Frame {
-    let (w, h) = (f64::from(d.width), f64::from(d.height));
-    let tick_w = y.ticks.iter().map(|&t| text_width(&y.label(t), 1)).fold(0.0, f64::max);
-    let legend_w = d.legend.iter().map(|(n, _)| text_width(n, 1)).fold(0.0, f64::max);
-    let right = if d.legend.is_empty() { 20.0 } else { legend_w + 50.0 };
-    let (x0, y0) = (30.0 + tick_w + 10.0, 45.0);
-    // Tiny images still get a (degenerate) plot area rather than an inverted one.
-    let f = Frame { x0, y0, x1: (w - right).max(x0 + 1.0), y1: (h - 50.0).max(y0 + 1.0), y };
-    c.text(w / 2.0, 20.0, d.title, TextStyle::new(2, Anchor::Middle));
-    for &t in &f.y.ticks {
-        let py = f.py(t);
-        c.line((f.x0, py), (f.x1, py), Rgb::GRID, 1.0);
-        c.line((f.x0 - 5.0, py), (f.x0, py), Rgb::BLACK, 1.0);
-        c.text(f.x0 - 8.0, py, &f.y.label(t), TextStyle::new(1, Anchor::End));
+/// A chart builder on `area` with room for the x labels below and, left, for the widest of
+/// `y_ticks` and the rotated y axis label.
+pub fn builder<'a, 'b, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    y_ticks: &[String],
+) -> DrawResult<ChartBuilder<'a, 'b, DB>, DB> {
+    let style = label_style();
+    let mut widest = 0;
+    for t in y_ticks {
+        widest = widest.max(area.estimate_text_size(t, &style)?.0);
     }
-    c.line((f.x0, f.y0), (f.x0, f.y1), Rgb::BLACK, 1.0);
-    c.line((f.x0, f.y1), (f.x1, f.y1), Rgb::BLACK, 1.0);
-    c.text((f.x0 + f.x1) / 2.0, h - 15.0, d.x_label, TextStyle::new(1, Anchor::Middle));
-    let vertical = TextStyle { vertical: true, ..TextStyle::new(1, Anchor::Middle) };
-    c.text(12.0, (f.y0 + f.y1) / 2.0, d.y_label, vertical);
-    for (i, (name, color)) in d.legend.iter().enumerate() {
-        let ly = f.y0 + 8.0 + 18.0 * i as f64;
-        c.rect(f.x1 + 15.0, ly - 3.0, 16.0, 6.0, *color);
-        c.text(f.x1 + 37.0, ly, name, TextStyle::new(1, Anchor::Start));
-    }
-    f
+    let mut b = ChartBuilder::on(area);
+    b.margin(MARGIN).x_label_area_size(45).y_label_area_size(widest + 40);
+    Ok(b)
+}
+
+/// Grid, axis and label styles of every chart, with the axis labels `x_desc` and `y_desc`.
+pub fn style_mesh<X: Ranged, Y: Ranged, DB: DrawingBackend>(
+    m: &mut MeshStyle<'_, '_, X, Y, DB>,
+    x_desc: &str,
+    y_desc: &str,
+) {
+    m.x_desc(x_desc)
+        .y_desc(y_desc)
+        .axis_desc_style((FAMILY, DESC_SIZE).into_font().color(&BLACK))
+        .label_style(label_style())
+        .bold_line_style(GRID)
+        .light_line_style(TRANSPARENT)
+        .axis_style(BLACK);
 }

@@ -1,9 +1,11 @@
 //! [`LineChart`]: named series of (x, y) points on numeric axes, with markers at the points
 //! when a series has few of them.
 
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
 use super::axis::Axis;
-use super::canvas::{color, Anchor, Canvas, Rgb, TextStyle};
-use super::frame::{draw, Decor};
+use super::frame::{self, color, DrawResult};
 use super::Chart;
 
 /// One named series of points (non-finite points are skipped).
@@ -98,40 +100,30 @@ impl Chart for LineChart {
         (self.width, self.height)
     }
 
-    fn draw(&self, c: &mut dyn Canvas) {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
         let x = Self::axis(self.x_range, self.points().map(|p| p.0), 8);
+        // Device counts, request counts: whole-number data gets whole-number ticks only.
+        let x = if self.points().all(|p| p.0.fract() == 0.0) { x.integers() } else { x };
         let y = Self::axis(self.y_range, self.points().map(|p| p.1), 6);
-        let legend: Vec<(&str, Rgb)> =
+        let legend: Vec<(&str, RGBColor)> =
             self.series.iter().enumerate().map(|(i, s)| (s.name.as_str(), color(i))).collect();
-        let decor = Decor {
-            width: self.width,
-            height: self.height,
-            title: &self.title,
-            x_label: &self.x_label,
-            y_label: &self.y_label,
-            legend: &legend,
-        };
-        let f = draw(c, &decor, y);
-        for &t in &x.ticks {
-            let px = f.px(x.frac(t));
-            c.line((px, f.y1), (px, f.y1 + 5.0), Rgb::BLACK, 1.0);
-            c.text(px, f.y1 + 14.0, &x.label(t), TextStyle::new(1, Anchor::Middle));
-        }
+        let area = frame::draw(root, &self.title, &legend)?;
+        let y_ticks: Vec<String> = y.ticks.iter().map(|&t| y.label(t)).collect();
+        let mut chart = frame::builder(&area, &y_ticks)?.build_cartesian_2d(x.clone(), y.clone())?;
+        let mut mesh = chart.configure_mesh();
+        frame::style_mesh(&mut mesh, &self.x_label, &self.y_label);
+        mesh.draw()?;
         for (i, s) in self.series.iter().enumerate() {
+            // Points outside a fixed range sit on its edge rather than off the plot.
             let pts: Vec<(f64, f64)> = s
                 .points
                 .iter()
                 .filter(|(a, b)| a.is_finite() && b.is_finite())
-                .map(|&(a, b)| (f.px(x.frac(a)), f.py(b)))
+                .map(|&(a, b)| (a.clamp(x.lo, x.hi), b.clamp(y.lo, y.hi)))
                 .collect();
-            for w in pts.windows(2) {
-                c.line(w[0], w[1], color(i), 2.0);
-            }
-            if pts.len() <= MARKERS_UP_TO {
-                for &(px, py) in &pts {
-                    c.rect(px - 2.5, py - 2.5, 5.0, 5.0, color(i));
-                }
-            }
+            let marker = if pts.len() <= MARKERS_UP_TO { 3 } else { 0 };
+            chart.draw_series(LineSeries::new(pts, color(i).stroke_width(2)).point_size(marker))?;
         }
+        Ok(())
     }
 }
