@@ -34,7 +34,7 @@ pub enum Output {
 
 #[derive(Args, Debug)]
 pub struct AdminArgs {
-    /// The server, http://HOST:PORT.
+    /// The server, http://HOST:PORT or https://HOST:PORT.
     #[arg(long, env = "REO_ENDPOINT", default_value = "http://127.0.0.1:9000")]
     endpoint: String,
     /// An access key of the server: an admin's (hints and queries: any user's).
