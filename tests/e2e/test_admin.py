@@ -11,7 +11,7 @@ import unittest
 import urllib.request
 
 from reoapi import admin, hint, call
-from server import Server
+from server import Server, free_port
 
 BIN = os.environ.get("REO_BIN", "target/debug/reo")
 
@@ -106,6 +106,34 @@ class AdminTest(unittest.TestCase):
         p = subprocess.run([BIN, "admin", "status"], env=env, capture_output=True, text=True, timeout=60)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("403", p.stderr)
+        # A wrong secret: the key is named, the secret said to be wrong.
+        self.assertIn('refused the signature made with access key "REOTESTACCESSKEY0001"', p.stderr)
+        self.assertIn("secret key", p.stderr)
+        # An access key the server does not know: named and said refused.
+        env["REO_ACCESS_KEY"] = "NOSUCHKEY0000000"
+        p = subprocess.run([BIN, "admin", "status"], env=env, capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn('refused the access key "NOSUCHKEY0000000"', p.stderr)
+
+    def test_6_wrong_endpoint(self):
+        endpoint = f"http://127.0.0.1:{free_port()}"
+        env = dict(os.environ, REO_ENDPOINT=endpoint, REO_ACCESS_KEY="A", REO_SECRET_KEY="S")
+        p = subprocess.run([BIN, "admin", "status"], env=env, capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn(f"cannot reach {endpoint}: connection refused; is `reo serve` running there?", p.stderr)
+
+    def test_7_output_formats(self):
+        # --output json is the status --json of old; the typed answer, every field there.
+        s = json.loads(admin(BIN, self.srv, "--output", "json", "status").stdout)
+        self.assertEqual(len(s["devices"]), 5)
+        self.assertIn("backend", s)
+        # Global: after the subcommand too.
+        self.assertEqual(json.loads(admin(BIN, self.srv, "status", "--output", "json").stdout).keys(), s.keys())
+        # Commands whose answer printed as JSON get a text form.
+        text = admin(BIN, self.srv, "--output", "table", "scrub").stdout
+        self.assertRegex(text, r"^scrubbed \d+ blobs: \d+ chunks verified")
+        # Piped, a scrub shows no spinner: stderr stays empty.
+        self.assertEqual(admin(BIN, self.srv, "scrub").stderr, "")
 
 
 class FlushDelayTest(unittest.TestCase):
@@ -163,3 +191,22 @@ class ConfigTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LogFormatTest(unittest.TestCase):
+    def test_json_logs_are_one_object_per_line(self):
+        srv = Server(BIN, device_mib=32, extra=["--log-format", "json"], env={"RUST_LOG": "info"})
+        srv.start()
+        self.addCleanup(srv.cleanup)
+        admin(BIN, srv, "device", "fail", "1")  # a WARN event with fields
+        self.assertEqual(srv.stop(), 0)
+        with open(os.path.join(srv.data_dir, "server.log")) as f:
+            lines = [l for l in f.read().splitlines() if l.strip()]
+        self.assertGreater(len(lines), 2, lines)
+        events = [json.loads(l) for l in lines]  # every line is one JSON object
+        for e in events:
+            self.assertIn(e["level"], ("TRACE", "DEBUG", "INFO", "WARN", "ERROR"), e)
+            self.assertIn("message", e)
+            self.assertIn("timestamp", e)
+        failed = [e for e in events if e["message"] == "device failed by command"]
+        self.assertEqual([(e["level"], e["device"]) for e in failed], [("WARN", 1)])

@@ -134,11 +134,9 @@ fn start_node(
 /// The cluster's status as node `n` reports it (through `reo admin`'s signed client: the admin
 /// API takes signed bodies only).
 fn status(n: &Node) -> Result<serde_json::Value, String> {
-    let c = crate::admin::http::Client::new(&format!("http://{}", n.target.host), ACCESS.into(), SECRET.into())?;
-    match c.call("GET", "/_reo/admin/cluster", &[], b"")? {
-        (200, v) => Ok(v),
-        (s, v) => Err(format!("cluster status: {s}: {v}")),
-    }
+    let keys = crate::admin::sign::Keys { access: ACCESS.into(), secret: SECRET.into() };
+    let c = crate::admin::client::Client::new(&format!("http://{}", n.target.host), keys, None)?;
+    c.call("GET", "/_reo/admin/cluster", &[], b"").map_err(|e| format!("cluster status: {e}"))
 }
 
 /// Waits until every node sees all of them and the membership is settled.
@@ -220,7 +218,7 @@ pub fn run(a: &BenchClusterArgs) -> Result<ExitCode, String> {
         .tempdir_in(a.dir.clone().unwrap_or_else(std::env::temp_dir))
         .map_err(|e| format!("temporary directory: {e}"))?;
     let dir = root.path();
-    let say = |m: &str| eprintln!("bench cluster: {m}");
+    let say = |m: &str| crate::progress::step("bench cluster", m);
     let (_etcd, etcd) = start_etcd(dir)?;
 
     say("single node: PUT latency");

@@ -167,7 +167,7 @@ fn bench(args: &BenchRebuildArgs, n: usize, blob: u64, len: u64, dir: &Path) -> 
         }
     }
     store.flush().map_err(|e| format!("bench rebuild: flush: {e}"))?;
-    eprintln!("bench rebuild: filled {i} blobs of {blob} B in {:.1?}", t.elapsed());
+    crate::progress::step("bench rebuild", &format!("filled {i} blobs of {blob} B in {:.1?}", t.elapsed()));
     let failed = 1;
     store.fail_device(failed).map_err(|e| e.to_string())?;
     // The replacement file: preconditioned (first-write allocation is not part of either

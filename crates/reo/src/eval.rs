@@ -6,6 +6,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use crate::progress::Progress;
+
 #[derive(Args, Debug)]
 pub struct EvalArgs {
     /// reo-normal, reo-failures, reo-dirty, dedup, admission, selective, or all.
@@ -24,8 +26,10 @@ pub fn run(args: &EvalArgs) -> Result<ExitCode, String> {
     for name in names {
         let out = if args.experiment == "all" { args.out.join(name) } else { args.out.clone() };
         let started = std::time::Instant::now();
-        let rows = reo_sim::eval::run(name, &out, args.quick, &|line| eprintln!("{name}: {line}"))
-            .map_err(|e| e.to_string())?;
+        // Each run of the experiment is a step: a line of its own, under a spinner on a terminal.
+        let spin = Progress::spinner(name);
+        let rows = reo_sim::eval::run(name, &out, args.quick, &|line| spin.step(line)).map_err(|e| e.to_string())?;
+        spin.finish();
         println!(
             "{name}: {} rows in {:.1} s → {}",
             rows.len(),

@@ -19,17 +19,31 @@ mod config;
 mod crashtest;
 mod eval;
 mod gen_trace;
+mod progress;
 mod replay;
 mod serve;
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 use std::process::ExitCode;
 
 #[derive(Parser)]
 #[command(name = "reo", version, about = "Reo: a reliable, efficient flash object cache")]
 struct Cli {
+    /// Logs on stderr as text for people, or as one JSON object per line (timestamp, level,
+    /// message, target and the event's fields) for log shippers.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    /// One line of text per event (colored on a terminal).
+    Text,
+    /// One JSON object per event and line.
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -82,23 +96,24 @@ enum BenchWhat {
 /// bounded rate (`reo_gateway::denials`).
 const DEFAULT_LOG: &str = "info,s3s=off";
 
-/// Logs to stderr, `RUST_LOG` filtering (default [`DEFAULT_LOG`]), for every command: the store
-/// and the cache report device failures, rebuilds and data loss through `tracing` whichever
-/// command drives them.
-fn init_logging() {
+/// Logs to stderr in `format`, `RUST_LOG` filtering (default [`DEFAULT_LOG`]), for every
+/// command: the store and the cache report device failures, rebuilds and data loss through
+/// `tracing` whichever command drives them.
+fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG));
-    use std::io::IsTerminal;
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal()) // no escape codes in log files
-        .try_init();
+    let fmt = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match format {
+        // The message and the event's fields at the top level of each object, beside
+        // `timestamp`, `level` and `target`: what log shippers index without a mapping.
+        LogFormat::Json => fmt.json().flatten_event(true).try_init(),
+        LogFormat::Text => fmt.with_ansi(progress::on_terminal()).try_init(), // no escape codes in log files
+    };
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging();
+    init_logging(cli.log_format);
     let result = match cli.command {
         Command::Bench { what: BenchWhat::Store(args) } => bench_store::run(&args),
         Command::Bench { what: BenchWhat::Cache(args) } => bench_cache::run(&args),
@@ -113,6 +128,7 @@ fn main() -> ExitCode {
         Command::GenTrace(args) => gen_trace::run(&args),
         Command::Admin(args) => admin::run(&args),
     };
+    progress::steps_done();
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -2,7 +2,6 @@
 //! cache manager and store over simulated devices (or real device files), printing a summary
 //! table, or with `--json` one JSON object on the last line; `--plot` draws the time series.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -11,6 +10,8 @@ use reo_cache::{AdmissionConfig, CacheConfig, DedupKind, EvictionMode, PolicyKin
 use reo_sim::{ArraySpec, Capacity, FailurePlan, LatencyModel, MediaKind, Replay, ReplayConfig};
 use reo_trace::generate::GenSpec;
 use reo_trace::{Format, ReadOptions, Request};
+
+use crate::progress::{Progress, Unit};
 
 /// Most object sizes [`ReplayArgs::object_sizes`] keeps for sizing.
 const SIZE_SAMPLE: usize = 1 << 16;
@@ -208,18 +209,10 @@ pub fn run(args: &ReplayArgs) -> Result<ExitCode, String> {
         None => None,
     };
     let mut replay = Replay::new(cfg).map_err(|e| e.to_string())?;
-    // A bar on a terminal only: piped, redirected or with --json, stderr stays clean.
-    let bar = (std::io::stderr().is_terminal() && !args.json).then(|| progress_bar(total));
-    replay
-        .run(args.trace()?, |n| {
-            if let Some(bar) = &bar {
-                bar.set_position(n);
-            }
-        })
-        .map_err(|e| e.to_string())?;
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
+    // With --json, stderr stays clean for whoever parses the output.
+    let bar = if args.json { Progress::hidden() } else { Progress::bar("requests", total, Unit::Count) };
+    replay.run(args.trace()?, |n| bar.set(n, "")).map_err(|e| e.to_string())?;
+    bar.finish();
     let report = replay.finish();
     if let Some(path) = &args.plot {
         plot(&report, path)?;
@@ -234,21 +227,6 @@ pub fn run(args: &ReplayArgs) -> Result<ExitCode, String> {
         println!("skipped lines       {skipped}");
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The progress bar of a replay of `total` requests (a spinner with the count when unknown).
-fn progress_bar(total: Option<u64>) -> indicatif::ProgressBar {
-    let (bar, template) = match total {
-        Some(t) => (
-            indicatif::ProgressBar::new(t),
-            "{bar:40} {percent:>3}% {human_pos}/{human_len} requests, {per_sec}, ETA {eta}",
-        ),
-        None => (indicatif::ProgressBar::new_spinner(), "{spinner} {human_pos} requests, {per_sec}"),
-    };
-    if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
-        bar.set_style(style);
-    }
-    bar
 }
 
 fn plot(report: &reo_sim::ReplayReport, path: &Path) -> Result<(), String> {

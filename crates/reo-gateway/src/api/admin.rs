@@ -11,8 +11,11 @@ use std::sync::Arc;
 use http::{Method, StatusCode};
 use reo_media::{FileMedia, FileOptions, Media};
 use reo_store::RebuildState;
-use serde_json::json;
 
+use super::admin_types::{
+    CacheStatus, DeviceFailed, DeviceReplaced, DeviceStatus, Flushing, Rebuild, SchemeSpace, Scrubbed, Space, Status,
+    StoreIo,
+};
 use super::{param, Api, Reply};
 use crate::device_files::{confine_replacement, device_path, Replacement, Repoint};
 
@@ -20,7 +23,7 @@ use crate::device_files::{confine_replacement, device_path, Replacement, Repoint
 /// caller has checked that the user is an admin.
 pub fn dispatch(api: &Api, method: &Method, what: &str, params: &[(String, String)]) -> Reply {
     match (method.as_str(), what) {
-        ("GET", "status") => Reply::ok(status(api)),
+        ("GET", "status") => Reply::typed(&status(api)),
         ("GET", "cluster") => match &api.extension {
             Some(x) => Reply::ok(x.status()),
             None => Reply::error(StatusCode::NOT_FOUND, "this gateway is not in a cluster (no --cluster)"),
@@ -37,18 +40,26 @@ pub fn dispatch(api: &Api, method: &Method, what: &str, params: &[(String, Strin
         ("POST", "flush") => {
             api.gw.flush_now();
             let (objects, bytes) = api.gw.dirty();
-            Reply::ok(json!({"dirty_objects": objects, "dirty_bytes": bytes, "backend": api.gw.health.report()}))
+            Reply::typed(&Flushing {
+                dirty_objects: objects as u64,
+                dirty_bytes: bytes,
+                backend: api.gw.health.report(),
+            })
         }
         ("POST", "scrub") => {
             let Some(r) = api.scrubs.run(|| api.gw.cache.scrub(None)) else {
                 return Reply::error(StatusCode::CONFLICT, "a scrub is running; try again when it ends");
             };
-            Reply::ok(json!({
-                "blobs": r.blobs, "chunks_verified": r.chunks_verified, "chunks_bad": r.chunks_bad,
-                "chunks_repaired": r.chunks_repaired, "chunks_skipped": r.chunks_skipped,
-                "bytes_read": r.bytes_read, "unrecoverable": r.unrecoverable.len(),
-                "blobs_restored": r.blobs_restored,
-            }))
+            Reply::typed(&Scrubbed {
+                blobs: r.blobs,
+                chunks_verified: r.chunks_verified,
+                chunks_bad: r.chunks_bad,
+                chunks_repaired: r.chunks_repaired,
+                chunks_skipped: r.chunks_skipped,
+                bytes_read: r.bytes_read,
+                unrecoverable: r.unrecoverable.len() as u64,
+                blobs_restored: r.blobs_restored,
+            })
         }
         _ => Reply::error(StatusCode::NOT_FOUND, format!("no admin endpoint {method} {what}")),
     }
@@ -64,17 +75,17 @@ fn rebuild_state(s: &RebuildState) -> String {
 }
 
 /// The server's state as `reo admin status` shows it.
-pub fn status(api: &Api) -> serde_json::Value {
+pub fn status(api: &Api) -> Status {
     let cache = &api.gw.cache;
     let store = cache.store();
     let failed = store.failed_devices();
     let rebuild = store.rebuild_progress().or_else(|| api.last_rebuild.lock().as_ref().map(|h| h.progress()));
     let rebuilding_dev = rebuild.as_ref().filter(|p| p.state == RebuildState::Running).map(|p| p.device);
     let io = api.device_io.snapshot();
-    let devices: Vec<serde_json::Value> = (0..store.layout().devices as usize)
+    let devices = (0..store.layout().devices as usize)
         .map(|d| {
-            let counts: serde_json::Map<String, serde_json::Value> = match io.get(d) {
-                Some(c) => crate::device_io::FIELDS.iter().zip(c).map(|(k, v)| (k.to_string(), json!(v))).collect(),
+            let io = match io.get(d) {
+                Some(c) => crate::device_io::FIELDS.iter().zip(c).map(|(k, v)| (k.to_string(), *v)).collect(),
                 None => Default::default(),
             };
             let health = if failed.contains(&d) {
@@ -84,45 +95,71 @@ pub fn status(api: &Api) -> serde_json::Value {
             } else {
                 "healthy"
             };
-            json!({"device": d, "health": health, "io": counts})
+            DeviceStatus { device: d, health: health.into(), io }
         })
         .collect();
     let st = store.stats();
     let space = store.space();
-    let per_scheme: Vec<serde_json::Value> = space
+    let per_scheme = space
         .per_scheme
         .iter()
-        .map(|(s, sp)| {
-            json!({"scheme": s.to_string(), "bands": sp.bands, "live_bytes": sp.live_bytes,
-                   "live_device_bytes": sp.live_device_bytes, "used_device_bytes": sp.used_device_bytes})
+        .map(|(s, sp)| SchemeSpace {
+            scheme: s.to_string(),
+            bands: sp.bands as u64,
+            live_bytes: sp.live_bytes,
+            live_device_bytes: sp.live_device_bytes,
+            used_device_bytes: sp.used_device_bytes,
         })
         .collect();
     let cs = cache.stats();
     let (objects, bytes) = cache.occupancy();
     let (dirty_objects, dirty_bytes) = api.gw.dirty();
     let hit_ratio = if cs.requests == 0 { 0.0 } else { cs.hits as f64 / cs.requests as f64 };
-    json!({
-        "devices": devices,
-        "io": {"reads": st.reads, "read_bytes": st.read_bytes, "puts": st.puts, "put_bytes": st.put_bytes,
-               "degraded_reads": st.degraded_reads, "read_errors": st.read_errors, "write_errors": st.write_errors,
-               "checksum_errors": st.checksum_errors, "slow_reads": st.slow_reads, "ejections": st.ejections},
-        "space": {"capacity": space.capacity, "free_bands": space.free_bands, "total_bands": space.total_bands,
-                  "per_scheme": per_scheme},
-        "cache": {"objects": objects, "bytes": bytes, "capacity": cache.config().capacity_bytes,
-                  "requests": cs.requests, "hits": cs.hits, "hit_ratio": hit_ratio},
-        "dirty_objects": dirty_objects,
-        "dirty_bytes": dirty_bytes,
-        "flush_lag_seconds": api.gw.flush_lag_secs(),
-        "backend": api.gw.health.report(),
-        "stuck": api.gw.stuck(),
-        "rebuild": rebuild.map(|p| json!({
-            "device": p.device, "state": rebuild_state(&p.state), "blobs_done": p.blobs_done,
-            "blobs_total": p.blobs_total, "bytes_done": p.bytes_done, "bytes_total": p.bytes_total,
-        })),
-        "rebuilding": cache.rebuilding(),
-        "data_loss_events": cs.dirty_lost,
-        "hints": api.hints.list().len(),
-    })
+    Status {
+        devices,
+        io: StoreIo {
+            reads: st.reads,
+            read_bytes: st.read_bytes,
+            puts: st.puts,
+            put_bytes: st.put_bytes,
+            degraded_reads: st.degraded_reads,
+            read_errors: st.read_errors,
+            write_errors: st.write_errors,
+            checksum_errors: st.checksum_errors,
+            slow_reads: st.slow_reads,
+            ejections: st.ejections,
+        },
+        space: Space {
+            capacity: space.capacity,
+            free_bands: space.free_bands as u64,
+            total_bands: space.total_bands as u64,
+            per_scheme,
+        },
+        cache: CacheStatus {
+            objects: objects as u64,
+            bytes,
+            capacity: cache.config().capacity_bytes,
+            requests: cs.requests,
+            hits: cs.hits,
+            hit_ratio,
+        },
+        dirty_objects: dirty_objects as u64,
+        dirty_bytes,
+        flush_lag_seconds: api.gw.flush_lag_secs(),
+        backend: api.gw.health.report(),
+        stuck: api.gw.stuck(),
+        rebuild: rebuild.map(|p| Rebuild {
+            device: p.device,
+            state: rebuild_state(&p.state),
+            blobs_done: p.blobs_done,
+            blobs_total: p.blobs_total,
+            bytes_done: p.bytes_done,
+            bytes_total: p.bytes_total,
+        }),
+        rebuilding: cache.rebuilding(),
+        data_loss_events: cs.dirty_lost,
+        hints: api.hints.list().len() as u64,
+    }
 }
 
 fn device_param(api: &Api, params: &[(String, String)]) -> Result<usize, Reply> {
@@ -147,8 +184,13 @@ fn fail(api: &Api, params: &[(String, String)]) -> Reply {
                 lost_clean = r.lost_clean,
                 "device failed by command"
             );
-            Reply::ok(json!({"device": d, "healthy_fragments": r.healthy, "degraded_fragments": r.degraded,
-                             "lost_clean_fragments": r.lost_clean, "lost_dirty_fragments": r.lost_dirty}))
+            Reply::typed(&DeviceFailed {
+                device: d,
+                healthy_fragments: r.healthy,
+                degraded_fragments: r.degraded,
+                lost_clean_fragments: r.lost_clean,
+                lost_dirty_fragments: r.lost_dirty,
+            })
         }
         Err(e) => Reply::error(StatusCode::CONFLICT, e.to_string()),
     }
@@ -236,8 +278,12 @@ fn replace(api: &Api, params: &[(String, String)]) -> Reply {
                 tracing::warn!(device = d, "the failed device's file was not removed: {e}");
             }
             tracing::info!(device = d, path = %path.display(), "device replaced; rebuild started");
-            Reply::ok(json!({"device": d, "path": path.display().to_string(), "rebuild": "started",
-                             "rate_bps": rate}))
+            Reply::typed(&DeviceReplaced {
+                device: d,
+                path: path.display().to_string(),
+                rebuild: "started".into(),
+                rate_bps: rate,
+            })
         }
         Err(e) => {
             if let Err(u) = repoint.undo() {

@@ -7,6 +7,7 @@
 //! `readwrite`). Answers are JSON; errors are `{"error": "..."}` with a 4xx/5xx status.
 
 pub mod admin;
+pub mod admin_types;
 pub mod hints;
 pub mod query;
 pub mod replay;
@@ -80,9 +81,19 @@ impl Reply {
         Reply { status: StatusCode::OK, body }
     }
 
-    /// `status` with `{"error": msg}`.
+    /// 200 with one of [`admin_types`]' answers.
+    pub fn typed(body: &impl serde::Serialize) -> Reply {
+        match serde_json::to_value(body) {
+            Ok(v) => Reply::ok(v),
+            Err(e) => Reply::error(StatusCode::INTERNAL_SERVER_ERROR, format!("encoding the answer: {e}")),
+        }
+    }
+
+    /// `status` with `{"error": msg}` ([`admin_types::ApiError`]).
     pub fn error(status: StatusCode, msg: impl Into<String>) -> Reply {
-        Reply { status, body: serde_json::json!({ "error": msg.into() }) }
+        // A struct of one string always encodes.
+        let body = serde_json::to_value(admin_types::ApiError { error: msg.into() }).unwrap_or_default();
+        Reply { status, body }
     }
 
     /// 403: the user's role or scopes do not allow it.

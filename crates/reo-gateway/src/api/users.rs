@@ -4,8 +4,8 @@
 //! a new secret key and answers the pair.
 
 use http::{Method, StatusCode};
-use serde_json::json;
 
+use super::admin_types::{UserKeys, UserList, UserRemoved};
 use super::{Api, Reply};
 use crate::users::{NewUser, User, UserError};
 
@@ -20,10 +20,13 @@ fn error(e: UserError) -> Reply {
 }
 
 fn with_secret(u: &User, secret: &str) -> Reply {
-    Reply::ok(json!({
-        "name": u.name, "role": u.role, "scopes": u.scopes,
-        "access_key": u.access_key, "secret_key": secret,
-    }))
+    Reply::typed(&UserKeys {
+        name: u.name.clone(),
+        role: u.role,
+        scopes: u.scopes.clone(),
+        access_key: u.access_key.clone(),
+        secret_key: secret.to_string(),
+    })
 }
 
 /// `rest` is the path after `/_reo/admin/users`.
@@ -32,7 +35,7 @@ pub fn dispatch(api: &Api, method: &Method, rest: &str, body: &[u8]) -> Reply {
     match (method.as_str(), parts.as_slice()) {
         ("GET", []) => {
             let users: Vec<User> = api.users.list().iter().map(|u| (**u).clone()).collect();
-            Reply::ok(json!({ "users": users }))
+            Reply::typed(&UserList { users })
         }
         ("POST", []) => {
             let new: NewUser = match serde_json::from_slice(body) {
@@ -45,7 +48,7 @@ pub fn dispatch(api: &Api, method: &Method, rest: &str, body: &[u8]) -> Reply {
             }
         }
         ("DELETE", [name]) => match api.users.remove(name) {
-            Ok(()) => Reply::ok(json!({ "removed": name })),
+            Ok(()) => Reply::typed(&UserRemoved { removed: name.to_string() }),
             Err(e) => error(e),
         },
         ("POST", [name, "rotate"]) => match api.users.rotate(name) {

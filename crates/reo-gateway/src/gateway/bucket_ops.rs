@@ -100,7 +100,7 @@ impl Gateway {
             r.objects += objects;
             r.bytes += bytes;
             let since_seconds = now_ns().saturating_sub(since_ns) as f64 / 1e9;
-            r.buckets.push(StuckBucket { bucket, objects, bytes, reason: REASON, since_seconds, key });
+            r.buckets.push(StuckBucket { bucket, objects, bytes, reason: REASON.into(), since_seconds, key });
         }
         r
     }

@@ -61,7 +61,7 @@ pub struct BackendHealth {
 }
 
 /// The backend's state for `GET /_reo/admin/status` and `/metrics`.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct HealthReport {
     /// No failure since the backend last served a real call.
     pub up: bool,

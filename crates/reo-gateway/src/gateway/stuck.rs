@@ -43,7 +43,7 @@ struct Gone {
 pub(crate) struct GoneBuckets(Mutex<BTreeMap<String, Gone>>);
 
 /// One bucket's stuck objects, for the admin status.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct StuckBucket {
     /// The bucket missing in the backend.
     pub bucket: String,
@@ -52,7 +52,7 @@ pub struct StuckBucket {
     /// Their bytes.
     pub bytes: u64,
     /// Why they are stuck.
-    pub reason: &'static str,
+    pub reason: std::borrow::Cow<'static, str>,
     /// Seconds since the bucket was found missing.
     pub since_seconds: f64,
     /// A stuck key (the last one tried).
@@ -60,7 +60,7 @@ pub struct StuckBucket {
 }
 
 /// All stuck objects, for the admin status and `/metrics`.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct StuckReport {
     /// Stuck objects, all buckets together.
     pub objects: u64,

@@ -138,7 +138,7 @@ impl<'de> Deserialize<'de> for Scope {
 }
 
 /// A user as the gateway knows it (the secret stays in [`store::Users`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct User {
     /// The user's name (unique).
     pub name: String,

@@ -1,22 +1,40 @@
 //! `reo admin`: administers a running `reo serve` through its signed API (`/_reo/admin/...`,
-//! `/_reo/hints`, `/_reo/query`). Requests are SigV4-signed ([`sigv4`]) with a user's key pair
-//! (an admin's for `/_reo/admin`) and sent over a small blocking HTTP/1.1 client ([`http`]). Long
-//! operations (device replacement, flush) poll the server's status and draw a progress bar until
-//! they end. `reo admin user ...` manages the users.
+//! `/_reo/hints`, `/_reo/query`). Requests are SigV4-signed ([`sign`]) with a user's key pair
+//! (an admin's for `/_reo/admin`) and sent over http or https ([`client`]); answers are the
+//! server's own types, shown as text ([`show`]) or JSON (`--output`). Long operations (device
+//! replacement, flush) poll the server's status and show their progress until they end; a scrub,
+//! which the server runs within the request, shows a spinner. `reo admin user ...` manages the
+//! users.
 
-pub(crate) mod http;
-pub(crate) mod sigv4;
+pub(crate) mod client;
+mod refusal;
+mod show;
+pub(crate) mod sign;
 
-use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
+use reo_gateway::api::admin_types::{
+    DeviceFailed, DeviceReplaced, Flushing, Scrubbed, Status, UserKeys, UserList, UserRemoved,
+};
 use serde_json::Value;
+
+use crate::progress::{Progress, Unit};
+
+/// How answers are printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    /// Aligned text for people.
+    Table,
+    /// The server's answer as JSON (for scripts).
+    Json,
+}
 
 #[derive(Args, Debug)]
 pub struct AdminArgs {
-    /// The server, http://HOST:PORT.
+    /// The server, http://HOST:PORT or https://HOST:PORT.
     #[arg(long, env = "REO_ENDPOINT", default_value = "http://127.0.0.1:9000")]
     endpoint: String,
     /// An access key of the server: an admin's (hints and queries: any user's).
@@ -25,13 +43,22 @@ pub struct AdminArgs {
     /// Its secret key.
     #[arg(long, env = "REO_SECRET_KEY", hide_env_values = true)]
     secret_key: String,
+    /// PEM certificates to trust for an https endpoint besides the system's (a private CA's).
+    #[arg(long, env = "REO_TLS_CA")]
+    tls_ca: Option<PathBuf>,
+    /// table (text for people) or json (the server's answer). Default: table for status, user
+    /// and cluster status; json for the rest, as they printed before (their --json flags say
+    /// json too).
+    #[arg(long, global = true, value_enum)]
+    output: Option<Output>,
     #[command(subcommand)]
     what: AdminCommand,
 }
 
 #[derive(Subcommand, Debug)]
 enum AdminCommand {
-    /// Devices, I/O, space, dirty bytes, flush lag, hit ratio, rebuild state (--json: raw).
+    /// Devices, I/O, space, dirty bytes, flush lag, hit ratio, rebuild state (--json: as
+    /// --output json).
     Status {
         #[arg(long)]
         json: bool,
@@ -78,7 +105,8 @@ enum AdminCommand {
 
 #[derive(Subcommand, Debug)]
 enum ClusterCommand {
-    /// Members, leases, home shares, replica bytes per node, failovers pending (--json: raw).
+    /// Members, leases, home shares, replica bytes per node, failovers pending (--json: as
+    /// --output json).
     Status {
         #[arg(long)]
         json: bool,
@@ -118,7 +146,7 @@ enum UserCommand {
         /// none: every bucket).
         #[arg(long = "scope", value_name = "SCOPE")]
         scopes: Vec<String>,
-        /// Print one JSON object with access_key and secret_key.
+        /// Print one JSON object with access_key and secret_key (as --output json).
         #[arg(long)]
         json: bool,
     },
@@ -161,319 +189,137 @@ fn parse_bandwidth(s: &str) -> Result<u64, String> {
     }
 }
 
+/// A signed client and how to print its answers.
 struct Admin {
-    client: http::Client,
+    client: client::Client,
+    output: Option<Output>,
 }
 
 impl Admin {
-    /// A signed call; a non-2xx answer becomes an error with the server's message.
-    fn call(&self, method: &str, path: &str, query: &[(&str, String)], body: &[u8]) -> Result<Value, String> {
-        let q: Vec<(String, String)> = query.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
-        let (status, v) = self.client.call(method, path, &q, body)?;
-        if !(200..300).contains(&status) {
-            let msg = v.get("error").and_then(Value::as_str).map_or_else(|| v.to_string(), str::to_string);
-            return Err(format!("{method} {path}: HTTP {status}: {}", msg.trim()));
+    fn status(&self) -> Result<Status, String> {
+        self.client.call("GET", "/_reo/admin/status", &[], b"")
+    }
+
+    /// The output asked for: `--output`, else `json` if the command's `--json` flag is given,
+    /// else the command's own default.
+    fn output(&self, json_flag: bool, default: Output) -> Output {
+        self.output.unwrap_or(if json_flag { Output::Json } else { default })
+    }
+
+    /// `v` as JSON, or as text by `table`.
+    fn print<T: serde::Serialize>(&self, v: &T, json_flag: bool, default: Output, table: impl FnOnce(&T)) {
+        match self.output(json_flag, default) {
+            Output::Json => show::json(v),
+            Output::Table => table(v),
         }
-        Ok(v)
     }
-
-    fn status(&self) -> Result<Value, String> {
-        self.call("GET", "/_reo/admin/status", &[], b"")
-    }
-}
-
-/// A user's new key pair, as JSON or as text.
-fn print_pair(v: &Value, json: bool, what: &str) {
-    if json {
-        print_json(
-            &serde_json::json!({"name": v["name"], "role": v["role"], "access_key": v["access_key"], "secret_key": v["secret_key"]}),
-        );
-        return;
-    }
-    println!(
-        "user {} ({}) {what}; its key pair (the secret is not shown again):",
-        str_of(&v["name"]),
-        str_of(&v["role"])
-    );
-    println!("  access key: {}", str_of(&v["access_key"]));
-    println!("  secret key: {}", str_of(&v["secret_key"]));
-}
-
-fn str_of(v: &Value) -> &str {
-    v.as_str().unwrap_or("?")
 }
 
 fn user(a: &Admin, what: &UserCommand) -> Result<(), String> {
     match what {
         UserCommand::Add { name, role, scopes, json } => {
             let body = serde_json::json!({"name": name, "role": role.as_str(), "scopes": scopes});
-            let v = a.call("POST", "/_reo/admin/users", &[], body.to_string().as_bytes())?;
-            print_pair(&v, *json, "added");
+            let k: UserKeys = a.client.call("POST", "/_reo/admin/users", &[], body.to_string().as_bytes())?;
+            a.print(&k, *json, Output::Table, |k| show::user_keys(k, "added"));
         }
         UserCommand::List { json } => {
-            let v = a.call("GET", "/_reo/admin/users", &[], b"")?;
-            if *json {
-                print_json(&v);
-                return Ok(());
-            }
-            for u in v["users"].as_array().into_iter().flatten() {
-                let scopes: Vec<&str> =
-                    u["scopes"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-                println!(
-                    "{:<24} {:<10} {:<24} {}{}",
-                    str_of(&u["name"]),
-                    str_of(&u["role"]),
-                    str_of(&u["access_key"]),
-                    if scopes.is_empty() { "every bucket".to_string() } else { scopes.join(", ") },
-                    if u["builtin"].as_bool().unwrap_or(false) { " (built-in)" } else { "" }
-                );
-            }
+            let l: UserList = a.client.call("GET", "/_reo/admin/users", &[], b"")?;
+            a.print(&l, *json, Output::Table, show::users);
         }
         UserCommand::Remove { name } => {
-            a.call("DELETE", &format!("/_reo/admin/users/{name}"), &[], b"")?;
-            println!("user {name} removed");
+            let r: UserRemoved = a.client.call("DELETE", &format!("/_reo/admin/users/{name}"), &[], b"")?;
+            a.print(&r, false, Output::Table, |r| println!("user {} removed", r.removed));
         }
         UserCommand::Rotate { name, json } => {
-            let v = a.call("POST", &format!("/_reo/admin/users/{name}/rotate"), &[], b"")?;
-            print_pair(&v, *json, "has a new secret key");
+            let k: UserKeys = a.client.call("POST", &format!("/_reo/admin/users/{name}/rotate"), &[], b"")?;
+            a.print(&k, *json, Output::Table, |k| show::user_keys(k, "has a new secret key"));
         }
     }
     Ok(())
 }
 
-fn print_json(v: &Value) {
-    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
-}
-
-fn mib(v: &Value) -> f64 {
-    v.as_u64().unwrap_or(0) as f64 / f64::from(1 << 20)
-}
-
-/// Draws `[#####.....]  50.0% label` on stderr, in place.
-fn progress(fraction: f64, label: &str) {
-    let f = fraction.clamp(0.0, 1.0);
-    let filled = (f * 30.0).round() as usize;
-    eprint!("\r[{}{}] {:5.1}% {label}   ", "#".repeat(filled), ".".repeat(30 - filled), f * 100.0);
-    let _ = std::io::stderr().flush();
-}
-
-fn show_status(s: &Value) {
-    println!("devices:");
-    for d in s["devices"].as_array().into_iter().flatten() {
-        let io = &d["io"];
-        println!(
-            "  dev{}: {:<10} {} reads ({:.1} MiB), {} writes ({:.1} MiB), {} syncs, {} errors",
-            d["device"],
-            d["health"].as_str().unwrap_or("?"),
-            io["reads"],
-            mib(&io["read_bytes"]),
-            io["writes"],
-            mib(&io["write_bytes"]),
-            io["syncs"],
-            io["errors"]
-        );
-    }
-    let io = &s["io"];
-    println!(
-        "io: {} reads ({:.1} MiB), {} puts ({:.1} MiB), {} degraded reads, {} read errors, {} write errors, {} checksum errors, {} slow reads left behind",
-        io["reads"], mib(&io["read_bytes"]), io["puts"], mib(&io["put_bytes"]), io["degraded_reads"],
-        io["read_errors"], io["write_errors"], io["checksum_errors"], io["slow_reads"]
-    );
-    println!(
-        "space: {} of {} bands free, {:.1} MiB capacity",
-        s["space"]["free_bands"],
-        s["space"]["total_bands"],
-        mib(&s["space"]["capacity"])
-    );
-    for p in s["space"]["per_scheme"].as_array().into_iter().flatten() {
-        println!(
-            "  {}: {} bands, {:.1} MiB live",
-            p["scheme"].as_str().unwrap_or("?"),
-            p["bands"],
-            mib(&p["live_bytes"])
-        );
-    }
-    let c = &s["cache"];
-    println!(
-        "cache: {} objects, {:.1} of {:.1} MiB, hit ratio {:.3} ({} of {} requests)",
-        c["objects"],
-        mib(&c["bytes"]),
-        mib(&c["capacity"]),
-        c["hit_ratio"].as_f64().unwrap_or(0.0),
-        c["hits"],
-        c["requests"]
-    );
-    println!(
-        "dirty: {} objects, {:.1} MiB, flush lag {:.1} s; backend {}",
-        s["dirty_objects"],
-        mib(&s["dirty_bytes"]),
-        s["flush_lag_seconds"].as_f64().unwrap_or(0.0),
-        backend_state(s)
-    );
-    let stuck = &s["stuck"];
-    if stuck["objects"].as_u64().unwrap_or(0) > 0 {
-        println!("stuck: {} objects, {:.1} MiB, not flushable for now:", stuck["objects"], mib(&stuck["bytes"]));
-        for b in stuck["buckets"].as_array().into_iter().flatten() {
-            println!(
-                "  {}: {} objects, {:.1} MiB, for {:.0} s (e.g. {}): {}",
-                b["bucket"].as_str().unwrap_or("?"),
-                b["objects"],
-                mib(&b["bytes"]),
-                b["since_seconds"].as_f64().unwrap_or(0.0),
-                b["key"].as_str().unwrap_or("?"),
-                b["reason"].as_str().unwrap_or("?")
-            );
-        }
-    }
-    match s["rebuild"].as_object() {
-        Some(r) => println!(
-            "rebuild: dev{} {} ({} of {} blobs, {:.1} of {:.1} MiB)",
-            r["device"],
-            r["state"].as_str().unwrap_or("?"),
-            r["blobs_done"],
-            r["blobs_total"],
-            mib(&r["bytes_done"]),
-            mib(&r["bytes_total"])
-        ),
-        None => println!("rebuild: none"),
-    }
-    println!("data-loss events: {}; hints in force: {}", s["data_loss_events"], s["hints"]);
-}
-
-/// Polls status until the rebuild of `device` is no longer running.
-fn follow_rebuild(a: &Admin, device: usize) -> Result<Value, String> {
+/// Polls status until the rebuild of `device` is no longer running; its last status.
+fn follow_rebuild(a: &Admin, device: usize) -> Result<Status, String> {
+    let bar = Progress::bar(&format!("rebuilding dev{device}"), None, Unit::Bytes);
     loop {
         let s = a.status()?;
-        let r = &s["rebuild"];
-        let state = r["state"].as_str().unwrap_or("none").to_string();
-        let total = r["bytes_total"].as_u64().unwrap_or(0);
-        let done = r["bytes_done"].as_u64().unwrap_or(0);
-        let f = if total == 0 { 1.0 } else { done as f64 / total as f64 };
-        progress(
-            f,
-            &format!(
-                "rebuilding dev{device}: {:.1}/{:.1} MiB ({state})",
-                mib(&r["bytes_done"]),
-                mib(&r["bytes_total"])
-            ),
-        );
-        if state != "running" && state != "paused" {
-            eprintln!();
+        let Some(r) = &s.rebuild else {
+            return Ok(s);
+        };
+        bar.set_total(r.bytes_total);
+        bar.set(r.bytes_done, &format!("{} of {} blobs ({})", r.blobs_done, r.blobs_total, r.state));
+        if !r.ongoing() {
+            bar.finish();
             return Ok(s);
         }
         std::thread::sleep(Duration::from_millis(250));
     }
 }
 
-/// The backend's state in a status answer, as a phrase: "up", or "down for 12 s (last error: …)".
-fn backend_state(s: &Value) -> String {
-    let b = &s["backend"];
-    if b["up"].as_bool().unwrap_or(true) {
-        return "up".into();
-    }
-    format!(
-        "down for {:.0} s (last error: {}){}",
-        b["down_seconds"].as_f64().unwrap_or(0.0),
-        b["last_error"].as_str().unwrap_or("?"),
-        if b["slowing_down"].as_bool().unwrap_or(false) { "; writes get 503 SlowDown" } else { "" }
-    )
-}
-
-/// "; N stuck (bucket missing in the backend: a, b)" when objects are stuck, else "".
-fn stuck_note(s: &Value) -> String {
-    let n = s["stuck"]["objects"].as_u64().unwrap_or(0);
-    if n == 0 {
-        return String::new();
-    }
-    let buckets: Vec<&str> =
-        s["stuck"]["buckets"].as_array().into_iter().flatten().filter_map(|b| b["bucket"].as_str()).collect();
-    format!("; {n} of them stuck (bucket missing in the backend: {})", buckets.join(", "))
-}
-
 /// Wakes the flusher and polls status until nothing is dirty; Ok(false) if `timeout` passed first
 /// (the message, on stderr, says what is left and the backend's state).
 fn flush(a: &Admin, timeout: Option<Duration>) -> Result<bool, String> {
     let began = std::time::Instant::now();
-    let first = a.call("POST", "/_reo/admin/flush", &[], b"")?;
-    let start = first["dirty_bytes"].as_u64().unwrap_or(0).max(1);
+    let first: Flushing = a.client.call("POST", "/_reo/admin/flush", &[], b"")?;
+    let bar = Progress::bar("flushing", Some(first.dirty_bytes.max(1)), Unit::Bytes);
     let mut kicked = began;
     loop {
         let s = a.status()?;
-        let (n, bytes) = (s["dirty_objects"].as_u64().unwrap_or(0), s["dirty_bytes"].as_u64().unwrap_or(0));
-        let backend = backend_state(&s);
-        progress(
-            1.0 - bytes as f64 / start as f64,
-            &format!("{n} objects ({:.1} MiB) still dirty; backend {backend}", mib(&s["dirty_bytes"])),
+        let backend = show::backend(&s.backend);
+        bar.set(
+            first.dirty_bytes.saturating_sub(s.dirty_bytes),
+            &format!("{} objects still dirty; backend {backend}", s.dirty_objects),
         );
-        if n == 0 {
-            eprintln!();
+        if s.dirty_objects == 0 {
+            bar.finish();
             println!("flushed: nothing is dirty");
             return Ok(true);
         }
         if timeout.is_some_and(|t| began.elapsed() >= t) {
-            eprintln!();
+            bar.finish();
             eprintln!(
-                "reo: flush timed out after {:.1} s: {n} objects ({bytes} bytes) still dirty; backend {backend}{}",
+                "reo: flush timed out after {:.1} s: {} objects ({} bytes) still dirty; backend {backend}{}",
                 began.elapsed().as_secs_f64(),
-                stuck_note(&s)
+                s.dirty_objects,
+                s.dirty_bytes,
+                show::stuck_note(&s)
             );
             return Ok(false);
         }
         if kicked.elapsed() >= Duration::from_secs(1) {
             // Wake the flusher again: after an outage it retries now instead of after its backoff.
-            a.call("POST", "/_reo/admin/flush", &[], b"")?;
+            a.client.call::<Flushing>("POST", "/_reo/admin/flush", &[], b"")?;
             kicked = std::time::Instant::now();
         }
         std::thread::sleep(Duration::from_millis(200));
     }
 }
 
-/// The cluster status as text.
-fn show_cluster(s: &serde_json::Value) {
-    let flag = |k: &str| s[k].as_bool().unwrap_or(false);
-    println!(
-        "node {} — view {} ({}){}{}",
-        s["node_id"].as_str().unwrap_or("?"),
-        s["view"].as_str().unwrap_or("?"),
-        if flag("settled") { "settled" } else { "changing" },
-        if flag("fenced") { ", FENCED (no valid lease: writes refused)" } else { "" },
-        if flag("etcd_up") { "" } else { ", etcd unreachable" },
-    );
-    println!("{:<16} {:<24} {:>10} {:>14} {:>12}", "member", "address", "home share", "replica free", "replicas held");
-    for m in s["members"].as_array().into_iter().flatten() {
-        println!(
-            "{:<16} {:<24} {:>9.1}% {:>14} {:>12}",
-            m["id"].as_str().unwrap_or("?"),
-            m["advertise"].as_str().unwrap_or("?"),
-            m["home_share"].as_f64().unwrap_or(0.0) * 100.0,
-            m["replica_free"],
-            m["replicas_held"]
-        );
-    }
-    let pending = s["pending_failover"].as_array().map_or(0, Vec::len);
-    println!(
-        "replicas held here: {} objects, {} bytes; unflushed here: {} objects; awaiting failover: {pending} node(s) {}",
-        s["replicas"]["objects"], s["replicas"]["bytes"], s["dirty_objects"], s["pending_failover"]
-    );
-}
-
 pub fn run(args: &AdminArgs) -> Result<ExitCode, String> {
-    let a = Admin { client: http::Client::new(&args.endpoint, args.access_key.clone(), args.secret_key.clone())? };
+    let keys = sign::Keys { access: args.access_key.clone(), secret: args.secret_key.clone() };
+    let a = Admin { client: client::Client::new(&args.endpoint, keys, args.tls_ca.as_deref())?, output: args.output };
+    let raw = |method: &str, path: &str, query: &[(&str, String)], body: &[u8]| -> Result<(), String> {
+        // Hints, queries and a cluster's leave have no text form: JSON either way.
+        show::json(&a.client.call::<Value>(method, path, query, body)?);
+        Ok(())
+    };
     match &args.what {
-        AdminCommand::Status { json: true } => print_json(&a.status()?),
-        AdminCommand::Status { json: false } => show_status(&a.status()?),
+        AdminCommand::Status { json } => a.print(&a.status()?, *json, Output::Table, show::status),
         AdminCommand::Device { what: DeviceCommand::Fail { device } } => {
-            print_json(&a.call("POST", "/_reo/admin/device/fail", &[("device", device.to_string())], b"")?)
+            let r: DeviceFailed =
+                a.client.call("POST", "/_reo/admin/device/fail", &[("device", device.to_string())], b"")?;
+            a.print(&r, false, Output::Json, show::device_failed);
         }
         AdminCommand::Device { what: DeviceCommand::Replace { device, path, bandwidth, no_follow } } => {
             let mut q = vec![("device", device.to_string()), ("path", path.clone())];
             q.extend(bandwidth.map(|b| ("rate_bps", b.to_string())));
-            print_json(&a.call("POST", "/_reo/admin/device/replace", &q, b"")?);
+            let r: DeviceReplaced = a.client.call("POST", "/_reo/admin/device/replace", &q, b"")?;
+            a.print(&r, false, Output::Json, show::device_replaced);
             if *no_follow {
                 return Ok(ExitCode::SUCCESS);
             }
             let s = follow_rebuild(&a, *device)?;
-            let state = s["rebuild"]["state"].as_str().unwrap_or("none");
+            let state = s.rebuild.as_ref().map_or("none", |r| r.state.as_str());
             println!("rebuild of dev{device}: {state}");
             if state != "done" {
                 return Ok(ExitCode::from(1));
@@ -484,28 +330,26 @@ pub fn run(args: &AdminArgs) -> Result<ExitCode, String> {
                 return Ok(ExitCode::from(1));
             }
         }
-        AdminCommand::Scrub => print_json(&a.call("POST", "/_reo/admin/scrub", &[], b"")?),
-        AdminCommand::Hints { what: None | Some(HintsCommand::List) } => {
-            print_json(&a.call("GET", "/_reo/hints", &[], b"")?)
+        AdminCommand::Scrub => {
+            // The server scrubs within the request: a spinner while it reads every chunk.
+            let spin = Progress::spinner("scrubbing every chunk on flash");
+            let r: Scrubbed = a.client.call("POST", "/_reo/admin/scrub", &[], b"")?;
+            spin.finish();
+            a.print(&r, false, Output::Json, show::scrubbed);
         }
+        AdminCommand::Hints { what: None | Some(HintsCommand::List) } => raw("GET", "/_reo/hints", &[], b"")?,
         AdminCommand::Hints { what: Some(HintsCommand::Submit { json }) } => {
-            print_json(&a.call("POST", "/_reo/hints", &[], json.as_bytes())?)
+            raw("POST", "/_reo/hints", &[], json.as_bytes())?
         }
         AdminCommand::Hints { what: Some(HintsCommand::Cancel { id }) } => {
-            print_json(&a.call("DELETE", &format!("/_reo/hints/{id}"), &[], b"")?)
+            raw("DELETE", &format!("/_reo/hints/{id}"), &[], b"")?
         }
         AdminCommand::User { what } => user(&a, what)?,
         AdminCommand::Cluster { what: ClusterCommand::Status { json } } => {
-            let s = a.call("GET", "/_reo/admin/cluster", &[], b"")?;
-            if *json {
-                print_json(&s);
-            } else {
-                show_cluster(&s);
-            }
+            let s: Value = a.client.call("GET", "/_reo/admin/cluster", &[], b"")?;
+            a.print(&s, *json, Output::Table, show::cluster);
         }
-        AdminCommand::Cluster { what: ClusterCommand::Leave } => {
-            print_json(&a.call("POST", "/_reo/admin/cluster/leave", &[], b"")?)
-        }
+        AdminCommand::Cluster { what: ClusterCommand::Leave } => raw("POST", "/_reo/admin/cluster/leave", &[], b"")?,
         AdminCommand::Query { bucket, key, prefix } => {
             let mut q = vec![("bucket", bucket.clone())];
             match (key, prefix) {
@@ -513,7 +357,7 @@ pub fn run(args: &AdminArgs) -> Result<ExitCode, String> {
                 (None, Some(p)) => q.push(("prefix", p.clone())),
                 (None, None) => return Err("query: give --key or --prefix".into()),
             }
-            print_json(&a.call("GET", "/_reo/query", &q, b"")?)
+            raw("GET", "/_reo/query", &q, b"")?
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -1,5 +1,5 @@
 //! The load generator's HTTP/1.1 client: one keep-alive connection per client thread (plain TCP,
-//! or TLS with rustls verifying the server against a given CA), every request SigV4-signed with
+//! or TLS with rustls verifying the server against a given CA), every request SigV4-signed by
 //! `reo admin`'s signer (payload `UNSIGNED-PAYLOAD`, which s3s accepts, so a PUT does not hash its
 //! body on the client), responses read by `Content-Length` (or chunked) into a reused buffer.
 
@@ -8,7 +8,7 @@ use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::admin::sigv4;
+use crate::admin::sign::{self, Keys, Payload};
 
 /// A connection's byte stream: TCP, or TLS over TCP.
 trait Io: Read + Write + Send {}
@@ -18,8 +18,7 @@ impl<T: Read + Write + Send> Io for T {}
 pub struct Conn {
     io: BufReader<Box<dyn Io>>,
     host: String,
-    access_key: String,
-    secret_key: String,
+    keys: Keys,
     /// The last response's body.
     pub body: Vec<u8>,
 }
@@ -66,8 +65,7 @@ impl Conn {
         Ok(Conn {
             io: BufReader::with_capacity(256 << 10, io),
             host: host.into(),
-            access_key: access_key.into(),
-            secret_key: secret_key.into(),
+            keys: Keys { access: access_key.into(), secret: secret_key.into() },
             body: Vec::new(),
         })
     }
@@ -86,27 +84,17 @@ impl Conn {
         query: &[(String, String)],
         body: &[u8],
     ) -> Result<u16, String> {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        let date = sigv4::amz_date(now);
-        let headers = [("host".to_string(), self.host.clone())];
-        let payload_hash = "UNSIGNED-PAYLOAD";
-        let req = sigv4::Request { method, path, query, headers: &headers, payload_hash };
-        let auth = sigv4::authorization(&req, &self.access_key, &self.secret_key, &date);
-        let qs: Vec<String> = query
-            .iter()
-            .map(|(k, v)| format!("{}={}", sigv4::uri_encode(k, false), sigv4::uri_encode(v, false)))
-            .collect();
-        let target = if qs.is_empty() {
-            sigv4::uri_encode(path, true)
-        } else {
-            format!("{}?{}", sigv4::uri_encode(path, true), qs.join("&"))
-        };
-        let head = format!(
-            "{method} {target} HTTP/1.1\r\nHost: {}\r\nx-amz-date: {date}\r\nx-amz-content-sha256: {payload_hash}\r\n\
-             Authorization: {auth}\r\nContent-Length: {}\r\n\r\n",
-            self.host,
-            body.len()
-        );
+        let query: Vec<(&str, String)> = query.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+        // Signed for http://HOST: the scheme is not part of a signature, the host is.
+        let url = sign::url(&format!("http://{}", self.host), path, &query);
+        let headers = sign::sign(&self.keys, method, &url, &[], body, Payload::Unsigned)?;
+        let target = &url[url.find(&self.host).map_or(0, |i| i + self.host.len())..];
+        let mut head =
+            format!("{method} {target} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n", self.host, body.len());
+        for (k, v) in &headers {
+            head.push_str(&format!("{k}: {}\r\n", v.to_str().map_err(|e| e.to_string())?));
+        }
+        head.push_str("\r\n");
         let w = self.io.get_mut();
         w.write_all(head.as_bytes())
             .and_then(|_| w.write_all(body))

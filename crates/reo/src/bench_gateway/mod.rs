@@ -78,8 +78,9 @@ fn listed_key(i: usize) -> String {
     format!("k/{i:06}")
 }
 
+/// One progress line on stderr (under a spinner on a terminal).
 fn progress(msg: impl std::fmt::Display) {
-    eprintln!("bench gateway: {msg}");
+    crate::progress::step("bench gateway", &msg.to_string());
 }
 
 fn bytes_of(i: usize, len: usize) -> Vec<u8> {

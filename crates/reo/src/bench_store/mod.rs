@@ -81,9 +81,9 @@ pub struct BenchStoreArgs {
     pub chunk: u32,
 }
 
-/// One progress line on stderr.
+/// One progress line on stderr (under a spinner on a terminal).
 pub(crate) fn progress(msg: impl std::fmt::Display) {
-    eprintln!("bench store: {msg}");
+    crate::progress::step("bench store", &msg.to_string());
 }
 
 /// Bytes per MiB, for rates.
