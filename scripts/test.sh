@@ -37,6 +37,17 @@ python3 -m pip install --quiet --disable-pip-version-check "libcachesim==0.3.5"
 if ! command -v rclone >/dev/null || ! command -v s3cmd >/dev/null; then
   apt-get install -y -qq rclone s3cmd >/dev/null || { apt-get update -qq && apt-get install -y -qq rclone s3cmd >/dev/null; }
 fi
+# Chromium and chromedriver (Debian's), driven by Selenium: the web console's browser test
+# (tests/e2e/test_console.py).
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  apt-get install -y -qq chromium chromium-driver >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; }
+fi
+python3 -m pip install --quiet --disable-pip-version-check "selenium==4.38.0" jsonschema
+# promtool (Debian's prometheus package) checks deploy/'s Prometheus configuration, alert rules
+# and every query of the Grafana dashboard (tests/e2e/test_deploy.py).
+if ! command -v promtool >/dev/null; then
+  apt-get install -y -qq prometheus >/dev/null || { apt-get update -qq && apt-get install -y -qq prometheus >/dev/null; }
+fi
 cargo test --workspace --no-run
 # Bounded so that a hang fails CI with its test named instead of running out its clock.
 timeout --signal=KILL 1200 cargo test --workspace

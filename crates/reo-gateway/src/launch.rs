@@ -393,6 +393,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), LaunchError> {
         anonymous_metrics: cfg.anonymous_metrics,
         metrics: Default::default(),
         scrubs: Default::default(),
+        console: Default::default(),
         last_rebuild: Default::default(),
         device_io,
         rebuild_bps: cfg.rebuild_bps,
@@ -450,6 +451,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), LaunchError> {
             tracing::info!("metrics on http://{addr}/metrics (no authentication: keep it on a private network)");
             tokio::spawn(crate::scrape::serve_metrics_only(m, api.clone(), std::future::pending()));
         }
+        tokio::spawn(crate::console::sample_forever(api.clone()));
         serve(listeners, api, opts, shutdown_signal()).await.map_err(|e| LaunchError::Serve(e.into()))
     });
     if let Some(x) = &cfg.extension {

@@ -19,6 +19,7 @@ pub mod backend;
 pub mod body;
 pub mod budget;
 pub mod checksum;
+pub mod console;
 pub mod denials;
 pub mod device_files;
 pub mod device_io;

@@ -183,6 +183,7 @@ pub async fn serve(
         let (service, latency, ids) = (service.clone(), latency.clone(), ids.clone());
         let (scrape_api, denials, metrics_token) = (scrape_api.clone(), denials.clone(), metrics_token.clone());
         let interceptor = interceptor.clone();
+        let is_tls = tls[which].is_some();
         let timed = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
             let op = crate::metrics::operation(req.method(), req.uri().path());
             let (service, latency, ids) = (service.clone(), latency.clone(), ids.clone());
@@ -208,7 +209,14 @@ pub async fn serve(
                 } else {
                     crate::scrape::Bearer::Absent
                 };
+                let console =
+                    path == crate::console::PREFIX || path.starts_with(&format!("{}/", crate::console::PREFIX));
                 let mut r = match (early, scrape) {
+                    // The console is a web page, not S3: its own sign-in, no S3 refusals.
+                    _ if console => {
+                        let req = req.map(|b| s3s::Body::http_body(crate::slow_body::MinRate::new(b, body_limits)));
+                        Ok(crate::console::handle(&scrape_api, req, is_tls, peer).await)
+                    }
                     (Some(e), _) => e.to_http_response().map_err(|e| s3s::HttpError::new(Box::new(e))),
                     (None, crate::scrape::Bearer::Valid) => Ok(crate::scrape::answer(&scrape_api).await),
                     (None, crate::scrape::Bearer::Invalid) => Ok(crate::scrape::text(

@@ -45,6 +45,8 @@ pub struct Api {
     pub metrics: Arc<crate::metrics::RequestMetrics>,
     /// Scrubs run through the API.
     pub scrubs: Arc<scrubs::ScrubLog>,
+    /// The web console's sessions and history.
+    pub console: Arc<crate::console::state::Console>,
     /// The last rebuild started through the API: its outcome stays visible after it finishes
     /// (the store forgets a finished rebuild).
     pub last_rebuild: Arc<parking_lot::Mutex<Option<reo_store::RebuildHandle>>>,
@@ -287,6 +289,7 @@ mod tests {
             anonymous_metrics: true,
             metrics: Default::default(),
             scrubs: Default::default(),
+            console: Default::default(),
             last_rebuild: Default::default(),
             device_io: Default::default(),
             rebuild_bps: None,

@@ -9,6 +9,7 @@ mod collect;
 pub mod exposition;
 mod snapshot;
 
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -32,6 +33,16 @@ pub fn operation(method: &http::Method, path: &str) -> &'static str {
         http::Method::DELETE => "delete",
         http::Method::POST => "post",
         _ => "other",
+    }
+}
+
+/// The label value of a class (`class="dirty"`), also the console's name for it.
+pub fn class_name(c: reo_cache::Class) -> &'static str {
+    match c {
+        reo_cache::Class::Metadata => "metadata",
+        reo_cache::Class::Dirty => "dirty",
+        reo_cache::Class::Hot => "hot",
+        reo_cache::Class::Cold => "cold",
     }
 }
 
@@ -63,6 +74,9 @@ pub struct RequestMetrics {
     in_flight: Gauge,
     received: Family<OpLabel, Counter>,
     sent: Family<OpLabel, Counter>,
+    /// Requests answered and their total time in microseconds, every operation together (the
+    /// console's history samples them).
+    totals: std::sync::Arc<[AtomicU64; 2]>,
 }
 
 impl Default for RequestMetrics {
@@ -73,6 +87,7 @@ impl Default for RequestMetrics {
             in_flight: Gauge::default(),
             received: Family::default(),
             sent: Family::default(),
+            totals: Default::default(),
         }
     }
 }
@@ -97,6 +112,8 @@ impl RequestMetrics {
     /// bodies of `received` and `sent` bytes (as their `Content-Length` declared them).
     pub fn observe(&self, op: &'static str, code: u16, took: Duration, received: u64, sent: u64) {
         self.requests.get_or_create(&OpStatusLabel { op, code }).inc();
+        self.totals[0].fetch_add(1, Relaxed);
+        self.totals[1].fetch_add(took.as_micros().min(u128::from(u64::MAX)) as u64, Relaxed);
         let label = OpLabel { op };
         self.duration.get_or_create(&label).observe(took.as_secs_f64());
         if received > 0 {
@@ -105,6 +122,11 @@ impl RequestMetrics {
         if sent > 0 {
             self.sent.get_or_create(&label).inc_by(sent);
         }
+    }
+
+    /// Requests answered since start and their total time in microseconds.
+    pub fn totals(&self) -> (u64, u64) {
+        (self.totals[0].load(Relaxed), self.totals[1].load(Relaxed))
     }
 
     /// Registers the instruments in `r` (names in docs/METRICS.md).

@@ -14,9 +14,6 @@ use reo_store::RebuildState;
 use super::collect::Out;
 use crate::api::Api;
 
-/// Label values of the classes, by class code.
-const CLASS_NAMES: [&str; 4] = ["metadata", "dirty", "hot", "cold"];
-
 /// The scrape-time collector (see the module doc).
 pub(super) struct Snapshot(pub Api);
 
@@ -194,7 +191,7 @@ fn cache(api: &Api, out: &mut Out<'_>) -> fmt::Result {
         out.counter(name, help, v)?;
     }
     let by_class = |pc: &reo_cache::stats::PerClass| -> Vec<([(&str, &str); 1], u64)> {
-        Class::ALL.iter().map(|&c| ([("class", CLASS_NAMES[c as usize])], pc.get(c))).collect()
+        Class::ALL.iter().map(|&c| ([("class", super::class_name(c))], pc.get(c))).collect()
     };
     out.counters(
         "reo_cache_class_hits",
@@ -264,14 +261,14 @@ fn cache(api: &Api, out: &mut Out<'_>) -> fmt::Result {
     )?;
     let occ = cache.class_occupancy();
     let classes = |f: fn(&(u64, u64)) -> u64| -> Vec<([(&str, &str); 1], u64)> {
-        Class::ALL.iter().map(|&c| ([("class", CLASS_NAMES[c as usize])], f(&occ[c as usize]))).collect()
+        Class::ALL.iter().map(|&c| ([("class", super::class_name(c))], f(&occ[c as usize]))).collect()
     };
     out.gauges("reo_cache_class_objects", "Objects in the index, by class", &classes(|o| o.0))?;
     out.gauges("reo_cache_class_object_bytes", "Sizes of the objects in the index, by class", &classes(|o| o.1))?;
     let schemes = cache.class_schemes();
     let info: Vec<_> = Class::ALL
         .iter()
-        .map(|&c| ([("class", CLASS_NAMES[c as usize].to_string()), ("scheme", schemes.of(c).to_string())], 1u64))
+        .map(|&c| ([("class", super::class_name(c).to_string()), ("scheme", schemes.of(c).to_string())], 1u64))
         .collect();
     out.gauges("reo_cache_class_scheme_info", "The redundancy scheme of each class (value 1)", &info)
 }
@@ -375,7 +372,7 @@ fn rebuild(api: &Api, out: &mut Out<'_>) -> fmt::Result {
     out.gauge("reo_rebuild_done_bytes", "Bytes the current or last rebuild has restored", p.bytes_done)?;
     out.gauge("reo_rebuild_planned_bytes", "Bytes the current or last rebuild restores in all", p.bytes_total)?;
     out.gauge("reo_rebuild_rate_bytes_per_second", "The rebuild's restore rate", p.rate)?;
-    let class = |c: &u8| CLASS_NAMES.get(usize::from(*c)).copied().unwrap_or("other");
+    let class = |c: &u8| Class::ALL.get(usize::from(*c)).map_or("other", |&c| super::class_name(c));
     let per = |f: fn(&reo_store::ClassProgress) -> u64| -> Vec<([(&str, &str); 1], u64)> {
         p.classes.iter().map(|(c, cp)| ([("class", class(c))], f(cp))).collect()
     };
