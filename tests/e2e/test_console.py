@@ -106,6 +106,28 @@ class ConsoleProtocolTest(unittest.TestCase):
         self.assertIn("Max-Age=0", headers["Set-Cookie"])
         self.assertEqual(self.http.request("GET", "/_reo/console/api/state", headers=jar)[0], 401, "signed out")
 
+    def test_a_rotated_admins_session_ends(self):
+        self.srv.add_user("third-admin", "admin", "REOTESTTHIRDADMIN001", "third-admin-secret-00000000000000")
+        status, headers, _ = self.http.login("REOTESTTHIRDADMIN001", "third-admin-secret-00000000000000")
+        self.assertEqual(status, 303)
+        jar = {"Cookie": f"reo_console={session_of(headers)}"}
+        self.assertEqual(self.http.request("GET", "/_reo/console/api/state", headers=jar)[0], 200)
+        status, body = call(self.srv, "POST", "/_reo/admin/users/third-admin/rotate")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(self.http.request("GET", "/_reo/console/api/state", headers=jar)[0], 401,
+                         "a session outlived the secret it was opened with")
+
+    def test_objects_are_sandboxed_away_from_the_console(self):
+        # An HTML object a browser renders on this origin must not be able to drive the console.
+        s3 = self.srv.client()
+        s3.create_bucket(Bucket="pages")
+        s3.put_object(Bucket="pages", Key="x.html", Body=b"<script>fetch('/_reo/console')</script>",
+                      ContentType="text/html")
+        r = s3.get_object(Bucket="pages", Key="x.html", ResponseContentType="text/html")
+        self.assertEqual(r["ResponseMetadata"]["HTTPHeaders"].get("content-security-policy"), "sandbox")
+        status, headers, _ = self.http.request("GET", "/_reo/console")
+        self.assertNotEqual(headers["Content-Security-Policy"], "sandbox", "the console keeps its own policy")
+
     def test_a_removed_admins_session_ends(self):
         self.srv.add_user("second-admin", "admin", "REOTESTSECONDADMIN01", "second-admin-secret-0000000000000")
         status, headers, _ = self.http.login("REOTESTSECONDADMIN01", "second-admin-secret-0000000000000")
@@ -194,9 +216,13 @@ class ConsoleBrowserTest(unittest.TestCase):
         wait.until(lambda d: len(texts("#devices tbody tr")) == 5)
         healths = texts("#devices tbody tr td:nth-child(2)")
         self.assertEqual(healths, ["healthy"] * 5)
-        # The hit-ratio chart draws the server's history (a sample every 10 s) and the live
-        # point: a line once the first interval has passed.
-        wait.until(lambda d: int(d.execute_script("return document.getElementById('chart-hit').dataset.points || 0")) >= 2)
+        # The charts draw the server's history (a sample of S3 traffic every 10 s): a line once
+        # two intervals have passed.
+        # Reads keep coming while it waits (an interval without reads has no hit ratio).
+        def drawn(d):
+            s3.get_object(Bucket="console", Key="k1")["Body"].read()
+            return int(d.execute_script("return document.getElementById('chart-hit').dataset.points || 0")) >= 2
+        wait.until(drawn)
         line = d.execute_script(
             "return document.querySelector('#chart-hit svg polyline').getAttribute('points')")
         self.assertGreaterEqual(len(line.split()), 2, line)

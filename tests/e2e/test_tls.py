@@ -1,10 +1,13 @@
 """HTTPS: `reo serve --tls-listen --tls-cert --tls-key` with a throwaway CA made by openssl;
 boto3 verifies the chain against that CA and talks S3 over TLS (a PUT and a GET, a multipart
-upload); a client that does not trust the CA is refused at the handshake; with TLS configured
+upload); `reo admin` over https with `--tls-ca` (and refused without it); the console's session
+cookie `Secure` under TLS; a client that does not trust the CA is refused at the handshake; with TLS configured
 and no `--listen`, no plain HTTP address is served; a bad certificate file stops the start with
 a message naming it; a client that never finishes its handshake loses its connection at the
 header timeout."""
 
+import http.client
+import json
 import os
 import socket
 import ssl
@@ -12,12 +15,13 @@ import subprocess
 import tempfile
 import time
 import unittest
+import urllib.parse
 
 import boto3
 from botocore.config import Config
 from botocore.exceptions import SSLError
 
-from server import ACCESS, SECRET, Server, free_port
+from server import ACCESS, ADMIN_ACCESS, ADMIN_SECRET, SECRET, Server, free_port
 
 BIN = os.environ.get("REO_BIN", "target/debug/reo")
 
@@ -71,6 +75,27 @@ class TlsTest(unittest.TestCase):
         s3.complete_multipart_upload(Bucket="tls", Key="mp", UploadId=up, MultipartUpload={
             "Parts": [{"PartNumber": i + 1, "ETag": e} for i, e in enumerate(etags)]})
         self.assertEqual(s3.get_object(Bucket="tls", Key="mp")["Body"].read(), b"".join(parts))
+
+    def test_admin_and_console_over_tls(self):
+        # `reo admin` over https: trusted through --tls-ca, refused without it.
+        env = dict(os.environ, REO_ENDPOINT=self.https, REO_ACCESS_KEY=ADMIN_ACCESS, REO_SECRET_KEY=ADMIN_SECRET)
+        ok = subprocess.run([BIN, "admin", "--tls-ca", self.ca, "--output", "json", "status"], env=env,
+                            capture_output=True, text=True, timeout=60)
+        self.assertEqual(ok.returncode, 0, ok.stderr)
+        self.assertEqual(len(json.loads(ok.stdout)["devices"]), 5)
+        bad = subprocess.run([BIN, "admin", "status"], env=env, capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn(self.https, bad.stderr)
+        # The console's session cookie is Secure on the TLS listener.
+        ctx = ssl.create_default_context(cafile=self.ca)
+        c = http.client.HTTPSConnection("127.0.0.1", self.tls_port, context=ctx, timeout=30)
+        form = urllib.parse.urlencode({"access_key": ADMIN_ACCESS, "secret_key": ADMIN_SECRET})
+        c.request("POST", "/_reo/console/login", form, {"Content-Type": "application/x-www-form-urlencoded"})
+        r = c.getresponse()
+        r.read()
+        c.close()
+        self.assertEqual(r.status, 303)
+        self.assertIn("; Secure", r.headers["Set-Cookie"])
 
     def test_an_untrusted_chain_is_refused(self):
         with self.assertRaises(SSLError):

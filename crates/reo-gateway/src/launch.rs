@@ -394,6 +394,7 @@ pub fn run(cfg: &ServeConfig) -> Result<(), LaunchError> {
         metrics: Default::default(),
         scrubs: Default::default(),
         console: Default::default(),
+        occupancy: Default::default(),
         last_rebuild: Default::default(),
         device_io,
         rebuild_bps: cfg.rebuild_bps,

@@ -248,6 +248,14 @@ pub async fn serve(
                         resp.headers_mut().remove(http::header::CONTENT_LENGTH);
                     }
                 }
+                if let (false, Ok(resp)) = (console, &mut r) {
+                    // An object shown by a browser (a presigned GET with `response-content-type:
+                    // text/html`) runs in an opaque origin: its script cannot use the console's
+                    // session on this origin, read its pages or send its actions.
+                    resp.headers_mut()
+                        .entry(http::header::CONTENT_SECURITY_POLICY)
+                        .or_insert(http::HeaderValue::from_static("sandbox"));
+                }
                 if let Ok(resp) = &r {
                     let sent = if method == http::Method::HEAD { 0 } else { content_length(resp.headers()) };
                     latency.observe(op, resp.status().as_u16(), t.elapsed(), received, sent);

@@ -45,6 +45,8 @@ pub struct Api {
     pub metrics: Arc<crate::metrics::RequestMetrics>,
     /// Scrubs run through the API.
     pub scrubs: Arc<scrubs::ScrubLog>,
+    /// Objects and bytes by class, counted at most every few seconds.
+    pub occupancy: Arc<crate::metrics::occupancy::Occupancy>,
     /// The web console's sessions and history.
     pub console: Arc<crate::console::state::Console>,
     /// The last rebuild started through the API: its outcome stays visible after it finishes
@@ -290,6 +292,7 @@ mod tests {
             metrics: Default::default(),
             scrubs: Default::default(),
             console: Default::default(),
+            occupancy: Default::default(),
             last_rebuild: Default::default(),
             device_io: Default::default(),
             rebuild_bps: None,

@@ -10,7 +10,8 @@
 //! carries the session's CSRF token in a header and, when the browser sends one, an `Origin` of
 //! this server. The console shows the array's state, which only admins may read through the API
 //! (docs/SECURITY.md), so only admin keys may sign in, and a session's user and role are looked
-//! up on every request: a removed admin's session ends at once.
+//! up on every request: a removed admin's session, or one whose key was rotated, ends at once.
+//! The form sends a secret key, so it is refused over plain HTTP except from this host.
 
 pub mod history;
 pub mod sessions;
@@ -40,6 +41,7 @@ const CONSOLE_CSS: &str = include_str!("assets/console.css");
 /// Samples the history every [`history::INTERVAL`] until the runtime stops.
 pub async fn sample_forever(api: Api) {
     let mut tick = tokio::time::interval(history::INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         tick.tick().await;
         let a = api.clone();
@@ -136,8 +138,8 @@ async fn route(api: &Api, r: &ConsoleRequest, body: s3s::Body) -> Response<s3s::
 fn signed_in(api: &Api, r: &ConsoleRequest) -> Option<(String, Session)> {
     let token = cookie(&r.headers, COOKIE)?;
     let s = api.console.sessions().get(&token)?;
-    match api.users.user(&s.access_key) {
-        Some(u) if u.role == Role::Admin => Some((token, s)),
+    match api.users.lookup(&s.access_key) {
+        Some((u, secret)) if u.role == Role::Admin && s.opened_with(&secret) => Some((token, s)),
         _ => {
             api.console.sessions().end(&token);
             None
@@ -165,8 +167,15 @@ async fn login(api: &Api, r: &ConsoleRequest, mut body: s3s::Body) -> Response<s
         return login_page(StatusCode::FORBIDDEN, "This sign-in did not come from this server's page.");
     }
     let ip = r.peer.map(|p| p.ip());
-    if !api.console.sessions().may_try(ip) {
-        return login_page(StatusCode::TOO_MANY_REQUESTS, "Too many failed sign-ins from this address: wait a minute.");
+    if !r.tls && !ip.is_some_and(|ip| ip.is_loopback()) {
+        // The form carries the secret itself (SigV4 never does): not in clear over a network.
+        return login_page(
+            StatusCode::FORBIDDEN,
+            "Sign in over HTTPS (the TLS listener, --tls-listen): this form sends the secret key, which plain HTTP would show to the network.",
+        );
+    }
+    if !api.console.sessions().attempt(ip) {
+        return login_page(StatusCode::TOO_MANY_REQUESTS, "Too many failed sign-ins: wait a minute.");
     }
     let form = match body.store_all_limited(MAX_FORM).await {
         Ok(b) => b,
@@ -177,7 +186,6 @@ async fn login(api: &Api, r: &ConsoleRequest, mut body: s3s::Body) -> Response<s
     let (access, secret) = (field("access_key").trim(), field("secret_key").trim());
     let user = api.users.lookup(access).filter(|(_, s)| same_token(s, secret)).map(|(u, _)| u);
     let Some(user) = user else {
-        api.console.sessions().failed(ip);
         return login_page(
             StatusCode::UNAUTHORIZED,
             "That access key and secret key do not match a user of this server.",
@@ -192,7 +200,8 @@ async fn login(api: &Api, r: &ConsoleRequest, mut body: s3s::Body) -> Response<s
             ),
         );
     }
-    match api.console.sessions().create(access) {
+    api.console.sessions().succeeded(ip);
+    match api.console.sessions().create(access, secret) {
         Ok((token, _)) => {
             tracing::info!(user = user.name.as_str(), "console sign-in");
             redirect(&session_cookie(&token, r.tls))
@@ -205,7 +214,7 @@ async fn login(api: &Api, r: &ConsoleRequest, mut body: s3s::Body) -> Response<s
 fn state(api: &Api, s: &Session) -> serde_json::Value {
     let user: Option<Arc<User>> = api.users.user(&s.access_key);
     let cache = &api.gw.cache;
-    let occ = cache.class_occupancy();
+    let occ = api.occupancy.of(cache);
     let schemes = cache.class_schemes();
     let classes: Vec<_> = reo_cache::Class::ALL
         .iter()

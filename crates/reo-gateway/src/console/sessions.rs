@@ -1,9 +1,11 @@
 //! [`Sessions`]: the web console's sign-ins. A browser cannot sign SigV4, so a user proves a key
 //! pair once and gets a session: a random token in an `HttpOnly`, `SameSite=Strict` cookie, with
 //! a second random token (CSRF) that every action must carry in a header, which a page of another
-//! site can neither read nor send. Sessions expire; their number is bounded (the oldest goes);
-//! sign-in failures are limited per client address, so the form is no faster an oracle for
-//! secrets than signed requests are.
+//! site can neither read nor send. A session is bound to the secret it was opened with: rotating
+//! the key ends it. Sessions expire; their number is bounded (the oldest goes). Sign-in attempts
+//! are counted before the secret is checked (concurrent guesses cannot all slip under the limit)
+//! and limited per client network (an IPv6 /64 counts as one address) and in total, so the form
+//! is no faster an oracle for secrets than signed requests are.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -18,6 +20,8 @@ pub const SESSION_TTL: Duration = Duration::from_secs(3600);
 const MAX_SESSIONS: usize = 1024;
 /// Failed sign-ins a client address may make per [`FAILURE_WINDOW`].
 const MAX_FAILURES: u32 = 10;
+/// Failed sign-ins from all addresses together per [`FAILURE_WINDOW`] (many addresses guessing).
+const MAX_ALL_FAILURES: u32 = 100;
 const FAILURE_WINDOW: Duration = Duration::from_secs(60);
 /// Client addresses whose failures are remembered at most.
 const MAX_TRACKED: usize = 4096;
@@ -30,13 +34,51 @@ pub struct Session {
     pub access_key: String,
     /// The token actions must carry (`X-Reo-Csrf`).
     pub csrf: String,
+    /// The secret the session was opened with: once the user's secret differs (rotated), the
+    /// session is over.
+    secret: String,
     created: Instant,
+}
+
+impl Session {
+    /// Whether `secret` (the user's current one) is the one this session was opened with.
+    pub fn opened_with(&self, secret: &str) -> bool {
+        same_token(&self.secret, secret)
+    }
 }
 
 #[derive(Default)]
 struct Inner {
     by_token: HashMap<String, Session>,
-    failures: HashMap<IpAddr, (Instant, u32)>,
+    /// Attempts by client network in the current window (unknown peers share one entry).
+    failures: HashMap<Option<IpAddr>, (Instant, u32)>,
+    /// Attempts from everyone in the current window.
+    all: Option<(Instant, u32)>,
+}
+
+/// The network a client address counts for: an IPv4 address, or an IPv6 /64 (one host's share).
+fn network(ip: Option<IpAddr>) -> Option<IpAddr> {
+    match ip {
+        Some(IpAddr::V6(v6)) if v6.to_ipv4_mapped().is_none() => {
+            let mut o = v6.octets();
+            o[8..].fill(0);
+            Some(IpAddr::V6(o.into()))
+        }
+        Some(IpAddr::V6(v6)) => v6.to_ipv4_mapped().map(IpAddr::V4),
+        other => other,
+    }
+}
+
+/// Counts one attempt in `w` (a window of [`FAILURE_WINDOW`]); false if it is over `max`.
+fn count(w: &mut (Instant, u32), max: u32) -> bool {
+    if w.0.elapsed() >= FAILURE_WINDOW {
+        *w = (Instant::now(), 0);
+    }
+    if w.1 >= max {
+        return false;
+    }
+    w.1 += 1;
+    true
 }
 
 /// See the module doc.
@@ -52,9 +94,14 @@ fn token() -> std::io::Result<String> {
 
 impl Sessions {
     /// A new session for `access_key`: `(cookie token, session)`.
-    pub fn create(&self, access_key: &str) -> std::io::Result<(String, Session)> {
+    pub fn create(&self, access_key: &str, secret: &str) -> std::io::Result<(String, Session)> {
         let t = token()?;
-        let s = Session { access_key: access_key.to_string(), csrf: token()?, created: Instant::now() };
+        let s = Session {
+            access_key: access_key.to_string(),
+            csrf: token()?,
+            secret: secret.to_string(),
+            created: Instant::now(),
+        };
         let mut g = self.0.lock();
         g.by_token.retain(|_, s| s.created.elapsed() < SESSION_TTL);
         if g.by_token.len() >= MAX_SESSIONS {
@@ -84,31 +131,42 @@ impl Sessions {
         self.0.lock().by_token.remove(t);
     }
 
-    /// Whether `ip` may try to sign in now (under its failure limit).
-    pub fn may_try(&self, ip: Option<IpAddr>) -> bool {
-        let Some(ip) = ip else { return true };
-        let g = self.0.lock();
-        !matches!(g.failures.get(&ip), Some((since, n)) if since.elapsed() < FAILURE_WINDOW && *n >= MAX_FAILURES)
-    }
-
-    /// A failed sign-in from `ip`.
-    pub fn failed(&self, ip: Option<IpAddr>) {
-        let Some(ip) = ip else { return };
+    /// Counts a sign-in attempt from `ip` before its secret is checked; false (refuse it) when
+    /// its network or everyone is over the limit. [`Sessions::succeeded`] takes a successful
+    /// attempt back.
+    pub fn attempt(&self, ip: Option<IpAddr>) -> bool {
+        let key = network(ip);
         let mut g = self.0.lock();
-        if g.failures.len() >= MAX_TRACKED {
+        if g.failures.len() >= MAX_TRACKED && !g.failures.contains_key(&key) {
             g.failures.retain(|_, (since, _)| since.elapsed() < FAILURE_WINDOW);
             if g.failures.len() >= MAX_TRACKED {
-                // Many addresses failing at once: forget the oldest record to make room.
+                // Many networks failing at once: forget the oldest record to make room.
                 if let Some(oldest) = g.failures.iter().min_by_key(|(_, (since, _))| *since).map(|(k, _)| *k) {
                     g.failures.remove(&oldest);
                 }
             }
         }
-        let e = g.failures.entry(ip).or_insert((Instant::now(), 0));
-        if e.0.elapsed() >= FAILURE_WINDOW {
-            *e = (Instant::now(), 0);
+        let all = g.all.get_or_insert((Instant::now(), 0));
+        if all.0.elapsed() < FAILURE_WINDOW && all.1 >= MAX_ALL_FAILURES {
+            return false;
         }
-        e.1 += 1;
+        let mine = g.failures.entry(key).or_insert((Instant::now(), 0));
+        if !count(mine, MAX_FAILURES) {
+            return false;
+        }
+        count(g.all.as_mut().expect("set above"), MAX_ALL_FAILURES)
+    }
+
+    /// A counted attempt from `ip` succeeded: it is not a failure.
+    pub fn succeeded(&self, ip: Option<IpAddr>) {
+        let key = network(ip);
+        let mut g = self.0.lock();
+        if let Some(w) = g.failures.get_mut(&key) {
+            w.1 = w.1.saturating_sub(1);
+        }
+        if let Some(w) = g.all.as_mut() {
+            w.1 = w.1.saturating_sub(1);
+        }
     }
 }
 
@@ -124,7 +182,8 @@ mod tests {
     #[test]
     fn sessions_are_found_by_token_and_end() {
         let s = Sessions::default();
-        let (t, sess) = s.create("AK").unwrap();
+        let (t, sess) = s.create("AK", "SK").unwrap();
+        assert!(sess.opened_with("SK") && !sess.opened_with("rotated"));
         assert_eq!(t.len(), 64);
         assert_ne!(t, sess.csrf);
         assert_eq!(s.get(&t).unwrap().access_key, "AK");
@@ -136,25 +195,42 @@ mod tests {
     #[test]
     fn sessions_are_bounded() {
         let s = Sessions::default();
-        let (first, _) = s.create("AK").unwrap();
+        let (first, _) = s.create("AK", "SK").unwrap();
         for _ in 0..MAX_SESSIONS {
-            s.create("AK").unwrap();
+            s.create("AK", "SK").unwrap();
         }
         assert!(s.get(&first).is_none(), "the oldest session was kept beyond the bound");
         assert_eq!(s.0.lock().by_token.len(), MAX_SESSIONS);
     }
 
     #[test]
-    fn failures_are_limited_per_address() {
+    fn attempts_are_limited_per_network_and_in_total() {
         let s = Sessions::default();
         let a: IpAddr = "10.0.0.1".parse().unwrap();
         let b: IpAddr = "10.0.0.2".parse().unwrap();
         for _ in 0..MAX_FAILURES {
-            assert!(s.may_try(Some(a)));
-            s.failed(Some(a));
+            assert!(s.attempt(Some(a)));
         }
-        assert!(!s.may_try(Some(a)));
-        assert!(s.may_try(Some(b)), "another address is not held back");
+        assert!(!s.attempt(Some(a)), "counted before the check: an eleventh concurrent guess is refused");
+        assert!(s.attempt(Some(b)), "another address is not held back");
+        s.succeeded(Some(b));
+        // One IPv6 /64 is one client; unknown peers share one budget.
+        let v6 = |x: &str| Some(x.parse::<IpAddr>().unwrap());
+        for i in 0..MAX_FAILURES {
+            assert!(s.attempt(v6(&format!("2001:db8::{:x}", i + 1))));
+        }
+        assert!(!s.attempt(v6("2001:db8::ffff")));
+        assert!(s.attempt(v6("2001:db8:0:1::1")), "another /64");
+        for _ in 0..MAX_FAILURES {
+            assert!(s.attempt(None));
+        }
+        assert!(!s.attempt(None));
+        // Everyone together.
+        let s = Sessions::default();
+        for i in 0..MAX_ALL_FAILURES {
+            assert!(s.attempt(Some(IpAddr::from([10, 1, (i / 256) as u8, i as u8]))));
+        }
+        assert!(!s.attempt(Some("10.9.9.9".parse().unwrap())), "the total limit");
         assert!(same_token("abc", "abc") && !same_token("abc", "abd") && !same_token("abc", "ab"));
     }
 }

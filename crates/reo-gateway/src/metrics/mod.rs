@@ -7,6 +7,7 @@
 
 mod collect;
 pub mod exposition;
+pub mod occupancy;
 mod snapshot;
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -74,7 +75,7 @@ pub struct RequestMetrics {
     in_flight: Gauge,
     received: Family<OpLabel, Counter>,
     sent: Family<OpLabel, Counter>,
-    /// Requests answered and their total time in microseconds, every operation together (the
+    /// S3 requests answered (API requests excluded) and their total time in microseconds (the
     /// console's history samples them).
     totals: std::sync::Arc<[AtomicU64; 2]>,
 }
@@ -112,8 +113,11 @@ impl RequestMetrics {
     /// bodies of `received` and `sent` bytes (as their `Content-Length` declared them).
     pub fn observe(&self, op: &'static str, code: u16, took: Duration, received: u64, sent: u64) {
         self.requests.get_or_create(&OpStatusLabel { op, code }).inc();
-        self.totals[0].fetch_add(1, Relaxed);
-        self.totals[1].fetch_add(took.as_micros().min(u128::from(u64::MAX)) as u64, Relaxed);
+        if op != "api" {
+            // S3 traffic only: scrapes, console polls and hour-long admin scrubs are not it.
+            self.totals[0].fetch_add(1, Relaxed);
+            self.totals[1].fetch_add(took.as_micros().min(u128::from(u64::MAX)) as u64, Relaxed);
+        }
         let label = OpLabel { op };
         self.duration.get_or_create(&label).observe(took.as_secs_f64());
         if received > 0 {
@@ -124,7 +128,7 @@ impl RequestMetrics {
         }
     }
 
-    /// Requests answered since start and their total time in microseconds.
+    /// S3 requests answered since start and their total time in microseconds.
     pub fn totals(&self) -> (u64, u64) {
         (self.totals[0].load(Relaxed), self.totals[1].load(Relaxed))
     }

@@ -259,7 +259,7 @@ fn cache(api: &Api, out: &mut Out<'_>) -> fmt::Result {
         "User bytes cached / device bytes they occupy",
         cache.space_efficiency(),
     )?;
-    let occ = cache.class_occupancy();
+    let occ = api.occupancy.of(cache);
     let classes = |f: fn(&(u64, u64)) -> u64| -> Vec<([(&str, &str); 1], u64)> {
         Class::ALL.iter().map(|&c| ([("class", super::class_name(c))], f(&occ[c as usize]))).collect()
     };

@@ -156,9 +156,7 @@ function render(s) {
   hs.replaceChildren();
   for (const h of (s.hints && s.hints.hints) || []) row(hs, [h.request_id, h.bucket, h.key ?? (h.prefix ?? "") + "*", h.intent]);
 
-  const now = Date.now() / 1000;
   const hist = s.history.map(p => [p.t, p.hit_ratio, p.latency_ms]);
-  hist.push([now, st.cache.hit_ratio, null]);
   chart("chart-hit", hist.map(p => [p[0], p[1]]), 1, "hit ratio");
   const lat = hist.map(p => [p[0], p[2]]);
   const maxLat = Math.max(1, ...lat.map(p => p[1] || 0)) * 1.1;
