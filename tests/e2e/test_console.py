@@ -106,12 +106,17 @@ class ConsoleProtocolTest(unittest.TestCase):
         self.assertIn("Max-Age=0", headers["Set-Cookie"])
         self.assertEqual(self.http.request("GET", "/_reo/console/api/state", headers=jar)[0], 401, "signed out")
 
-    def test_a_rotated_admins_session_ends(self):
-        self.srv.add_user("third-admin", "admin", "REOTESTTHIRDADMIN001", "third-admin-secret-00000000000000")
-        status, headers, _ = self.http.login("REOTESTTHIRDADMIN001", "third-admin-secret-00000000000000")
+    def signed_in_admin(self, name, access, secret):
+        """A new admin `name` signed in to the console; returns the cookie header, checked live."""
+        self.srv.add_user(name, "admin", access, secret)
+        status, headers, _ = self.http.login(access, secret)
         self.assertEqual(status, 303)
         jar = {"Cookie": f"reo_console={session_of(headers)}"}
         self.assertEqual(self.http.request("GET", "/_reo/console/api/state", headers=jar)[0], 200)
+        return jar
+
+    def test_a_rotated_admins_session_ends(self):
+        jar = self.signed_in_admin("third-admin", "REOTESTTHIRDADMIN001", "third-admin-secret-00000000000000")
         status, body = call(self.srv, "POST", "/_reo/admin/users/third-admin/rotate")
         self.assertEqual(status, 200, body)
         self.assertEqual(self.http.request("GET", "/_reo/console/api/state", headers=jar)[0], 401,
@@ -129,11 +134,7 @@ class ConsoleProtocolTest(unittest.TestCase):
         self.assertNotEqual(headers["Content-Security-Policy"], "sandbox", "the console keeps its own policy")
 
     def test_a_removed_admins_session_ends(self):
-        self.srv.add_user("second-admin", "admin", "REOTESTSECONDADMIN01", "second-admin-secret-0000000000000")
-        status, headers, _ = self.http.login("REOTESTSECONDADMIN01", "second-admin-secret-0000000000000")
-        self.assertEqual(status, 303)
-        jar = {"Cookie": f"reo_console={session_of(headers)}"}
-        self.assertEqual(self.http.request("GET", "/_reo/console/api/state", headers=jar)[0], 200)
+        jar = self.signed_in_admin("second-admin", "REOTESTSECONDADMIN01", "second-admin-secret-0000000000000")
         status, body = call(self.srv, "DELETE", "/_reo/admin/users/second-admin")
         self.assertEqual(status, 200, body)
         self.assertEqual(self.http.request("GET", "/_reo/console/api/state", headers=jar)[0], 401)

@@ -74,13 +74,30 @@ fn rebuild_state(s: &RebuildState) -> String {
     }
 }
 
+/// Each device's health, by device: `failed`, `rebuilding` (a rebuild restores it now) or
+/// `healthy` (status, `/metrics` and the console say the same).
+pub fn device_health(store: &reo_store::Store) -> Vec<&'static str> {
+    let failed = store.failed_devices();
+    let rebuilding = store.rebuild_progress().filter(|p| p.state == RebuildState::Running).map(|p| p.device);
+    (0..store.layout().devices as usize)
+        .map(|d| {
+            if failed.contains(&d) {
+                "failed"
+            } else if rebuilding == Some(d) {
+                "rebuilding"
+            } else {
+                "healthy"
+            }
+        })
+        .collect()
+}
+
 /// The server's state as `reo admin status` shows it.
 pub fn status(api: &Api) -> Status {
     let cache = &api.gw.cache;
     let store = cache.store();
-    let failed = store.failed_devices();
     let rebuild = store.rebuild_progress().or_else(|| api.last_rebuild.lock().as_ref().map(|h| h.progress()));
-    let rebuilding_dev = rebuild.as_ref().filter(|p| p.state == RebuildState::Running).map(|p| p.device);
+    let healths = device_health(store);
     let io = api.device_io.snapshot();
     let devices = (0..store.layout().devices as usize)
         .map(|d| {
@@ -88,14 +105,7 @@ pub fn status(api: &Api) -> Status {
                 Some(c) => crate::device_io::FIELDS.iter().zip(c).map(|(k, v)| (k.to_string(), *v)).collect(),
                 None => Default::default(),
             };
-            let health = if failed.contains(&d) {
-                "failed"
-            } else if rebuilding_dev == Some(d) {
-                "rebuilding"
-            } else {
-                "healthy"
-            };
-            DeviceStatus { device: d, health: health.into(), io }
+            DeviceStatus { device: d, health: healths[d].into(), io }
         })
         .collect();
     let st = store.stats();

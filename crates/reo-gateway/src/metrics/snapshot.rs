@@ -101,18 +101,11 @@ fn store(api: &Api, out: &mut Out<'_>) -> fmt::Result {
 fn devices(api: &Api, out: &mut Out<'_>) -> fmt::Result {
     let store = api.gw.cache.store();
     let failed = store.failed_devices();
-    let rebuilding = store.rebuild_progress().filter(|p| p.state == RebuildState::Running).map(|p| p.device);
-    let n = store.layout().devices as usize;
+    let healths = crate::api::admin::device_health(store);
+    let n = healths.len();
     let label = |d: usize| [("device", d.to_string())];
     let mut states = Vec::with_capacity(3 * n);
-    for d in 0..n {
-        let now = if failed.contains(&d) {
-            "failed"
-        } else if rebuilding == Some(d) {
-            "rebuilding"
-        } else {
-            "healthy"
-        };
+    for (d, &now) in healths.iter().enumerate() {
         for s in ["healthy", "rebuilding", "failed"] {
             states.push(([("device", d.to_string()), ("state", s.to_string())], u64::from(s == now)));
         }
