@@ -1,7 +1,8 @@
 //! The load generator's HTTP/1.1 client: one keep-alive connection per client thread (plain TCP,
 //! or TLS with rustls verifying the server against a given CA), every request SigV4-signed by
-//! `reo admin`'s signer (payload `UNSIGNED-PAYLOAD`, which s3s accepts, so a PUT does not hash its
-//! body on the client), responses read by `Content-Length` (or chunked) into a reused buffer.
+//! `reo admin`'s signer (S3 requests with payload `UNSIGNED-PAYLOAD`, which s3s accepts, so a PUT
+//! does not hash its body on the client; `/_reo/` requests with the body's hash, as the server
+//! requires), responses read by `Content-Length` (or chunked) into a reused buffer.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -87,7 +88,10 @@ impl Conn {
         let query: Vec<(&str, String)> = query.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
         // Signed for http://HOST: the scheme is not part of a signature, the host is.
         let url = sign::url(&format!("http://{}", self.host), path, &query);
-        let headers = sign::sign(&self.keys, method, &url, &[], body, Payload::Unsigned)?;
+        // The server's own API (`/_reo/...`) takes only signed payloads; S3 requests go unsigned
+        // so that a PUT does not hash its body on the client's clock.
+        let payload = if path.starts_with("/_reo/") { Payload::Signed } else { Payload::Unsigned };
+        let headers = sign::sign(&self.keys, method, &url, &[], body, payload)?;
         let target = &url[url.find(&self.host).map_or(0, |i| i + self.host.len())..];
         let mut head =
             format!("{method} {target} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n", self.host, body.len());

@@ -9,7 +9,9 @@
 //!    backend, with a generated key pair, on a free loopback port (HTTPS with `--tls-cert`,
 //!    `--tls-key` and `--tls-ca`: the same load over TLS, the client verifying the server).
 //! 3. Every object is read twice (misses fill the cache, then hits), each body checked.
-//! 4. Measured: GET hits of 4 KiB objects (ops/s, p50/p99), the raw read pass of the device
+//! 4. Measured (each GET phase checked against the server's own counters, `/_reo/admin/status`:
+//!    as many cache lookups as timed GETs, every one a hit — a phase with a miss fails the bench):
+//!    GET hits of 4 KiB objects (ops/s, p50/p99), the raw read pass of the device
 //!    files (`bench store`'s raw read: one thread per file, O_DIRECT, sequential 2 MiB reads),
 //!    GET hits of 4 MiB objects (MiB/s, p50/p99), a second raw pass (the two are averaged, so
 //!    drift affects both sides alike), PUTs of 64 KiB objects (write-back; ops/s, p50/p99),
@@ -154,6 +156,39 @@ pub(crate) fn wait_healthy(child: &mut Child, t: &Target, log: &Path, within: Du
     }
 }
 
+/// The server's cache lookup and hit counters (`/_reo/admin/status`), to prove that a timed GET
+/// phase was all hits.
+struct CacheCounters {
+    requests: u64,
+    hits: u64,
+}
+
+impl CacheCounters {
+    fn read(t: &Target) -> Result<CacheCounters, String> {
+        let mut c = t.connect()?;
+        let status = c.call("GET", "/_reo/admin/status", &[])?;
+        if status != 200 {
+            return Err(format!("GET /_reo/admin/status: status {status}: {}", String::from_utf8_lossy(&c.body)));
+        }
+        let s: reo_gateway::api::admin_types::Status =
+            serde_json::from_slice(&c.body).map_err(|e| format!("GET /_reo/admin/status: {e}"))?;
+        Ok(CacheCounters { requests: s.cache.requests, hits: s.cache.hits })
+    }
+
+    /// Checks that the `timed` GETs of `phase`, made between `before` and `self`, were each one
+    /// cache lookup and one hit; returns the hits.
+    fn all_hits_since(&self, before: &CacheCounters, timed: u64, phase: &str) -> Result<u64, String> {
+        let (lookups, hits) = (self.requests.saturating_sub(before.requests), self.hits.saturating_sub(before.hits));
+        if lookups != timed || hits != timed {
+            return Err(format!(
+                "bench gateway: {phase}: {timed} timed GETs, but the server counted {lookups} lookups and {hits} hits \
+                 (every timed GET must be one lookup and a hit)"
+            ));
+        }
+        Ok(hits)
+    }
+}
+
 fn path_str(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
@@ -280,10 +315,12 @@ fn bench(root: &Path, a: &BenchGatewayArgs) -> Result<serde_json::Value, String>
         progress(format_args!("warm-up read of every object, {pass}: {:.2} s", w.secs));
     }
     let pick = |c: usize, i: usize, n: usize| (c * 7919 + i * 104_729) % n;
+    let before = CacheCounters::read(&t)?;
     let g4k = load::run(&t, a.clients, 500 * scale, |c, cl, i| {
         let k = pick(cl, i, n_small);
         get_exact(c, &path("s", k), &small[k])
     })?;
+    let g4k_hits = CacheCounters::read(&t)?.all_hits_since(&before, g4k.ops, "GET 4 KiB")?;
     progress(format_args!(
         "GET 4 KiB hits: {:.0} ops/s, p50 {:.2} ms, p99 {:.2} ms",
         g4k.ops_per_sec(),
@@ -292,10 +329,12 @@ fn bench(root: &Path, a: &BenchGatewayArgs) -> Result<serde_json::Value, String>
     ));
     let raw1 = raw_read(root, a.devices, a.device_mib)?;
     progress(format_args!("raw read of the device files: {raw1:.0} MiB/s"));
+    let before = CacheCounters::read(&t)?;
     let g4m = load::run(&t, a.clients, 16 * scale, |c, cl, i| {
         let k = pick(cl, i, n_large);
         get_exact(c, &path("l", k), &large[k])
     })?;
+    let g4m_hits = CacheCounters::read(&t)?.all_hits_since(&before, g4m.ops, "GET 4 MiB")?;
     progress(format_args!(
         "GET 4 MiB hits: {:.0} MiB/s, p50 {:.2} ms, p99 {:.2} ms",
         g4m.mib_per_sec(),
@@ -340,6 +379,7 @@ fn bench(root: &Path, a: &BenchGatewayArgs) -> Result<serde_json::Value, String>
     Ok(serde_json::json!({
         "devices": a.devices, "device_mib": a.device_mib, "clients": a.clients, "direct_io": true,
         "tls": a.tls_cert.is_some(),
+        "get4k_hits": g4k_hits, "get4m_hits": g4m_hits,
         "get4k_ops": r2(g4k.ops_per_sec()), "get4k_p50_ms": r2(g4k.p50_ms), "get4k_p99_ms": r2(g4k.p99_ms),
         "get4m_mibps": r2(g4m.mib_per_sec()), "get4m_p50_ms": r2(g4m.p50_ms), "get4m_p99_ms": r2(g4m.p99_ms),
         "put64k_ops": r2(p64.ops_per_sec()), "put64k_p50_ms": r2(p64.p50_ms), "put64k_p99_ms": r2(p64.p99_ms),
@@ -348,4 +388,22 @@ fn bench(root: &Path, a: &BenchGatewayArgs) -> Result<serde_json::Value, String>
         "list1k_page_ms": r2(list_ms[0]), "list10k_page_ms": r2(list_ms[1]),
         "raw_read_mibps": r2(raw), "get4m_vs_raw": r2(ratio),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CacheCounters;
+
+    #[test]
+    fn a_timed_phase_passes_only_when_every_get_was_one_hit() {
+        let before = CacheCounters { requests: 10, hits: 7 };
+        let all_hits = CacheCounters { requests: 110, hits: 107 };
+        assert_eq!(all_hits.all_hits_since(&before, 100, "GET"), Ok(100));
+        let one_miss = CacheCounters { requests: 110, hits: 106 };
+        let err = one_miss.all_hits_since(&before, 100, "GET").unwrap_err();
+        assert!(err.contains("100 lookups and 99 hits"), "{err}");
+        // GETs the server never saw as lookups (served elsewhere) fail too.
+        let unseen = CacheCounters { requests: 109, hits: 106 };
+        assert!(unseen.all_hits_since(&before, 100, "GET").is_err());
+    }
 }
