@@ -13,6 +13,17 @@ use super::stuck::{StuckBucket, StuckReport, REASON};
 use crate::backend::BackendError;
 
 impl Gateway {
+    /// Creates a bucket in the backend; with `recreate_ok`, one that exists already is no error
+    /// (AWS us-east-1 answers 200 to re-creating a bucket its requester has).
+    pub fn create_bucket(&self, bucket: &str, recreate_ok: bool) -> S3Result<()> {
+        match self.backend.create_bucket(bucket) {
+            Err(BackendError::BucketExists(_)) if recreate_ok => {}
+            r => r.map_err(backend_err)?,
+        }
+        self.bucket_exists(bucket);
+        Ok(())
+    }
+
     /// Deletes a bucket: refused while it holds objects, flushed or not, or objects are being
     /// written to it (see the module doc).
     pub fn delete_bucket(&self, bucket: &str) -> S3Result<()> {
@@ -50,7 +61,6 @@ impl Gateway {
         }
         match self.backend.head_bucket(bucket) {
             Ok(_) => {
-                self.health.learn_bucket(bucket);
                 self.bucket_exists(bucket);
                 Ok(())
             }
@@ -106,8 +116,10 @@ impl Gateway {
     }
 
     /// `bucket` exists in the backend (created through the gateway, or seen by a bucket check):
-    /// objects stuck for want of it are flushed now.
+    /// it is taken as existing while the backend cannot answer, and objects stuck for want of it
+    /// are flushed now.
     pub(crate) fn bucket_exists(&self, bucket: &str) {
+        self.health.learn_bucket(bucket);
         if self.gone.exists(bucket) {
             tracing::info!("bucket {bucket:?} exists again in the backend; flushing its stuck objects");
             self.kick_flusher();

@@ -237,6 +237,25 @@ fn a_backend_outage_keeps_writes_then_slows_them_down_and_loses_nothing() {
 }
 
 #[test]
+fn a_bucket_created_through_the_gateway_takes_writes_while_the_backend_is_down() {
+    let rig = Rig::new();
+    let (gw, backend) = rig.open();
+    gw.create_bucket("fresh", true).unwrap();
+    // The backend goes away and a call (a probe) fails before any write checked the bucket.
+    let (root, away) = (rig.dir.join("backend"), rig.dir.join("backend.away"));
+    std::fs::rename(&root, &away).unwrap();
+    gw.health.record_failure("probe: connection refused");
+    let a = gw.put("fresh", "k", b"kept", info()).unwrap();
+    assert_eq!(gw.read("fresh", "k", &a, 0, 4).unwrap(), b"kept");
+    assert_eq!(gw.dirty().0, 1);
+    std::fs::rename(&away, &root).unwrap();
+    let f = Flusher::start(gw.clone());
+    wait_flushed(&gw);
+    f.stop();
+    assert_eq!(backend.get_range("fresh", "k", 0, 9).unwrap().0, b"kept");
+}
+
+#[test]
 fn write_back_deletes_work_while_the_backend_is_down_and_reach_it_later() {
     use s3s::S3ErrorCode;
     let rig = Rig::new();

@@ -63,15 +63,7 @@ impl ReoS3 {
         // AWS's us-east-1 answers 200 to re-creating a bucket its requester has (buckets here
         // have no owner, and the user may write the bucket); other regions 409.
         let recreate_ok = req.region.as_ref().is_none_or(|r| r.as_str() == "us-east-1");
-        blocking(move || {
-            match gw.backend.create_bucket(&b) {
-                Err(crate::backend::BackendError::BucketExists(_)) if recreate_ok => {}
-                r => r.map_err(backend_err)?,
-            }
-            gw.bucket_exists(&b); // objects stuck for want of it flush now
-            Ok(())
-        })
-        .await?;
+        blocking(move || gw.create_bucket(&b, recreate_ok)).await?;
         Ok(S3Response::new(CreateBucketOutput { location: Some(loc) }))
     }
 
