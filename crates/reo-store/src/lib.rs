@@ -62,6 +62,7 @@ pub use location::{Location, ROW_BAND};
 pub use progress::{ClassProgress, LostFn, PriorityFn, RebuildOptions, RebuildProgress, RebuildState, Restored};
 pub use read::{device_read_bytes, MAX_RUN as MAX_READ_RUN};
 pub use read_bytes::{PendingRead, ReadBytes};
+pub use rebuild_run::MAX_WRITE as REBUILD_MAX_WRITE;
 pub use recover::OpenReport;
 pub use replace::RebuildHandle;
 pub use scheme::{Geometry, Placement, Scheme};

@@ -37,7 +37,7 @@ const WINDOW: usize = 32;
 /// Prepared batches queued for the writer (bounds the memory in flight).
 const DEPTH: usize = 4;
 /// Largest coalesced write.
-const MAX_WRITE: usize = 16 << 20;
+pub const MAX_WRITE: usize = 16 << 20;
 
 /// One blob after the read stage.
 enum Prep {

@@ -89,6 +89,9 @@ enum BenchWhat {
     /// `reo replay` against libCacheSim on the same Zipf trace in the same run: requests/s of
     /// each, and their ratio (median and spread over the runs).
     Replay(bench_replay::BenchReplayArgs),
+    /// Internal to `reo bench store`: the writer process its crash restart kills.
+    #[command(hide = true)]
+    StoreWriter(bench_store::crash_writer::StoreWriterArgs),
 }
 
 /// The log filter without `RUST_LOG`: s3s's own error log is off, as it logs every refused
@@ -121,6 +124,7 @@ fn main() -> ExitCode {
         Command::Bench { what: BenchWhat::Gateway(args) } => bench_gateway::run(&args),
         Command::Bench { what: BenchWhat::Cluster(args) } => bench_cluster::run(&args),
         Command::Bench { what: BenchWhat::Replay(args) } => bench_replay::run(&args),
+        Command::Bench { what: BenchWhat::StoreWriter(args) } => bench_store::crash_writer::run(&args),
         Command::Crashtest { what } => crashtest::run(what),
         Command::Serve(args) => serve::run(&args),
         Command::Replay(args) => replay::run(&args),

@@ -32,7 +32,7 @@ pub fn header(class: u8, i: u64) -> Vec<u8> {
 /// The index a blob's header carries.
 fn index_of(loc: &Location, head: &[u8]) -> Result<u64, String> {
     let i = head.get(8..16).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes);
-    i.ok_or_else(|| format!("bench rebuild: blob {} has a foreign header", loc.seq))
+    i.ok_or_else(|| format!("bench rebuild: the blob of sequence number {} has a foreign header", loc.seq))
 }
 
 /// Is `loc` a blob without redundancy held by device `d` alone?
@@ -47,9 +47,14 @@ pub fn expected_losses(store: &Store, d: usize) -> usize {
 
 /// Fails unless the rebuild of device `d` lost exactly the `expected` blobs held there alone.
 pub fn check_losses(lost: &[Location], d: usize, expected: usize) -> Result<(), String> {
+    let mut seqs: Vec<u64> = lost.iter().map(|l| l.seq).collect();
+    seqs.sort_unstable();
+    if let Some(w) = seqs.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!("bench rebuild: the blob of sequence number {} was reported lost twice", w[0]));
+    }
     if let Some(loc) = lost.iter().find(|l| !alone_on(l, d)) {
         return Err(format!(
-            "bench rebuild: blob {} ({:?}) was lost although it had redundancy or lived on another device",
+            "bench rebuild: the blob of sequence number {} ({:?}) was lost although it had redundancy or lived on another device",
             loc.seq, loc.scheme
         ));
     }
@@ -68,8 +73,8 @@ pub fn check_losses(lost: &[Location], d: usize, expected: usize) -> Result<(), 
 /// Reed-Solomon blob is read (the replacement is among the k devices left) and, with every other
 /// device failed, every replicated blob (the replacement is the only copy left), and each is
 /// compared byte for byte with what was put. Returns the number of blobs compared, which must be
-/// every redundant blob.
-pub fn verify(store: &Store, n: usize, rebuilt: usize, blob: u64) -> Result<u64, String> {
+/// the `redundant` blobs the fill put.
+pub fn verify(store: &Store, n: usize, rebuilt: usize, blob: u64, redundant: u64) -> Result<u64, String> {
     let scrub = store.scrub(&ScrubOptions::default());
     if scrub.chunks_bad > 0 || scrub.chunks_skipped > 0 || !scrub.unrecoverable.is_empty() {
         return Err(format!(
@@ -93,17 +98,17 @@ pub fn verify(store: &Store, n: usize, rebuilt: usize, blob: u64) -> Result<u64,
         }
         Ok(())
     };
+    let fail = |d: usize| store.fail_device(d).map_err(|e| format!("bench rebuild: fail device {d} to read back: {e}"));
     for &d in &others[..2] {
-        store.fail_device(d).map_err(|e| e.to_string())?;
+        fail(d)?;
     }
     check(|s| matches!(s, Scheme::Rs { .. }))?;
     for &d in &others[2..] {
-        store.fail_device(d).map_err(|e| e.to_string())?;
+        fail(d)?;
     }
     check(|s| matches!(s, Scheme::Replicate(_)))?;
-    let redundant = blobs.iter().filter(|(l, _)| matches!(l.scheme, Scheme::Rs { .. } | Scheme::Replicate(_))).count();
-    if compared != redundant as u64 {
-        return Err(format!("bench rebuild: {compared} redundant blobs read back, {redundant} live"));
+    if compared != redundant {
+        return Err(format!("bench rebuild: {compared} redundant blobs read back, {redundant} put"));
     }
     Ok(compared)
 }
@@ -134,6 +139,7 @@ mod tests {
             len: 1,
         };
         check_losses(&[iso(1, 1), iso(1, 2)], 1, 2).unwrap();
+        assert!(check_losses(&[iso(1, 1), iso(1, 1)], 1, 2).unwrap_err().contains("reported lost twice"));
         assert!(check_losses(&[iso(1, 1)], 1, 2).unwrap_err().contains("2 expected"));
         assert!(check_losses(&[iso(0, 1)], 1, 1).unwrap_err().contains("another device"));
         let rs = Location { scheme: Scheme::Rs { k: 2, p: 2 }, ..iso(1, 3) };

@@ -114,16 +114,34 @@ pub fn raw_write(f: &FileMedia, from: u64, bytes: u64, io: usize, pass: u64) -> 
     Ok((off - from) as f64 / t.elapsed().as_secs_f64())
 }
 
-/// Sequential read rate of `f` in bytes per second over `[from, from + bytes)` in `io`-byte reads.
-pub fn raw_read(f: &FileMedia, from: u64, bytes: u64, io: usize) -> Result<f64, String> {
-    let mut buf = AlignedBuf::zeroed(io);
+/// Sequential read rate of `f` in bytes per second over `[from, from + bytes)` in `io`-byte reads
+/// from `threads` threads, each reading its own contiguous part: the rebuild reads the surviving
+/// devices at once, so its floor is the disk's rate under that many concurrent readers.
+pub fn raw_read(f: &FileMedia, from: u64, bytes: u64, io: usize, threads: usize) -> Result<f64, String> {
+    let ios = bytes / io as u64;
+    let per = ios.div_ceil(threads as u64);
     let t = Instant::now();
-    let mut off = from;
-    while off + io as u64 <= from + bytes {
-        f.read_at(&mut buf, off).map_err(|e| format!("bench rebuild: raw read: {e}"))?;
-        off += io as u64;
-    }
-    Ok((off - from) as f64 / t.elapsed().as_secs_f64())
+    let done = std::thread::scope(|s| {
+        let parts: Vec<_> = (0..threads as u64)
+            .map(|k| {
+                s.spawn(move || -> Result<u64, String> {
+                    let mut buf = AlignedBuf::zeroed(io);
+                    let mut read = 0;
+                    for j in k * per..((k + 1) * per).min(ios) {
+                        f.read_at(&mut buf, from + j * io as u64)
+                            .map_err(|e| format!("bench rebuild: raw read: {e}"))?;
+                        read += io as u64;
+                    }
+                    Ok(read)
+                })
+            })
+            .collect();
+        parts
+            .into_iter()
+            .map(|h| h.join().map_err(|_| "bench rebuild: a raw reader panicked".to_string())?)
+            .sum::<Result<u64, String>>()
+    })?;
+    Ok(done as f64 / t.elapsed().as_secs_f64())
 }
 
 #[cfg(test)]

@@ -3,8 +3,9 @@
 //! Fills an array of device files to a fill level with a mix of the cache's four classes (blob
 //! headers carry the class byte at offset 7, as the cache's header does; class 0 and 1 are
 //! replicated on every device, class 2 is rs(N−2, 2), class 3 none(isolated)), each blob with
-//! bytes of its own, fails a device, measures the raw rates of the same disk (sequential writes,
-//! then reads, of the replacement file, at the rebuild's I/O size), replaces
+//! bytes of its own, fails a device, measures the raw rates of the same disk on the replacement
+//! file (sequential writes at the rebuild's largest coalesced write, then reads at the blob size
+//! from as many threads as devices survive, as the rebuild reads them), replaces
 //! the device and rebuilds in class order, counting every byte the store reads and writes.
 //!
 //! The rebuild is judged against the I/O floor of the same run: `rebuild_floor_s = bytes_read /
@@ -26,7 +27,9 @@ use check::{check_losses, expected_losses, header, payload, verify};
 use clap::Args;
 use files::{moved, raw_read, raw_write, DeviceDirs, DeviceFile};
 use reo_media::Media;
-use reo_store::{Durability, Placement, PutOptions, RebuildOptions, RebuildState, Scheme, Store, StoreConfig};
+use reo_store::{
+    Durability, Placement, PutOptions, RebuildOptions, RebuildState, Scheme, Store, StoreConfig, REBUILD_MAX_WRITE,
+};
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -147,19 +150,36 @@ fn bench(args: &BenchRebuildArgs, n: usize, blob: u64, len: u64, dirs: &DeviceDi
         .map_err(|e| format!("bench rebuild: cannot create the store: {e}"))?;
     let layout = store.layout();
     let blobs = fill(&store, args, n, blob)?;
+    if blobs < 20 {
+        return Err(format!(
+            "bench rebuild: the devices took {blobs} blobs: too few for every class (raise --device-size or --fill)"
+        ));
+    }
     let failed = 1;
     let expected_lost = expected_losses(&store, failed);
-    store.fail_device(failed).map_err(|e| e.to_string())?;
-    // The raw rates of the same disk at the rebuild's I/O size, on the replacement: writes,
-    // preconditioned first (first-write allocation is not part of either figure), then reads of
-    // what was written. Not a surviving device: the bands its blobs never reached are holes,
+    if expected_lost == 0 {
+        return Err("bench rebuild: no isolated blob on the failed device: the losses could not be checked".into());
+    }
+    store.fail_device(failed).map_err(|e| format!("bench rebuild: fail device {failed}: {e}"))?;
+    // The raw rates of the same disk on the replacement, each at the rebuild's best: writes of
+    // its largest coalesced size, preconditioned first (first-write allocation is not part of
+    // either figure), then reads of what was written at the blob size from one thread per
+    // surviving device. Not a surviving device: the bands its blobs never reached are holes,
     // which read as zeros without touching the disk and would inflate the read rate.
     let (spare, _) = DeviceFile::create(&dirs.file(failed, "spare"), len, direct)?;
-    let io = (blob as usize).div_ceil(4096) * 4096;
-    let span = (len - layout.data_off) / io as u64 * io as u64;
-    raw_write(&spare.raw, layout.data_off, span, io, 0)?;
-    let raw_write_bps = raw_write(&spare.raw, layout.data_off, span, io, 1)?;
-    let raw_read_bps = raw_read(&spare.raw, layout.data_off, span, io)?;
+    let read_io = (blob as usize).div_ceil(4096) * 4096;
+    let span = (len - layout.data_off) / REBUILD_MAX_WRITE as u64 * REBUILD_MAX_WRITE as u64;
+    if span < (REBUILD_MAX_WRITE as u64).max(read_io as u64 * (n as u64 - 1)) {
+        return Err(format!("bench rebuild: devices of {} MiB are too small to measure their raw rates", len / MIB));
+    }
+    raw_write(&spare.raw, layout.data_off, span, REBUILD_MAX_WRITE, 0)?;
+    let raw_write_bps = raw_write(&spare.raw, layout.data_off, span, REBUILD_MAX_WRITE, 1)?;
+    let raw_read_bps = raw_read(&spare.raw, layout.data_off, span, read_io, n - 1)?;
+    if !(raw_write_bps.is_finite() && raw_write_bps > 0.0 && raw_read_bps.is_finite() && raw_read_bps > 0.0) {
+        return Err(format!(
+            "bench rebuild: raw rates not measurable ({raw_write_bps} B/s written, {raw_read_bps} B/s read)"
+        ));
+    }
 
     let all: Vec<&DeviceFile> = files.iter().chain([&spare]).collect();
     let before = moved(&all);
@@ -190,7 +210,16 @@ fn bench(args: &BenchRebuildArgs, n: usize, blob: u64, len: u64, dirs: &DeviceDi
     for c in 0..4u8 {
         let cp = p.classes.get(&c).cloned().unwrap_or_default();
         cum += cp.bytes_total;
-        let at = cp.restored_at.map(|d| d.as_secs_f64()).unwrap_or(0.0);
+        let at = match cp.restored_at {
+            Some(d) => d.as_secs_f64(),
+            None if cp.bytes_total == 0 => 0.0,
+            None => {
+                return Err(format!(
+                    "bench rebuild: class {c} has {} bytes to restore but was never restored",
+                    cp.bytes_total
+                ))
+            }
+        };
         let target = cum as f64 / p.bytes_total.max(1) as f64 * rebuild_s + 0.05 * rebuild_s;
         if c < 3 {
             met &= at <= target;
@@ -231,7 +260,15 @@ fn bench(args: &BenchRebuildArgs, n: usize, blob: u64, len: u64, dirs: &DeviceDi
     for loc in &p.lost {
         store.free(loc, Durability::None).map_err(|e| format!("bench rebuild: drop a lost blob: {e}"))?;
     }
-    v["verified_blobs"] = json!(verify(&store, n, failed, blob)?);
+    if store.blobs().len() as u64 != blobs - p.lost.len() as u64 {
+        return Err(format!(
+            "bench rebuild: {} blobs live after dropping the {} lost, {blobs} put",
+            store.blobs().len(),
+            p.lost.len()
+        ));
+    }
+    let redundant = (0..blobs).filter(|&i| class_of(i) < 3).count() as u64;
+    v["verified_blobs"] = json!(verify(&store, n, failed, blob, redundant)?);
     if !args.json {
         eprintln!(
             "raw read {:.0} MiB/s, raw write {:.0} MiB/s; rebuild read {:.1} MB, wrote {:.1} MB in {rebuild_s:.3} s \

@@ -13,9 +13,11 @@
 //!    threads (the device lanes keeping one I/O in flight per device, like the raw test) and
 //!    again from N, then the same with device 0 failed (`phases.rs`);
 //! 4. the Reed-Solomon codec alone (`codec.rs`);
-//! 5. crash restart: many small blobs, the store dropped without a clean close, the reopen timed,
-//!    and apart from it the time until the new journal generation's checkpoint, which the store
-//!    writes after the open returns, is durable (`recover.rs`).
+//! 5. crash restart: a writer process puts `--restart-blobs` small blobs (1 M by default) on files
+//!    of their own, made after the main files are removed, and is killed with SIGKILL mid-puts
+//!    (`crash_writer.rs`); the reopen is timed, and apart from it the time until the new journal
+//!    generation's checkpoint, which the store writes after the open
+//!    returns, is durable (`recover.rs`).
 //!
 //! Raw and store measurements alternate round by round so that drift in the machine's speed
 //! affects both sides of every ratio alike, and every throughput figure is the *median* of its
@@ -29,12 +31,14 @@
 //! other than those written.
 
 mod codec;
+pub(crate) mod crash_writer;
 mod phases;
 pub(crate) mod raw;
 mod recover;
 mod report;
+mod sizes;
 
-use reo_media::Media;
+use reo_media::{FileMedia, Media};
 use reo_store::{device_read_bytes, Layout, Location, Placement, Scheme, StoreConfig, ROW_BAND};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -47,7 +51,7 @@ pub(crate) const GC_RESERVE: u64 = 2;
 /// threads check before each put).
 pub(crate) const PUT_MARGIN: u64 = 2;
 /// Bytes of a Put record in a checkpoint with the 8-byte header the benchmark uses.
-const PUT_RECORD_BYTES: u64 = 34 + 8;
+pub(crate) const PUT_RECORD_BYTES: u64 = 34 + 8;
 
 #[derive(clap::Args, Debug)]
 pub struct BenchStoreArgs {
@@ -79,6 +83,25 @@ pub struct BenchStoreArgs {
     /// Store chunk size in KiB.
     #[arg(long, default_value_t = 64)]
     pub chunk: u32,
+    /// Small blobs the crash restart's writer acknowledges before it is killed, on device files of
+    /// their own sized for them [default: 1,000,000; 100,000 with --quick].
+    #[arg(long)]
+    pub restart_blobs: Option<usize>,
+    /// Instead of the large-blob phases: per object size (comma-separated, e.g.
+    /// `1KiB,4KiB,16KiB,64KiB,1MiB`) and scheme, the footprint, the device bytes written per put
+    /// and Sync puts/s and gets/s from 1 and 32 threads, against the raw rate of the same files at
+    /// the same I/O size.
+    #[arg(long, value_delimiter = ',', value_parser = parse_object_size)]
+    pub sizes: Vec<u64>,
+}
+
+/// An object size of `--sizes`: 1 byte to 16 MiB.
+fn parse_object_size(s: &str) -> Result<u64, String> {
+    let v = reo_cache::units::parse_size(s).map_err(|e| e.to_string())?;
+    if !(1..=16 << 20).contains(&v) {
+        return Err(format!("{s}: object sizes run from 1 byte to 16 MiB"));
+    }
+    Ok(v)
 }
 
 /// One progress line on stderr (under a spinner on a terminal).
@@ -242,7 +265,14 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    fn new(n: usize, device_len: u64, blob: u64, chunk: u32, quick: bool) -> Result<Plan, String> {
+    fn new(
+        n: usize,
+        device_len: u64,
+        blob: u64,
+        chunk: u32,
+        quick: bool,
+        recover_blobs: usize,
+    ) -> Result<Plan, String> {
         let cfg = store_config(chunk);
         let layout = Layout::plan(&cfg, n, device_len, 1).map_err(|e| format!("bench store: {e}"))?;
         let zone = layout.zone;
@@ -296,11 +326,6 @@ impl Plan {
         };
         let rs_per_thread = per_thread(rs)?;
         let rep_per_thread = per_thread(Scheme::Replicate(2))?;
-        // Crash restart: small blobs of at most 2 sectors each, within the checkpoint and space.
-        let want = if quick { 100_000 } else { 400_000 };
-        let by_ckpt = layout.ckpt_len * 3 / 4 / PUT_RECORD_BYTES;
-        let by_space = usable * zone / (2 * 4096) * n as u64;
-        let recover_blobs = (want as u64).min(by_ckpt).min(by_space) as usize;
         let (k, p) = match rs {
             Scheme::Rs { k, p } => (f64::from(k), f64::from(p)),
             _ => unreachable!("rs_scheme returns rs"),
@@ -353,6 +378,43 @@ impl Drop for WorkDir {
     }
 }
 
+/// The working directory and the device files in it, O_DIRECT as the flags ask; whether they
+/// are O_DIRECT.
+fn open_work(args: &BenchStoreArgs, n: usize, device_len: u64) -> Result<(WorkDir, Vec<Arc<FileMedia>>, bool), String> {
+    let work = WorkDir::create(args.dir.as_deref())?;
+    let mode = match (args.direct, args.no_direct) {
+        (true, _) => raw::DirectMode::On,
+        (_, true) => raw::DirectMode::Off,
+        _ => raw::DirectMode::Auto,
+    };
+    let (files, direct) = raw::open_devices(&work.0, n, device_len, mode)?;
+    Ok((work, files, direct))
+}
+
+/// `--sizes`: the per-size measurement alone, on preconditioned files (`sizes.rs`).
+fn run_sizes(args: &BenchStoreArgs, n: usize, device_len: u64, chunk: u32) -> Result<ExitCode, String> {
+    let (work, files, direct) = open_work(args, n, device_len)?;
+    progress(format_args!(
+        "{n} devices of {} MiB in {} ({}), {} KiB chunks; sizes {:?}",
+        device_len >> 20,
+        work.0.display(),
+        if direct { "O_DIRECT" } else { "buffered" },
+        chunk >> 10,
+        args.sizes
+    ));
+    raw::precondition(&files)?;
+    let measured = sizes::run(&files, chunk, &args.sizes, if args.quick { 1.0 } else { 3.0 })?;
+    if !args.json {
+        sizes::print_table(&measured);
+    }
+    let mut v = sizes::json(&measured);
+    v["devices"] = serde_json::json!(n);
+    v["device_mib"] = serde_json::json!(device_len >> 20);
+    v["direct"] = serde_json::json!(direct);
+    println!("{v}");
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run(args: &BenchStoreArgs) -> Result<ExitCode, String> {
     let started = Instant::now();
     let n = args.devices;
@@ -364,15 +426,16 @@ pub fn run(args: &BenchStoreArgs) -> Result<ExitCode, String> {
     let blob = args.blob_size.checked_mul(1024).filter(|&b| b > 0).ok_or("bench store: bad --blob-size")?;
     let chunk = args.chunk.checked_mul(1024).ok_or("bench store: bad --chunk")?;
     store_config(chunk).validate().map_err(|e| format!("bench store: --chunk {}: {e}", args.chunk))?;
-    let plan = Plan::new(n, device_len, blob, chunk, args.quick)?;
+    if !args.sizes.is_empty() {
+        return run_sizes(args, n, device_len, chunk);
+    }
+    let recover_blobs = args.restart_blobs.unwrap_or(if args.quick { 100_000 } else { 1_000_000 });
+    if recover_blobs == 0 {
+        return Err("bench store: --restart-blobs 0: the crash restart needs blobs to recover".into());
+    }
+    let plan = Plan::new(n, device_len, blob, chunk, args.quick, recover_blobs)?;
 
-    let work = WorkDir::create(args.dir.as_deref())?;
-    let mode = match (args.direct, args.no_direct) {
-        (true, _) => raw::DirectMode::On,
-        (_, true) => raw::DirectMode::Off,
-        _ => raw::DirectMode::Auto,
-    };
-    let (files, direct) = raw::open_devices(&work.0, n, device_len, mode)?;
+    let (work, files, direct) = open_work(args, n, device_len)?;
     progress(format_args!(
         "{n} devices of {device_mib} MiB in {} ({}), {} KiB blobs, {} KiB chunks, {}",
         work.0.display(),
@@ -388,9 +451,14 @@ pub fn run(args: &BenchStoreArgs) -> Result<ExitCode, String> {
     let cfg = store_config(chunk);
     let measured = phases::run(&files, &media, &cfg, &plan)?;
     let (encode_gibps, decode_gibps) = codec::run(&plan)?;
-    let recovery = recover::run(&media, &cfg, &plan)?;
+    // The restart makes files of its own: free the main ones first (the disk holds one set).
     drop(media);
     drop(files);
+    for i in 0..n {
+        let path = work.0.join(format!("dev{i}.img"));
+        std::fs::remove_file(&path).map_err(|e| format!("bench store: cannot remove {}: {e}", path.display()))?;
+    }
+    let recovery = recover::run(&work.0, &cfg, n, plan.recover_blobs, direct)?;
     drop(work);
 
     let results = report::Results {
@@ -409,4 +477,16 @@ pub fn run(args: &BenchStoreArgs) -> Result<ExitCode, String> {
     }
     println!("{}", results.json());
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn object_sizes_are_bounded() {
+        assert_eq!(super::parse_object_size("4KiB"), Ok(4096));
+        assert_eq!(super::parse_object_size("1MiB"), Ok(1 << 20));
+        assert!(super::parse_object_size("0").unwrap_err().contains("1 byte to 16 MiB"));
+        assert!(super::parse_object_size("32MiB").is_err());
+        assert!(super::parse_object_size("4 apples").is_err());
+    }
 }

@@ -158,8 +158,8 @@ impl Results<'_> {
         );
         println!();
         println!(
-            "crash restart: {} blobs of 1-4 KiB put at {:.0}/s, reopen {:.3} s (its checkpoint durable after {:.3} s), {} journal batches / {} records replayed",
-            rec.blobs, rec.puts_per_s, rec.open_s, rec.writable_s, rec.batches_replayed, rec.records_replayed
+            "crash restart: {} blobs of 1-4 KiB put at {:.0}/s and acknowledged, writer killed (SIGKILL) mid-puts, {} live after the reopen of {:.3} s (its checkpoint durable after {:.3} s), {} journal batches / {} records replayed",
+            rec.acknowledged, rec.puts_per_s, rec.blobs, rec.open_s, rec.writable_s, rec.batches_replayed, rec.records_replayed
         );
         println!(
             "degraded get: {} reads rebuilt {} chunks; raw and store rounds alternate; precondition {:.1} s; total {:.1} s",
@@ -208,6 +208,8 @@ impl Results<'_> {
             "decode_gibps": round(self.decode_gibps, 2),
             "recover_s_per_million_blobs": round(rec.s_per_million, 4),
             "recover_blobs": rec.blobs,
+            "recover_acknowledged_blobs": rec.acknowledged,
+            "recover_survivors": rec.survivors,
             "recover_open_s": round(rec.open_s, 4),
             "recover_writable_s_per_million_blobs": round(rec.writable_s * 1e6 / rec.blobs as f64, 4),
             "recover_batches_replayed": rec.batches_replayed,
