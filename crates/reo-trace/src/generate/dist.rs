@@ -42,6 +42,12 @@ impl Zipf {
         (self.cdf.partition_point(|&c| c <= u) as u64).min(self.len() - 1)
     }
 
+    /// The probability of rank `r`.
+    pub fn weight(&self, r: u64) -> f64 {
+        let r = r as usize;
+        self.cdf[r] - if r == 0 { 0.0 } else { self.cdf[r - 1] }
+    }
+
     /// The probability mass of the most popular `fraction` of ranks.
     pub fn top_share(&self, fraction: f64) -> f64 {
         let k = ((self.len() as f64 * fraction).round() as usize).clamp(1, self.cdf.len());

@@ -1,11 +1,14 @@
 //! The MediSyn-like object workload of the Reo paper (docs/REFERENCES.md §A9): a fixed population
 //! of objects with lognormal sizes (rescaled to a 4.4 MB mean, clamped to [4 KiB, 64 MiB]) and
-//! generalized-Zipf popularity over a seeded permutation of ids; Poisson arrivals; whole-object
-//! Gets, and with probability `write_ratio` a Put of a new version (new content); with probability
-//! `dedup_ratio` an object's (or version's) content is a random other object's.
+//! generalized-Zipf popularity over a seeded permutation of ids; MediSyn's temporal locality
+//! (objects introduced over the trace, each one's requests over its lifespan: `lifespan.rs`);
+//! Poisson arrivals; whole-object Gets, and with probability `write_ratio` a Put of a new version
+//! (new content); with probability `dedup_ratio` an object's (or version's) content is a random
+//! other object's.
 //!
 //! Presets reproduce the Reo paper's three workloads: 4,000 objects and 25,616 (`weak`),
-//! 51,057 (`medium`) or 89,723 (`strong`) requests; their α (0.6 / 0.9 / 1.2) are guesses.
+//! 51,057 (`medium`) or 89,723 (`strong`) requests. `medium`'s skew and lifespan are calibrated on
+//! the paper's Fig. 9 (docs/TRACES.md); `weak` and `strong` step its skew down and up.
 //! Keys are `0..objects`; fingerprints are always set.
 //!
 //! With `cover` (on by default) every object is requested at least once: whenever the objects
@@ -16,6 +19,7 @@
 use super::dist::{lognormal_sizes, rescale_mean, Zipf};
 use super::error::GenError;
 use super::knob::{bool_knob, f64_knob, u64_knob, unknown};
+use super::lifespan::{LifespanParams, Timeline};
 use crate::hash::mix64;
 use crate::request::{Op, Request};
 use reo_media::rng::Xoshiro256pp;
@@ -49,12 +53,23 @@ pub struct MedisynParams {
     pub rate: f64,
     /// Request every object at least once (see the module doc).
     pub cover: bool,
+    /// Median lifespan of an object, as a fraction of the trace (MediSyn's temporal locality,
+    /// `lifespan.rs`); 0 = stationary popularity.
+    pub life: f64,
+    /// σ of the lognormal lifespans.
+    pub life_sigma: f64,
+    /// Fraction of objects with news-like (Pareto) lifespans.
+    pub news: f64,
+    /// Shape of the news-like lifespans (smaller: a longer tail).
+    pub news_shape: f64,
+    /// Fraction of objects introduced during the trace (the rest before it).
+    pub new_objects: f64,
 }
 
 impl MedisynParams {
     /// Preset names; the first is the default.
     pub const PRESETS: [&'static str; 3] = ["weak", "medium", "strong"];
-    const KNOBS: [&'static str; 13] = [
+    const KNOBS: [&'static str; 18] = [
         "seed",
         "objects",
         "requests",
@@ -68,14 +83,21 @@ impl MedisynParams {
         "dedup_ratio",
         "rate",
         "cover",
+        "life",
+        "life_sigma",
+        "news",
+        "news_shape",
+        "new_objects",
     ];
 
     /// The knobs of preset `name`, or `None` if there is no such preset.
     pub fn preset(name: &str) -> Option<Self> {
+        // Calibrated on `medium` against the Reo paper's Fig. 9 (docs/TRACES.md); weak and
+        // strong keep its temporal locality and step the skew down or up.
         let (requests, alpha) = match name {
-            "weak" => (25_616, 0.6),
-            "medium" => (51_057, 0.9),
-            "strong" => (89_723, 1.2),
+            "weak" => (25_616, 0.0),
+            "medium" => (51_057, 0.2),
+            "strong" => (89_723, 0.4),
             _ => return None,
         };
         Some(MedisynParams {
@@ -92,6 +114,11 @@ impl MedisynParams {
             dedup_ratio: 0.0,
             rate: 100.0,
             cover: true,
+            life: 0.06,
+            life_sigma: 0.3,
+            news: 0.0,
+            news_shape: 1.0,
+            new_objects: 1.0,
         })
     }
 
@@ -111,6 +138,11 @@ impl MedisynParams {
             "dedup_ratio" => self.dedup_ratio = f64_knob(key, value, 0.0, 1.0)?,
             "rate" => self.rate = f64_knob(key, value, 1e-6, 1e12)?,
             "cover" => self.cover = bool_knob(key, value)?,
+            "life" => self.life = f64_knob(key, value, 0.0, 100.0)?,
+            "life_sigma" => self.life_sigma = f64_knob(key, value, 0.01, 5.0)?,
+            "news" => self.news = f64_knob(key, value, 0.0, 1.0)?,
+            "news_shape" => self.news_shape = f64_knob(key, value, 0.05, 20.0)?,
+            "new_objects" => self.new_objects = f64_knob(key, value, 0.0, 1.0)?,
             _ => return Err(unknown("medisyn", key, &Self::KNOBS)),
         }
         Ok(())
@@ -140,6 +172,11 @@ impl MedisynParams {
             self.dedup_ratio.to_string(),
             self.rate.to_string(),
             self.cover.to_string(),
+            self.life.to_string(),
+            self.life_sigma.to_string(),
+            self.news.to_string(),
+            self.news_shape.to_string(),
+            self.new_objects.to_string(),
         ];
         Self::KNOBS.into_iter().zip(v).collect()
     }
@@ -150,6 +187,8 @@ pub struct Medisyn {
     p: MedisynParams,
     rng: Xoshiro256pp,
     zipf: Zipf,
+    /// With a lifespan: when each object is in demand (it then picks objects instead of `zipf`).
+    timeline: Option<Box<Timeline>>,
     /// Rank → object id.
     ids: Vec<u32>,
     /// Per object: (size, current content fingerprint).
@@ -172,10 +211,26 @@ impl Medisyn {
         let n = p.objects as usize;
         let ids = rng.permutation(p.objects as u32);
         let zipf = Zipf::new(p.objects, p.alpha, p.h);
+        let timeline = (p.life > 0.0).then(|| {
+            let mut shares = vec![0.0; n];
+            for (rank, &id) in ids.iter().enumerate() {
+                shares[id as usize] = zipf.weight(rank as u64);
+            }
+            let life = LifespanParams {
+                life: p.life,
+                life_sigma: p.life_sigma,
+                news: p.news,
+                news_shape: p.news_shape,
+                new_objects: p.new_objects,
+            };
+            // Its own stream: the sizes and contents are the same with and without a lifespan.
+            Box::new(Timeline::new(shares, p.requests, &life, mix64(p.seed ^ 0x6c69_6665_7370_616e)))
+        });
         let mut g = Medisyn {
             p: p.clone(),
             rng,
             zipf,
+            timeline,
             ids,
             objects: Vec::with_capacity(n),
             fresh_salt: mix64(p.seed ^ 0x6d65_6469_7379_6e00),
@@ -214,19 +269,21 @@ impl Medisyn {
         mix64(self.fresh_salt.wrapping_add(self.fresh_next))
     }
 
-    /// The object of the next request: a Zipf draw, or a forced first request (see `cover`).
+    /// The object of the next request: a Zipf draw (at its time, with a lifespan), or a forced
+    /// first request (see `cover`).
     fn pick(&mut self) -> usize {
-        let rank = if self.unrequested > 0 && self.unrequested >= self.left {
+        let id = if self.unrequested > 0 && self.unrequested >= self.left {
             loop {
                 self.force_cursor -= 1;
                 if !self.requested[self.ids[self.force_cursor] as usize] {
-                    break self.force_cursor;
+                    break self.ids[self.force_cursor] as usize;
                 }
             }
+        } else if let Some(t) = &mut self.timeline {
+            t.sample(&mut self.rng)
         } else {
-            self.zipf.sample(&mut self.rng) as usize
+            self.ids[self.zipf.sample(&mut self.rng) as usize] as usize
         };
-        let id = self.ids[rank] as usize;
         if let Some(seen) = self.requested.get_mut(id) {
             if !*seen {
                 *seen = true;
@@ -316,8 +373,12 @@ mod tests {
 
     #[test]
     fn cover_forces_only_the_missing_objects_at_the_end() {
-        let with = gen("strong", |_| ());
-        let without = gen("strong", |p| p.cover = false);
+        // A steep skew leaves objects unrequested, with or without a lifespan.
+        let with = gen("strong", |p| p.alpha = 1.2);
+        let without = gen("strong", |p| {
+            p.alpha = 1.2;
+            p.cover = false;
+        });
         let missing = 4000 - without.iter().map(|r| r.key).collect::<HashSet<_>>().len();
         assert!(missing > 0);
         let n = with.len();
@@ -337,8 +398,11 @@ mod tests {
 
     #[test]
     fn popularity_skew_grows_with_alpha() {
-        let top10 = |preset| {
-            let reqs = gen(preset, |p| p.write_ratio = 0.0);
+        let top10 = |alpha| {
+            let reqs = gen("strong", |p| {
+                p.alpha = alpha;
+                p.write_ratio = 0.0;
+            });
             let mut counts: HashMap<u64, u64> = HashMap::new();
             for r in &reqs {
                 *counts.entry(r.key).or_default() += 1;
@@ -347,9 +411,37 @@ mod tests {
             c.sort_unstable_by(|a, b| b.cmp(a));
             c.iter().take(400).sum::<u64>() as f64 / reqs.len() as f64
         };
-        let (w, m, s) = (top10("weak"), top10("medium"), top10("strong"));
+        let (w, m, s) = (top10(0.6), top10(0.9), top10(1.2));
         assert!(w < m && m < s, "{w} {m} {s}");
         assert!((s - 0.88).abs() < 0.03, "strong top-10% share {s}");
+    }
+
+    /// A lifespan moves demand in time without changing the skew: the top-10 % share is the
+    /// Zipf's with and without it, while a window of 1,000 requests touches far fewer objects.
+    #[test]
+    fn a_lifespan_concentrates_demand_in_time() {
+        let top10 = |reqs: &[Request]| {
+            let mut counts: HashMap<u64, u64> = HashMap::new();
+            for r in reqs {
+                *counts.entry(r.key).or_default() += 1;
+            }
+            let mut c: Vec<u64> = counts.into_values().collect();
+            c.sort_unstable_by(|a, b| b.cmp(a));
+            c.iter().take(400).sum::<u64>() as f64 / reqs.len() as f64
+        };
+        let distinct = |reqs: &[Request]| {
+            let windows = reqs.chunks_exact(1000);
+            let n = windows.len() as f64;
+            windows.map(|w| w.iter().map(|r| r.key).collect::<HashSet<_>>().len()).sum::<usize>() as f64 / n
+        };
+        let with = gen("medium", |p| p.alpha = 0.9);
+        let without = gen("medium", |p| {
+            p.alpha = 0.9;
+            p.life = 0.0;
+        });
+        assert!((top10(&with) - top10(&without)).abs() < 0.02, "{} {}", top10(&with), top10(&without));
+        let (w, wo) = (distinct(&with), distinct(&without));
+        assert!(w < 0.5 * wo, "{w} distinct objects per 1,000 requests with a lifespan, {wo} without");
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod dedup;
 mod dist;
 mod error;
 mod knob;
+mod lifespan;
 mod medisyn;
 mod oltp;
 mod scan;
