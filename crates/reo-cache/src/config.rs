@@ -111,6 +111,11 @@ pub struct CacheConfig {
     pub redundancy: Redundancy,
     /// Overrides the class → scheme map of `redundancy`.
     pub class_schemes: Option<ClassSchemes>,
+    /// A clean fill whose class scheme and cold scheme cannot be written (more devices failed
+    /// than they tolerate) is cached on one surviving device instead of refused (default on: a
+    /// cache keeps serving while one device works). Off models a cache that stops caching what
+    /// it cannot stripe (the Reo paper's uniform baselines).
+    pub degraded_fills: bool,
     /// The hot threshold H_hot is recomputed every this many requests (default 10,000), and on
     /// demand ([`crate::Cache::recompute_hot_threshold`]).
     pub hot_recompute_every: u64,
@@ -143,6 +148,7 @@ impl CacheConfig {
             eviction: EvictionMode::CacheBased,
             redundancy: Redundancy::default(),
             class_schemes: None,
+            degraded_fills: true,
             hot_recompute_every: 10_000,
             reencode_per_maintain: 4 << 20,
             gc_victim: VictimPolicy::CostBenefit,

@@ -85,6 +85,33 @@ fn every_class_survives_exactly_its_tolerance_for_every_failure_set() {
     assert!(c.stats().dirty_lost >= 4);
 }
 
+/// Cold data striped without parity (the Reo paper's placement) cannot be written while a device
+/// is down; the cache then keeps caching it on one surviving device instead of refusing every
+/// fill, and the re-encoder leaves it there until the device is back.
+#[test]
+fn a_fill_the_cold_stripe_cannot_take_is_cached_on_one_surviving_device() {
+    let devs = devices(4, 64);
+    let mut c = cfg(64 * FRAG);
+    c.hot_recompute_every = u64::MAX;
+    let mut schemes = reo_cache::ClassSchemes::reo_default(4);
+    schemes.0[3] = reo_store::Scheme::None(reo_store::Placement::Striped);
+    c.class_schemes = Some(schemes);
+    let c = open(&devs, c);
+    // One fragment whose chunks span every device.
+    let body = |i: u64| content(i, FRAG as usize);
+    read_through(&c, b"b/before", &body(1), 0, u64::MAX, 1);
+    assert_eq!(c.status(b"b/before").unwrap().devices.len(), 4, "striped over every device");
+    c.fail_device(2).unwrap();
+    assert!(whole(&c, "b/before").unwrap().is_none(), "a stripe without parity dies with any device");
+    read_through(&c, b"b/after", &body(2), 0, u64::MAX, 2);
+    assert_eq!(whole(&c, "b/after").unwrap().as_deref(), Some(&body(2)[..]), "cached, and a hit");
+    let home = c.status(b"b/after").unwrap().devices;
+    assert!(home.len() == 1 && home[0] != 2, "on one surviving device: {home:?}");
+    assert_eq!(c.info(b"b/after").unwrap().schemes, [reo_store::Scheme::None(reo_store::Placement::Isolated)]);
+    assert_eq!(c.reencode_step(u64::MAX), 0, "nothing to move while the stripe cannot be written");
+    close(c);
+}
+
 #[test]
 fn control_messages_answer_and_never_panic() {
     let c = reopen(&devices(4, 64));

@@ -91,6 +91,10 @@ impl Cache {
             // Clean data has one scheme whatever its class: nothing is ever misplaced.
             return 0;
         }
+        // A scheme that tolerates fewer failures than there are now cannot take the blob (a fill
+        // fell back to one surviving device for that reason): leave it until a replacement.
+        let failed = self.store.failed_devices().len();
+        let writable = |scheme: Scheme| failed <= scheme.tolerance() || scheme.is_isolated();
         let mut moved = 0;
         let mut visited = 0usize;
         let mut attempts = 0usize;
@@ -118,7 +122,7 @@ impl Cache {
                     let n = frag_count(e.size(), fs) as u32;
                     found = (0..n)
                         .filter_map(|f| s.objects.location(slot, f, fs).map(|l| (f, l)))
-                        .find(|(_, l)| l.scheme != target)
+                        .find(|(_, l)| l.scheme != target && writable(target))
                         .map(|(f, l)| (slot, f, l, target, e.class(), s.inflight.orphans_freed()));
                     s.classes.reencode_seen(found.is_none());
                     if found.is_some() {

@@ -5,7 +5,7 @@
 use std::cell::Cell;
 use std::fmt;
 
-use reo_store::{Durability, Location, PutOptions, Scheme};
+use reo_store::{Durability, Location, Placement, PutOptions, Scheme};
 
 use super::cache::{free_all, Cache};
 use super::objects::{frag_count, frag_len, new_entry};
@@ -272,15 +272,20 @@ impl Cache {
         }
         let header = self.header(key, object_size, frag, false, class, meta);
         let mut put = self.put_blob(&header, data, self.classes.of(class), false, placement_of(key));
-        if let Err(WriteError::Store(reo_store::Error::InsufficientDevices { .. })) = put {
-            // Too few devices left for the class's scheme (e.g. rs(3,2) on 2 devices): clean
-            // data can always be refetched, so it is cached cold (one device) rather than not
-            // at all — a cache keeps serving while one device works.
-            let cold = self.classes.of(Class::Cold);
-            if cold != self.classes.of(class) {
-                let header = self.header(key, object_size, frag, false, Class::Cold, meta);
-                put = self.put_blob(&header, data, cold, false, placement_of(key));
+        // Too few devices left for the class's scheme (rs(3,2) on 2 devices; a stripe without
+        // parity over a failed device): clean data can always be refetched, so it is cached cold,
+        // and if the cold scheme cannot be written either, on one surviving device (with
+        // `degraded_fills`), rather than not at all — a cache keeps serving while one device works.
+        let mut tried = self.classes.of(class);
+        let one_device = self.cfg.degraded_fills.then_some(Scheme::None(Placement::Isolated));
+        for fallback in std::iter::once(self.classes.of(Class::Cold)).chain(one_device) {
+            if !matches!(put, Err(WriteError::Store(reo_store::Error::InsufficientDevices { .. }))) || fallback == tried
+            {
+                continue;
             }
+            let header = self.header(key, object_size, frag, false, Class::Cold, meta);
+            put = self.put_blob(&header, data, fallback, false, placement_of(key));
+            tried = fallback;
         }
         let loc = match put {
             Ok(l) => l,

@@ -24,6 +24,10 @@ fn config(name: &str, cache_bytes: u64) -> Result<ReplayConfig, EvalError> {
         None => (name, false),
     };
     cfg.cache.redundancy = redundancy.parse::<Redundancy>().map_err(|e| EvalError::Config(e.to_string()))?;
+    // The paper's uniform protection stops caching what it cannot stripe once devices fail
+    // beyond its tolerance ("the entire cache ... becomes unusable"); Reo keeps caching on the
+    // devices that work.
+    cfg.cache.degraded_fills = cfg.cache.redundancy.hot_budget().is_some();
     if striped {
         // The paper's placement of cold data: striped over every device without parity.
         let mut s = ClassSchemes::reo_default(cfg.array.devices);
@@ -122,7 +126,8 @@ pub fn failures(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome
     let spec = medisyn("medium", 0.0)?;
     let ws = working_set(&spec)?;
     let mut names: Vec<String> = REO.iter().chain(&UNIFORM).map(|s| s.to_string()).collect();
-    names.push("reo-20%/striped-cold".into());
+    // The paper's own placement of cold data, for each Reo budget.
+    names.extend(REO.iter().map(|r| format!("{r}/striped-cold")));
     if quick {
         names = vec!["reo-20%".into(), "1-parity".into()];
     }
