@@ -66,6 +66,38 @@ fn hot_threshold_fits_the_budget_and_blobs_follow_their_class() {
     assert_eq!(c.info(b"o14").unwrap().class, Class::Cold, "o14 fell out of the budget");
 }
 
+/// The paper's greedy adds objects until the budget is spent, unread ones (H = 0) last: when the
+/// budget covers every clean object they are hot too, and so is a new fill, written straight in
+/// the hot scheme; when it runs out among them, only the objects read are hot.
+#[test]
+fn a_budget_that_covers_every_object_makes_unread_ones_and_new_fills_hot() {
+    // Reo-40% of 64 fragments: 25.6 fragments of parity, one per byte in rs(2,2).
+    let c = open(&devices(4, 64), reo("reo-40%", 64 * FRAG));
+    for i in 0..10 {
+        read_through(&c, format!("o{i}").as_bytes(), &content(i, FRAG as usize), 0, u64::MAX, 1);
+    }
+    assert!(c.get(b"o0", 0, u64::MAX, 2).unwrap().is_hit());
+    assert_eq!(c.recompute_hot_threshold(), 0.0, "all ten fit");
+    for i in 0..10 {
+        assert_eq!(c.info(format!("o{i}").as_bytes()).unwrap().class, Class::Hot, "o{i}, read or not");
+    }
+    let d = content(99, FRAG as usize);
+    read_through(&c, b"new", &d, 0, u64::MAX, 3);
+    let info = c.info(b"new").unwrap();
+    assert_eq!((info.class, info.schemes), (Class::Hot, vec![Scheme::Rs { k: 2, p: 2 }]), "a new fill");
+    // 30 more objects: 41 fragments do not fit the budget; the one read stays hot, unread ones
+    // (H cannot tell them apart) are cold, and new fills are cold again.
+    for i in 10..40 {
+        read_through(&c, format!("o{i}").as_bytes(), &content(i, FRAG as usize), 0, u64::MAX, 4);
+    }
+    assert!(c.get(b"o0", 0, u64::MAX, 5).unwrap().is_hit());
+    assert_eq!(c.recompute_hot_threshold(), c.info(b"o0").unwrap().hotness);
+    assert_eq!(c.info(b"o0").unwrap().class, Class::Hot);
+    assert_eq!(c.info(b"o20").unwrap().class, Class::Cold);
+    read_through(&c, b"newer", &d, 0, u64::MAX, 6);
+    assert_eq!(c.info(b"newer").unwrap().schemes, vec![Scheme::None(Placement::Isolated)]);
+}
+
 #[test]
 fn a_flushed_object_takes_its_clean_class_and_dirty_replicas_count_against_the_budget() {
     let c = open(&devices(4, 64), reo("reo-40%", 64 * FRAG));

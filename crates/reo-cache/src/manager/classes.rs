@@ -8,6 +8,9 @@ use crate::object::{Class, ObjectEntry};
 pub(crate) struct Classes {
     /// Clean objects with H = Freq / Size ≥ this are hot (∞: none).
     h_hot: f64,
+    /// The budget covers every clean object, those not read since they were cached (H = 0)
+    /// included: they, and new fills, are hot too.
+    unread_hot: bool,
     /// Requests since H_hot was last computed.
     since_recompute: u64,
     /// Dirty data's redundancy alone exceeds the budget (sense code 0x67).
@@ -25,6 +28,7 @@ impl Default for Classes {
     fn default() -> Self {
         Classes {
             h_hot: f64::INFINITY,
+            unread_hot: false,
             since_recompute: 0,
             over_budget: false,
             reencode_cursor: 0,
@@ -40,7 +44,7 @@ impl Classes {
             Class::Dirty
         } else if e.explicit_class() {
             e.class()
-        } else if e.hotness() >= self.h_hot && e.freq() > 0 {
+        } else if e.hotness() >= self.h_hot && (e.freq() > 0 || self.unread_hot) {
             Class::Hot
         } else {
             Class::Cold
@@ -68,8 +72,20 @@ impl Classes {
 
     /// Sets H_hot (as computed).
     #[inline]
-    pub fn set_h_hot(&mut self, h_hot: f64) {
+    pub fn set_h_hot(&mut self, h_hot: f64, unread_hot: bool) {
         self.h_hot = h_hot;
+        self.unread_hot = unread_hot;
+    }
+
+    /// The class of an object the cache has not held before: hot while the budget covers every
+    /// clean object, else cold until it is read.
+    #[inline]
+    pub fn new_object_class(&self) -> Class {
+        if self.unread_hot {
+            Class::Hot
+        } else {
+            Class::Cold
+        }
     }
 
     /// Records whether dirty data's redundancy exceeds the budget.

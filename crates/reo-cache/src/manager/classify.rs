@@ -5,9 +5,12 @@
 //! **H_hot.** Clean objects are sorted by H = Freq / Size, descending, and added to the hot class
 //! one by one while the redundancy they would cost in the hot scheme (size × parity / data) fits
 //! the budget: `budget × capacity` minus what dirty data's replicas already take. The H of the last
-//! object that fits is H_hot; an object with H ≥ H_hot is hot. Objects that never were read have
-//! H = 0 and stay cold. If every candidate fits, H_hot = 0 (every object read is hot); if none
-//! does, H_hot = ∞. Recomputed every `hot_recompute_every` requests and on demand.
+//! object that fits is H_hot; an object with H ≥ H_hot is hot. Objects not read since they were
+//! cached have H = 0 and come last, as in the paper's greedy, which adds objects until the
+//! budget is spent: if every clean object fits, all are hot, new fills included (the budget
+//! is spent, not held back while few objects have been read twice); if the budget runs out
+//! among them, the objects read are hot and the unread ones cold (H cannot tell them apart);
+//! if none fits, H_hot = ∞. Recomputed every `hot_recompute_every` requests and on demand.
 //!
 //! **Moving.** A class change only updates the entry; its blobs follow lazily — when the cleaner
 //! meets them (a `Reencode`) or when [`Cache::reencode_step`] (the rate-limited re-encoder)
@@ -171,7 +174,7 @@ fn recompute(c: &Cache, s: &mut State) -> f64 {
     s.classes.recomputing();
     s.classes.wake_reencoder();
     let Some(budget) = c.cfg.redundancy.hot_budget() else {
-        s.classes.set_h_hot(f64::INFINITY);
+        s.classes.set_h_hot(f64::INFINITY, false);
         return f64::INFINITY;
     };
     let capacity = c.cfg.capacity_bytes as f64;
@@ -180,7 +183,7 @@ fn recompute(c: &Cache, s: &mut State) -> f64 {
     for (_, e) in s.objects.iter() {
         if e.dirty() {
             dirty_bytes += e.size();
-        } else if !e.explicit_class() && e.freq() > 0 {
+        } else if !e.explicit_class() {
             clean.push((e.hotness(), e.size()));
         }
     }
@@ -189,22 +192,26 @@ fn recompute(c: &Cache, s: &mut State) -> f64 {
     s.classes.set_over_budget(room < 0.0);
     let per_byte = overhead(c.classes.of(Class::Hot));
     clean.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
-    // Everything read fits when the budget is never exhausted: then H_hot = 0 (any object read
-    // at least once is hot) — including objects that become clean before the next recompute.
-    let mut h_hot = 0.0;
+    // The H of the last object read that fits (∞ until one does); whether all fit.
+    let mut h_hot = f64::INFINITY;
+    let mut all_fit = true;
     for (h, size) in clean {
         let cost = size as f64 * per_byte;
         if cost > room {
-            // The last object that fit set the threshold; none fit: nothing is hot.
-            if h_hot == 0.0 {
-                h_hot = f64::INFINITY;
-            }
+            all_fit = false;
             break;
         }
         room -= cost;
-        h_hot = h;
+        if h > 0.0 {
+            h_hot = h;
+        }
     }
-    s.classes.set_h_hot(h_hot);
+    if all_fit {
+        // Every clean object is hot, and so are objects that are cached or become clean
+        // before the next recompute.
+        h_hot = 0.0;
+    }
+    s.classes.set_h_hot(h_hot, all_fit);
     let slots: Vec<u32> = s.objects.iter().map(|(slot, _)| slot).collect();
     for slot in slots {
         let e = s.objects.get(slot).expect("listed");

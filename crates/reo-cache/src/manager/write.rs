@@ -227,8 +227,8 @@ impl Cache {
             if s.invalidations.changed_since(key, token) {
                 return Ok(FillOutcome::Stale);
             }
-            // The class of the cached part of the object, if any (a new object is cold).
-            let mut class = Class::Cold;
+            // The class of the cached part of the object, if any (a new object's is the budget's).
+            let mut class = s.classes.new_object_class();
             if let Some(slot) = s.objects.find(key) {
                 let e = s.objects.get(slot).expect("found");
                 if e.dirty() {
@@ -244,7 +244,11 @@ impl Cache {
                     free_all(&self.store, &locs, Durability::None);
                     s = self.lock();
                     // Unlocked meanwhile: another fill may have made a new entry.
-                    class = s.objects.find(key).and_then(|slot| s.objects.get(slot)).map_or(Class::Cold, |e| e.class());
+                    class = s
+                        .objects
+                        .find(key)
+                        .and_then(|slot| s.objects.get(slot))
+                        .map_or(s.classes.new_object_class(), |e| e.class());
                 } else if s.objects.location(slot, frag, fs).is_some() {
                     return Ok(FillOutcome::AlreadyCached);
                 } else {
