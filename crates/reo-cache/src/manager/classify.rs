@@ -10,7 +10,7 @@
 //! budget is spent: if every clean object fits, all are hot, new fills included (the budget
 //! is spent, not held back while few objects have been read twice); if the budget runs out
 //! among them, the objects read are hot and the unread ones cold (H cannot tell them apart);
-//! if none fits, H_hot = ∞. Recomputed every `hot_recompute_every` requests and on demand.
+//! if no object read fits, H_hot = ∞. Recomputed every `hot_recompute_every` requests and on demand.
 //!
 //! **Moving.** A class change only updates the entry; its blobs follow lazily — when the cleaner
 //! meets them (a `Reencode`) or when [`Cache::reencode_step`] (the rate-limited re-encoder)
@@ -194,7 +194,8 @@ fn recompute(c: &Cache, s: &mut State) -> f64 {
     clean.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
     // The H of the last object read that fits (∞ until one does); whether all fit.
     let mut h_hot = f64::INFINITY;
-    let mut all_fit = true;
+    // Dirty redundancy alone over the budget: nothing fits, not even with no clean object.
+    let mut all_fit = room >= 0.0;
     for (h, size) in clean {
         let cost = size as f64 * per_byte;
         if cost > room {

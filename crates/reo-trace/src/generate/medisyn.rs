@@ -14,7 +14,7 @@
 //! With `cover` (on by default) every object is requested at least once: whenever the objects
 //! not yet requested are as many as the requests left, the next request goes to one of them
 //! (least popular first) instead of a Zipf draw. That is the fewest forced requests possible
-//! (the objects Zipf would have missed, e.g. ~600 of `strong`'s 89,723), all at the end.
+//! (the objects the draws would have missed; a steep skew leaves hundreds), all at the end.
 
 use super::dist::{lognormal_sizes, rescale_mean, Zipf};
 use super::error::GenError;
