@@ -16,7 +16,9 @@ over one local directory backend (cluster.py), driven with boto3 through every n
   never serves its stale versions, serves the new ones, and the backend ends up with the new ones
   even when the stale node is flushed last.
 * (e) A node killed during a stream of PUTs: each PUT succeeds or gets 503; every acknowledged
-  object is readable byte-exact through the survivors and flushed.
+  object is readable byte-exact through the survivors and flushed. And a replica holder killed:
+  the writes whose copy it held are replicated again before the cluster settles, so they read
+  right from their replicas while their home is stopped.
 * (f) etcd down: a just-read object still reads through every node, a PUT is refused with a 503
   that says why (etcd / cluster coordination); writes work again once etcd is back.
 * (g) Operations: `reo admin cluster status --json` (fields and members), the API refuses
@@ -794,6 +796,63 @@ class ReplicaTargetDies(ClusterTest):
         self.check(c, problems, "problems")
         self.done(c)
 
+    def test_e2_copies_a_dead_holder_took_are_made_again(self):
+        # An unflushed write has two copies: at its home and at one replica target. When a
+        # target dies, the writes whose copy it held are down to one; before the membership
+        # settles, their homes replicate them again to the live members. Proof: kill the node
+        # holding the most replicas of one home, let the cluster settle, then SIGSTOP that home
+        # (well within its lease) and read a sample of its keys whose only other copy was on the
+        # dead node through the third node, which can answer them only from the home's replicas
+        # (the backend has none of them): each must read right.
+        c = self.cluster(nodes=3, lease_ttl_ms=15_000, flush_delay_ms=LONG_DELAY_MS)
+        self.bucket(c, "restored")
+        rng = random.Random(SEED + 2)
+        objects = {f"r{i:03d}": rng.randbytes(rng.randint(64, 2048)) for i in range(300)}
+        self.put_many(c, "restored", objects)
+        homes = c.homes("restored", ["r"])
+        held = {nid: (c.status(nid) or {}).get("replicas", {}).get("by_owner", {}) for nid in c.ids()}
+        victim, home = max(((v, h) for v in c.ids() for h in c.ids() if h != v), key=lambda p: held[p[0]].get(p[1], 0))
+        reader = next(n for n in c.ids() if n not in (victim, home))
+        theirs = sorted(k for k, h in homes.items() if h == home)
+        # The reader held the other copies of the home's keys: those cannot tell restored copies
+        # from copies it had all along.
+        self.assertEqual(held[reader].get(home, 0) + held[victim].get(home, 0), len(theirs),
+                         f"replicas of {home}'s keys by holder: {held}")
+        self.assertGreaterEqual(held[victim].get(home, 0), 16, f"replicas by holder: {held}")
+        c.kill(victim)
+        c.wait_member_gone(victim)
+        restored = (c.status(home) or {}).get("counters", {}).get("copies_restored", 0)
+        self.assertEqual(restored, held[victim][home],
+                         f"{home} replicated {restored} of its writes again after {victim}, which held "
+                         f"{held[victim][home]} of their copies, died")
+        sample = rng.sample(theirs, 16)
+        clients = {k: c.client(reader) for k in sample}
+        problems = []
+        c.sigstop(home)
+        t = now()
+        try:
+            def read(k):
+                try:
+                    got = clients[k].get_object(Bucket="restored", Key=k)["Body"].read()
+                except Exception as e:  # noqa: BLE001 - reported
+                    return f"GET {k} via {reader} while its home {home} is stopped: " + \
+                        (f"{error_code(e)}" if isinstance(e, ClientError) else repr(e))
+                return None if got == objects[k] else f"GET {k} via {reader} while {home} is stopped: wrong bytes"
+            with concurrent.futures.ThreadPoolExecutor(len(sample)) as ex:
+                problems += [p for p in ex.map(read, sample) if p]
+        finally:
+            took = c.sigcont(home) - t
+        print(f"\n  {victim} held {held[victim][home]} of {home}'s {len(theirs)} copies; {home} replicated {restored} "
+              f"again; {len(sample)} of its keys read through {reader} while it was stopped {took:.1f} s", flush=True)
+        # A lease of 15 s is renewed every 5 s: a stop under 7 s ends well before the home fences.
+        self.assertLess(took, 7.0, f"{home} was stopped too close to its lease for the reads to mean anything")
+        survivors = [home, reader]
+        c.wait_settled(survivors, survivors, timeout=30)
+        self.read_all(c, "restored", objects, survivors, problems, f"after {home} resumed", each=False)
+        c.flush(*survivors)
+        self.backend_matches(c, "restored", objects, problems, "after the survivors' flush")
+        self.check(c, problems, "problems")
+        self.done(c)
 
 class EtcdDown(ClusterTest):
     """(f) Without etcd: cached reads go on (within the permission lease), writes are refused

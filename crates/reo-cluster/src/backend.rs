@@ -161,16 +161,20 @@ impl ClusterBackend {
                 }
             }
             Err(e @ crate::peer::PeerError::Unreachable { .. }) => {
-                // The home node may be dead (its lease not yet expired): its acknowledged
-                // unflushed writes are in their replicas, the rest in the backend.
+                // The home node may be dead (its lease not yet expired) or alive and slow. In a
+                // settled view each member's unflushed writes have all their copies on live
+                // members (a hand-over replicates again what a leaving member took along), so
+                // its replicas hold what it has not written back and the backend the rest.
+                // While the membership changes that need not hold (a member that left may have
+                // held the only other copy): the read is retried rather than answered from an
+                // older copy.
                 let v = n.view();
-                // While the membership changes, a member that has not handed over may hold a
-                // newer unflushed copy than the home's replicas or the backend.
-                let found = match self.newer_elsewhere(bucket, key, Some(&v)) {
-                    Some(found) => found,
-                    None => block_on(crate::reads::from_replicas(n, &v, &home.0, bucket, key)),
-                };
-                match found {
+                if !v.settled() {
+                    return Err(BackendError::Busy(format!(
+                        "the key's home node is unreachable ({e}) while the cluster's membership changes; retry"
+                    )));
+                }
+                match block_on(crate::reads::from_replicas(n, &v, &home.0, bucket, key)) {
                     Elsewhere::Nothing => self.inner_read(bucket, key, range),
                     Elsewhere::Unanswered(why) => {
                         Err(BackendError::Busy(format!("the key's home node is unreachable ({e}) and {why}")))

@@ -55,6 +55,8 @@ pub struct ClusterCounters {
     pub under_replicated: u64,
     /// Replicas dropped at their holders after a write-back.
     pub replica_drops: u64,
+    /// Unflushed writes replicated again because a member holding a copy left.
+    pub copies_restored: u64,
     /// Objects written back by failovers this node coordinated.
     pub failover_flushed: u64,
     /// Failovers this node coordinated.

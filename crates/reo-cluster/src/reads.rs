@@ -3,8 +3,9 @@
 //! - while the cluster is not settled, a member that has not handed over yet may hold a newer,
 //!   unflushed copy of a key that moved, and a failed node's newest writes may still be only in
 //!   its replicas ([`newest_elsewhere`], asked by the home node before it reads the backend);
-//! - while a home node is unreachable (dead, its lease not yet expired), its acknowledged
-//!   unflushed writes are in their replicas on the other members ([`from_replicas`]).
+//! - while a home node is unreachable (dead, its lease not yet expired, or slow), its
+//!   acknowledged unflushed writes are in their replicas on the other members
+//!   ([`from_replicas`]); all of them only in a settled view, so the caller asks only then.
 //!
 //! The newest copy found is served (a whole-object GET or a HEAD through the router; any range
 //! through the gateway's miss path). If a member that may hold a newer copy does not answer,

@@ -413,7 +413,7 @@ fn hints(api: &Api, out: &mut Out<'_>) -> fmt::Result {
 }
 
 /// What the cluster's counters count (they come from the cluster layer as named numbers).
-const CLUSTER_COUNTERS: [(&str, &str); 11] = [
+const CLUSTER_COUNTERS: [(&str, &str); 12] = [
     ("forwarded_writes", "Writes sent on to their home node"),
     ("permission_hits", "Reads of objects homed elsewhere served from this node's cache"),
     ("home_fetches", "Reads fetched from their home node"),
@@ -423,6 +423,7 @@ const CLUSTER_COUNTERS: [(&str, &str); 11] = [
     ("replica_failures", "Replica sends that failed (another peer was tried)"),
     ("under_replicated", "Writes refused because fewer than min_replicas copies could be made"),
     ("replica_drops", "Replicas dropped at their holders after a write-back"),
+    ("copies_restored", "Unflushed writes replicated again because a member holding a copy left"),
     ("failover_flushed", "Objects written back by failovers this node coordinated"),
     ("failovers", "Failovers this node coordinated"),
 ];
