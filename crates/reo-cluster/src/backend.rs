@@ -162,16 +162,23 @@ impl ClusterBackend {
             }
             Err(e @ crate::peer::PeerError::Unreachable { .. }) => {
                 // The home node may be dead (its lease not yet expired) or alive and slow. In a
-                // settled view each member's unflushed writes have all their copies on live
-                // members (a hand-over replicates again what a leaving member took along), so
-                // its replicas hold what it has not written back and the backend the rest.
-                // While the membership changes that need not hold (a member that left may have
-                // held the only other copy): the read is retried rather than answered from an
-                // older copy.
+                // settled view each member's unflushed writes have at least `min_replicas − 1`
+                // copies on live members (a hand-over replicates again what a leaving member
+                // took along), so with `min_replicas` ≥ 2 its replicas hold what it has not
+                // written back and the backend the rest. Otherwise (the membership changing, a
+                // member that left may have held the only other copy; or writes acknowledged
+                // with no copy elsewhere) the read is retried rather than answered from an older
+                // copy.
                 let v = n.view();
                 if !v.settled() {
                     return Err(BackendError::Busy(format!(
                         "the key's home node is unreachable ({e}) while the cluster's membership changes; retry"
+                    )));
+                }
+                if n.cfg.min_replicas < 2 {
+                    return Err(BackendError::Busy(format!(
+                        "the key's home node is unreachable ({e}) and may hold the only copy of its newest \
+                         version (min_replicas 1); retry"
                     )));
                 }
                 match block_on(crate::reads::from_replicas(n, &v, &home.0, bucket, key)) {

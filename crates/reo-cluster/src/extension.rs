@@ -219,8 +219,10 @@ impl Extension for ClusterExtension {
         let rt = RUNTIME.get().ok_or("no runtime")?.clone();
         let gw = node.gw().clone();
         let t = std::time::Instant::now();
-        // Writes are refused from here (`has_left` is set by `leave` below only after the data is
-        // safe, so the flush first: new writes keep their replicas meanwhile).
+        // Writes are refused from here, and those being applied finish first: then the flush
+        // below writes back every acknowledged write. (`has_left`, which also stops the
+        // flusher's backend calls, is set by `leave` below only once nothing is unflushed.)
+        rt.block_on(node.start_leaving());
         gw.flush_now();
         while gw.dirty().0 > 0 {
             if t.elapsed() > Duration::from_secs(600) {

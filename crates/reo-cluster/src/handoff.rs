@@ -6,10 +6,11 @@
 //! has published it and no failover is pending (the view is *settled*): by then no node holds a
 //! newer copy of a key than its home.
 //! A member leaving also means copies may have been lost with it: before the marker, every
-//! unflushed write of this node whose replica was on a member that left is replicated again to
-//! the live members (or, where they cannot take enough copies, written back first). So in a settled view every acknowledged unflushed write has all its
-//! copies on live members, which a read of an unreachable home node relies on
-//! ([`crate::backend`]).
+//! unflushed write of this node short of copies on the live members (a holder left or
+//! re-registered, or this node restarted and no longer knows where its copies are) is replicated
+//! again (or, where the members cannot take enough copies, written back first). So in a settled
+//! view every acknowledged unflushed write has at least `min_replicas − 1` copies on live
+//! members, which a read of an unreachable home node relies on ([`crate::backend`]).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -52,12 +53,12 @@ pub async fn watch(node: Arc<Node>) {
     }
 }
 
-/// Writes back this node's unflushed objects homed elsewhere in `view`; `false` if the view
-/// changed first.
+/// Writes back this node's unflushed objects homed elsewhere in `view` and puts the copies of
+/// the rest in place; `false` if the view changed first.
 async fn moved_written_back(node: &Arc<Node>, view: &View) -> bool {
     let ring = view.ring();
     let mut kicked = false;
-    let mut unprotected = HashSet::new();
+    let mut tried = HashSet::new();
     loop {
         if node.view().id() != view.id() {
             return false;
@@ -74,7 +75,8 @@ async fn moved_written_back(node: &Arc<Node>, view: &View) -> bool {
                 .lock()
                 .keys()
                 .any(|ck| ck.split_once('/').is_some_and(|(b, k)| ring.home(b, k) != Some(node.me())));
-            if !left && lost_copies_restored(node, view, &mut unprotected).await {
+            let dirty: HashSet<String> = dirty.iter().map(|(b, k)| cache_key(b, k)).collect();
+            if !left && copies_in_place(node, view, &dirty, &mut tried).await {
                 return true;
             }
         }
@@ -86,46 +88,57 @@ async fn moved_written_back(node: &Arc<Node>, view: &View) -> bool {
     }
 }
 
-/// Replicates again this node's unflushed writes that had a copy on a node no longer a member of
-/// `view`; `true` once each has its copies on members. A write no live member can take enough
-/// copies of joins `unprotected`, which holds up the marker until the flusher has written it
-/// back.
-async fn lost_copies_restored(node: &Arc<Node>, view: &View, unprotected: &mut HashSet<String>) -> bool {
-    let gw = node.gw().clone();
-    let dirty: HashSet<String> =
-        node.blocking(move || gw.dirty_objects()).await.iter().map(|(b, k)| cache_key(b, k)).collect();
-    unprotected.retain(|ck| dirty.contains(ck));
-    let lost: Vec<String> = node
-        .replicated
-        .lock()
-        .iter()
-        .filter(|(ck, r)| dirty.contains(*ck) && r.targets.iter().any(|t| !view.members.contains_key(t)))
-        .map(|(ck, _)| ck.clone())
-        .collect();
-    if lost.is_empty() {
-        return unprotected.is_empty();
+/// Whether every unflushed write in `dirty` has at least `min_replicas − 1` copies on live
+/// members of `view`. First, each write with a copy on a node that left (or re-registered, so
+/// discarded it), with fewer copies than `replicas − 1`, or with none known (this node
+/// restarted) is replicated again to the live members, once per hand-over (`tried`). A write
+/// still short of copies is written back instead: the flusher is started and the caller waits.
+async fn copies_in_place(node: &Arc<Node>, view: &View, dirty: &HashSet<String>, tried: &mut HashSet<String>) -> bool {
+    let need = node.cfg.replicas - 1;
+    let least = node.cfg.min_replicas - 1;
+    if need == 0 {
+        return true;
     }
-    let failed: Vec<String> = stream::iter(lost.iter().cloned())
-        .map(|ck| async move {
-            let (bucket, key) = ck.split_once('/')?;
-            // Ordered with the key's writes, like a write's own replication.
-            let _order = node.lock_key(&ck).await;
-            crate::writes::sync_replicas(node, bucket, key).await.err().map(|_| ck.clone())
-        })
-        .buffer_unordered(PARALLEL)
-        .filter_map(std::future::ready)
-        .collect()
-        .await;
-    let restored = lost.len() - failed.len();
-    node.count(|c| c.copies_restored += restored as u64);
-    tracing::info!(
-        lost = lost.len(),
-        restored,
-        "replicated again the unflushed writes whose copies left with a member (the rest wait for their write-back)"
-    );
-    if !failed.is_empty() {
+    let live = |r: Option<&crate::node::Replicated>| r.map_or((0, 0), |r| (r.live_in(view), r.targets.len()));
+    let again: Vec<String> = {
+        let g = node.replicated.lock();
+        dirty
+            .iter()
+            .filter(|ck| !tried.contains(*ck))
+            .filter(|ck| {
+                let (alive, held) = live(g.get(*ck));
+                alive < held || alive < need
+            })
+            .cloned()
+            .collect()
+    };
+    if !again.is_empty() {
+        tried.extend(again.iter().cloned());
+        let restored = stream::iter(again.iter().cloned())
+            .map(|ck| async move {
+                let Some((bucket, key)) = ck.split_once('/') else { return false };
+                // Ordered with the key's writes, like a write's own replication.
+                let _order = node.lock_key(&ck).await;
+                crate::writes::sync_replicas(node, bucket, key).await.is_ok()
+            })
+            .buffer_unordered(PARALLEL)
+            .filter(|ok| std::future::ready(*ok))
+            .count()
+            .await;
+        node.count(|c| c.copies_restored += restored as u64);
+        tracing::info!(
+            writes = again.len(),
+            restored,
+            "replicated again the unflushed writes short of copies on the live members"
+        );
+    }
+    let short = {
+        let g = node.replicated.lock();
+        dirty.iter().filter(|ck| live(g.get(*ck)).0 < least).count()
+    };
+    if short > 0 {
+        // Kicked on every pass: the write-back of these is what the marker waits for.
         node.gw().flush_now();
     }
-    unprotected.extend(failed);
-    unprotected.is_empty()
+    short == 0
 }

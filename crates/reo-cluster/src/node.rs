@@ -29,9 +29,24 @@ pub struct Replicated {
     pub version: u64,
     /// The nodes holding them.
     pub targets: Vec<String>,
+    /// Each target's incarnation when it took the copy: a node that re-registered since (after
+    /// being failed over it discards every replica it held) no longer holds it.
+    pub incarnations: Vec<String>,
     /// Earlier targets that may still hold an older version: their drop was not confirmed.
     /// Dropped before the entry goes (a failover must never find an older version alone).
     pub stale: Vec<String>,
+}
+
+impl Replicated {
+    /// How many of the targets still hold their copy in `view`: members in the incarnation
+    /// they took it in.
+    pub fn live_in(&self, view: &View) -> usize {
+        self.targets
+            .iter()
+            .zip(&self.incarnations)
+            .filter(|(t, inc)| view.members.get(*t).is_some_and(|m| &m.incarnation == *inc))
+            .count()
+    }
 }
 
 /// Counters of the node's cluster work (`/_reo/admin/cluster`).
@@ -55,7 +70,8 @@ pub struct ClusterCounters {
     pub under_replicated: u64,
     /// Replicas dropped at their holders after a write-back.
     pub replica_drops: u64,
-    /// Unflushed writes replicated again because a member holding a copy left.
+    /// Unflushed writes replicated again at a membership change (a holder of a copy left, or
+    /// this node restarted and no longer knows where its copies are).
     pub copies_restored: u64,
     /// Objects written back by failovers this node coordinated.
     pub failover_flushed: u64,
@@ -75,6 +91,9 @@ pub struct Node {
     last_version: Mutex<HashMap<String, u64>>,
     stripes: Vec<tokio::sync::Mutex<()>>,
     apply_gate: tokio::sync::RwLock<()>,
+    /// A graceful leave has begun: no write is applied from here (the leave writes everything
+    /// back, then deregisters).
+    leaving: std::sync::atomic::AtomicBool,
     /// Weak: the gateway's backend holds this node (a strong reference would keep the gateway,
     /// and its store, alive past shutdown, which then could not close cleanly).
     gw: OnceLock<Weak<Gateway>>,
@@ -103,6 +122,7 @@ impl Node {
             last_version: Mutex::default(),
             stripes: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
             apply_gate: tokio::sync::RwLock::new(()),
+            leaving: std::sync::atomic::AtomicBool::new(false),
             gw: OnceLock::new(),
             counters: Mutex::default(),
             backend: OnceLock::new(),
@@ -153,9 +173,30 @@ impl Node {
         drop(self.apply_gate.write().await);
     }
 
-    /// Held (shared) while a write is applied and replicated.
-    pub(crate) async fn applying(&self) -> tokio::sync::RwLockReadGuard<'_, ()> {
-        self.apply_gate.read().await
+    /// Held (shared) while a write is applied and replicated; refused (why) if the membership
+    /// is no longer `view` (the key may have moved, and the hand-over may already have checked
+    /// what this node holds) or this node is leaving.
+    pub(crate) async fn applying(&self, view: &str) -> Result<tokio::sync::RwLockReadGuard<'_, ()>, &'static str> {
+        let gate = self.apply_gate.read().await;
+        if self.leaving() {
+            return Err("this node is leaving its cluster; send writes to another node");
+        }
+        if self.view().id() != view {
+            return Err("the cluster's membership changed while this write waited; retry");
+        }
+        Ok(gate)
+    }
+
+    /// Begins a graceful leave: writes are refused from here, and those being applied have
+    /// finished when this returns.
+    pub(crate) async fn start_leaving(&self) {
+        self.leaving.store(true, std::sync::atomic::Ordering::Release);
+        self.write_barrier().await;
+    }
+
+    /// Whether a graceful leave has begun (or ended).
+    pub(crate) fn leaving(&self) -> bool {
+        self.leaving.load(std::sync::atomic::Ordering::Acquire) || self.membership.has_left()
     }
 
     /// The locks of several keys, taken in stripe order (no deadlock with another such call).

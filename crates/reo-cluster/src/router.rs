@@ -165,8 +165,8 @@ async fn write(
     key: &str,
     changes: bool,
 ) -> Answer {
-    if node.membership.has_left() {
-        return slowdown("this node has left its cluster; send writes to another node");
+    if node.leaving() {
+        return slowdown("this node is leaving or has left its cluster; send writes to another node");
     }
     if node.membership.fenced() {
         return slowdown(

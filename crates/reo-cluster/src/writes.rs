@@ -48,12 +48,10 @@ pub async fn home_write(
     if changes {
         revoke(node, bucket, key).await;
     }
-    let _applying = node.applying().await;
-    if node.view().id() != view {
-        // The membership changed while this write waited: the key may have moved, and the
-        // hand-over may already have checked what this node holds.
-        return slowdown("the cluster's membership changed while this write waited; retry");
-    }
+    let _applying = match node.applying(view).await {
+        Ok(g) => g,
+        Err(why) => return slowdown(why),
+    };
     let sent = Instant::now();
     let resp = local(req).await?;
     if !changes || !resp.status().is_success() {
@@ -202,7 +200,9 @@ pub(crate) async fn sync_replicas(node: &Arc<Node>, bucket: &str, key: &str) -> 
     let confirmed = send_drops(node, bucket, key, version, &old).await;
     stale = old.into_iter().filter(|t| !confirmed.contains(t)).collect();
     let enough = done.len() + 1 >= node.cfg.min_replicas;
-    node.replicated.lock().insert(ck.clone(), Replicated { version, targets: done.clone(), stale });
+    let incarnations =
+        done.iter().map(|t| view.members.get(t).map(|m| m.incarnation.clone()).unwrap_or_default()).collect();
+    node.replicated.lock().insert(ck.clone(), Replicated { version, targets: done.clone(), incarnations, stale });
     if enough {
         if done.len() < need {
             tracing::warn!(bucket, key, copies = done.len() + 1, "acknowledged with fewer copies (min_replicas)");
@@ -286,8 +286,8 @@ pub(crate) async fn drop_flushed(node: &Arc<Node>) {
 /// there if it is another); keys of several homes are refused with `501 NotImplemented` naming
 /// the way out (one DeleteObject per key, or one request per home), never half applied.
 pub async fn delete_many(node: &Arc<Node>, req: http::Request<s3s::Body>, local: LocalService, bucket: &str) -> Answer {
-    if node.membership.has_left() {
-        return slowdown("this node has left its cluster; send writes to another node");
+    if node.leaving() {
+        return slowdown("this node is leaving or has left its cluster; send writes to another node");
     }
     let fwd = match crate::router::forwarded(node, &req) {
         Ok(f) => f,
@@ -324,10 +324,10 @@ pub async fn delete_many(node: &Arc<Node>, req: http::Request<s3s::Body>, local:
             for k in &keys {
                 revoke(node, bucket, k).await;
             }
-            let _applying = node.applying().await;
-            if node.view().id() != view.id() {
-                return slowdown("the cluster's membership changed while this write waited; retry");
-            }
+            let _applying = match node.applying(&view.id()).await {
+                Ok(g) => g,
+                Err(why) => return slowdown(why),
+            };
             let resp = local(req).await?;
             let mut failed = None;
             for k in &keys {

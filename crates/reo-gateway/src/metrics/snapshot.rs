@@ -423,7 +423,10 @@ const CLUSTER_COUNTERS: [(&str, &str); 12] = [
     ("replica_failures", "Replica sends that failed (another peer was tried)"),
     ("under_replicated", "Writes refused because fewer than min_replicas copies could be made"),
     ("replica_drops", "Replicas dropped at their holders after a write-back"),
-    ("copies_restored", "Unflushed writes replicated again because a member holding a copy left"),
+    (
+        "copies_restored",
+        "Unflushed writes replicated again at a membership change (a holder of a copy left, or this node restarted)",
+    ),
     ("failover_flushed", "Objects written back by failovers this node coordinated"),
     ("failovers", "Failovers this node coordinated"),
 ];
