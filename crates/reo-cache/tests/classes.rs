@@ -85,6 +85,16 @@ fn a_budget_that_covers_every_object_makes_unread_ones_and_new_fills_hot() {
     read_through(&c, b"new", &d, 0, u64::MAX, 3);
     let info = c.info(b"new").unwrap();
     assert_eq!((info.class, info.schemes), (Class::Hot, vec![Scheme::Rs { k: 2, p: 2 }]), "a new fill");
+    // What the budget had left after the ten (15.6 fragments) goes to new objects in turn: 14
+    // more fit, the next does not and is cold.
+    for i in 0..14 {
+        read_through(&c, format!("n{i}").as_bytes(), &d, 0, u64::MAX, 3);
+        assert_eq!(c.info(format!("n{i}").as_bytes()).unwrap().class, Class::Hot, "n{i}");
+    }
+    read_through(&c, b"n14", &d, 0, u64::MAX, 3);
+    assert_eq!(c.info(b"n14").unwrap().class, Class::Cold, "the room is spent");
+    c.put(b"clean", &d, &meta(), false, 3).unwrap();
+    assert_eq!(c.info(b"clean").unwrap().class, Class::Cold, "a clean write takes no room there is not");
     // 30 more objects: 41 fragments do not fit the budget; the one read stays hot, unread ones
     // (H cannot tell them apart) are cold, and new fills are cold again.
     for i in 10..40 {

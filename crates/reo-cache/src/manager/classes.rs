@@ -9,8 +9,13 @@ pub(crate) struct Classes {
     /// Clean objects with H = Freq / Size ≥ this are hot (∞: none).
     h_hot: f64,
     /// The budget covers every clean object, those not read since they were cached (H = 0)
-    /// included: they, and new fills, are hot too.
+    /// included: they, and new objects while `hot_room` lasts, are hot too.
     unread_hot: bool,
+    /// Redundancy bytes the budget had left at the last recomputation, less what the new objects
+    /// made hot since took: once it runs out, new objects are cold again.
+    hot_room: f64,
+    /// Redundancy bytes a byte of hot data costs.
+    hot_per_byte: f64,
     /// Requests since H_hot was last computed.
     since_recompute: u64,
     /// Dirty data's redundancy alone exceeds the budget (sense code 0x67).
@@ -29,6 +34,8 @@ impl Default for Classes {
         Classes {
             h_hot: f64::INFINITY,
             unread_hot: false,
+            hot_room: 0.0,
+            hot_per_byte: 0.0,
             since_recompute: 0,
             over_budget: false,
             reencode_cursor: 0,
@@ -70,22 +77,30 @@ impl Classes {
         self.since_recompute = 0;
     }
 
-    /// Sets H_hot (as computed).
+    /// Sets H_hot (as computed); with `unread_hot`, the budget covers every clean object and
+    /// leaves `room` redundancy bytes for new ones, at `per_byte` each.
     #[inline]
-    pub fn set_h_hot(&mut self, h_hot: f64, unread_hot: bool) {
+    pub fn set_h_hot(&mut self, h_hot: f64, unread_hot: bool, room: f64, per_byte: f64) {
         self.h_hot = h_hot;
         self.unread_hot = unread_hot;
+        self.hot_room = room;
+        self.hot_per_byte = per_byte;
     }
 
-    /// The class of an object the cache has not held before: hot while the budget covers every
-    /// clean object, else cold until it is read.
+    /// The class of a new object of `size` bytes: hot while the budget covers every clean object
+    /// and has room for its redundancy (taken from the room), else cold until it is read. Once
+    /// the room is spent, unread objects stop counting as hot until the next recomputation.
     #[inline]
-    pub fn new_object_class(&self) -> Class {
+    pub fn new_object_class(&mut self, size: u64) -> Class {
         if self.unread_hot {
-            Class::Hot
-        } else {
-            Class::Cold
+            let cost = size as f64 * self.hot_per_byte;
+            if cost <= self.hot_room {
+                self.hot_room -= cost;
+                return Class::Hot;
+            }
+            self.unread_hot = false;
         }
+        Class::Cold
     }
 
     /// Records whether dirty data's redundancy exceeds the budget.

@@ -174,7 +174,7 @@ fn recompute(c: &Cache, s: &mut State) -> f64 {
     s.classes.recomputing();
     s.classes.wake_reencoder();
     let Some(budget) = c.cfg.redundancy.hot_budget() else {
-        s.classes.set_h_hot(f64::INFINITY, false);
+        s.classes.set_h_hot(f64::INFINITY, false, 0.0, 0.0);
         return f64::INFINITY;
     };
     let capacity = c.cfg.capacity_bytes as f64;
@@ -208,11 +208,11 @@ fn recompute(c: &Cache, s: &mut State) -> f64 {
         }
     }
     if all_fit {
-        // Every clean object is hot, and so are objects that are cached or become clean
-        // before the next recompute.
+        // Every clean object is hot, and so are objects cached before the next recompute while
+        // the room left lasts.
         h_hot = 0.0;
     }
-    s.classes.set_h_hot(h_hot, all_fit);
+    s.classes.set_h_hot(h_hot, all_fit, room.max(0.0), per_byte);
     let slots: Vec<u32> = s.objects.iter().map(|(slot, _)| slot).collect();
     for slot in slots {
         let e = s.objects.get(slot).expect("listed");

@@ -228,7 +228,7 @@ impl Cache {
                 return Ok(FillOutcome::Stale);
             }
             // The class of the cached part of the object, if any (a new object's is the budget's).
-            let mut class = s.classes.new_object_class();
+            let mut class = None;
             if let Some(slot) = s.objects.find(key) {
                 let e = s.objects.get(slot).expect("found");
                 if e.dirty() {
@@ -244,15 +244,11 @@ impl Cache {
                     free_all(&self.store, &locs, Durability::None);
                     s = self.lock();
                     // Unlocked meanwhile: another fill may have made a new entry.
-                    class = s
-                        .objects
-                        .find(key)
-                        .and_then(|slot| s.objects.get(slot))
-                        .map_or(s.classes.new_object_class(), |e| e.class());
+                    class = s.objects.find(key).and_then(|slot| s.objects.get(slot)).map(|e| e.class());
                 } else if s.objects.location(slot, frag, fs).is_some() {
                     return Ok(FillOutcome::AlreadyCached);
                 } else {
-                    class = e.class();
+                    class = Some(e.class());
                 }
             }
             let req = Request::read_miss(self.admission_key(key), u64::from(frag) * fs, data.len() as u64, now_ns)
@@ -260,6 +256,10 @@ impl Cache {
             if let Some(why) = admission_refusal(s.admitter.decide(&req)) {
                 return Ok(FillOutcome::Rejected(why));
             }
+            let class = match class {
+                Some(c) => c,
+                None => s.classes.new_object_class(object_size),
+            };
             (class, req, s.dedup.is_some(), s.inflight.orphans_freed())
         };
         if dedup {
@@ -365,8 +365,7 @@ impl Cache {
             )));
         }
         let fs = self.cfg.fragment_size;
-        let class = if dirty { Class::Dirty } else { Class::Cold };
-        let mut seen = {
+        let (class, mut seen) = {
             let mut s = self.lock();
             s.objects.advance(now_ns);
             s.stats.original_write(size);
@@ -380,7 +379,9 @@ impl Cache {
                     return Ok(PutReceipt { version: 0 });
                 }
             }
-            s.inflight.orphans_freed()
+            // A clean write replaces what is cached: a new object to the budget.
+            let class = if dirty { Class::Dirty } else { s.classes.new_object_class(size) };
+            (class, s.inflight.orphans_freed())
         };
         let n = frag_count(size, fs) as u32;
         if !dirty && self.lock().dedup.is_some() {
