@@ -109,6 +109,13 @@ fn a_fill_the_cold_stripe_cannot_take_is_cached_on_one_surviving_device() {
     assert!(home.len() == 1 && home[0] != 2, "on one surviving device: {home:?}");
     assert_eq!(c.info(b"b/after").unwrap().schemes, [reo_store::Scheme::None(reo_store::Placement::Isolated)]);
     assert_eq!(c.reencode_step(u64::MAX), 0, "nothing to move while the stripe cannot be written");
+    // Once the device is replaced, the re-encoder (asleep after its clean sweep) moves the fill
+    // back into its class's scheme.
+    let fresh: Arc<dyn Media> = Arc::new(reo_media::MemMedia::new(64 << 20));
+    c.replace_device(2, fresh, None).unwrap().wait();
+    assert!(c.reencode_step(u64::MAX) > 0, "the replacement wakes the re-encoder");
+    assert_eq!(c.info(b"b/after").unwrap().schemes, [reo_store::Scheme::None(reo_store::Placement::Striped)]);
+    assert_eq!(whole(&c, "b/after").unwrap().as_deref(), Some(&body(2)[..]));
     close(c);
 }
 

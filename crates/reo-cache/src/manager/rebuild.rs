@@ -32,7 +32,11 @@ impl Cache {
     ) -> Result<RebuildHandle, CacheError> {
         let opts = RebuildOptions { priority: self.rebuild_priorities(), rate_limit, ..Default::default() };
         let handle = self.store.replace_device(d, media, opts)?;
-        self.lock().recovery.replaced(d);
+        let mut s = self.lock();
+        s.recovery.replaced(d);
+        // Fills the failure forced out of their class's scheme can go back into it now; the
+        // re-encoder may be asleep after a sweep that could not move them.
+        s.classes.wake_reencoder();
         Ok(handle)
     }
 
