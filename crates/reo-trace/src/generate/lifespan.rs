@@ -9,9 +9,12 @@
 //! lognormal with median `life` and σ `life_sigma` (MediSyn's regular files), or, for the `news`
 //! fraction, Pareto type II with the same median and shape `news_shape` (MediSyn's news-like
 //! files: demand peaks at introduction and decays as a power law). A request of `i` at time `t`
-//! has density `s_i · F'(t − a_i) / (F(1 − a_i) − F(−a_i))`: the law cut to the trace and scaled
-//! to the object's share, so the trace's popularity skew is exactly the Zipf's (its top-10 %
-//! share does not change with the lifespan knobs) and only *when* requests come changes.
+//! has density `s_i · F'(t − a_i)` (the law's part inside the trace) plus `s_i · (1 − m_i) /
+//! (1 − max(a_i, 0))` over the object's time in the trace, `m_i = F(1 − a_i) − F(−a_i)`: what
+//! its lifespan would put outside the trace is spread evenly over its existence in it (never
+//! before its introduction), so each object gets exactly its share and the trace's popularity
+//! skew is exactly the Zipf's (its top-10 % share does not change with the lifespan knobs); only
+//! *when* requests come changes.
 //!
 //! The trace is cut into [`BUCKETS`] equal spans of time. For each span the sampler computes every
 //! object's weight (one CDF evaluation per object: the span's end, the previous span's end being
@@ -23,10 +26,6 @@ use reo_media::rng::Xoshiro256pp;
 
 /// Spans of time the trace is cut into: a lifespan of 1 % of the trace still covers several.
 pub const BUCKETS: u64 = 512;
-
-/// Below this in-trace mass an object's lifespan law is numerically empty over the trace; its
-/// requests are spread evenly instead (an old object long past its peak: background demand).
-const EMPTY_MASS: f64 = 1e-12;
 
 /// The lifespan knobs (see the module doc); `life == 0` means stationary popularity.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -55,9 +54,9 @@ impl Law {
         }
         match self {
             Law::LogNormal { ln_median, sigma } => {
-                0.5 * libm::erfc(-(x.ln() - ln_median) / (sigma * std::f64::consts::SQRT_2))
+                0.5 * libm::erfc(-(libm::log(x) - ln_median) / (sigma * std::f64::consts::SQRT_2))
             }
-            Law::Lomax { lambda, shape } => 1.0 - (1.0 + x / lambda).powf(-shape),
+            Law::Lomax { lambda, shape } => 1.0 - libm::pow(1.0 + x / lambda, -shape),
         }
     }
 }
@@ -96,9 +95,10 @@ impl Timeline {
         let sigma = p.life_sigma.max(1e-3);
         let shape = p.news_shape.max(1e-3);
         let laws = [
-            Law::LogNormal { ln_median: p.life.ln(), sigma },
+            // libm's functions, not the platform's: the same trace on every machine.
+            Law::LogNormal { ln_median: libm::log(p.life), sigma },
             // Median λ(2^{1/k} − 1) = life.
-            Law::Lomax { lambda: p.life / (2f64.powf(1.0 / shape) - 1.0), shape },
+            Law::Lomax { lambda: p.life / (libm::pow(2.0, 1.0 / shape) - 1.0), shape },
         ];
         let mut intro = Vec::with_capacity(n);
         let mut law = Vec::with_capacity(n);
@@ -133,17 +133,19 @@ impl Timeline {
     /// Computes the next span's weights and allotment; false when every span is done.
     fn next_span(&mut self) -> bool {
         while self.span < BUCKETS {
+            let start = self.span as f64 / BUCKETS as f64;
             let end = (self.span + 1) as f64 / BUCKETS as f64;
             let mut sum = 0.0;
             for i in 0..self.share.len() {
-                let w = if self.mass[i] < EMPTY_MASS {
-                    self.share[i] / BUCKETS as f64
-                } else {
-                    let f = self.laws[usize::from(self.law[i])].cdf(end - self.intro[i]);
-                    let w = self.share[i] * (f - self.done[i]).max(0.0) / self.mass[i];
-                    self.done[i] = f;
-                    w
-                };
+                let f = self.laws[usize::from(self.law[i])].cdf(end - self.intro[i]);
+                let mut w = self.share[i] * (f - self.done[i]).max(0.0);
+                self.done[i] = f;
+                // The share the law puts outside the trace, evenly over the object's existence.
+                let born = self.intro[i].max(0.0);
+                if end > born {
+                    let overlap = end - start.max(born);
+                    w += self.share[i] * (1.0 - self.mass[i]).max(0.0) * overlap / (1.0 - born);
+                }
                 sum += w;
                 self.cdf[i] = sum;
             }
@@ -188,8 +190,8 @@ mod tests {
     #[test]
     fn each_law_has_its_median() {
         for law in [
-            Law::LogNormal { ln_median: 0.05f64.ln(), sigma: 0.8 },
-            Law::Lomax { lambda: 0.05 / (2f64.powf(1.0 / 1.5) - 1.0), shape: 1.5 },
+            Law::LogNormal { ln_median: libm::log(0.05), sigma: 0.8 },
+            Law::Lomax { lambda: 0.05 / (libm::pow(2.0, 1.0 / 1.5) - 1.0), shape: 1.5 },
         ] {
             assert!((law.cdf(0.05) - 0.5).abs() < 1e-9, "{law:?}");
             assert_eq!(law.cdf(0.0), 0.0);
@@ -209,11 +211,14 @@ mod tests {
         let mut rng = Xoshiro256pp::new(1);
         let mut counts = vec![0u64; n];
         let mut early_age = Vec::new();
-        for k in 0..requests {
+        for _ in 0..requests {
             let i = t.sample(&mut rng);
             counts[i] += 1;
-            if k < requests / 4 && intro[i] > 0.0 {
-                early_age.push(k as f64 / requests as f64 - intro[i]);
+            // The time of a draw is its span's (spans get requests by their demand: the
+            // request count is not the clock).
+            let now = (t.span - 1) as f64 / BUCKETS as f64;
+            if now < 0.25 && intro[i] > 0.0 {
+                early_age.push(now - intro[i]);
             }
         }
         for c in counts {
@@ -225,6 +230,37 @@ mod tests {
         assert!(early_age.iter().all(|&a| a > -1.0 / BUCKETS as f64), "a request before its object existed");
         let recent = early_age.iter().filter(|&&a| a < 0.1).count() as f64 / early_age.len() as f64;
         assert!(recent > 0.8, "only {recent} of early requests within 10 % of the trace of introduction");
+    }
+
+    /// Objects introduced so late that their lifespan barely starts inside the trace still get
+    /// their share, but only after they exist: none is requested before its introduction, at
+    /// any time of the trace.
+    #[test]
+    fn no_object_is_requested_before_it_exists() {
+        let n = 2_000;
+        let shares = vec![1.0 / n as f64; n];
+        let requests = 400_000;
+        let p = LifespanParams { life: 0.06, life_sigma: 0.3, news: 0.0, news_shape: 1.0, new_objects: 1.0 };
+        let mut t = Timeline::new(shares, requests, &p, 5);
+        let intro = t.intro.clone();
+        assert!(intro.iter().filter(|&&a| a > 0.995).count() >= 3, "late objects to check");
+        let mut rng = Xoshiro256pp::new(4);
+        let mut counts = vec![0u64; n];
+        for _ in 0..requests {
+            let i = t.sample(&mut rng);
+            counts[i] += 1;
+            // Drawn in the span that ends here (the span is the clock, not the request count).
+            let span_end = t.span as f64 / BUCKETS as f64;
+            assert!(
+                intro[i] < span_end,
+                "object {i} (introduced at {}) drawn in the span ending at {span_end}",
+                intro[i]
+            );
+        }
+        let late: Vec<usize> = (0..n).filter(|&i| intro[i] > 0.99).collect();
+        let got: u64 = late.iter().map(|&i| counts[i]).sum();
+        let want = requests as f64 * late.len() as f64 / n as f64;
+        assert!((got as f64 - want).abs() < 0.2 * want, "late objects drawn {got} times, their share {want}");
     }
 
     #[test]
