@@ -72,7 +72,7 @@ fn hot_threshold_fits_the_budget_and_blobs_follow_their_class() {
 #[test]
 fn a_budget_that_covers_every_object_makes_unread_ones_and_new_fills_hot() {
     // Reo-40% of 64 fragments: 25.6 fragments of parity, one per byte in rs(2,2).
-    let c = open(&devices(4, 64), reo("reo-40%", 64 * FRAG));
+    let c = std::sync::Arc::new(open(&devices(4, 64), reo("reo-40%", 64 * FRAG)));
     for i in 0..10 {
         read_through(&c, format!("o{i}").as_bytes(), &content(i, FRAG as usize), 0, u64::MAX, 1);
     }
@@ -85,14 +85,23 @@ fn a_budget_that_covers_every_object_makes_unread_ones_and_new_fills_hot() {
     read_through(&c, b"new", &d, 0, u64::MAX, 3);
     let info = c.info(b"new").unwrap();
     assert_eq!((info.class, info.schemes), (Class::Hot, vec![Scheme::Rs { k: 2, p: 2 }]), "a new fill");
-    // What the budget had left after the ten (15.6 fragments) goes to new objects in turn: 14
+    // A streamed write-through copy is a new object too.
+    let mut w = c.start_clean_put(b"streamed", FRAG, 3).expect("admitted");
+    w.push(&d).unwrap();
+    w.finish(&meta(), 3).unwrap();
+    assert_eq!(c.info(b"streamed").unwrap().schemes, vec![Scheme::Rs { k: 2, p: 2 }], "a streamed clean copy");
+    // What the budget had left after the ten (15.6 fragments) goes to new objects in turn: 13
     // more fit, the next does not and is cold.
-    for i in 0..14 {
+    for i in 0..13 {
         read_through(&c, format!("n{i}").as_bytes(), &d, 0, u64::MAX, 3);
         assert_eq!(c.info(format!("n{i}").as_bytes()).unwrap().class, Class::Hot, "n{i}");
     }
-    read_through(&c, b"n14", &d, 0, u64::MAX, 3);
-    assert_eq!(c.info(b"n14").unwrap().class, Class::Cold, "the room is spent");
+    read_through(&c, b"n13", &d, 0, u64::MAX, 3);
+    assert_eq!(c.info(b"n13").unwrap().class, Class::Cold, "the room is spent");
+    let mut w = c.start_clean_put(b"streamed-late", FRAG, 3).expect("admitted");
+    w.push(&d).unwrap();
+    w.finish(&meta(), 3).unwrap();
+    assert_eq!(c.info(b"streamed-late").unwrap().class, Class::Cold, "no room for a streamed copy either");
     c.put(b"clean", &d, &meta(), false, 3).unwrap();
     assert_eq!(c.info(b"clean").unwrap().class, Class::Cold, "a clean write takes no room there is not");
     // 30 more objects: 41 fragments do not fit the budget; the one read stays hot, unread ones

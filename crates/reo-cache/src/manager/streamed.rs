@@ -41,6 +41,9 @@ pub struct StreamedPut {
     size: u64,
     /// Dirty (write-back) or clean (a write-through copy).
     dirty: bool,
+    /// Its class: dirty, or the budget's class for a new clean object (decided at the start,
+    /// when the clean copy takes its room).
+    class: Class,
     write: u64,
     /// Fragment 0's bytes, written last (sector-aligned: the store writes its full chunks from
     /// them without a copy).
@@ -61,7 +64,7 @@ impl Cache {
                 self.cfg.capacity_bytes
             )));
         }
-        Ok(self.staged_put(key, size, true, now_ns))
+        Ok(self.staged_put(key, size, Class::Dirty, now_ns))
     }
 
     /// Starts the clean copy of a write-through write of `size` bytes to `key`, to be finished
@@ -70,7 +73,7 @@ impl Cache {
     /// [`Cache::put`]). The caller drops the key's cached copy either way: it is stale.
     pub fn start_clean_put(self: &Arc<Self>, key: &[u8], size: u64, now_ns: u64) -> Option<StreamedPut> {
         self.check_size(key, size, &ObjectMeta::default()).ok()?;
-        {
+        let class = {
             let mut s = self.lock();
             if s.dedup.is_some() {
                 return None;
@@ -81,11 +84,12 @@ impl Cache {
             if admission_refusal(s.admitter.decide(&req)).is_some() {
                 return None;
             }
-        }
-        Some(self.staged_put(key, size, false, now_ns))
+            s.classes.new_object_class(size)
+        };
+        Some(self.staged_put(key, size, class, now_ns))
     }
 
-    fn staged_put(self: &Arc<Self>, key: &[u8], size: u64, dirty: bool, now_ns: u64) -> StreamedPut {
+    fn staged_put(self: &Arc<Self>, key: &[u8], size: u64, class: Class, now_ns: u64) -> StreamedPut {
         let n = frag_count(size, self.cfg.fragment_size) as usize;
         let mut mix = Vec::with_capacity(key.len() + 16);
         mix.extend_from_slice(&now_ns.to_le_bytes());
@@ -98,7 +102,8 @@ impl Cache {
             cache: self.clone(),
             key: key.to_vec(),
             size,
-            dirty,
+            dirty: class == Class::Dirty,
+            class,
             write,
             first: AlignedBuf::with_capacity(0),
             next: 0,
@@ -173,11 +178,7 @@ impl StreamedPut {
     }
 
     fn class(&self) -> Class {
-        if self.dirty {
-            Class::Dirty
-        } else {
-            Class::Cold
-        }
+        self.class
     }
 
     /// Writes the first fragment with `meta` (the object's ETag, checksums, …) and installs the
