@@ -76,7 +76,7 @@ async fn moved_written_back(node: &Arc<Node>, view: &View) -> bool {
                 .keys()
                 .any(|ck| ck.split_once('/').is_some_and(|(b, k)| ring.home(b, k) != Some(node.me())));
             let dirty: HashSet<String> = dirty.iter().map(|(b, k)| cache_key(b, k)).collect();
-            if !left && copies_in_place(node, view, &dirty, &mut tried).await {
+            if !left && copies_in_place(node, view, &dirty, &mut tried).await && older_dropped(node, view).await {
                 return true;
             }
         }
@@ -141,4 +141,28 @@ async fn copies_in_place(node: &Arc<Node>, view: &View, dirty: &HashSet<String>,
         node.gw().flush_now();
     }
     short == 0
+}
+
+/// Once per process, after its first hand-over has put the copies of its unflushed writes in
+/// place: asks every member to drop this node's replicas made before it started. A restart keeps
+/// the unflushed writes but not the record of where their copies went, so replicas of writes
+/// written back since (whose drops were never sent) would linger, older than the backend's
+/// copy, and a read of an unreachable home or a failover could serve or write them back. The
+/// copies the hand-over made again carry newer versions and stay. No marker until every member
+/// has confirmed.
+async fn older_dropped(node: &Arc<Node>, view: &View) -> bool {
+    if node.older_dropped(false) {
+        return true;
+    }
+    let pq = format!("/_reo/peer/drop-older?owner={}&before={}", crate::writes::enc(node.me()), node.started_ns());
+    for (m, info) in &view.members {
+        if m == node.me() {
+            continue;
+        }
+        if let Err(e) = node.peers.call(m, &info.advertise, http::Method::POST, &pq, &[], bytes::Bytes::new()).await {
+            tracing::warn!(member = m, "dropping this node's replicas from before its start: {e}");
+            return false;
+        }
+    }
+    node.older_dropped(true)
 }

@@ -94,6 +94,11 @@ pub struct Node {
     /// A graceful leave has begun: no write is applied from here (the leave writes everything
     /// back, then deregisters).
     leaving: std::sync::atomic::AtomicBool,
+    /// When this process started (ns since the epoch, the clock of write versions): replicas of
+    /// this node's writes with older versions were made before it (re)started.
+    started_ns: u64,
+    /// The members have dropped those older replicas (see `handoff.rs`).
+    older_dropped: std::sync::atomic::AtomicBool,
     /// Weak: the gateway's backend holds this node (a strong reference would keep the gateway,
     /// and its store, alive past shutdown, which then could not close cleanly).
     gw: OnceLock<Weak<Gateway>>,
@@ -123,6 +128,10 @@ impl Node {
             stripes: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
             apply_gate: tokio::sync::RwLock::new(()),
             leaving: std::sync::atomic::AtomicBool::new(false),
+            started_ns: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64),
+            older_dropped: std::sync::atomic::AtomicBool::new(false),
             gw: OnceLock::new(),
             counters: Mutex::default(),
             backend: OnceLock::new(),
@@ -192,6 +201,20 @@ impl Node {
     pub(crate) async fn start_leaving(&self) {
         self.leaving.store(true, std::sync::atomic::Ordering::Release);
         self.write_barrier().await;
+    }
+
+    /// When this process started (ns since the epoch).
+    pub(crate) fn started_ns(&self) -> u64 {
+        self.started_ns
+    }
+
+    /// Whether the members have dropped this node's replicas from before it started; `set`
+    /// records that they have.
+    pub(crate) fn older_dropped(&self, set: bool) -> bool {
+        if set {
+            self.older_dropped.store(true, std::sync::atomic::Ordering::Release);
+        }
+        self.older_dropped.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Whether a graceful leave has begun (or ended).

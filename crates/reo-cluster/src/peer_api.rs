@@ -12,6 +12,7 @@
 //! | `GET replica?owner&bucket&key` | one replica (reads during a failover) |
 //! | `POST flush?owner&bucket&key&version` | write the replica back to the backend (failover) |
 //! | `POST drop-owner?owner` | drop every replica of `owner` (failover done) |
+//! | `POST drop-older?owner&before` | drop the sender's replicas of versions below `before` (made before it started) |
 //! | `GET dirty?bucket&key` | this node's unflushed copy of a key (reads during a hand-over) |
 //! | `GET unflushed?bucket&prefix&after&limit` | this node's unflushed keys in a listing's range, JSON `[[key, info or null]]` |
 
@@ -127,6 +128,17 @@ pub async fn handle(node: &Arc<Node>, req: http::Request<s3s::Body>) -> Answer {
             match crate::failover::flush_local(node, &p("owner"), &p("bucket"), &p("key"), num("version")).await {
                 Ok(()) => text(200, "flushed"),
                 Err(e) => text(500, e),
+            }
+        }
+        ("POST", "drop-older") => {
+            if p("owner") != from {
+                return text(403, "a node drops only replicas of its own writes");
+            }
+            let n = node.clone();
+            let before = num("before");
+            match node.blocking(move || n.replicas.drop_older(&from, before)).await {
+                Ok(_) => text(200, "dropped"),
+                Err(e) => text(500, format!("dropping the replicas: {e}")),
             }
         }
         ("POST", "drop-owner") => {

@@ -221,6 +221,20 @@ impl ReplicaStore {
         Ok(ids.len())
     }
 
+    /// Removes `owner`'s replicas of versions below `before` (versions are times in ns): those
+    /// it made before it restarted, which it no longer tracks (see `handoff.rs`); how many.
+    pub fn drop_older(&self, owner: &str, before: u64) -> std::io::Result<usize> {
+        let mut n = 0;
+        for (b, k, v, _) in self.inventory(owner) {
+            // `drop_upto` re-checks the version under the key's stripe: a newer copy put since
+            // the inventory stays.
+            if v < before && self.drop_upto(owner, &b, &k, v)? {
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
     /// Removes every replica (this node was failed over: its replicas may be stale).
     pub fn clear(&self) -> std::io::Result<()> {
         for o in self.owners() {
@@ -306,6 +320,12 @@ mod tests {
         assert!(!s.drop_upto("n1", "b", "k/1", 2).unwrap(), "an older flush must not drop a newer replica");
         assert!(s.drop_upto("n1", "b", "k/1", 3).unwrap());
         assert_eq!(s.usage(), (0, 0, 100));
+        // What an owner made before its restart goes; what it made since stays.
+        s.put(&header(5, b"five"), b"five").unwrap();
+        let other = ReplicaHeader { key: "k/2".into(), ..header(9, b"nine") };
+        s.put(&other, b"nine").unwrap();
+        assert_eq!(s.drop_older("n1", 9).unwrap(), 1);
+        assert_eq!(s.inventory("n1"), vec![("b".into(), "k/2".into(), 9, false)]);
     }
 
     /// A replica dropped while a newer one is being written must not be subtracted twice from
