@@ -151,7 +151,7 @@ async fn copies_in_place(node: &Arc<Node>, view: &View, dirty: &HashSet<String>,
 /// copies the hand-over made again carry newer versions and stay. No marker until every member
 /// has confirmed.
 async fn older_dropped(node: &Arc<Node>, view: &View) -> bool {
-    if node.older_dropped(false) {
+    if node.older_dropped() {
         return true;
     }
     let pq = format!("/_reo/peer/drop-older?owner={}&before={}", crate::writes::enc(node.me()), node.started_ns());
@@ -164,5 +164,6 @@ async fn older_dropped(node: &Arc<Node>, view: &View) -> bool {
             return false;
         }
     }
-    node.older_dropped(true)
+    node.mark_older_dropped();
+    true
 }

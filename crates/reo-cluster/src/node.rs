@@ -208,13 +208,14 @@ impl Node {
         self.started_ns
     }
 
-    /// Whether the members have dropped this node's replicas from before it started; `set`
-    /// records that they have.
-    pub(crate) fn older_dropped(&self, set: bool) -> bool {
-        if set {
-            self.older_dropped.store(true, std::sync::atomic::Ordering::Release);
-        }
+    /// Whether the members have dropped this node's replicas from before it started.
+    pub(crate) fn older_dropped(&self) -> bool {
         self.older_dropped.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Records that the members have dropped this node's replicas from before it started.
+    pub(crate) fn mark_older_dropped(&self) {
+        self.older_dropped.store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// Whether a graceful leave has begun (or ended).

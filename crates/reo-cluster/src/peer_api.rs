@@ -67,8 +67,12 @@ pub async fn handle(node: &Arc<Node>, req: http::Request<s3s::Body>) -> Answer {
         ("POST", "revoke") => {
             let (bucket, key) = (p("bucket"), p("key"));
             node.holdings.revoke(&cache_key(&bucket, &key));
-            let gw = node.gw().clone();
-            node.blocking(move || gw.drop_clean(&bucket, &key)).await;
+            // Answered before the cached copy goes: once revoked, no read here serves it (a
+            // read finds the holding invalid and drops the copy itself), and a read of this
+            // key in flight here may hold the key's stripe while it waits on the home node,
+            // which holds its key lock until this answer comes.
+            let (n, gw) = (node.clone(), node.gw().clone());
+            tokio::spawn(async move { n.blocking(move || gw.drop_clean(&bucket, &key)).await });
             text(200, "revoked")
         }
         ("PUT", "replica") => {
