@@ -90,6 +90,7 @@ class MetricsTest(unittest.TestCase):
         puts = self.value(before, "reo_gateway_requests", "reo_gateway_requests_total", op="put", code="200") if any(
             s.labels.get("op") == "put" and s.labels.get("code") == "200" for s in before["reo_gateway_requests"].samples) else 0
         hot_hits = self.value(before, "reo_cache_class_hits", "reo_cache_class_hits_total", **{"class": "dirty"})
+        memory_hits = self.value(before, "reo_cache_tier_hits", "reo_cache_tier_hits_total", tier="memory")
         for i in range(4):
             s3.put_object(Bucket="traffic", Key=f"o{i}", Body=os.urandom(8192))
         for i in range(4):
@@ -106,6 +107,10 @@ class MetricsTest(unittest.TestCase):
         hits = sum(self.value(after, "reo_cache_class_hits", "reo_cache_class_hits_total", **{"class": c})
                    for c in ("dirty", "hot", "cold"))
         self.assertGreaterEqual(hits - hot_hits, 4)
+        # A write leaves a copy in the memory tier (on by default): the reads cost no device read.
+        self.assertEqual(self.value(after, "reo_cache_tier_hits", "reo_cache_tier_hits_total", tier="memory") - memory_hits, 4)
+        self.assertGreaterEqual(self.value(after, "reo_cache_memory_objects", "reo_cache_memory_objects"), 4)
+        self.assertGreater(self.value(after, "reo_cache_memory_capacity_bytes", "reo_cache_memory_capacity_bytes"), 0)
         self.assertGreaterEqual(self.value(after, "reo_gateway_received_bytes", "reo_gateway_received_bytes_total", op="put"), 4 * 8192)
         self.assertGreaterEqual(self.value(after, "reo_gateway_sent_bytes", "reo_gateway_sent_bytes_total", op="get"), 4 * 8192)
         self.assertGreater(self.value(after, "reo_device_io_duration_seconds", "reo_device_io_duration_seconds_count", device="0", call="sync"), 0)

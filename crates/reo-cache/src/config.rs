@@ -132,6 +132,12 @@ pub struct CacheConfig {
     /// volume, as the simulator's block traces use): admission policies see the number, so
     /// SEQR's adjacent-key detection finds sequential runs. Default off (keys are hashed).
     pub numeric_keys: bool,
+    /// Bytes of DRAM for the memory tier in front of flash (default 0: off). It keeps copies of
+    /// whole objects up to [`crate::MAX_MEMORY_OBJECT`] (and a sixteenth of its size) that flash
+    /// holds, SIEVE-replaced, each counted with [`crate::MEMORY_ENTRY_OVERHEAD`] bytes of
+    /// bookkeeping, so the tier never holds more than this. Off with dedup (deduplicated
+    /// fragments leave the dedup cache on its own terms, which would break inclusion).
+    pub memory_bytes: u64,
 }
 
 impl CacheConfig {
@@ -154,6 +160,7 @@ impl CacheConfig {
             gc_victim: VictimPolicy::CostBenefit,
             gc_free_bands: 2,
             numeric_keys: false,
+            memory_bytes: 0,
         }
     }
 

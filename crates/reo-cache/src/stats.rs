@@ -21,12 +21,21 @@ use crate::object::Class;
 pub struct CacheStats {
     /// Read requests (GET of a byte range).
     pub requests: u64,
-    /// Requests served wholly from flash.
+    /// Requests served wholly from the cache (the memory tier or flash).
     pub hits: u64,
     /// Bytes requested by reads.
     pub request_bytes: u64,
-    /// Requested bytes served from flash (partial hits included).
+    /// Requested bytes served from the cache, memory tier or flash (partial hits included).
     pub hit_bytes: u64,
+    /// Of `hits`, the requests the memory tier served (no device read).
+    pub memory_hits: u64,
+    /// Of `hit_bytes`, the bytes the memory tier served.
+    pub memory_hit_bytes: u64,
+    /// Copies of objects the memory tier took (from a whole-object read flash served, or a write).
+    pub memory_admissions: u64,
+    /// Copies the memory tier's SIEVE pushed out to make room (not those dropped because their
+    /// object changed or left flash).
+    pub memory_evictions: u64,
     /// Bytes fetched from the backend on misses.
     pub backend_read_bytes: u64,
     /// Client writes (PUT bytes) — the Fusion-io study's "original writes".

@@ -68,6 +68,9 @@ pub struct ServeConfig {
     pub backend_down_slowdown_after: std::time::Duration,
     /// Revalidate clean cache hits older than this against the backend's ETag (`None`: never).
     pub revalidate_after: Option<std::time::Duration>,
+    /// Bytes of DRAM for the memory tier in front of flash (`None`: [`default_memory_tier`]; 0:
+    /// off).
+    pub memory_tier: Option<u64>,
     /// Streamed misses of at most this many bytes are collected and offered to the cache (`None`:
     /// a quarter of the cache, at most 256 MiB; 0: misses are never cached).
     pub max_fill: Option<u64>,
@@ -335,10 +338,9 @@ pub fn run(cfg: &ServeConfig) -> Result<(), LaunchError> {
     let (store, formatted) = open_store(cfg, &device_io)?;
     // One device's worth of user bytes: dirty data (replicated on every device) still fits.
     let capacity = store.space().capacity / cfg.devices as u64;
-    let cache = Arc::new(
-        Cache::open(store.clone(), CacheConfig::new(capacity.max(1 << 20)))
-            .map_err(|e| LaunchError::Cache(e.into()))?,
-    );
+    let mut cache_cfg = CacheConfig::new(capacity.max(1 << 20));
+    cache_cfg.memory_bytes = cfg.memory_tier.unwrap_or_else(default_memory_tier);
+    let cache = Arc::new(Cache::open(store.clone(), cache_cfg).map_err(|e| LaunchError::Cache(e.into()))?);
     let (backend, backend_desc) = match s3 {
         Some(b) => b,
         None => open_local(cfg, formatted)?,
@@ -485,4 +487,15 @@ async fn shutdown_signal() {
         _ = term.recv() => {}
         _ = tokio::signal::ctrl_c() => {}
     }
+}
+
+/// The memory tier's default size: a thirty-second of the machine's RAM, at most 1 GiB (64 MiB
+/// if the RAM cannot be read). Modest on purpose: the request-body budget, the page cache and
+/// the index need memory too.
+pub fn default_memory_tier() -> u64 {
+    let ram = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+        line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kib| kib * 1024)
+    });
+    ram.map_or(64 << 20, |r| (r / 32).min(1 << 30))
 }

@@ -46,6 +46,15 @@ pub struct ReplayReport {
     pub hit_ratio: f64,
     /// Get bytes served from the cache / get bytes requested.
     pub byte_hit_ratio: f64,
+    /// The DRAM tier's capacity in bytes (0: off).
+    pub memory_bytes: u64,
+    /// Of `hits`, the gets the DRAM tier served (no device read).
+    pub memory_hits: u64,
+    /// `memory_hits / gets`: the share of gets served from memory (the rest of `hit_ratio` came
+    /// from flash; the tier is inclusive, so it does not change `hit_ratio`).
+    pub memory_hit_ratio: f64,
+    /// Get bytes the DRAM tier served / get bytes requested.
+    pub memory_byte_hit_ratio: f64,
     /// Cache-level write amplification: user bytes written into the cache (admitted fills and
     /// client writes) / bytes of client writes (the Fusion-io study, docs/REFERENCES.md §P4),
     /// `null` without client writes.
@@ -115,6 +124,15 @@ impl fmt::Display for ReplayReport {
             self.requests, self.gets, self.puts, self.deletes
         )?;
         writeln!(f, "hit ratio           {:.4} (bytes {:.4})", self.hit_ratio, self.byte_hit_ratio)?;
+        if self.memory_bytes > 0 {
+            writeln!(
+                f,
+                "memory tier         {:.1} MiB: {:.4} of gets (bytes {:.4}) served from memory",
+                mib(self.memory_bytes),
+                self.memory_hit_ratio,
+                self.memory_byte_hit_ratio
+            )?;
+        }
         writeln!(f, "CLWA / FLWA         {} / {}", opt(self.clwa), opt(self.flwa))?;
         writeln!(f, "space efficiency    {:.3}", self.space_efficiency)?;
         writeln!(

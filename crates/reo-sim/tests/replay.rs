@@ -39,6 +39,25 @@ fn a_second_pass_over_a_cached_working_set_hits() {
     assert!(rep.mean_latency_ms > 0.0 && rep.bandwidth_mibps > 0.0);
 }
 
+/// Three passes with a memory tier that holds every object: the first misses, the second hits
+/// flash (and copies each object), the third is served from memory without a device read. The
+/// tier is inclusive: the hit ratio is the same as without it.
+#[test]
+fn a_memory_tier_serves_the_third_pass_without_device_reads() {
+    let trace = |passes| (0..passes).flat_map(|_| (0..100).map(|k| get(k, SIZE))).collect::<Vec<Request>>();
+    let mut with = cfg("reo-20%", 400 << 20, Redundancy::default());
+    with.cache.memory_bytes = 64 << 20;
+    let two = run(with.clone(), trace(2));
+    let three = run(with, trace(3));
+    let without = run(cfg("reo-20%", 400 << 20, Redundancy::default()), trace(3));
+    assert_eq!((three.hits, three.memory_hits, three.memory_bytes), (200, 100, 64 << 20));
+    assert!((three.memory_hit_ratio - 1.0 / 3.0).abs() < 1e-9, "{}", three.memory_hit_ratio);
+    assert_eq!(three.hit_ratio, without.hit_ratio);
+    assert_eq!(three.flash_read_bytes, two.flash_read_bytes, "memory hits read the devices");
+    assert!(without.flash_read_bytes > two.flash_read_bytes);
+    assert!(three.mean_latency_ms < without.mean_latency_ms);
+}
+
 /// Warm 100 objects, fail device 0, read them again: 0-parity (striped) loses all, 1-parity
 /// none, Reo's isolated cold data about the failed device's fifth.
 #[test]

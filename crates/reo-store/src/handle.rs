@@ -69,6 +69,12 @@ impl Store {
         self.inner.begin_read_bytes(loc, start, end)
     }
 
+    /// Whether the devices keep the bytes written to them (false for the simulator's byte-less
+    /// media, whose reads return nothing meaningful).
+    pub fn stores_bytes(&self) -> bool {
+        self.inner.devs.stores_bytes()
+    }
+
     /// Reads bytes `[start, end)` of the blob at `loc` for their device I/O only and returns how
     /// many were read. On byte-less media (simulation) nothing is copied, checked or decoded, but
     /// exactly the I/O of [`Store::read`] is issued (degraded reads included); on real media it

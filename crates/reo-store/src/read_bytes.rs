@@ -30,6 +30,8 @@ struct Held(Kind);
 enum Kind {
     Pooled(Option<AlignedBuf>, &'static BufPool),
     Owned(Vec<u8>),
+    /// Bytes the caller already shares (a copy kept in memory above the store).
+    Shared(Bytes),
 }
 
 impl Held {
@@ -80,6 +82,7 @@ impl AsRef<[u8]> for Held {
         match &self.0 {
             Kind::Pooled(b, _) => b.as_deref().unwrap_or_default(),
             Kind::Owned(v) => v,
+            Kind::Shared(b) => b,
         }
     }
 }
@@ -144,7 +147,14 @@ impl ReadBytes {
     /// The slices as shared [`Bytes`], in order, for callers that pass them on (a response
     /// body): no copy; each buffer goes back to the pool when the last `Bytes` of it is dropped.
     pub fn into_bytes(self) -> impl Iterator<Item = Bytes> {
-        let shared: Vec<Bytes> = self.bufs.into_iter().map(Bytes::from_owner).collect();
+        let shared: Vec<Bytes> = self
+            .bufs
+            .into_iter()
+            .map(|mut h| match &mut h.0 {
+                Kind::Shared(b) => std::mem::take(b),
+                _ => Bytes::from_owner(h),
+            })
+            .collect();
         self.segs.into_iter().map(move |(b, r)| shared[b].slice(r))
     }
 }
@@ -153,6 +163,14 @@ impl From<Vec<u8>> for ReadBytes {
     fn from(v: Vec<u8>) -> ReadBytes {
         let len = v.len();
         ReadBytes { bufs: vec![Held(Kind::Owned(v))], segs: vec![(0, 0..len)], len }
+    }
+}
+
+impl From<Bytes> for ReadBytes {
+    /// Shared bytes, not copied (the caller's own, e.g. a memory tier's copy of a blob).
+    fn from(b: Bytes) -> ReadBytes {
+        let len = b.len();
+        ReadBytes { bufs: vec![Held(Kind::Shared(b))], segs: vec![(0, 0..len)], len }
     }
 }
 

@@ -81,6 +81,7 @@ pub struct CacheSection {
     pub device_size: Option<String>,
     pub revalidate_after: Option<String>,
     pub max_fill: Option<String>,
+    pub memory: Option<String>,
     pub rebuild_bandwidth: Option<String>,
     pub slow_read_after: Option<String>,
     pub stuck_read_fail_after: Option<String>,
@@ -292,6 +293,8 @@ pub struct Settings {
     pub backend_down_slowdown_after: Option<std::time::Duration>,
     pub revalidate_after: Option<std::time::Duration>,
     pub max_fill: Option<u64>,
+    /// `cache.memory`: the DRAM tier's bytes (0: off).
+    pub memory_tier: Option<u64>,
     pub rebuild_bps: Option<u64>,
     /// `cache.slow_read_after`: `Some(None)` for "off".
     pub slow_read_after: Option<Option<std::time::Duration>>,
@@ -468,6 +471,7 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
         backend_down_slowdown_after,
         revalidate_after,
         max_fill,
+        memory_tier: size(name, "cache.memory", &f.cache.memory)?,
         rebuild_bps: size(name, "cache.rebuild_bandwidth", &f.cache.rebuild_bandwidth)?,
         slow_read_after: duration_or_off(name, "cache.slow_read_after", &f.cache.slow_read_after)?,
         stuck_read_fail_after: duration_or_off(name, "cache.stuck_read_fail_after", &f.cache.stuck_read_fail_after)?,
@@ -576,6 +580,9 @@ stuck_read_fail_after = \"2m\"
         let e = parse("reo.toml", "[cache]\nmax_fill = \"big\"\n").unwrap_err();
         assert!(e.starts_with("reo.toml: cache.max_fill: expected a size"), "{e}");
         assert_eq!(parse("reo.toml", "[cache]\nmax_fill = \"0\"\n").unwrap().max_fill, Some(0));
+        assert_eq!(parse("reo.toml", "[cache]\nmemory = \"1GiB\"\n").unwrap().memory_tier, Some(1 << 30));
+        let e = parse("reo.toml", "[cache]\nmemory = \"lots\"\n").unwrap_err();
+        assert!(e.starts_with("reo.toml: cache.memory: expected a size"), "{e}");
         let e = parse("reo.toml", "[cache]\nrebuild_bandwidth = \"fast\"\n").unwrap_err();
         assert!(e.starts_with("reo.toml: cache.rebuild_bandwidth: expected a size"), "{e}");
         assert_eq!(

@@ -39,6 +39,10 @@ pub struct ReplayArgs {
     /// bytes only: the policy holds exactly this, for policy studies against reference simulators).
     #[arg(long, default_value = "flash")]
     capacity: String,
+    /// DRAM tier in front of the flash (whole objects up to 16 MiB, SIEVE): bytes (64MiB…), a
+    /// share of the working set (1%), or 0 (off).
+    #[arg(long, default_value = "0")]
+    memory: String,
     /// Replacement policy: lru, arc, s3-fifo, sieve, clock.
     #[arg(long, default_value = "lru")]
     policy: String,
@@ -152,15 +156,15 @@ impl ReplayArgs {
             },
         };
         let capacity = self.capacity.parse::<Capacity>().map_err(|e| format!("--capacity: {e}"))?;
-        let pct = match self.cache.strip_suffix('%') {
-            Some(pct) => {
-                Some(pct.trim().parse::<f64>().map_err(|_| format!("--cache {:?}: bad percentage", self.cache))?)
-            }
-            None => None,
+        let share = |flag: &str, v: &str| match v.strip_suffix('%') {
+            Some(pct) => pct.trim().parse::<f64>().map(Some).map_err(|_| format!("--{flag} {v:?}: bad percentage")),
+            None => Ok(None),
         };
+        let pct = share("cache", &self.cache)?;
+        let memory_pct = share("memory", &self.memory)?;
         // A pass over the trace when the size depends on it: a share of the working set, or
         // flash, whose share the policy may fill depends on the objects' sizes (their footprint).
-        let (working_set, object_sizes) = if pct.is_some() || capacity == Capacity::Flash {
+        let (working_set, object_sizes) = if pct.is_some() || memory_pct.is_some() || capacity == Capacity::Flash {
             let (bytes, sizes) = self.object_sizes()?;
             (bytes, if capacity == Capacity::Flash { sizes } else { Vec::new() })
         } else {
@@ -171,6 +175,10 @@ impl ReplayArgs {
             None => reo_cache::units::parse_size(&self.cache).map_err(|e| format!("--cache: {e}"))?,
         };
         let mut cache = CacheConfig::new(0);
+        cache.memory_bytes = match memory_pct {
+            Some(pct) => (working_set as f64 * pct / 100.0) as u64,
+            None => reo_cache::units::parse_size(&self.memory).map_err(|e| format!("--memory: {e}"))?,
+        };
         cache.policy = self.policy.parse::<PolicyKind>().map_err(|e| format!("--policy: {e}"))?;
         cache.admission = self.admission.parse::<AdmissionConfig>().map_err(|e| format!("--admission: {e}"))?;
         cache.dedup = self.dedup.parse::<DedupKind>().map_err(|e| format!("--dedup: {e}"))?;

@@ -79,6 +79,10 @@ pub struct ServeArgs {
     /// DRAM copy of its contents; `reo bench gateway` uses it). Default: buffered.
     #[arg(long)]
     direct_io: bool,
+    /// Bytes of DRAM for the memory tier in front of flash, e.g. 1GiB (0: off; else [cache]
+    /// memory). [default: a thirty-second of the RAM, at most 1 GiB]
+    #[arg(long, value_parser = parse_size_arg)]
+    memory: Option<u64>,
     /// Bytes per second a device rebuild may write (0: as fast as the devices go): the rebuild
     /// resumed at start and replacements that give no rate of their own. [default: 0]
     #[arg(long)]
@@ -232,6 +236,7 @@ pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
             .unwrap_or(reo_gateway::gateway::outage::DEFAULT_SLOWDOWN_AFTER),
         revalidate_after: f.revalidate_after,
         max_fill: f.max_fill,
+        memory_tier: a.memory.or(f.memory_tier),
         direct_io: a.direct_io,
         rebuild_bps: a.rebuild_bps.or(f.rebuild_bps).filter(|&b| b > 0),
         slow_read_after: f.slow_read_after.unwrap_or(reo_store::StoreConfig::default().slow_read_after),
@@ -263,4 +268,9 @@ pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
     }
     reo_gateway::launch::run(&cfg).map_err(|e| e.to_string())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A size argument (`1GiB`, `512MiB`, `0`).
+fn parse_size_arg(v: &str) -> Result<u64, String> {
+    reo_cache::units::parse_size(v).map_err(|e| e.to_string())
 }

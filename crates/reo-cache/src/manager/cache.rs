@@ -90,6 +90,11 @@ impl Cache {
         let s = self.lock();
         (s.objects.len(), s.policy.used_bytes())
     }
+
+    /// The memory tier: (copies held, bytes they count against its capacity, the capacity).
+    pub fn memory_occupancy(&self) -> (usize, u64, u64) {
+        self.lock().memory.occupancy()
+    }
 }
 
 /// Frees blobs (best effort: a blob already gone is fine).

@@ -56,9 +56,20 @@ impl Counters {
         *self.0.hit_bytes_by_class.get_mut(class) += bytes;
     }
 
+    /// A copy kept in memory, and the `evicted` copies it pushed out.
+    #[inline]
+    pub fn memory_admitted(&mut self, evicted: u64) {
+        self.0.memory_admissions += 1;
+        self.0.memory_evictions += evicted;
+    }
+
     events! {
         /// A read request.
         request() => requests;
+        /// A read request served wholly from the memory tier.
+        memory_hit() => memory_hits;
+        /// Bytes served from the memory tier.
+        memory_served(bytes) => memory_hit_bytes;
         /// Bytes a read request asked for.
         requested(bytes) => request_bytes;
         /// Fragments served from flash through the dedup cache.

@@ -91,6 +91,9 @@ impl Cache {
                         if s.objects.get(slot).is_some_and(|e| e.dirty()) {
                             rep.lost_dirty += 1;
                             s.stats.dirty_lost();
+                            // Reads report the loss (the flusher cannot make it clean): a copy
+                            // in memory does not stand in for flash.
+                            s.memory.remove(slot);
                             let key = String::from_utf8_lossy(s.objects.get(slot).expect("listed").key()).into_owned();
                             tracing::error!(key = %key, fragment = f, "DATA LOSS: dirty fragment lost with the failed devices");
                         } else {
@@ -130,6 +133,7 @@ impl Cache {
             }
             if s.objects.get(slot).is_some_and(|e| e.dirty()) {
                 s.stats.dirty_lost();
+                s.memory.remove(slot);
                 tracing::error!(
                     key = %String::from_utf8_lossy(&h.key),
                     fragment = h.fragment,

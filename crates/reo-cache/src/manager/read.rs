@@ -1,9 +1,11 @@
 //! The read path: [`Cache::get`] of a byte range — hits from flash, misses reported per fragment
 //! for the caller to fetch from the backend (and offer back with `fill`).
 
+use bytes::Bytes;
 use reo_store::{Error as StoreError, Location, ReadBytes};
 
 use super::dedup_cache::ContentRef;
+use super::memory::MemCopy;
 use std::cell::Cell;
 
 /// Turns the bytes of a concurrent blob read into the get's piece type.
@@ -47,6 +49,66 @@ pub struct GetResult<T = Vec<u8>> {
 
 /// The pieces of a [`GetResult`]: one is kept inline (a get within one fragment allocates nothing).
 pub type Pieces<T = Vec<u8>> = smallvec::SmallVec<[Piece<T>; 1]>;
+
+/// The piece types a get returns, made from and into a memory tier's copy.
+pub(crate) trait FromMemory: Sized {
+    /// Whether this type needs the copy's bytes (a byte-less copy cannot serve it).
+    const BYTES: bool;
+    /// Bytes `[a, b)` of `copy`, or `None` if the copy cannot give this type (a byte-less copy
+    /// for a reader of bytes).
+    fn from_copy(copy: &MemCopy, a: u64, b: u64) -> Option<Self>;
+    /// A copy of a whole object of `size` bytes from the pieces a get read of it, in order.
+    fn copy_of(pieces: &[Piece<Self>], size: u64) -> MemCopy;
+}
+
+/// A copy of the pieces' bytes, in order.
+fn concat<'a>(size: u64, slices: impl Iterator<Item = &'a [u8]>) -> MemCopy {
+    let mut v = Vec::with_capacity(size as usize);
+    slices.for_each(|s| v.extend_from_slice(s));
+    MemCopy::Bytes(Bytes::from(v))
+}
+
+impl FromMemory for Vec<u8> {
+    const BYTES: bool = true;
+    fn from_copy(copy: &MemCopy, a: u64, b: u64) -> Option<Self> {
+        match copy {
+            MemCopy::Bytes(bytes) => Some(bytes[a as usize..b as usize].to_vec()),
+            MemCopy::Sized(_) => None,
+        }
+    }
+    fn copy_of(pieces: &[Piece<Self>], size: u64) -> MemCopy {
+        concat(size, pieces.iter().filter_map(|p| p.data.as_deref()))
+    }
+}
+
+impl FromMemory for ReadBytes {
+    const BYTES: bool = true;
+    fn from_copy(copy: &MemCopy, a: u64, b: u64) -> Option<Self> {
+        let (a, b) = (a as usize, b as usize);
+        match copy {
+            // A small part of a large copy is copied out: a slice would keep the whole copy alive
+            // for as long as a slow client holds it, outside the tier's bound once it is evicted.
+            MemCopy::Bytes(bytes) if (b - a).saturating_mul(4) <= bytes.len() => {
+                Some(ReadBytes::from(bytes[a..b].to_vec()))
+            }
+            MemCopy::Bytes(bytes) => Some(ReadBytes::from(bytes.slice(a..b))),
+            MemCopy::Sized(_) => None,
+        }
+    }
+    fn copy_of(pieces: &[Piece<Self>], size: u64) -> MemCopy {
+        concat(size, pieces.iter().filter_map(|p| p.data.as_ref()).flat_map(ReadBytes::slices))
+    }
+}
+
+impl FromMemory for u64 {
+    const BYTES: bool = false;
+    fn from_copy(_: &MemCopy, a: u64, b: u64) -> Option<Self> {
+        Some(b - a)
+    }
+    fn copy_of(_: &[Piece<Self>], size: u64) -> MemCopy {
+        MemCopy::Sized(size)
+    }
+}
 
 impl<T> GetResult<T> {
     /// Every piece came from flash.
@@ -128,7 +190,7 @@ impl Cache {
     /// per fragment. Without `counted` the call continues a request already counted (the later
     /// windows of [`Cache::get_shared`]).
     #[allow(clippy::too_many_arguments)]
-    fn get_with<T>(
+    fn get_with<T: FromMemory>(
         &self,
         key: &[u8],
         start: u64,
@@ -169,6 +231,32 @@ impl Cache {
             return Ok(GetResult { size: Some(size), token: s.invalidations.epoch(), pieces: Pieces::new() });
         }
         s.stats.requested(end - start);
+        if let Some(copy) = s.memory.get(slot, T::BYTES, size) {
+            // Flash ranks the object as read: the tier is inclusive, and an object hot in memory
+            // must not look cold to flash's policy and leave (taking its copy along).
+            let frags = (start / fs) as u32..=((end - 1) / fs) as u32;
+            for f in frags.clone() {
+                s.policy.on_hit(slot, f);
+            }
+            s.stats.served(class, end - start);
+            s.stats.memory_served(end - start);
+            if counted {
+                s.stats.hit(class);
+                s.stats.memory_hit();
+            }
+            let token = s.invalidations.epoch();
+            drop(s);
+            // Outside the lock: a reader of owned bytes copies them.
+            let pieces = frags
+                .map(|f| {
+                    let (a, b) = (start.max(u64::from(f) * fs), end.min((u64::from(f) + 1) * fs));
+                    Piece { start: a, end: b, data: T::from_copy(&copy, a, b) }
+                })
+                .collect();
+            return Ok(GetResult { size: Some(size), token, pieces });
+        }
+        // A whole object read flash serves is copied into memory (if the tier takes its size).
+        let keep = counted && start == 0 && end == size && s.memory.admits(size);
         // Reused across gets (every request plans; the simulator makes millions).
         let mut plan = PLAN.take();
         plan.clear();
@@ -263,8 +351,26 @@ impl Cache {
             }
             pieces.push(Piece { start: a, end: b, data });
         }
-        PLAN.set(plan);
+        // Only bytes read from the object's own blobs (not through dedup) are copied.
+        let keep = keep && plan.iter().all(|p| p.3.is_some());
+        let copy = (keep && pieces.iter().all(|p| p.data.is_some())).then(|| T::copy_of(&pieces, size));
         let mut s = self.lock();
+        if let Some(copy) = copy {
+            // Only if the object is still the one read: the key not written or deleted since the
+            // lookup, and every fragment still in the blob it was read from (a blob's sequence
+            // number is never reused, so the same locations are the same bytes). The slot alone
+            // proves nothing: one freed by an eviction or a fill of another version is handed to
+            // the next new entry, often the same key's.
+            let same = !s.invalidations.changed_since(key, token)
+                && s.objects.find(key) == Some(slot)
+                && s.objects.get(slot).is_some_and(|e| e.size() == size)
+                && plan.iter().all(|&(_, _, f, loc, _)| loc.is_some() && s.objects.location(slot, f, fs) == loc);
+            if same {
+                let evicted = s.memory.insert(slot, copy);
+                s.stats.memory_admitted(evicted);
+            }
+        }
+        PLAN.set(plan);
         s.stats.raced_reads(raced);
         s.stats.dedup_hits(dedup_hits);
         s.stats.served(class, hit_bytes);

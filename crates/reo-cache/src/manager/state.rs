@@ -7,6 +7,7 @@ use super::counters::Counters;
 use super::dedup_cache::{ContentRef, DedupCache};
 use super::inflight::InFlight;
 use super::invalidation::Invalidations;
+use super::memory::MemoryTier;
 use super::objects::{frag_count, Objects};
 use super::placement::placement_of;
 use super::recovery::Recovery;
@@ -33,6 +34,9 @@ pub(crate) struct State {
     pub(super) recovery: Recovery,
     pub(super) invalidations: Invalidations,
     pub(super) inflight: InFlight,
+    /// The DRAM tier: copies of objects flash holds (see `memory.rs`; dropped here whenever
+    /// their object changes or leaves).
+    pub(super) memory: MemoryTier,
 }
 
 impl State {
@@ -60,6 +64,19 @@ impl State {
             recovery: Recovery::default(),
             invalidations: Invalidations::default(),
             inflight: InFlight::default(),
+            // With dedup, clean fragments live in the dedup cache and leave it on its own terms:
+            // a copy would no longer be inclusive of flash.
+            memory: MemoryTier::new(if cfg.dedup == crate::dedup::DedupKind::Off { cfg.memory_bytes } else { 0 }),
+        }
+    }
+
+    /// Records that `key` changed (a write or a delete): fills fetched before now are stale, and
+    /// its copy in memory goes.
+    #[inline]
+    pub fn invalidate(&mut self, key: &[u8]) {
+        self.invalidations.invalidate(key);
+        if let Some(slot) = self.objects.find(key) {
+            self.memory.remove(slot);
         }
     }
 
@@ -81,6 +98,7 @@ impl State {
     /// the object entry when nothing of it is left and it is not dirty.
     #[inline]
     pub fn forget_fragment(&mut self, slot: u32, frag: u32) {
+        self.memory.remove(slot);
         self.policy.remove(slot, frag);
         self.objects.set_location(slot, frag, None);
         self.drop_entry_if_empty(slot);
@@ -103,6 +121,7 @@ impl State {
         let mut locs = Freed::with_capacity(keys.len());
         for &k in keys {
             let (slot, frag) = split_key(k);
+            self.memory.remove(slot);
             // A ghost keeps the fragment's lasting name: the slot goes to another object once
             // this one has left.
             if let Some(g) = self.objects.ghost_key(slot, frag) {
@@ -160,6 +179,7 @@ impl State {
     /// blobs to free.
     pub fn forget_object(&mut self, slot: u32, fs: u64) -> Vec<Location> {
         let size = self.objects.get(slot).map_or(0, |e| e.size());
+        self.memory.remove(slot);
         let mut locs = Vec::new();
         for f in 0..frag_count(size, fs) as u32 {
             self.policy.remove(slot, f);

@@ -211,6 +211,8 @@ impl StreamedPut {
                 version_tag(&meta.etag),
                 seen,
                 Some(self.write),
+                // The body went to flash piece by piece and is not held whole here.
+                None,
             );
             match installed {
                 Ok(Some((to_free, old_dirty))) => {

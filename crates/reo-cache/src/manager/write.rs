@@ -8,6 +8,7 @@ use std::fmt;
 use reo_store::{Durability, Location, Placement, PutOptions, Scheme};
 
 use super::cache::{free_all, Cache};
+use super::memory::MemCopy;
 use super::objects::{frag_count, frag_len, new_entry};
 use super::placement::{object_version, placement_of, version_tag};
 use super::state::State;
@@ -365,7 +366,7 @@ impl Cache {
             )));
         }
         let fs = self.cfg.fragment_size;
-        let (class, mut seen) = {
+        let (class, mut seen, in_memory) = {
             let mut s = self.lock();
             s.objects.advance(now_ns);
             s.stats.original_write(size);
@@ -381,8 +382,15 @@ impl Cache {
             }
             // A clean write replaces what is cached: a new object to the budget.
             let class = if dirty { Class::Dirty } else { s.classes.new_object_class(size) };
-            (class, s.inflight.orphans_freed())
+            (class, s.inflight.orphans_freed(), s.memory.admits(size))
         };
+        // A recently written object is likely read soon: the memory tier takes a copy with it.
+        // (Only its length on the simulator's byte-less media: a replay must not hold the trace's
+        // bytes.)
+        let copy = in_memory.then(|| match self.store.stores_bytes() {
+            true => MemCopy::Bytes(bytes::Bytes::copy_from_slice(data)),
+            false => MemCopy::Sized(size),
+        });
         let n = frag_count(size, fs) as u32;
         if !dirty && self.lock().dedup.is_some() {
             self.delete(key);
@@ -412,7 +420,17 @@ impl Cache {
                     }
                 }
             }
-            match self.install(key, size, class, dirty, locs.clone(), version_tag(&meta.etag), seen, None)? {
+            match self.install(
+                key,
+                size,
+                class,
+                dirty,
+                locs.clone(),
+                version_tag(&meta.etag),
+                seen,
+                None,
+                copy.clone(),
+            )? {
                 Some(done) => break done,
                 None => {
                     // The cleaner (run by a later fragment's `make_room`, or by another thread)
@@ -449,6 +467,7 @@ impl Cache {
         tag: u32,
         seen: u64,
         staged: Option<u64>,
+        copy: Option<MemCopy>,
     ) -> Result<Option<(Vec<Location>, bool)>, WriteError> {
         let fs = self.cfg.fragment_size;
         let mut s = self.lock();
@@ -472,7 +491,7 @@ impl Cache {
             locs.extend(rest.into_iter().flatten());
         }
         let locs = &locs[..];
-        s.invalidations.invalidate(key);
+        s.invalidate(key);
         let slot = s.objects.find_or_insert(key, 0, class, fs);
         let old_size = s.objects.get(slot).expect("live").size();
         let old: Vec<(u32, Location)> = (0..frag_count(old_size, fs) as u32)
@@ -536,6 +555,10 @@ impl Cache {
             s.stats.cache_write(l.len);
         }
         s.objects.set_version_tag(slot, tag);
+        if let Some(copy) = copy {
+            let evicted = s.memory.insert(slot, copy);
+            s.stats.memory_admitted(evicted);
+        }
         freed.extend(old.into_iter().map(|(_, l)| l));
         Ok(Some((freed, was_dirty)))
     }
@@ -735,7 +758,7 @@ impl Cache {
     /// cannot come back after a crash. Returns whether it was cached.
     pub fn delete(&self, key: &[u8]) -> bool {
         let mut s = self.lock();
-        s.invalidations.invalidate(key);
+        s.invalidate(key);
         let Some(slot) = s.objects.find(key) else { return false };
         let dirty = s.objects.get(slot).expect("found").dirty();
         let locs = s.forget_object(slot, self.cfg.fragment_size);

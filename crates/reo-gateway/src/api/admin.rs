@@ -152,6 +152,7 @@ pub fn status(api: &Api) -> Status {
             requests: cs.requests,
             hits: cs.hits,
             hit_ratio,
+            memory_hits: cs.memory_hits,
         },
         dirty_objects: dirty_objects as u64,
         dirty_bytes,

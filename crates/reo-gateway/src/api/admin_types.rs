@@ -120,6 +120,9 @@ pub struct CacheStatus {
     pub hits: u64,
     /// hits / requests (0 without requests).
     pub hit_ratio: f64,
+    /// Of `hits`, those the memory tier served (no device read).
+    #[serde(default)]
+    pub memory_hits: u64,
 }
 
 /// A rebuild's progress in [`Status`].
@@ -265,7 +268,15 @@ mod tests {
                 ejections: 0,
             },
             space: Space { capacity: 10, free_bands: 1, total_bands: 2, per_scheme: Vec::new() },
-            cache: CacheStatus { objects: 0, bytes: 0, capacity: 5, requests: 0, hits: 0, hit_ratio: 0.0 },
+            cache: CacheStatus {
+                objects: 0,
+                bytes: 0,
+                capacity: 5,
+                requests: 0,
+                hits: 0,
+                hit_ratio: 0.0,
+                memory_hits: 0,
+            },
             dirty_objects: 0,
             dirty_bytes: 0,
             flush_lag_seconds: 0.0,

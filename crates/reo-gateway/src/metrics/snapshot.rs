@@ -145,12 +145,12 @@ fn devices(api: &Api, out: &mut Out<'_>) -> fmt::Result {
 fn cache(api: &Api, out: &mut Out<'_>) -> fmt::Result {
     let cache = &api.gw.cache;
     let cs = cache.stats();
-    let counters: [(&str, &str, u64); 21] = [
+    let counters: [(&str, &str, u64); 23] = [
         ("reo_cache_requests", "Read requests (GET of a byte range)", cs.requests),
-        ("reo_cache_hits", "Read requests served wholly from flash", cs.hits),
-        ("reo_cache_misses", "Read requests not served wholly from flash", cs.requests.saturating_sub(cs.hits)),
+        ("reo_cache_hits", "Read requests served wholly from the cache (memory tier or flash)", cs.hits),
+        ("reo_cache_misses", "Read requests not served wholly from the cache", cs.requests.saturating_sub(cs.hits)),
         ("reo_cache_request_bytes", "Bytes read requests asked for", cs.request_bytes),
-        ("reo_cache_hit_bytes", "Requested bytes served from flash (partial hits included)", cs.hit_bytes),
+        ("reo_cache_hit_bytes", "Requested bytes served from the cache (partial hits included)", cs.hit_bytes),
         ("reo_cache_backend_read_bytes", "Bytes fetched from the backend on misses", cs.backend_read_bytes),
         ("reo_cache_original_write_bytes", "Bytes clients wrote", cs.original_write_bytes),
         ("reo_cache_write_bytes", "User bytes written to flash for the cache (fills and writes)", cs.cache_write_bytes),
@@ -179,6 +179,8 @@ fn cache(api: &Api, out: &mut Out<'_>) -> fmt::Result {
         ),
         ("reo_cache_dirty_lost", "Dirty fragments unreadable beyond their redundancy: data-loss events", cs.dirty_lost),
         ("reo_cache_raced_reads", "Reads whose blob moved under them and were retried", cs.raced_reads),
+        ("reo_cache_memory_admissions", "Object copies the memory tier took", cs.memory_admissions),
+        ("reo_cache_memory_evictions", "Object copies the memory tier's SIEVE pushed out", cs.memory_evictions),
     ];
     for (name, help, v) in counters {
         out.counter(name, help, v)?;
@@ -186,6 +188,18 @@ fn cache(api: &Api, out: &mut Out<'_>) -> fmt::Result {
     let by_class = |pc: &reo_cache::stats::PerClass| -> Vec<([(&str, &str); 1], u64)> {
         Class::ALL.iter().map(|&c| ([("class", super::class_name(c))], pc.get(c))).collect()
     };
+    let by_tier =
+        |memory: u64, all: u64| [([("tier", "memory")], memory), ([("tier", "flash")], all.saturating_sub(memory))];
+    out.counters(
+        "reo_cache_tier_hits",
+        "Read requests served wholly from the cache, by tier (memory: no device read)",
+        &by_tier(cs.memory_hits, cs.hits),
+    )?;
+    out.counters(
+        "reo_cache_tier_hit_bytes",
+        "Bytes served from the cache, by tier",
+        &by_tier(cs.memory_hit_bytes, cs.hit_bytes),
+    )?;
     out.counters(
         "reo_cache_class_hits",
         "Read requests served wholly from flash, by class",
@@ -229,6 +243,10 @@ fn cache(api: &Api, out: &mut Out<'_>) -> fmt::Result {
     out.gauge("reo_cache_objects", "Objects in the cache's index", objects as u64)?;
     out.gauge("reo_cache_bytes", "User bytes the replacement policy holds", bytes)?;
     out.gauge("reo_cache_capacity_bytes", "The cache's capacity in user bytes", cache.config().capacity_bytes)?;
+    let (copies, used, capacity) = cache.memory_occupancy();
+    out.gauge("reo_cache_memory_objects", "Object copies in the memory tier", copies as u64)?;
+    out.gauge("reo_cache_memory_bytes", "Bytes the memory tier's copies count against its capacity", used)?;
+    out.gauge("reo_cache_memory_capacity_bytes", "The memory tier's capacity in bytes (0: off)", capacity)?;
     let r = cs.ratios();
     out.gauge("reo_cache_hit_ratio", "Hits / read requests since start", r.hit_ratio)?;
     out.gauge("reo_cache_byte_hit_ratio", "Hit bytes / requested bytes since start", r.byte_hit_ratio)?;
