@@ -11,6 +11,9 @@ use std::time::Duration;
 
 use crate::admin::sign::{self, Keys, Payload};
 
+/// Bodies of at least this many bytes are sent after the server's `100 Continue`.
+const EXPECT_CONTINUE_FROM: usize = 1 << 20;
+
 /// A connection's byte stream: TCP, or TLS over TCP.
 trait Io: Read + Write + Send {}
 impl<T: Read + Write + Send> Io for T {}
@@ -20,8 +23,15 @@ pub struct Conn {
     io: BufReader<Box<dyn Io>>,
     host: String,
     keys: Keys,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    /// The server answered before the body was sent: it will close the connection, and the
+    /// next request goes on a new one.
+    spent: bool,
     /// The last response's body.
     pub body: Vec<u8>,
+    /// The last response's `X-Cache-Status` (a proxy cache's hit or miss, e.g. nginx's
+    /// `$upstream_cache_status`), if it had one.
+    pub cache_status: Option<String>,
 }
 
 /// A TLS client configuration that trusts the certificates of the PEM file `ca` (and nothing
@@ -67,7 +77,10 @@ impl Conn {
             io: BufReader::with_capacity(256 << 10, io),
             host: host.into(),
             keys: Keys { access: access_key.into(), secret: secret_key.into() },
+            tls: tls.cloned(),
+            spent: false,
             body: Vec::new(),
+            cache_status: None,
         })
     }
 
@@ -85,6 +98,9 @@ impl Conn {
         query: &[(String, String)],
         body: &[u8],
     ) -> Result<u16, String> {
+        if self.spent {
+            *self = Conn::connect(&self.host, &self.keys.access, &self.keys.secret, self.tls.as_ref())?;
+        }
         let query: Vec<(&str, String)> = query.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
         // Signed for http://HOST: the scheme is not part of a signature, the host is.
         let url = sign::url(&format!("http://{}", self.host), path, &query);
@@ -98,13 +114,26 @@ impl Conn {
         for (k, v) in &headers {
             head.push_str(&format!("{k}: {}\r\n", v.to_str().map_err(|e| e.to_string())?));
         }
+        // A large body waits for the server's go-ahead, as S3 clients do: a server refusing
+        // it (503 SlowDown, 413) answers at once, instead of closing on a body it will not read.
+        let expect = body.len() >= EXPECT_CONTINUE_FROM;
+        if expect {
+            head.push_str("Expect: 100-continue\r\n");
+        }
         head.push_str("\r\n");
         let w = self.io.get_mut();
-        w.write_all(head.as_bytes())
-            .and_then(|_| w.write_all(body))
-            .and_then(|_| w.flush())
-            .map_err(|e| format!("sending: {e}"))?;
-        self.read_response()
+        w.write_all(head.as_bytes()).and_then(|_| w.flush()).map_err(|e| format!("sending: {e}"))?;
+        if expect {
+            let first = self.line()?;
+            if first.split(' ').nth(1) != Some("100") {
+                self.spent = true;
+                return self.read_response(Some(first));
+            }
+            while !self.line()?.is_empty() {}
+        }
+        let w = self.io.get_mut();
+        w.write_all(body).and_then(|_| w.flush()).map_err(|e| format!("sending: {e}"))?;
+        self.read_response(None)
     }
 
     fn line(&mut self) -> Result<String, String> {
@@ -116,14 +145,19 @@ impl Conn {
         }
     }
 
-    fn read_response(&mut self) -> Result<u16, String> {
-        let status_line = self.line()?;
+    /// Reads a response whose status line is `first` if already read.
+    fn read_response(&mut self, first: Option<String>) -> Result<u16, String> {
+        let status_line = match first {
+            Some(l) => l,
+            None => self.line()?,
+        };
         let status: u16 = status_line
             .split(' ')
             .nth(1)
             .and_then(|c| c.parse().ok())
             .ok_or_else(|| format!("malformed status line {status_line:?}"))?;
         let (mut len, mut chunked) = (None, false);
+        self.cache_status = None;
         loop {
             let l = self.line()?;
             if l.is_empty() {
@@ -134,6 +168,8 @@ impl Conn {
                 len = v.trim().parse::<usize>().ok();
             } else if lower.starts_with("transfer-encoding:") && lower.contains("chunked") {
                 chunked = true;
+            } else if let Some(v) = lower.strip_prefix("x-cache-status:") {
+                self.cache_status = Some(v.trim().to_ascii_uppercase());
             }
         }
         self.body.clear();

@@ -17,14 +17,21 @@
 //!    drift affects both sides alike), PUTs of 64 KiB objects (write-back; ops/s, p50/p99),
 //!    PUTs of 4 MiB objects (write-back, streamed into the cache; MiB/s), and ListObjectsV2 pages
 //!    of 100 keys at random places in a bucket of 1,000 keys and in one of 10,000 (ms per page:
-//!    a page should cost the same in both).
-//! 5. The server is stopped with SIGTERM and the directory removed.
+//!    a page should cost the same in both). The 4 KiB hits are served from the memory tier (on
+//!    by default; a copy is taken at the warm-up's flash hit): the phase reports how many.
+//! 5. With `--peer nginx`, before the PUTs: the same GET-hit load on reo and on nginx's
+//!    `proxy_cache` over the same objects (4 KiB, 64 KiB, 4 MiB), alternating (`peer.rs`,
+//!    `nginx.rs`), with `--peer-clients` connections.
+//! 6. The server is stopped with SIGTERM and the directory removed.
 //!
-//! The last line on stdout is one JSON object. Both sides use O_DIRECT: neither read is served
-//! by this machine's page cache.
+//! The last line on stdout is one JSON object. The raw read and reo's device reads use O_DIRECT:
+//! neither is served by this machine's page cache (nginx's cache files are, as nginx deploys).
 
 pub(crate) mod client;
 pub(crate) mod load;
+mod nginx;
+mod peer;
+mod usage;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -65,9 +72,26 @@ pub struct BenchGatewayArgs {
     pub tls_key: Option<PathBuf>,
     #[arg(long, requires = "tls_cert")]
     pub tls_ca: Option<PathBuf>,
+    /// Compare with a peer over the same objects and load, alternating: `nginx` (`proxy_cache`
+    /// over a second server block serving the objects as files; nginx must be on the PATH).
+    #[arg(long, conflicts_with = "tls_cert")]
+    pub peer: Option<String>,
+    /// The server's memory tier (`reo serve --memory`), e.g. 0 to serve every hit from flash.
+    /// Default: the server's.
+    #[arg(long)]
+    pub memory: Option<String>,
+    /// Alternating rounds of the peer comparison (medians are reported).
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// Concurrent connections of the peer comparison's load (the other phases take
+    /// `--clients`).
+    #[arg(long, default_value_t = 16)]
+    pub peer_clients: usize,
 }
 
 const SMALL: usize = 4 << 10;
+/// The peer comparison's middle size.
+const MIDDLE: usize = 64 << 10;
 const LARGE: usize = 4 << 20;
 const PUT_SIZE: usize = 64 << 10;
 const BUCKET: &str = "bench";
@@ -123,6 +147,7 @@ fn start_server(dir: &Path, a: &BenchGatewayArgs, t: &Target) -> Result<Server, 
         })
         .args(["--access-key", &t.access_key, "--secret-key", &t.secret_key])
         .args(["--devices", &a.devices.to_string(), "--device-mib", &a.device_mib.to_string(), "--direct-io"])
+        .args(a.memory.iter().flat_map(|m| ["--memory", m.as_str()]))
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())
         .stdout(log.try_clone().map_err(|e| e.to_string())?)
@@ -161,6 +186,7 @@ pub(crate) fn wait_healthy(child: &mut Child, t: &Target, log: &Path, within: Du
 struct CacheCounters {
     requests: u64,
     hits: u64,
+    memory_hits: u64,
 }
 
 impl CacheCounters {
@@ -172,7 +198,7 @@ impl CacheCounters {
         }
         let s: reo_gateway::api::admin_types::Status =
             serde_json::from_slice(&c.body).map_err(|e| format!("GET /_reo/admin/status: {e}"))?;
-        Ok(CacheCounters { requests: s.cache.requests, hits: s.cache.hits })
+        Ok(CacheCounters { requests: s.cache.requests, hits: s.cache.hits, memory_hits: s.cache.memory_hits })
     }
 
     /// Checks that the `timed` GETs of `phase`, made between `before` and `self`, were each one
@@ -219,12 +245,20 @@ fn raw_read(dir: &Path, devices: usize, device_mib: u64) -> Result<f64, String> 
 }
 
 pub fn run(a: &BenchGatewayArgs) -> Result<ExitCode, String> {
-    if a.devices == 0 || a.clients == 0 {
-        return Err("bench gateway: --devices and --clients must be at least 1".into());
+    if a.devices == 0 || a.clients == 0 || a.rounds == 0 || a.peer_clients == 0 {
+        return Err("bench gateway: --devices, --clients, --rounds and --peer-clients must be at least 1".into());
     }
+    let nginx = match a.peer.as_deref() {
+        None => None,
+        Some("nginx") => Some(nginx::find().ok_or(
+            "bench gateway --peer nginx: no nginx on the PATH (this bench installs nothing; install nginx, \
+             e.g. apt-get install nginx-light)",
+        )?),
+        Some(p) => return Err(format!("bench gateway: --peer {p:?}: the only peer is nginx")),
+    };
     let root = a.dir.clone().unwrap_or_else(std::env::temp_dir).join(format!("reo-bench-gw-{}", std::process::id()));
     std::fs::create_dir_all(&root).map_err(|e| format!("cannot create {}: {e}", root.display()))?;
-    let r = bench(&root, a);
+    let r = bench(&root, a, nginx.as_deref());
     let _ = std::fs::remove_dir_all(&root);
     let json = r?;
     if !a.json {
@@ -248,7 +282,7 @@ pub fn run(a: &BenchGatewayArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn bench(root: &Path, a: &BenchGatewayArgs) -> Result<serde_json::Value, String> {
+fn bench(root: &Path, a: &BenchGatewayArgs, nginx: Option<&Path>) -> Result<serde_json::Value, String> {
     let scale = if a.quick { 1 } else { 4 };
     let (n_small, n_large) = (512, 32);
     let cap = (a.devices as u64 * a.device_mib) << 20;
@@ -260,7 +294,10 @@ fn bench(root: &Path, a: &BenchGatewayArgs) -> Result<serde_json::Value, String>
     backend.create_bucket(BUCKET).map_err(|e| e.to_string())?;
     let small: Vec<Vec<u8>> = (0..n_small).map(|i| bytes_of(i, SMALL)).collect();
     let large: Vec<Vec<u8>> = (0..n_large).map(|i| bytes_of(100_000 + i, LARGE)).collect();
-    for (name, set) in [("s", &small), ("l", &large)] {
+    // The peer comparison's 64 KiB objects (only with a peer: the other figures stay as they were).
+    let middle: Vec<Vec<u8>> =
+        (0..if nginx.is_some() { 256 } else { 0 }).map(|i| bytes_of(50_000 + i, MIDDLE)).collect();
+    for (name, set) in [("s", &small), ("m", &middle), ("l", &large)] {
         for (i, d) in set.iter().enumerate() {
             let info = ObjectInfo { size: d.len() as u64, etag: reo_gateway::keys::md5_hex(d), ..Default::default() };
             backend.put(BUCKET, &format!("{name}/{i}"), d, &info).map_err(|e| e.to_string())?;
@@ -307,6 +344,9 @@ fn bench(root: &Path, a: &BenchGatewayArgs) -> Result<serde_json::Value, String>
             for (i, d) in small.iter().enumerate() {
                 get_exact(c, &path("s", i), d)?;
             }
+            for (i, d) in middle.iter().enumerate() {
+                get_exact(c, &path("m", i), d)?;
+            }
             for (i, d) in large.iter().enumerate() {
                 get_exact(c, &path("l", i), d)?;
             }
@@ -320,7 +360,9 @@ fn bench(root: &Path, a: &BenchGatewayArgs) -> Result<serde_json::Value, String>
         let k = pick(cl, i, n_small);
         get_exact(c, &path("s", k), &small[k])
     })?;
-    let g4k_hits = CacheCounters::read(&t)?.all_hits_since(&before, g4k.ops, "GET 4 KiB")?;
+    let after = CacheCounters::read(&t)?;
+    let g4k_hits = after.all_hits_since(&before, g4k.ops, "GET 4 KiB")?;
+    let g4k_memory_hits = after.memory_hits - before.memory_hits;
     progress(format_args!(
         "GET 4 KiB hits: {:.0} ops/s, p50 {:.2} ms, p99 {:.2} ms",
         g4k.ops_per_sec(),
@@ -344,6 +386,10 @@ fn bench(root: &Path, a: &BenchGatewayArgs) -> Result<serde_json::Value, String>
     let raw2 = raw_read(root, a.devices, a.device_mib)?;
     progress(format_args!("raw read of the device files: {raw2:.0} MiB/s"));
     let raw = (raw1 + raw2) / 2.0;
+    let peer = match nginx {
+        Some(exe) => Some(compare_nginx(root, a, exe, &t, _server.0.id(), [&small, &middle, &large])?),
+        None => None,
+    };
     let body = bytes_of(999, PUT_SIZE);
     let p64 = load::run(&t, a.clients, 100 * scale, |c, cl, i| put(c, &format!("/{BUCKET}/p/{cl}/{i}"), &body))?;
     progress(format_args!(
@@ -379,7 +425,7 @@ fn bench(root: &Path, a: &BenchGatewayArgs) -> Result<serde_json::Value, String>
     Ok(serde_json::json!({
         "devices": a.devices, "device_mib": a.device_mib, "clients": a.clients, "direct_io": true,
         "tls": a.tls_cert.is_some(),
-        "get4k_hits": g4k_hits, "get4m_hits": g4m_hits,
+        "get4k_hits": g4k_hits, "get4k_memory_hits": g4k_memory_hits, "get4m_hits": g4m_hits,
         "get4k_ops": r2(g4k.ops_per_sec()), "get4k_p50_ms": r2(g4k.p50_ms), "get4k_p99_ms": r2(g4k.p99_ms),
         "get4m_mibps": r2(g4m.mib_per_sec()), "get4m_p50_ms": r2(g4m.p50_ms), "get4m_p99_ms": r2(g4m.p99_ms),
         "put64k_ops": r2(p64.ops_per_sec()), "put64k_p50_ms": r2(p64.p50_ms), "put64k_p99_ms": r2(p64.p99_ms),
@@ -387,7 +433,60 @@ fn bench(root: &Path, a: &BenchGatewayArgs) -> Result<serde_json::Value, String>
         "put4m_mibps": r2(p4m.mib_per_sec()), "put4m_p99_ms": r2(p4m.p99_ms), "put4m_slowdowns": p4m.slowdowns,
         "list1k_page_ms": r2(list_ms[0]), "list10k_page_ms": r2(list_ms[1]),
         "raw_read_mibps": r2(raw), "get4m_vs_raw": r2(ratio),
+        "peer": peer,
     }))
+}
+
+/// The comparison with nginx's `proxy_cache` over the same objects (`peer.rs`), the objects
+/// written as files of an origin directory at the paths reo serves them under.
+fn compare_nginx(
+    root: &Path,
+    a: &BenchGatewayArgs,
+    exe: &Path,
+    t: &Target,
+    reo_pid: u32,
+    [small, middle, large]: [&[Vec<u8>]; 3],
+) -> Result<serde_json::Value, String> {
+    let origin = root.join("origin");
+    for (name, set) in [("s", small), ("m", middle), ("l", large)] {
+        let d = origin.join(BUCKET).join(name);
+        std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+        for (i, b) in set.iter().enumerate() {
+            std::fs::write(d.join(i.to_string()), b).map_err(|e| format!("{}: {e}", d.display()))?;
+        }
+    }
+    let version = Command::new(exe).arg("-v").output().map_err(|e| format!("{}: {e}", exe.display()))?;
+    let version = String::from_utf8_lossy(&version.stderr).trim().trim_start_matches("nginx version: ").to_string();
+    let server = nginx::Nginx::start(exe, &root.join("nginx"), &origin, free_port()?, free_port()?)?;
+    progress(format_args!("{version} on {} (proxy_cache, 2 workers)", server.host));
+    let nt = Target { host: server.host.clone(), tls: None, ..t.clone() };
+    // Filled on the first read, a hit from the second on.
+    for hit in [false, true] {
+        load::run(&nt, 1, 1, |c, _, _| {
+            for (name, set) in [("s", small), ("m", middle), ("l", large)] {
+                for (i, d) in set.iter().enumerate() {
+                    nginx::get_cached(c, &format!("/{BUCKET}/{name}/{i}"), d, hit)?;
+                }
+            }
+            Ok(Some(0))
+        })?;
+    }
+    let scale = if a.quick { 1 } else { 4 };
+    let sides = peer::Sides { reo: t, reo_pid, nginx: &server, clients: a.peer_clients, rounds: a.rounds };
+    let prefix = |name: &str| format!("/{BUCKET}/{name}/");
+    let sets = [
+        peer::ObjectSet { name: "get4k", prefix: prefix("s"), objects: small, per_client: 500 * scale },
+        peer::ObjectSet { name: "get64k", prefix: prefix("m"), objects: middle, per_client: 250 * scale },
+        peer::ObjectSet { name: "get4m", prefix: prefix("l"), objects: large, per_client: 4 * scale },
+    ];
+    let mut out = serde_json::json!({
+        "name": "nginx", "version": version, "rounds": a.rounds, "clients": a.peer_clients,
+        "note": "nginx proxy_cache (2 workers, sendfile off for 4 MiB objects) over an origin block serving the same files; nginx ignores the requests' SigV4 signatures, reo verifies them; nginx's CPU and switches are its workers'",
+    });
+    for set in &sets {
+        out[set.name] = sides.compare(set)?;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -396,14 +495,14 @@ mod tests {
 
     #[test]
     fn a_timed_phase_passes_only_when_every_get_was_one_hit() {
-        let before = CacheCounters { requests: 10, hits: 7 };
-        let all_hits = CacheCounters { requests: 110, hits: 107 };
+        let before = CacheCounters { requests: 10, hits: 7, memory_hits: 0 };
+        let all_hits = CacheCounters { requests: 110, hits: 107, memory_hits: 0 };
         assert_eq!(all_hits.all_hits_since(&before, 100, "GET"), Ok(100));
-        let one_miss = CacheCounters { requests: 110, hits: 106 };
+        let one_miss = CacheCounters { requests: 110, hits: 106, memory_hits: 0 };
         let err = one_miss.all_hits_since(&before, 100, "GET").unwrap_err();
         assert!(err.contains("100 lookups and 99 hits"), "{err}");
         // GETs the server never saw as lookups (served elsewhere) fail too.
-        let unseen = CacheCounters { requests: 109, hits: 106 };
+        let unseen = CacheCounters { requests: 109, hits: 106, memory_hits: 0 };
         assert!(unseen.all_hits_since(&before, 100, "GET").is_err());
     }
 }
