@@ -1,6 +1,8 @@
 """A device fails while clients are reading: every GET before, during and after the failure
 returns the object's exact bytes (redundant data is read degraded, a lost cold object is
-refetched from the backend), and the status reports the device failed."""
+refetched from the backend), and the status reports the device failed. Run with the memory tier
+off, where every hit reads flash (what the failed device held is read degraded or refetched), and
+with it on, where copies in memory serve part of the reads."""
 
 import os
 import threading
@@ -14,7 +16,13 @@ BIN = os.environ.get("REO_BIN", "target/debug/reo")
 
 class DeviceFailureTest(unittest.TestCase):
     def test_reads_go_on_while_a_device_fails(self):
-        srv = Server(BIN, device_mib=32)
+        self.reads_through_a_failure(["--memory", "0"], memory=False)
+
+    def test_reads_go_on_while_a_device_fails_with_the_memory_tier(self):
+        self.reads_through_a_failure([], memory=True)
+
+    def reads_through_a_failure(self, extra, memory):
+        srv = Server(BIN, device_mib=32, extra=extra)
         srv.start()
         self.addCleanup(srv.cleanup)
         self.addCleanup(lambda: self.assertEqual(srv.stop(), 0))
@@ -55,6 +63,10 @@ class DeviceFailureTest(unittest.TestCase):
         status, s = call(srv, "GET", "/_reo/admin/status")
         self.assertEqual(s["devices"][2]["health"], "failed")
         self.assertEqual(s["data_loss_events"], 0)
+        if memory:
+            self.assertGreater(s["cache"]["memory_hits"], 0)
+        else:
+            self.assertEqual(s["cache"]["memory_hits"], 0, "a hit was served from memory with the tier off")
 
 
 if __name__ == "__main__":
