@@ -24,8 +24,8 @@ pub struct Conn {
     host: String,
     keys: Keys,
     tls: Option<Arc<rustls::ClientConfig>>,
-    /// The server answered before the body was sent: it will close the connection, and the
-    /// next request goes on a new one.
+    /// The server will close the connection (it answered before the body was sent, or said
+    /// `Connection: close`): the next request goes on a new one.
     spent: bool,
     /// The last response's body.
     pub body: Vec<u8>,
@@ -170,6 +170,10 @@ impl Conn {
                 chunked = true;
             } else if let Some(v) = lower.strip_prefix("x-cache-status:") {
                 self.cache_status = Some(v.trim().to_ascii_uppercase());
+            } else if lower.strip_prefix("connection:").is_some_and(|v| v.trim() == "close") {
+                // The server's last answer on this connection (its per-connection request
+                // limit): the next request opens another.
+                self.spent = true;
             }
         }
         self.body.clear();
@@ -194,5 +198,37 @@ impl Conn {
         let at = self.body.len();
         self.body.resize(at + n, 0);
         self.io.read_exact(&mut self.body[at..]).map_err(|e| format!("reading the body: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A server that answers one request per connection, each with `Connection: close`, then
+    /// closes it: the client must open a new connection for every request.
+    #[test]
+    fn a_connection_the_server_closes_is_not_reused() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let host = l.local_addr().unwrap().to_string();
+        let server = std::thread::spawn(move || {
+            for _ in 0..3 {
+                let (s, _) = l.accept().unwrap();
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                let mut line = String::new();
+                while r.read_line(&mut line).unwrap() > 0 && line != "\r\n" {
+                    line.clear();
+                }
+                let mut w = s;
+                w.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok").unwrap();
+            }
+        });
+        let mut c = Conn::connect(&host, "AK", "secret", None).unwrap();
+        for _ in 0..3 {
+            assert_eq!(c.call("GET", "/b/k", &[]), Ok(200));
+            assert_eq!(c.body, b"ok");
+        }
+        server.join().unwrap();
     }
 }
