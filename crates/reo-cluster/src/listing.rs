@@ -29,7 +29,8 @@ pub type Unflushed = (String, Option<ObjectInfo>);
 pub const MAX_UNFLUSHED: usize = 1001;
 
 /// The real backend's listing merged with the other members' unflushed keys (see the module
-/// doc): up to `limit` entries after `after` under `prefix`, fewer only at the end.
+/// doc): up to `limit` entries after `after` under `prefix`, fewer only at the end. Blocks its
+/// thread on the backend's listing: run it where blocking is allowed.
 pub async fn list(
     node: &Arc<Node>,
     inner: &Arc<dyn Backend>,
@@ -58,9 +59,11 @@ pub async fn list(
         let peers =
             join_all(others.iter().map(|(m, addr)| unflushed_of(node, m, addr, bucket, prefix, &cursor, n))).await;
         let peers: Vec<Vec<Unflushed>> = peers.into_iter().collect::<Result<_, _>>()?;
-        let (b, p, c) = (bucket.to_string(), prefix.to_string(), cursor.clone());
-        let inner = inner.clone();
-        let backend = node.blocking(move || inner.list(&b, &p, &c, n)).await?;
+        // Called on a thread that may block (the cluster backend's `block_on`, on the gateway's
+        // blocking pool): the backend's listing is read right here. A job of its own on that
+        // pool would wait for a free thread while this one holds its own, and with every thread
+        // in such a listing none would ever come.
+        let backend = inner.list(bucket, prefix, &cursor, n)?;
         // Keys up to `end` are known from every source (None: to the end of the listing).
         let end = known_upto(
             std::iter::once((backend.len() == n, backend.last().map(|e| &e.key)))

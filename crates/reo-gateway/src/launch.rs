@@ -62,6 +62,8 @@ pub struct ServeConfig {
     pub header_timeout: std::time::Duration,
     /// See [`ServerOptions::max_connections`].
     pub max_connections: Option<usize>,
+    /// Threads of the blocking pool at most (`None`: [`default_blocking_threads`]).
+    pub blocking_threads: Option<usize>,
     /// Unflushed bytes beyond which writes get 503 SlowDown (default: half the cache).
     pub dirty_limit: Option<u64>,
     /// Backend outage after which writes get 503 SlowDown.
@@ -369,7 +371,11 @@ pub fn run(cfg: &ServeConfig) -> Result<(), LaunchError> {
     if let Some(bytes) = cfg.max_fill {
         gw.set_max_fill(bytes);
     }
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(LaunchError::Runtime)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .max_blocking_threads(cfg.blocking_threads.unwrap_or_else(|| default_blocking_threads(cfg.extension.is_some())))
+        .enable_all()
+        .build()
+        .map_err(LaunchError::Runtime)?;
     let interceptor = match &cfg.extension {
         Some(x) => Some(x.start(&gw, rt.handle()).map_err(LaunchError::Extension)?),
         None => {
@@ -487,6 +493,18 @@ async fn shutdown_signal() {
         _ = term.recv() => {}
         _ = tokio::signal::ctrl_c() => {}
     }
+}
+
+/// The blocking pool's default bound: eight threads per core, between 16 and 128. Its threads
+/// mostly wait (on a device lane, a group commit, the backend), so it is sized to the I/O a
+/// node keeps in flight, not to its cores; the bound keeps a burst of slow requests from
+/// growing the process to hundreds of threads (tokio's own default is 512). Work beyond it
+/// queues in the pool. A cluster node (`clustered`) gets four times as many: its pool threads
+/// may wait on a peer whose answer needs a pool thread there, and two nodes whose pools were
+/// all waiting on each other would stall until the peer timeout failed those requests.
+pub fn default_blocking_threads(clustered: bool) -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    (8 * cores).clamp(16, 128) * if clustered { 4 } else { 1 }
 }
 
 /// The memory tier's default size: a thirty-second of the machine's RAM, at most 1 GiB (64 MiB

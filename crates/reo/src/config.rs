@@ -63,6 +63,7 @@ pub struct ServerSection {
     pub allow_sigv2: Option<bool>,
     pub header_timeout: Option<String>,
     pub max_connections: Option<usize>,
+    pub blocking_threads: Option<usize>,
     pub replacement_devices: Option<Vec<PathBuf>>,
     pub multipart_expiry: Option<String>,
     pub memory_budget: Option<String>,
@@ -273,6 +274,8 @@ pub struct Settings {
     pub allow_sigv2: Option<bool>,
     pub header_timeout: Option<std::time::Duration>,
     pub max_connections: Option<usize>,
+    /// `server.blocking_threads`: the bound of the blocking pool.
+    pub blocking_threads: Option<usize>,
     pub replacement_devices: Vec<PathBuf>,
     pub multipart_expiry: Option<std::time::Duration>,
     pub memory_budget: Option<u64>,
@@ -415,6 +418,10 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
             Some(0) => return Err("server.max_connections: must be at least 1".into()),
             n => n,
         },
+        blocking_threads: match f.server.blocking_threads {
+            Some(0) => return Err("server.blocking_threads: must be at least 1".into()),
+            n => n,
+        },
         replacement_devices: match f.server.replacement_devices.unwrap_or_default() {
             v if v.iter().any(|p| !p.is_absolute()) => {
                 return Err("server.replacement_devices: give absolute paths of block devices".into())
@@ -525,6 +532,10 @@ mod tests {
         assert_eq!((s.max_connections, s.allow_sigv2), (Some(64), Some(true)));
         let e = parse("t", "[server]\nheader_timeout = \"0s\"\n").unwrap_err();
         assert!(e.contains("server.header_timeout"), "{e}");
+        let s = parse("t", "[server]\nblocking_threads = 12\n").unwrap();
+        assert_eq!(s.blocking_threads, Some(12));
+        let e = parse("t", "[server]\nblocking_threads = 0\n").unwrap_err();
+        assert!(e.contains("server.blocking_threads"), "{e}");
         let e = parse("t", "[server]\nmax_connections = 0\n").unwrap_err();
         assert!(e.contains("server.max_connections"), "{e}");
     }

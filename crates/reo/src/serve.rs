@@ -230,6 +230,7 @@ pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
         allow_sigv2: f.allow_sigv2.unwrap_or(false),
         header_timeout: f.header_timeout.unwrap_or(std::time::Duration::from_secs(10)),
         max_connections: f.max_connections,
+        blocking_threads: f.blocking_threads,
         dirty_limit: f.dirty_limit,
         backend_down_slowdown_after: f
             .backend_down_slowdown_after

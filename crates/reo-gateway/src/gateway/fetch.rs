@@ -35,16 +35,25 @@ pub(crate) struct Job {
     pub token: u64,
 }
 
-/// Starts the producer of `flight` on tokio's blocking pool (a plain thread outside a runtime).
+/// Starts the producer of `flight` on a thread of its own. Not on tokio's blocking pool: a
+/// producer streaming an object too large to collect waits for its slowest reader, so a few
+/// slow clients would hold pool threads (the pool is bounded) for as long as they like, and
+/// every operation of the blocking path would queue behind them. Producers are bounded by the
+/// misses in flight, themselves bounded by the connections.
 pub(crate) fn start(ctx: FetchCtx, flight: Arc<Flight>, job: Job) {
-    let run = move || {
-        run(&ctx, &flight, &job);
-        ctx.flights.forget(&flight);
+    let (ctx2, flight2) = (ctx.clone(), flight.clone());
+    let done = move |ctx: &FetchCtx, flight: &Arc<Flight>| {
+        ctx.flights.forget(flight);
         ctx.flights.finished();
     };
-    match tokio::runtime::Handle::try_current() {
-        Ok(h) => drop(h.spawn_blocking(run)),
-        Err(_) => drop(std::thread::spawn(run)),
+    let spawned = std::thread::Builder::new().name("reo-fetch".into()).spawn(move || {
+        run(&ctx, &flight, &job);
+        done(&ctx, &flight);
+    });
+    if let Err(e) = spawned {
+        let why = format!("cannot start a backend fetch: {e}");
+        flight2.finish(Err((S3ErrorCode::ServiceUnavailable, why)));
+        done(&ctx2, &flight2);
     }
 }
 
