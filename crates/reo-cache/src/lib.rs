@@ -36,8 +36,8 @@ pub use config::{CacheConfig, ConfigError, EvictionMode};
 pub use dedup::{new_dedup, Chunk, DedupKind, DedupOutcome, DedupPolicy, Fingerprint};
 pub use manager::{
     object_version, Access, AccessHistory, Cache, CacheError, ControlReply, FillOutcome, GetResult, MemCopy,
-    ObjectInfo, ObjectMeta, ObjectStatus, Piece, Pieces, PutReceipt, SenseCode, StreamedPut, SweepReport, WriteError,
-    MAX_CONTROL_MESSAGE, MAX_KEY_LEN, MAX_MEMORY_OBJECT, MEMORY_ENTRY_OVERHEAD,
+    ObjectInfo, ObjectMeta, ObjectStatus, Peeked, Piece, Pieces, PutReceipt, SenseCode, StreamedPut, SweepReport,
+    WriteError, MAX_CONTROL_MESSAGE, MAX_KEY_LEN, MAX_MEMORY_OBJECT, MEMORY_ENTRY_OVERHEAD,
 };
 pub use object::Class;
 pub use policy::{new_policy, InsertError, Key, Policy, PolicyKind};

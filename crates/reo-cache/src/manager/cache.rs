@@ -48,6 +48,12 @@ impl Cache {
         self.state.lock()
     }
 
+    /// The state if its lock is free now (the gateway's hot path, which must not wait).
+    #[inline]
+    pub(super) fn try_lock(&self) -> Option<MutexGuard<'_, State>> {
+        self.state.try_lock()
+    }
+
     /// The configuration the cache was opened with.
     #[inline]
     pub fn config(&self) -> &CacheConfig {

@@ -71,6 +71,12 @@ impl Classes {
         self.since_recompute >= every.max(1)
     }
 
+    /// Whether the next [`Classes::tick`] would call for a recomputation.
+    #[inline]
+    pub fn due(&self, every: u64) -> bool {
+        self.since_recompute + 1 >= every.max(1)
+    }
+
     /// A recomputation starts: the request count restarts.
     #[inline]
     pub fn recomputing(&mut self) {

@@ -77,7 +77,12 @@ impl Cache {
         let slot = s.objects.find(key)?;
         let loc = s.objects.location(slot, 0, self.cfg.fragment_size)?;
         drop(s);
-        let h = crate::header::BlobHeader::decode(&self.store.header(&loc)?)?;
+        self.meta_at(&loc)
+    }
+
+    /// The metadata in the header of the blob at `loc` (DRAM), if it is live.
+    pub(super) fn meta_at(&self, loc: &reo_store::Location) -> Option<ObjectMeta> {
+        let h = crate::header::BlobHeader::decode(&self.store.header(loc)?)?;
         Some(ObjectMeta {
             etag: h.etag,
             content_type: h.content_type,

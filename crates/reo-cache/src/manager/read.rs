@@ -1,11 +1,10 @@
 //! The read path: [`Cache::get`] of a byte range — hits from flash, misses reported per fragment
 //! for the caller to fetch from the backend (and offer back with `fill`).
 
-use bytes::Bytes;
 use reo_store::{Error as StoreError, Location, ReadBytes};
 
 use super::dedup_cache::ContentRef;
-use super::memory::MemCopy;
+use super::memory_read::{count_memory_hit, pieces_of, FromMemory};
 use std::cell::Cell;
 
 /// Turns the bytes of a concurrent blob read into the get's piece type.
@@ -20,107 +19,9 @@ thread_local! {
 }
 use super::cache::Cache;
 use super::objects::frag_len;
+use super::pieces::{GetResult, Piece, Pieces};
 use super::write::WriteError;
 use crate::index::frag_key;
-
-/// One fragment-aligned part of a requested range. `T` is the bytes (`Vec<u8>`, from
-/// [`Cache::get`]) or their count (`u64`, from [`Cache::get_sized`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Piece<T = Vec<u8>> {
-    /// First byte of the part, an object offset.
-    pub start: u64,
-    /// End of the part (exclusive): the part is object bytes `[start, end)`.
-    pub end: u64,
-    /// The bytes from flash, or `None`: fetch this range from the backend.
-    pub data: Option<T>,
-}
-
-/// The answer to a get.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GetResult<T = Vec<u8>> {
-    /// The object's size if the cache knows the object.
-    pub size: Option<u64>,
-    /// Pass to [`Cache::fill`] with the bytes fetched for the missing pieces.
-    pub token: u64,
-    /// The requested range (clamped to the size when known), in order. For an unknown object, one
-    /// missing piece with the range as asked (`end` may be `u64::MAX`: to the end).
-    pub pieces: Pieces<T>,
-}
-
-/// The pieces of a [`GetResult`]: one is kept inline (a get within one fragment allocates nothing).
-pub type Pieces<T = Vec<u8>> = smallvec::SmallVec<[Piece<T>; 1]>;
-
-/// The piece types a get returns, made from and into a memory tier's copy.
-pub(crate) trait FromMemory: Sized {
-    /// Whether this type needs the copy's bytes (a byte-less copy cannot serve it).
-    const BYTES: bool;
-    /// Bytes `[a, b)` of `copy`, or `None` if the copy cannot give this type (a byte-less copy
-    /// for a reader of bytes).
-    fn from_copy(copy: &MemCopy, a: u64, b: u64) -> Option<Self>;
-    /// A copy of a whole object of `size` bytes from the pieces a get read of it, in order.
-    fn copy_of(pieces: &[Piece<Self>], size: u64) -> MemCopy;
-}
-
-/// A copy of the pieces' bytes, in order.
-fn concat<'a>(size: u64, slices: impl Iterator<Item = &'a [u8]>) -> MemCopy {
-    let mut v = Vec::with_capacity(size as usize);
-    slices.for_each(|s| v.extend_from_slice(s));
-    MemCopy::Bytes(Bytes::from(v))
-}
-
-impl FromMemory for Vec<u8> {
-    const BYTES: bool = true;
-    fn from_copy(copy: &MemCopy, a: u64, b: u64) -> Option<Self> {
-        match copy {
-            MemCopy::Bytes(bytes) => Some(bytes[a as usize..b as usize].to_vec()),
-            MemCopy::Sized(_) => None,
-        }
-    }
-    fn copy_of(pieces: &[Piece<Self>], size: u64) -> MemCopy {
-        concat(size, pieces.iter().filter_map(|p| p.data.as_deref()))
-    }
-}
-
-impl FromMemory for ReadBytes {
-    const BYTES: bool = true;
-    fn from_copy(copy: &MemCopy, a: u64, b: u64) -> Option<Self> {
-        let (a, b) = (a as usize, b as usize);
-        match copy {
-            // A small part of a large copy is copied out: a slice would keep the whole copy alive
-            // for as long as a slow client holds it, outside the tier's bound once it is evicted.
-            MemCopy::Bytes(bytes) if (b - a).saturating_mul(4) <= bytes.len() => {
-                Some(ReadBytes::from(bytes[a..b].to_vec()))
-            }
-            MemCopy::Bytes(bytes) => Some(ReadBytes::from(bytes.slice(a..b))),
-            MemCopy::Sized(_) => None,
-        }
-    }
-    fn copy_of(pieces: &[Piece<Self>], size: u64) -> MemCopy {
-        concat(size, pieces.iter().filter_map(|p| p.data.as_ref()).flat_map(ReadBytes::slices))
-    }
-}
-
-impl FromMemory for u64 {
-    const BYTES: bool = false;
-    fn from_copy(_: &MemCopy, a: u64, b: u64) -> Option<Self> {
-        Some(b - a)
-    }
-    fn copy_of(_: &[Piece<Self>], size: u64) -> MemCopy {
-        MemCopy::Sized(size)
-    }
-}
-
-impl<T> GetResult<T> {
-    /// Every piece came from flash.
-    pub fn is_hit(&self) -> bool {
-        self.size.is_some() && self.pieces.iter().all(|p| p.data.is_some())
-    }
-
-    /// The ranges to fetch from the backend.
-    pub fn missing(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.pieces.iter().filter(|p| p.data.is_none()).map(|p| (p.start, p.end))
-    }
-}
 
 impl Cache {
     /// Reads `[start, end)` of `key` (`end` = `u64::MAX`: to the end of the object) at time
@@ -232,28 +133,10 @@ impl Cache {
         }
         s.stats.requested(end - start);
         if let Some(copy) = s.memory.get(slot, T::BYTES, size) {
-            // Flash ranks the object as read: the tier is inclusive, and an object hot in memory
-            // must not look cold to flash's policy and leave (taking its copy along).
-            let frags = (start / fs) as u32..=((end - 1) / fs) as u32;
-            for f in frags.clone() {
-                s.policy.on_hit(slot, f);
-            }
-            s.stats.served(class, end - start);
-            s.stats.memory_served(end - start);
-            if counted {
-                s.stats.hit(class);
-                s.stats.memory_hit();
-            }
-            let token = s.invalidations.epoch();
+            let token = count_memory_hit(&mut s, slot, class, (start, end), fs, counted);
             drop(s);
             // Outside the lock: a reader of owned bytes copies them.
-            let pieces = frags
-                .map(|f| {
-                    let (a, b) = (start.max(u64::from(f) * fs), end.min((u64::from(f) + 1) * fs));
-                    Piece { start: a, end: b, data: T::from_copy(&copy, a, b) }
-                })
-                .collect();
-            return Ok(GetResult { size: Some(size), token, pieces });
+            return Ok(GetResult { size: Some(size), token, pieces: pieces_of(&copy, start, end, fs) });
         }
         // A whole object read flash serves is copied into memory (if the tier takes its size).
         let keep = counted && start == 0 && end == size && s.memory.admits(size);

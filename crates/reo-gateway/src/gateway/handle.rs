@@ -301,14 +301,7 @@ impl Gateway {
         // revalidation is due (clean objects only: a dirty one is newer than the backend's).
         if let (Some(m), Some(i)) = (self.cache.meta(ck.as_bytes()), self.cache.info(ck.as_bytes())) {
             if !m.etag.is_empty() {
-                let cached = ObjectInfo {
-                    size: i.size,
-                    etag: m.etag,
-                    content_type: m.content_type,
-                    user_meta: m.user.into_iter().collect(),
-                    mtime_ns: m.mtime_ns,
-                    system: m.system.into_iter().collect(),
-                };
+                let cached = super::object_meta::info_of(i.size, m);
                 return if i.dirty { Ok(cached) } else { self.revalidate(bucket, key, &ck, cached) };
             }
         }

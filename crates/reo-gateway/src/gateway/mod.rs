@@ -66,6 +66,9 @@ pub mod fresh;
 mod guard;
 mod handle;
 pub mod held;
+mod hot;
+#[cfg(test)]
+mod hot_tests;
 pub mod incoming;
 #[cfg(test)]
 mod incoming_tests;

@@ -71,6 +71,10 @@ pub struct ReadPlan {
 }
 
 impl ReadPlan {
+    pub(super) fn new(segments: VecDeque<Segment>, len: u64) -> ReadPlan {
+        ReadPlan { segments, len }
+    }
+
     /// Waits until every fetch has an answer from the backend; a fetch that failed before its
     /// first byte (no such key, backend down, the object changed) fails the request here, while
     /// it can still carry an error status.

@@ -36,6 +36,11 @@ impl Stripes {
         self.of(ckey).write()
     }
 
+    /// `ckey`'s stripe, shared, if no writer holds or waits for it.
+    pub fn try_shared(&self, ckey: &str) -> Option<RwLockReadGuard<'_, ()>> {
+        self.of(ckey).try_read()
+    }
+
     /// `ckey`'s stripe, shared (a reader).
     pub fn shared(&self, ckey: &str) -> RwLockReadGuard<'_, ()> {
         self.of(ckey).read()

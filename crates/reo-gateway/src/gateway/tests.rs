@@ -16,6 +16,8 @@ use crate::backend::{Backend, BackendError, ListQuery, LocalBackend, ObjectInfo}
 pub(crate) struct Rig {
     devs: Vec<Arc<dyn Media>>,
     pub(crate) dir: std::path::PathBuf,
+    /// Bytes of the cache's memory tier (default 0: off).
+    pub(crate) memory_bytes: u64,
     /// Removes `dir` when the rig drops.
     _tmp: tempfile::TempDir,
 }
@@ -25,7 +27,7 @@ impl Rig {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("rig");
         let devs = (0..3).map(|_| Arc::new(MemMedia::new(32 << 20)) as Arc<dyn Media>).collect();
-        Rig { devs, dir, _tmp: tmp }
+        Rig { devs, dir, memory_bytes: 0, _tmp: tmp }
     }
 
     pub(crate) fn open(&self) -> (Arc<Gateway>, Arc<LocalBackend>) {
@@ -61,6 +63,7 @@ impl Rig {
         let (store, _) = Store::open(self.devs.clone(), &cfg).unwrap();
         let mut cc = CacheConfig::new(16 << 20);
         cc.fragment_size = 64 << 10;
+        cc.memory_bytes = self.memory_bytes;
         let cache = Arc::new(Cache::open(Arc::new(store), cc).unwrap());
         let backend = Arc::new(LocalBackend::open(&self.dir.join("backend")).unwrap());
         let _ = backend.create_bucket("bkt");

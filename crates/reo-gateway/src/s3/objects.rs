@@ -8,11 +8,15 @@ use super::convert::{check_conditions, etag, timestamp};
 use super::copy_source::source_of;
 use super::headers::{object_output, user_meta, Overrides, Standard};
 use super::integrity::{checksums_of, wants_checksum, with_checksums, Algo, Claims, Sent};
+use super::parts::PartRead;
 use super::parts::{apply_part, part_of};
 use super::receive::receive;
 use super::{blocking, unsupported, ReoS3, R};
 use crate::backend::ObjectInfo;
+use crate::gateway::stream::ReadPlan;
+use crate::gateway::Gateway;
 use s3s::stream::ByteStream;
+use std::sync::Arc;
 
 /// The `[start, end)` byte range a Range header asks of an object of `size` bytes.
 fn byte_range(range: Option<&Range>, size: u64) -> S3Result<Option<(u64, u64)>> {
@@ -60,6 +64,61 @@ pub(super) fn write_precondition<'a>(
     }
 }
 
+/// What a GetObject is to send: the object's info, the body, the byte range asked (if any) and
+/// the part asked (if any).
+type Planned = (ObjectInfo, ReadPlan, Option<(u64, u64)>, Option<PartRead>);
+
+/// The conditional headers of a read (a GetObject's or HeadObject's input `$i`) checked
+/// against the object's `$info`.
+macro_rules! read_conditions {
+    ($info:expr, $i:expr) => {
+        check_conditions(
+            $info,
+            $i.if_match.as_ref(),
+            $i.if_none_match.as_ref(),
+            $i.if_modified_since.as_ref(),
+            $i.if_unmodified_since.as_ref(),
+        )
+    };
+}
+
+/// [`Planned`] of a GetObject, waiting for locks, the backend and devices as needed (on the
+/// blocking pool).
+fn plan_get(gw: &Arc<Gateway>, i: &GetObjectInput) -> S3Result<Planned> {
+    let _r = gw.read_lock(&i.bucket, &i.key);
+    let info = gw.head(&i.bucket, &i.key)?;
+    let part = part_of(gw, &i.bucket, &i.key, i.part_number, i.range.is_some(), &info)?;
+    read_conditions!(&info, i)?;
+    let range = match &part {
+        Some(p) => Some(p.range),
+        None => byte_range(i.range.as_ref(), info.size)?,
+    };
+    let (start, end) = range.unwrap_or((0, info.size));
+    let plan = gw.read_plan(&i.bucket, &i.key, &info, start, end)?;
+    Ok((info, plan, range, part))
+}
+
+/// [`plan_get`] if it needs no wait: the object's metadata in DRAM and its bytes in the memory
+/// tier (see `gateway/hot.rs`); `None`: take the blocking path.
+fn plan_get_now(gw: &Gateway, i: &GetObjectInput) -> Option<S3Result<Planned>> {
+    if i.part_number.is_some() {
+        return None;
+    }
+    let _r = gw.try_read_lock(&i.bucket, &i.key)?;
+    let checked = gw.head_now(&i.bucket, &i.key)?.and_then(|info| {
+        read_conditions!(&info, i)?;
+        let range = byte_range(i.range.as_ref(), info.size)?;
+        Ok((info, range))
+    });
+    let (info, range) = match checked {
+        Ok(c) => c,
+        Err(e) => return Some(Err(e)),
+    };
+    let (start, end) = range.unwrap_or((0, info.size));
+    let plan = gw.read_plan_now(&i.bucket, &i.key, &info, start, end)?;
+    Some(Ok((info, plan, range, None)))
+}
+
 impl ReoS3 {
     pub(super) async fn op_get_object(&self, req: S3Request<GetObjectInput>) -> R<GetObjectOutput> {
         let gw = self.gw.clone();
@@ -74,26 +133,11 @@ impl ReoS3 {
             expires: i.response_expires.take(),
         };
         let checksums = wants_checksum(i.checksum_mode.as_ref());
-        let (info, plan, range, part) = blocking(move || {
-            let _r = gw.read_lock(&i.bucket, &i.key);
-            let info = gw.head(&i.bucket, &i.key)?;
-            let part = part_of(&gw, &i.bucket, &i.key, i.part_number, i.range.is_some(), &info)?;
-            check_conditions(
-                &info,
-                i.if_match.as_ref(),
-                i.if_none_match.as_ref(),
-                i.if_modified_since.as_ref(),
-                i.if_unmodified_since.as_ref(),
-            )?;
-            let range = match &part {
-                Some(p) => Some(p.range),
-                None => byte_range(i.range.as_ref(), info.size)?,
-            };
-            let (start, end) = range.unwrap_or((0, info.size));
-            let plan = gw.read_plan(&i.bucket, &i.key, &info, start, end)?;
-            Ok((info, plan, range, part))
-        })
-        .await?;
+        // A hit the task can answer by itself is not handed to the blocking pool.
+        let (info, plan, range, part) = match plan_get_now(&gw, &i) {
+            Some(planned) => planned?,
+            None => blocking(move || plan_get(&gw, &i)).await?,
+        };
         // A backend failure before the first byte is still an error status; after it, the body is
         // cut off (the client sees a short read).
         plan.opened().await?;
@@ -125,20 +169,25 @@ impl ReoS3 {
         let i = req.input;
         unsupported::head(&i)?;
         let checksums = wants_checksum(i.checksum_mode.as_ref());
-        let (info, part) = blocking(move || {
-            let _r = gw.read_lock(&i.bucket, &i.key);
-            let info = gw.head(&i.bucket, &i.key)?;
-            let part = part_of(&gw, &i.bucket, &i.key, i.part_number, i.range.is_some(), &info)?;
-            check_conditions(
-                &info,
-                i.if_match.as_ref(),
-                i.if_none_match.as_ref(),
-                i.if_modified_since.as_ref(),
-                i.if_unmodified_since.as_ref(),
-            )?;
-            Ok((info, part))
-        })
-        .await?;
+        let now = (i.part_number.is_none())
+            .then(|| {
+                let _r = gw.try_read_lock(&i.bucket, &i.key)?;
+                Some(gw.head_now(&i.bucket, &i.key)?.and_then(|info| read_conditions!(&info, i).map(|()| (info, None))))
+            })
+            .flatten();
+        let (info, part) = match now {
+            Some(r) => r?,
+            None => {
+                blocking(move || {
+                    let _r = gw.read_lock(&i.bucket, &i.key);
+                    let info = gw.head(&i.bucket, &i.key)?;
+                    let part = part_of(&gw, &i.bucket, &i.key, i.part_number, i.range.is_some(), &info)?;
+                    read_conditions!(&info, i)?;
+                    Ok((info, part))
+                })
+                .await?
+            }
+        };
         let mut out = HeadObjectOutput {
             content_length: Some(info.size as i64),
             checksum_type: checksums.then(|| checksum_type(&info)).flatten(),

@@ -1,0 +1,156 @@
+//! Tests of the hot path (`hot.rs`): a memory hit is answered without the blocking path and
+//! counted once, like the blocking path's; whatever needs a wait (bytes only on flash, a writer
+//! on the stripe, a revalidation due, nothing cached) gives way with nothing counted; a rewrite
+//! replaces what it serves, and a deleted unflushed key answers `NoSuchKey`.
+
+use std::sync::Arc;
+
+use super::handle::Gateway;
+use super::stream::ReadPlan;
+use super::tests::Rig;
+use crate::backend::{Backend, ObjectInfo};
+
+fn object(len: usize, seed: u8) -> Vec<u8> {
+    (0..len).map(|i| (i as u8).wrapping_mul(29).wrapping_add(seed) ^ (i >> 9) as u8).collect()
+}
+
+fn open(memory: u64) -> (Rig, Arc<Gateway>, Arc<crate::backend::LocalBackend>) {
+    let mut rig = Rig::new();
+    rig.memory_bytes = memory;
+    let (gw, backend) = rig.open();
+    (rig, gw, backend)
+}
+
+fn info(data: &[u8]) -> ObjectInfo {
+    ObjectInfo { size: data.len() as u64, etag: crate::keys::md5_hex(data), ..Default::default() }
+}
+
+/// The hot path's plan, as the S3 layer makes it: `None` when it gave way.
+fn plan_now(gw: &Gateway, key: &str, start: u64, end: u64) -> Option<(ObjectInfo, ReadPlan)> {
+    let _r = gw.try_read_lock("bkt", key)?;
+    let info = gw.head_now("bkt", key)?.unwrap();
+    let plan = gw.read_plan_now("bkt", key, &info, start, end.min(info.size))?;
+    Some((info, plan))
+}
+
+/// The hot path's answer: `None` when it gave way, else the info and bytes `[start, end)`.
+async fn now(gw: &Gateway, key: &str, start: u64, end: u64) -> Option<(ObjectInfo, Vec<u8>)> {
+    let (info, plan) = plan_now(gw, key, start, end)?;
+    assert!(plan.is_hit());
+    Some((info, plan.collect().await.unwrap()))
+}
+
+/// The blocking path's whole-object read (as the S3 layer makes it, on this thread).
+async fn blocking_read(gw: &Arc<Gateway>, key: &str) -> Vec<u8> {
+    let plan = {
+        let _r = gw.read_lock("bkt", key);
+        let info = gw.head("bkt", key).unwrap();
+        gw.read_plan("bkt", key, &info, 0, info.size).unwrap()
+    };
+    plan.opened().await.unwrap();
+    plan.collect().await.unwrap()
+}
+
+#[tokio::test]
+async fn a_written_object_is_served_from_memory_and_counted_once() {
+    let (_rig, gw, _) = open(4 << 20);
+    let data = object(150_000, 1);
+    gw.put("bkt", "k", &data, info(&data)).unwrap();
+    let before = gw.cache.stats();
+    let (i, got) = now(&gw, "k", 0, u64::MAX).await.expect("a memory hit");
+    assert_eq!((i.size, i.etag.as_str()), (data.len() as u64, crate::keys::md5_hex(&data).as_str()));
+    assert_eq!(got, data);
+    let (_, part) = now(&gw, "k", 70_000, 140_001).await.expect("a range of a memory hit");
+    assert_eq!(part, &data[70_000..140_001]);
+    let after = gw.cache.stats();
+    assert_eq!(after.requests - before.requests, 2);
+    assert_eq!(after.memory_hits - before.memory_hits, 2);
+    assert_eq!(after.hits - before.hits, 2);
+}
+
+#[tokio::test]
+async fn bytes_only_on_flash_give_way_and_count_nothing() {
+    let (_rig, gw, backend) = open(0);
+    let data = object(20_000, 2);
+    backend.put("bkt", "k", &data, &info(&data)).unwrap();
+    // Nothing cached: no metadata in DRAM.
+    let _r = gw.try_read_lock("bkt", "k").unwrap();
+    assert!(gw.head_now("bkt", "k").is_none());
+    drop(_r);
+    assert_eq!(blocking_read(&gw, "k").await, data);
+    gw.fetch.flights.wait_idle();
+    // Cached on flash now, but without a memory tier the bytes need a device read.
+    let before = gw.cache.stats();
+    assert!(now(&gw, "k", 0, u64::MAX).await.is_none());
+    assert_eq!(gw.cache.stats().requests, before.requests);
+    assert_eq!(blocking_read(&gw, "k").await, data);
+    assert_eq!(gw.cache.stats().hits - before.hits, 1);
+}
+
+#[tokio::test]
+async fn a_clean_object_read_from_flash_is_then_served_from_memory() {
+    let (_rig, gw, backend) = open(4 << 20);
+    let data = object(60_000, 3);
+    backend.put("bkt", "k", &data, &info(&data)).unwrap();
+    assert_eq!(blocking_read(&gw, "k").await, data); // a miss: filled into flash
+    gw.fetch.flights.wait_idle();
+    assert!(now(&gw, "k", 0, u64::MAX).await.is_none(), "not in memory before a flash hit");
+    assert_eq!(blocking_read(&gw, "k").await, data); // a flash hit: copied into memory
+    assert_eq!(now(&gw, "k", 0, u64::MAX).await.expect("a memory hit").1, data);
+}
+
+#[tokio::test]
+async fn a_writer_on_the_stripe_makes_it_give_way() {
+    let (_rig, gw, _) = open(4 << 20);
+    let data = object(4096, 4);
+    gw.put("bkt", "k", &data, info(&data)).unwrap();
+    let w = gw.stripe("bkt/k");
+    assert!(plan_now(&gw, "k", 0, u64::MAX).is_none());
+    drop(w);
+    assert_eq!(now(&gw, "k", 0, u64::MAX).await.expect("a memory hit").1, data);
+}
+
+#[tokio::test]
+async fn a_clean_copy_rewritten_or_deleted_is_never_served_again() {
+    let (_rig, gw, backend) = open(4 << 20);
+    let (v1, v2) = (object(30_000, 7), object(30_000, 8));
+    backend.put("bkt", "k", &v1, &info(&v1)).unwrap();
+    assert_eq!(blocking_read(&gw, "k").await, v1);
+    gw.fetch.flights.wait_idle();
+    assert_eq!(blocking_read(&gw, "k").await, v1);
+    assert_eq!(now(&gw, "k", 0, u64::MAX).await.expect("a memory hit of the clean copy").1, v1);
+    gw.put("bkt", "k", &v2, info(&v2)).unwrap();
+    let (i, got) = now(&gw, "k", 0, u64::MAX).await.expect("the write's copy");
+    assert_eq!((got, i.etag), (v2.clone(), crate::keys::md5_hex(&v2)));
+    gw.delete("bkt", "k").unwrap();
+    let _r = gw.try_read_lock("bkt", "k").unwrap();
+    let e = gw.head_now("bkt", "k").expect("answered").unwrap_err();
+    assert_eq!(*e.code(), s3s::S3ErrorCode::NoSuchKey);
+}
+
+#[tokio::test]
+async fn a_revalidation_due_gives_way_to_the_backend() {
+    let (_rig, gw, backend) = open(4 << 20);
+    let data = object(4096, 5);
+    backend.put("bkt", "k", &data, &info(&data)).unwrap();
+    assert_eq!(blocking_read(&gw, "k").await, data);
+    gw.fetch.flights.wait_idle();
+    assert_eq!(blocking_read(&gw, "k").await, data);
+    assert!(now(&gw, "k", 0, u64::MAX).await.is_some());
+    gw.set_revalidate_after(Some(std::time::Duration::ZERO));
+    // (The backend answered: it is known up, so a due revalidation must ask it.)
+    assert!(gw.health.is_known_up());
+    let _r = gw.try_read_lock("bkt", "k").unwrap();
+    assert!(gw.head_now("bkt", "k").is_none());
+}
+
+#[tokio::test]
+async fn a_deleted_unflushed_key_is_no_such_key() {
+    let (_rig, gw, _) = open(4 << 20);
+    let data = object(4096, 6);
+    gw.put("bkt", "k", &data, info(&data)).unwrap();
+    gw.delete("bkt", "k").unwrap();
+    let _r = gw.try_read_lock("bkt", "k").unwrap();
+    let e = gw.head_now("bkt", "k").expect("answered").unwrap_err();
+    assert_eq!(*e.code(), s3s::S3ErrorCode::NoSuchKey);
+}
