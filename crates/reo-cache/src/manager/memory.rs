@@ -120,6 +120,9 @@ impl MemoryTier {
             self.copies.remove(k);
         }
         let n = evicted.len() as u64;
+        if n > 0 {
+            self.shrink_if_sparse();
+        }
         self.evicted = evicted;
         if inserted {
             self.copies.insert(key, copy);
@@ -135,12 +138,17 @@ impl MemoryTier {
         if let Some(policy) = self.policy.as_mut() {
             if self.copies.remove(&Key::from(slot)).is_some() {
                 policy.remove(Key::from(slot));
-                // The map does not shrink by itself: after a burst of tiny copies its table
-                // would stay at its peak size, outside the bound.
-                if self.copies.capacity() > 1024 && self.copies.len() * 4 < self.copies.capacity() {
-                    self.copies.shrink_to(self.copies.len() * 2);
-                }
+                self.shrink_if_sparse();
             }
+        }
+    }
+
+    /// Shrinks the map when it is mostly empty. It does not shrink by itself: after a burst of
+    /// tiny copies, dropped or pushed out by larger ones, its table would stay at its peak size,
+    /// outside the bound.
+    fn shrink_if_sparse(&mut self) {
+        if self.copies.capacity() > 1024 && self.copies.len() * 4 < self.copies.capacity() {
+            self.copies.shrink_to(self.copies.len() * 2);
         }
     }
 
@@ -198,5 +206,24 @@ mod tests {
         assert!(!off.admits(1));
         off.insert(1, MemCopy::Sized(1));
         assert!(off.get(1, false, 1).is_none());
+    }
+
+    #[test]
+    fn the_map_shrinks_after_tiny_copies_are_pushed_out() {
+        // 10,000 tiny copies fill the tier; fifteen copies of a sixteenth of it (the largest it
+        // takes) then push nearly all of them out.
+        let cap = 10_000 * (1 + ENTRY_OVERHEAD);
+        let mut t = MemoryTier::new(cap);
+        for s in 0..10_000 {
+            t.insert(s, bytes(1, 0));
+        }
+        let peak = t.copies.capacity();
+        assert!(peak >= 10_000);
+        for s in 20_000..20_015 {
+            t.insert(s, bytes((cap / 16 - ENTRY_OVERHEAD) as usize, 1));
+        }
+        let (n, used, _) = t.occupancy();
+        assert!(used <= cap);
+        assert!(t.copies.capacity() < peak / 2, "{n} copies in a table of {} (peak {peak})", t.copies.capacity());
     }
 }

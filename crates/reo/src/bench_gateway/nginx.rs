@@ -34,7 +34,7 @@ impl Drop for Nginx {
 
 /// The `nginx` executable on the PATH, if any.
 pub fn find() -> Option<PathBuf> {
-    std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join("nginx")).find(|p| p.is_file())
+    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join("nginx")).find(|p| p.is_file())
 }
 
 impl Nginx {
