@@ -134,6 +134,13 @@ impl Cache {
         Some(Peeked { size, dirty, meta: self.meta_at(&loc)? })
     }
 
+    /// Whether the memory tier would keep a copy of an object of `size` bytes (it is on, and
+    /// the object is at most 16 MiB and a sixteenth of it): a reader of the whole object may
+    /// then read it in one get, which leaves the copy, rather than window by window.
+    pub fn memory_admits(&self, size: u64) -> bool {
+        self.lock().memory.admits(size)
+    }
+
     /// [`Cache::get_shared`] of a first call, if the memory tier holds the object: the same
     /// counts, policy updates and pieces. `None` (nothing counted, nothing changed) when it does
     /// not, for an empty range, when the cache's lock is taken, or when this request would be

@@ -51,6 +51,13 @@ async fn blocking_read(gw: &Arc<Gateway>, key: &str) -> Vec<u8> {
     plan.collect().await.unwrap()
 }
 
+/// `data` put in the backend as `k` and read once through the gateway: a miss that fills flash.
+async fn filled(gw: &Arc<Gateway>, backend: &crate::backend::LocalBackend, data: &[u8]) {
+    backend.put("bkt", "k", data, &info(data)).unwrap();
+    assert_eq!(blocking_read(gw, "k").await, data);
+    gw.fetch.flights.wait_idle();
+}
+
 #[tokio::test]
 async fn a_written_object_is_served_from_memory_and_counted_once() {
     let (_rig, gw, _) = open(4 << 20);
@@ -91,9 +98,7 @@ async fn bytes_only_on_flash_give_way_and_count_nothing() {
 async fn a_clean_object_read_from_flash_is_then_served_from_memory() {
     let (_rig, gw, backend) = open(4 << 20);
     let data = object(60_000, 3);
-    backend.put("bkt", "k", &data, &info(&data)).unwrap();
-    assert_eq!(blocking_read(&gw, "k").await, data); // a miss: filled into flash
-    gw.fetch.flights.wait_idle();
+    filled(&gw, &backend, &data).await;
     assert!(now(&gw, "k", 0, u64::MAX).await.is_none(), "not in memory before a flash hit");
     assert_eq!(blocking_read(&gw, "k").await, data); // a flash hit: copied into memory
     assert_eq!(now(&gw, "k", 0, u64::MAX).await.expect("a memory hit").1, data);
@@ -114,9 +119,7 @@ async fn a_writer_on_the_stripe_makes_it_give_way() {
 async fn a_clean_copy_rewritten_or_deleted_is_never_served_again() {
     let (_rig, gw, backend) = open(4 << 20);
     let (v1, v2) = (object(30_000, 7), object(30_000, 8));
-    backend.put("bkt", "k", &v1, &info(&v1)).unwrap();
-    assert_eq!(blocking_read(&gw, "k").await, v1);
-    gw.fetch.flights.wait_idle();
+    filled(&gw, &backend, &v1).await;
     assert_eq!(blocking_read(&gw, "k").await, v1);
     assert_eq!(now(&gw, "k", 0, u64::MAX).await.expect("a memory hit of the clean copy").1, v1);
     gw.put("bkt", "k", &v2, info(&v2)).unwrap();
@@ -132,9 +135,7 @@ async fn a_clean_copy_rewritten_or_deleted_is_never_served_again() {
 async fn a_revalidation_due_gives_way_to_the_backend() {
     let (_rig, gw, backend) = open(4 << 20);
     let data = object(4096, 5);
-    backend.put("bkt", "k", &data, &info(&data)).unwrap();
-    assert_eq!(blocking_read(&gw, "k").await, data);
-    gw.fetch.flights.wait_idle();
+    filled(&gw, &backend, &data).await;
     assert_eq!(blocking_read(&gw, "k").await, data);
     assert!(now(&gw, "k", 0, u64::MAX).await.is_some());
     gw.set_revalidate_after(Some(std::time::Duration::ZERO));
@@ -153,4 +154,18 @@ async fn a_deleted_unflushed_key_is_no_such_key() {
     let _r = gw.try_read_lock("bkt", "k").unwrap();
     let e = gw.head_now("bkt", "k").expect("answered").unwrap_err();
     assert_eq!(*e.code(), s3s::S3ErrorCode::NoSuchKey);
+}
+
+#[tokio::test]
+async fn an_object_of_several_fragments_read_from_flash_is_then_served_from_memory() {
+    let (_rig, gw, backend) = open(4 << 20);
+    // Three fragments of 64 KiB: without a memory tier, its flash hits are read window by window.
+    let data = object(150_000, 9);
+    filled(&gw, &backend, &data).await;
+    assert!(gw.cache.info(b"bkt/k").is_some_and(|i| i.fragments == 3 && i.cached_fragments == 3));
+    assert!(now(&gw, "k", 0, u64::MAX).await.is_none());
+    assert_eq!(blocking_read(&gw, "k").await, data); // a flash hit, read whole: copied
+    let reads = gw.cache.store().stats().reads;
+    assert_eq!(now(&gw, "k", 0, u64::MAX).await.expect("a memory hit").1, data);
+    assert_eq!(gw.cache.store().stats().reads, reads, "a memory hit read a device");
 }

@@ -7,6 +7,8 @@
 //! A range the cache holds whole is read a fragment (window) at a time, [`LOOKAHEAD`] windows
 //! ahead of the one being sent ([`Later`] segments on the blocking pool): the body starts after
 //! one fragment read and memory stays at a few fragments per GET, whatever the object's size.
+//! The exception is a whole object the memory tier would keep (at most 16 MiB and a sixteenth
+//! of the tier): it is read in one get, which leaves its copy in memory for the next readers.
 //!
 //! A fetch covers whole fragments (so they can be cached) and is *collecting* when its range is
 //! at most [`Gateway::max_fill`] bytes (default: a quarter of the cache, at most 256 MiB):
@@ -200,7 +202,10 @@ impl Gateway {
         let whole = self.cache.info(ck.as_bytes()).is_some_and(|i| i.cached_fragments == i.fragments);
         let now = super::now_ns();
         let flash = |e| s3_error!(InternalError, "reading {key:?} from flash: {e}");
-        if !whole || first_end == end {
+        // An object the memory tier would take is read whole in one get (its fragments' reads
+        // all begun at once), which leaves the copy: read window by window it never would be.
+        let to_memory = start == 0 && end == info.size && self.cache.memory_admits(info.size);
+        if !whole || first_end == end || to_memory {
             let r = self.cache.get_shared(ck.as_bytes(), start, end, now, true).map_err(flash)?;
             plan.segments = self.segments(bucket, key, info, r.token, r.pieces)?;
             return Ok(plan);
