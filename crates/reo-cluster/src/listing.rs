@@ -59,8 +59,8 @@ pub async fn list(
         let peers =
             join_all(others.iter().map(|(m, addr)| unflushed_of(node, m, addr, bucket, prefix, &cursor, n))).await;
         let peers: Vec<Vec<Unflushed>> = peers.into_iter().collect::<Result<_, _>>()?;
-        // Called on a thread that may block (the cluster backend's `block_on`, on the gateway's
-        // blocking pool): the backend's listing is read right here. A job of its own on that
+        // Called on a thread that may block (the cluster backend's `block_on`: on the gateway's
+        // blocking pool, or the hints engine's thread): the backend's listing is read right here. A job of its own on that
         // pool would wait for a free thread while this one holds its own, and with every thread
         // in such a listing none would ever come.
         let backend = inner.list(bucket, prefix, &cursor, n)?;

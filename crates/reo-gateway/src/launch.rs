@@ -468,6 +468,11 @@ pub fn run(cfg: &ServeConfig) -> Result<(), LaunchError> {
     }
     rt.shutdown_timeout(std::time::Duration::from_secs(5));
     tracing::info!("shutting down");
+    // Backend fetches run on threads of their own; their readers are gone with the connections,
+    // so they stop at their next chunk (a fill under way finishes).
+    if !gw.fetch.flights.wait_idle_for(std::time::Duration::from_secs(5)) {
+        tracing::warn!("backend fetches still running after 5 s; closing anyway");
+    }
     hints.stop();
     drop(hints);
     prober.stop();

@@ -17,6 +17,8 @@ use crate::object::Class;
 pub(crate) trait FromMemory: Sized {
     /// Whether this type needs the copy's bytes (a byte-less copy cannot serve it).
     const BYTES: bool;
+    /// Whether a whole read of the copy shares its buffer rather than copying it.
+    const SHARES: bool;
     /// Bytes `[a, b)` of `copy`, a piece of a read of `asked` bytes, or `None` if the copy
     /// cannot give this type (a byte-less copy for a reader of bytes).
     fn from_copy(copy: &MemCopy, a: u64, b: u64, asked: u64) -> Option<Self>;
@@ -33,6 +35,7 @@ fn concat<'a>(size: u64, slices: impl Iterator<Item = &'a [u8]>) -> MemCopy {
 
 impl FromMemory for Vec<u8> {
     const BYTES: bool = true;
+    const SHARES: bool = false;
     fn from_copy(copy: &MemCopy, a: u64, b: u64, _: u64) -> Option<Self> {
         match copy {
             MemCopy::Bytes(bytes) => Some(bytes[a as usize..b as usize].to_vec()),
@@ -46,6 +49,7 @@ impl FromMemory for Vec<u8> {
 
 impl FromMemory for ReadBytes {
     const BYTES: bool = true;
+    const SHARES: bool = true;
     fn from_copy(copy: &MemCopy, a: u64, b: u64, asked: u64) -> Option<Self> {
         let (a, b) = (a as usize, b as usize);
         match copy {
@@ -66,6 +70,7 @@ impl FromMemory for ReadBytes {
 
 impl FromMemory for u64 {
     const BYTES: bool = false;
+    const SHARES: bool = false;
     fn from_copy(_: &MemCopy, a: u64, b: u64, _: u64) -> Option<Self> {
         Some(b - a)
     }

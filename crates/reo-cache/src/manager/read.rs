@@ -237,6 +237,12 @@ impl Cache {
         // Only bytes read from the object's own blobs (not through dedup) are copied.
         let keep = keep && plan.iter().all(|p| p.3.is_some());
         let copy = (keep && pieces.iter().all(|p| p.data.is_some())).then(|| T::copy_of(&pieces, size));
+        // A reader that can share the copy gets its bytes from it, and the read's own buffers
+        // go now: a slow client holds the object once, not twice.
+        let pieces = match &copy {
+            Some(c) if T::SHARES => pieces_of(c, start, end, fs),
+            _ => pieces,
+        };
         let mut s = self.lock();
         if let Some(copy) = copy {
             // Only if the object is still the one read: the key not written or deleted since the

@@ -35,19 +35,34 @@ pub(crate) struct Job {
     pub token: u64,
 }
 
+/// Producers running at most: a miss beyond them is refused with `503 SlowDown` (each holds a
+/// thread, and a backend read's, for as long as its slowest reader takes).
+pub const MAX_PRODUCERS: usize = 128;
+
 /// Starts the producer of `flight` on a thread of its own. Not on tokio's blocking pool: a
 /// producer streaming an object too large to collect waits for its slowest reader, so a few
 /// slow clients would hold pool threads (the pool is bounded) for as long as they like, and
-/// every operation of the blocking path would queue behind them. Producers are bounded by the
-/// misses in flight, themselves bounded by the connections.
+/// every operation of the blocking path would queue behind them. At most [`MAX_PRODUCERS`] run.
 pub(crate) fn start(ctx: FetchCtx, flight: Arc<Flight>, job: Job) {
-    let (ctx2, flight2) = (ctx.clone(), flight.clone());
-    let done = move |ctx: &FetchCtx, flight: &Arc<Flight>| {
+    let done = |ctx: &FetchCtx, flight: &Arc<Flight>| {
         ctx.flights.forget(flight);
         ctx.flights.finished();
     };
+    // (`join` counted this producer already.)
+    let max = ctx.flights.max_producers.lock().unwrap_or(MAX_PRODUCERS);
+    if ctx.flights.running() > max {
+        let why = format!("{max} backend reads are in flight; retry later");
+        flight.finish(Err((S3ErrorCode::SlowDown, why)));
+        return done(&ctx, &flight);
+    }
+    let (ctx2, flight2) = (ctx.clone(), flight.clone());
     let spawned = std::thread::Builder::new().name("reo-fetch".into()).spawn(move || {
-        run(&ctx, &flight, &job);
+        // A panic (a bug) must not leave the flight open: its readers would wait for ever, and
+        // every later miss of the range would join it.
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&ctx, &flight, &job)));
+        if ran.is_err() {
+            flight.fail_if_open((S3ErrorCode::InternalError, "the backend fetch failed".into()));
+        }
         done(&ctx, &flight);
     });
     if let Err(e) = spawned {

@@ -47,6 +47,9 @@ pub(crate) struct Flights {
     pub fetches: AtomicU64,
     /// Producers running (fetching or filling); tests wait for 0 on `idle`.
     running: Mutex<usize>,
+    /// Producers allowed at once beyond which a miss is refused (`None`: `fetch::MAX_PRODUCERS`;
+    /// tests lower it).
+    pub max_producers: Mutex<Option<usize>>,
     idle: Condvar,
 }
 
@@ -85,6 +88,23 @@ impl Flights {
         if *n == 0 {
             self.idle.notify_all();
         }
+    }
+
+    /// Producers running.
+    pub fn running(&self) -> usize {
+        *self.running.lock()
+    }
+
+    /// Waits until no producer is running, at most `within`; whether none is.
+    pub fn wait_idle_for(&self, within: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + within;
+        let mut n = self.running.lock();
+        while *n > 0 {
+            if self.idle.wait_until(&mut n, deadline).timed_out() {
+                return *n == 0;
+            }
+        }
+        true
     }
 
     #[cfg(test)]
@@ -192,6 +212,15 @@ impl Flight {
         let mut s = self.st();
         s.outcome = Some(r);
         s.wake();
+    }
+
+    /// [`Flight::finish`] with `failure` unless the producer already said how it ended.
+    pub fn fail_if_open(&self, failure: Failure) {
+        let mut s = self.st();
+        if s.outcome.is_none() {
+            s.outcome = Some(Err(failure));
+            s.wake();
+        }
     }
 
     /// Bytes received so far (the producer checks the total).

@@ -7,8 +7,10 @@
 //! A range the cache holds whole is read a fragment (window) at a time, [`LOOKAHEAD`] windows
 //! ahead of the one being sent ([`Later`] segments on the blocking pool): the body starts after
 //! one fragment read and memory stays at a few fragments per GET, whatever the object's size.
-//! The exception is a whole object the memory tier would keep (at most 16 MiB and a sixteenth
-//! of the tier): it is read in one get, which leaves its copy in memory for the next readers.
+//! The exceptions are read in one get: a range the cache holds only in part (its cached pieces
+//! now, the rest fetched), and a whole object the memory tier would keep (at most 16 MiB and a
+//! sixteenth of the tier), which leaves its copy in memory for the next readers; the response
+//! then shares the copy's buffer, so the object is held once.
 //!
 //! A fetch covers whole fragments (so they can be cached) and is *collecting* when its range is
 //! at most [`Gateway::max_fill`] bytes (default: a quarter of the cache, at most 256 MiB):

@@ -233,3 +233,26 @@ async fn cached_ranges_stream_window_by_window_and_a_write_between_windows_cuts_
     assert!(err.contains("written while it was read"), "{err}");
     assert!(got < data.len());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_miss_beyond_the_producer_limit_is_slow_down() {
+    let rig = Rig::new();
+    let (gw, local, counting) = rig.open_counting();
+    let (a, b) = (object(5000, 1), object(5000, 2));
+    put_backend(&local, "a", &a);
+    put_backend(&local, "b", &b);
+    *gw.fetch.flights.max_producers.lock() = Some(1);
+    // The first miss's producer is held at the gate: the second finds the limit reached.
+    counting.before.set(false);
+    let held = plan(&gw, "a").unwrap();
+    let refused = plan(&gw, "b").unwrap();
+    // (Without the limit its producer would wait at the gate too: fail rather than hang.)
+    let opened = tokio::time::timeout(Duration::from_secs(30), refused.opened()).await;
+    let e = opened.expect("refused at once, not queued behind the gate").unwrap_err();
+    assert_eq!(*e.code(), s3s::S3ErrorCode::SlowDown);
+    counting.before.set(true);
+    assert_eq!(body(held).await.unwrap(), a);
+    gw.fetch.flights.wait_idle();
+    // Below the limit again, the refused object is read.
+    assert_eq!(body(plan(&gw, "b").unwrap()).await.unwrap(), b);
+}
