@@ -18,26 +18,40 @@ use super::pending::cache_key;
 use super::stream::{ReadPlan, Segment};
 use crate::backend::ObjectInfo;
 
-impl Gateway {
-    /// [`Gateway::read_lock`] if the stripe is free of writers now.
-    pub fn try_read_lock(&self, bucket: &str, key: &str) -> Option<RwLockReadGuard<'_, ()>> {
-        self.stripes.try_shared(&cache_key(bucket, key))
-    }
+/// One key's reads on the hot path, under its stripe held shared (as [`Gateway::read_lock`]
+/// holds it for the blocking path): no write of the key lands while it lives.
+pub struct HotRead<'a> {
+    gw: &'a Gateway,
+    /// The cache key, `bucket/key`, made once for every step.
+    ck: String,
+    /// Where the object key starts in `ck`.
+    key_at: usize,
+    _stripe: RwLockReadGuard<'a, ()>,
+}
 
-    /// [`Gateway::head`] if it needs no wait (see the module doc); hold
-    /// [`Gateway::try_read_lock`]'s guard.
-    pub fn head_now(&self, bucket: &str, key: &str) -> Option<S3Result<ObjectInfo>> {
+impl Gateway {
+    /// The hot path of `bucket/key`, if no writer holds or waits for its stripe now.
+    pub fn try_hot(&self, bucket: &str, key: &str) -> Option<HotRead<'_>> {
         let ck = cache_key(bucket, key);
-        if let Some(p) = self.pending.try_lock()?.map.get(&ck) {
+        let stripe = self.stripes.try_shared(&ck)?;
+        Some(HotRead { gw: self, ck, key_at: bucket.len() + 1, _stripe: stripe })
+    }
+}
+
+impl HotRead<'_> {
+    /// [`Gateway::head`] if it needs no wait (see the module doc).
+    pub fn head(&self) -> Option<S3Result<ObjectInfo>> {
+        let gw = self.gw;
+        if let Some(p) = gw.pending.try_lock()?.map.get(&self.ck) {
             if p.deleted {
-                return Some(Err(s3_error!(NoSuchKey, "{key} was deleted")));
+                return Some(Err(s3_error!(NoSuchKey, "{} was deleted", &self.ck[self.key_at..])));
             }
             return Some(Ok(p.info.clone()));
         }
-        let p = self.cache.peek_now(ck.as_bytes())?;
+        let p = gw.cache.peek_now(self.ck.as_bytes())?;
         // A clean copy due for revalidation asks the backend first (unless it is not known up,
         // when the blocking path serves the copy without asking either).
-        if !p.dirty && self.fetch.fresh.due(&ck, now_ns()) && self.health.is_known_up() {
+        if !p.dirty && gw.fetch.fresh.due(&self.ck, now_ns()) && gw.health.is_known_up() {
             return None;
         }
         if p.meta.etag.is_empty() {
@@ -46,14 +60,14 @@ impl Gateway {
         Some(Ok(super::object_meta::info_of(p.size, p.meta)))
     }
 
-    /// [`Gateway::read_plan`] if the memory tier holds the object: its bytes, no device read;
-    /// hold [`Gateway::try_read_lock`]'s guard.
-    pub fn read_plan_now(&self, bucket: &str, key: &str, info: &ObjectInfo, start: u64, end: u64) -> Option<ReadPlan> {
+    /// [`Gateway::read_plan`] of bytes `[start, end)` of the object `info` (from
+    /// [`HotRead::head`]) if the memory tier holds it: its bytes, no device read.
+    pub fn read_plan(&self, info: &ObjectInfo, start: u64, end: u64) -> Option<ReadPlan> {
         let end = end.min(info.size);
         if start >= end {
             return Some(ReadPlan::new(VecDeque::new(), 0));
         }
-        let r = self.cache.get_memory(cache_key(bucket, key).as_bytes(), start, end, now_ns())?;
+        let r = self.gw.cache.get_memory(self.ck.as_bytes(), start, end, now_ns())?;
         let mut segments = VecDeque::with_capacity(r.pieces.len());
         for p in r.pieces {
             let bytes = p.data.expect("a piece of a memory hit has its bytes");

@@ -27,9 +27,9 @@ fn info(data: &[u8]) -> ObjectInfo {
 
 /// The hot path's plan, as the S3 layer makes it: `None` when it gave way.
 fn plan_now(gw: &Gateway, key: &str, start: u64, end: u64) -> Option<(ObjectInfo, ReadPlan)> {
-    let _r = gw.try_read_lock("bkt", key)?;
-    let info = gw.head_now("bkt", key)?.unwrap();
-    let plan = gw.read_plan_now("bkt", key, &info, start, end.min(info.size))?;
+    let hot = gw.try_hot("bkt", key)?;
+    let info = hot.head()?.unwrap();
+    let plan = hot.read_plan(&info, start, end.min(info.size))?;
     Some((info, plan))
 }
 
@@ -38,6 +38,13 @@ async fn now(gw: &Gateway, key: &str, start: u64, end: u64) -> Option<(ObjectInf
     let (info, plan) = plan_now(gw, key, start, end)?;
     assert!(plan.is_hit());
     Some((info, plan.collect().await.unwrap()))
+}
+
+/// The hot path answers `k`'s HEAD by itself, with `NoSuchKey`.
+fn assert_no_such_key(gw: &Gateway) {
+    let hot = gw.try_hot("bkt", "k").expect("the stripe is free");
+    let e = hot.head().expect("answered").unwrap_err();
+    assert_eq!(*e.code(), s3s::S3ErrorCode::NoSuchKey);
 }
 
 /// The blocking path's whole-object read (as the S3 layer makes it, on this thread).
@@ -81,9 +88,9 @@ async fn bytes_only_on_flash_give_way_and_count_nothing() {
     let data = object(20_000, 2);
     backend.put("bkt", "k", &data, &info(&data)).unwrap();
     // Nothing cached: no metadata in DRAM.
-    let _r = gw.try_read_lock("bkt", "k").unwrap();
-    assert!(gw.head_now("bkt", "k").is_none());
-    drop(_r);
+    let hot = gw.try_hot("bkt", "k").unwrap();
+    assert!(hot.head().is_none());
+    drop(hot);
     assert_eq!(blocking_read(&gw, "k").await, data);
     gw.fetch.flights.wait_idle();
     // Cached on flash now, but without a memory tier the bytes need a device read.
@@ -126,9 +133,7 @@ async fn a_clean_copy_rewritten_or_deleted_is_never_served_again() {
     let (i, got) = now(&gw, "k", 0, u64::MAX).await.expect("the write's copy");
     assert_eq!((got, i.etag), (v2.clone(), crate::keys::md5_hex(&v2)));
     gw.delete("bkt", "k").unwrap();
-    let _r = gw.try_read_lock("bkt", "k").unwrap();
-    let e = gw.head_now("bkt", "k").expect("answered").unwrap_err();
-    assert_eq!(*e.code(), s3s::S3ErrorCode::NoSuchKey);
+    assert_no_such_key(&gw);
 }
 
 #[tokio::test]
@@ -141,8 +146,8 @@ async fn a_revalidation_due_gives_way_to_the_backend() {
     gw.set_revalidate_after(Some(std::time::Duration::ZERO));
     // (The backend answered: it is known up, so a due revalidation must ask it.)
     assert!(gw.health.is_known_up());
-    let _r = gw.try_read_lock("bkt", "k").unwrap();
-    assert!(gw.head_now("bkt", "k").is_none());
+    let hot = gw.try_hot("bkt", "k").unwrap();
+    assert!(hot.head().is_none());
 }
 
 #[tokio::test]
@@ -151,9 +156,7 @@ async fn a_deleted_unflushed_key_is_no_such_key() {
     let data = object(4096, 6);
     gw.put("bkt", "k", &data, info(&data)).unwrap();
     gw.delete("bkt", "k").unwrap();
-    let _r = gw.try_read_lock("bkt", "k").unwrap();
-    let e = gw.head_now("bkt", "k").expect("answered").unwrap_err();
-    assert_eq!(*e.code(), s3s::S3ErrorCode::NoSuchKey);
+    assert_no_such_key(&gw);
 }
 
 #[tokio::test]

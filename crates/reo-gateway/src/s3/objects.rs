@@ -104,8 +104,8 @@ fn plan_get_now(gw: &Gateway, i: &GetObjectInput) -> Option<S3Result<Planned>> {
     if i.part_number.is_some() {
         return None;
     }
-    let _r = gw.try_read_lock(&i.bucket, &i.key)?;
-    let checked = gw.head_now(&i.bucket, &i.key)?.and_then(|info| {
+    let hot = gw.try_hot(&i.bucket, &i.key)?;
+    let checked = hot.head()?.and_then(|info| {
         read_conditions!(&info, i)?;
         let range = byte_range(i.range.as_ref(), info.size)?;
         Ok((info, range))
@@ -115,7 +115,7 @@ fn plan_get_now(gw: &Gateway, i: &GetObjectInput) -> Option<S3Result<Planned>> {
         Err(e) => return Some(Err(e)),
     };
     let (start, end) = range.unwrap_or((0, info.size));
-    let plan = gw.read_plan_now(&i.bucket, &i.key, &info, start, end)?;
+    let plan = hot.read_plan(&info, start, end)?;
     Some(Ok((info, plan, range, None)))
 }
 
@@ -171,8 +171,8 @@ impl ReoS3 {
         let checksums = wants_checksum(i.checksum_mode.as_ref());
         let now = (i.part_number.is_none())
             .then(|| {
-                let _r = gw.try_read_lock(&i.bucket, &i.key)?;
-                Some(gw.head_now(&i.bucket, &i.key)?.and_then(|info| read_conditions!(&info, i).map(|()| (info, None))))
+                let hot = gw.try_hot(&i.bucket, &i.key)?;
+                Some(hot.head()?.and_then(|info| read_conditions!(&info, i).map(|()| (info, None))))
             })
             .flatten();
         let (info, part) = match now {
