@@ -334,6 +334,15 @@ fn fragments_of_two_versions_never_mix() {
     let m2 = ObjectMeta { etag: "\"v2\"".into(), ..meta() };
     let f = FRAG as usize;
     assert_eq!(c.fill(b"o", 3 * FRAG, 0, &v1[..f], &m1, c.token(), 1).unwrap(), FillOutcome::Admitted);
+    // The fill that must not change a version under readers leaves v1 whole.
+    let other = c.fill_same_version(b"o", 3 * FRAG, 1, &v2[f..2 * f], &m2, c.token(), 2).unwrap();
+    assert_eq!(other, FillOutcome::OtherVersion);
+    assert_eq!(c.meta(b"o").unwrap().etag, m1.etag);
+    assert_eq!(c.info(b"o").unwrap().cached_fragments, 1);
+    assert_eq!(
+        c.fill_same_version(b"o", 3 * FRAG, 1, &v1[f..2 * f], &m1, c.token(), 2).unwrap(),
+        FillOutcome::Admitted
+    );
     assert_eq!(c.fill(b"o", 3 * FRAG, 1, &v2[f..2 * f], &m2, c.token(), 2).unwrap(), FillOutcome::Admitted);
     let r = c.get(b"o", 0, u64::MAX, 3).unwrap();
     assert!(r.pieces[0].data.is_none(), "fragment 0 of v1 was dropped when v2 arrived");
@@ -360,6 +369,14 @@ fn a_fill_fetched_before_a_write_is_stale() {
     // A fresh miss can fill.
     let miss = c.get(b"k", 0, u64::MAX, 4).unwrap();
     assert_eq!(c.fill(b"k", 5000, 0, &new, &meta(), miss.token, 5).unwrap(), FillOutcome::Admitted);
+    // A change learnt of elsewhere (another node's write) refuses older fills, and keeps the copy
+    // until its owner drops it.
+    let miss = c.get(b"j", 0, u64::MAX, 6).unwrap();
+    c.invalidate(b"j");
+    c.invalidate(b"k");
+    assert_eq!(c.fill(b"j", 5000, 0, &old, &meta(), miss.token, 7).unwrap(), FillOutcome::Stale);
+    assert!(c.info(b"j").is_none());
+    assert!(c.get(b"k", 0, u64::MAX, 8).unwrap().is_hit());
 }
 
 /// The cleaner moving a dirty object's blobs does not change its version: the flusher's

@@ -67,6 +67,9 @@ pub async fn handle(node: &Arc<Node>, req: http::Request<s3s::Body>) -> Answer {
         ("POST", "revoke") => {
             let (bucket, key) = (p("bucket"), p("key"));
             node.holdings.revoke(&cache_key(&bucket, &key));
+            // A fetch begun before the write, still in flight, must not cache its older bytes
+            // after this answer: they could then be served under a permission granted later.
+            node.gw().refuse_older_fills(&bucket, &key);
             // Answered before the cached copy goes: once revoked, no read here serves it (a
             // read finds the holding invalid and drops the copy itself), and a read of this
             // key in flight here may hold the key's stripe while it waits on the home node,

@@ -90,6 +90,15 @@ impl Cache {
         self.lock().invalidations.epoch()
     }
 
+    /// Marks `key` changed without forgetting its cached copy: fills fetched before now are
+    /// refused as stale ([`FillOutcome::Stale`](super::FillOutcome::Stale)) and its copy in
+    /// memory goes. For a caller that learns of a change elsewhere (another node's write) and
+    /// drops the copy itself later, under its own lock.
+    #[inline]
+    pub fn invalidate(&self, key: &[u8]) {
+        self.lock().invalidate(key);
+    }
+
     /// Objects in the index, user bytes the policy holds.
     #[inline]
     pub fn occupancy(&self) -> (usize, u64) {

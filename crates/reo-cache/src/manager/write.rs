@@ -81,6 +81,9 @@ pub enum FillOutcome {
     AlreadyCached,
     /// The cache holds a newer (dirty) version of the object: the backend's bytes are older.
     Stale,
+    /// The cache holds another clean version of the object, which [`Cache::fill_same_version`]
+    /// leaves in place: nothing changed.
+    OtherVersion,
 }
 
 /// Receipt of a client write: the version to pass to [`Cache::mark_clean`].
@@ -202,6 +205,8 @@ impl Cache {
     /// `token` is [`GetResult::token`](super::GetResult::token) of the miss (or [`Cache::token`]
     /// taken before the fetch): if `key` was written or deleted since, the fetched bytes may be
     /// older than the backend's and the fill is refused as stale.
+    ///
+    /// A clean copy of another version (the backend changed since it was cached) is replaced.
     #[allow(clippy::too_many_arguments)]
     pub fn fill(
         &self,
@@ -212,6 +217,40 @@ impl Cache {
         meta: &ObjectMeta,
         token: u64,
         now_ns: u64,
+    ) -> Result<FillOutcome, WriteError> {
+        self.fill_inner(key, object_size, frag, data, meta, token, now_ns, true)
+    }
+
+    /// [`Cache::fill`] that leaves a cached copy of another version alone
+    /// ([`FillOutcome::OtherVersion`]). For a caller that lets readers look at the object's
+    /// metadata and then its bytes under a shared lock: adding fragments of the version they
+    /// saw cannot change what they read, replacing the version could (the caller then fills
+    /// again under its exclusive lock).
+    #[allow(clippy::too_many_arguments)]
+    pub fn fill_same_version(
+        &self,
+        key: &[u8],
+        object_size: u64,
+        frag: u32,
+        data: &[u8],
+        meta: &ObjectMeta,
+        token: u64,
+        now_ns: u64,
+    ) -> Result<FillOutcome, WriteError> {
+        self.fill_inner(key, object_size, frag, data, meta, token, now_ns, false)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn fill_inner(
+        &self,
+        key: &[u8],
+        object_size: u64,
+        frag: u32,
+        data: &[u8],
+        meta: &ObjectMeta,
+        token: u64,
+        now_ns: u64,
+        replace: bool,
     ) -> Result<FillOutcome, WriteError> {
         self.check_size(key, object_size, meta)?;
         let fs = self.cfg.fragment_size;
@@ -239,6 +278,9 @@ impl Cache {
                 // Another version of the object (the backend changed, or a write raced this fetch):
                 // its fragments must not mix with these bytes.
                 let other = s.objects.version_tag(slot).is_some_and(|t| t != version_tag(&meta.etag));
+                if (e.size() != object_size || other) && !replace {
+                    return Ok(FillOutcome::OtherVersion);
+                }
                 if e.size() != object_size || other {
                     let locs = s.forget_object(slot, self.cfg.fragment_size);
                     drop(s);

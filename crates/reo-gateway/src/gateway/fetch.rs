@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use reo_cache::Cache;
+use reo_cache::{Cache, FillOutcome};
 use s3s::S3ErrorCode;
 
 use super::clock::now_ns;
@@ -18,7 +18,7 @@ use crate::backend::{Backend, ObjectInfo};
 /// Everything a producer needs (cloned out of the gateway: it outlives the request).
 #[derive(Clone)]
 pub(crate) struct FetchCtx {
-    /// The gateway's per-key locks: a fill holds its key's shared ([`fill`]).
+    /// The gateway's per-key locks: a fill holds its key's, shared or exclusive ([`fill`]).
     pub stripes: Arc<super::stripes::Stripes>,
     pub backend: Arc<dyn Backend>,
     pub cache: Arc<Cache>,
@@ -131,9 +131,21 @@ fn fill(ctx: &FetchCtx, flight: &Flight, job: &Job) {
         // Under the key's stripe, shared: no write of the key lands between the fill's staleness
         // check and its install. (Unlocked, a PUT could: the fill's blob, newer than the PUT's,
         // freed as stale without durability, could come back in a crash and win over it.)
-        let _r = ctx.stripes.shared(&flight.key.ck);
-        if ctx.cache.fill(ck, job.info.size, frag as u32, &bytes, &meta, job.token, now_ns()).is_err() {
-            return;
+        let shared = ctx.stripes.shared(&flight.key.ck);
+        let (size, now) = (job.info.size, now_ns());
+        match ctx.cache.fill_same_version(ck, size, frag as u32, &bytes, &meta, job.token, now) {
+            Ok(FillOutcome::OtherVersion) => {
+                // Replacing a cached version changes what a reader between an object's metadata
+                // and its bytes would read (two versions mixed, its checksum header wrong): it
+                // waits for them, exclusive.
+                drop(shared);
+                let _w = ctx.stripes.exclusive(&flight.key.ck);
+                if ctx.cache.fill(ck, size, frag as u32, &bytes, &meta, job.token, now).is_err() {
+                    return;
+                }
+            }
+            Ok(_) => {}
+            Err(_) => return,
         }
         frag += 1;
     }

@@ -64,6 +64,13 @@ impl Gateway {
         }
     }
 
+    /// Refuses every fill of `key` fetched before now, at once, without waiting for its stripe
+    /// (as [`Gateway::drop_clean`] does): another node's write made those bytes stale, and one
+    /// landing before the copy is dropped would be served under a later permission.
+    pub fn refuse_older_fills(&self, bucket: &str, key: &str) {
+        self.cache.invalidate(cache_key(bucket, key).as_bytes());
+    }
+
     /// Discards every unflushed write and delete, their records and bytes, without writing
     /// them back; returns how many. Only for a node the cluster failed over: the newest version
     /// of each of those keys is in the backend already (or superseded), and flushing these

@@ -46,7 +46,17 @@ impl Gateway {
                 if binfo.etag != info.etag || bytes.len() as u64 != fend - fstart {
                     return Err(s3_error!(ServiceUnavailable, "{key:?} changed while it was read; retry"));
                 }
-                let _ = self.cache.fill(ck.as_bytes(), info.size, frag as u32, &bytes, &meta, r.token, now_ns());
+                // The caller holds the key's stripe shared: a cached copy of another version stays
+                // (replacing it needs the stripe exclusive; see `fetch::fill`).
+                let _ = self.cache.fill_same_version(
+                    ck.as_bytes(),
+                    info.size,
+                    frag as u32,
+                    &bytes,
+                    &meta,
+                    r.token,
+                    now_ns(),
+                );
                 let lo = (pstart.max(fstart) - fstart) as usize;
                 let hi = (pend.min(fend) - fstart) as usize;
                 out.extend_from_slice(&bytes[lo..hi]);

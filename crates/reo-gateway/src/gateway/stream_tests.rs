@@ -256,3 +256,40 @@ async fn a_miss_beyond_the_producer_limit_is_slow_down() {
     // Below the limit again, the refused object is read.
     assert_eq!(body(plan(&gw, "b").unwrap()).await.unwrap(), b);
 }
+
+/// A fill that replaces a cached version (the backend changed behind the cache) waits for the
+/// readers between an object's metadata and its bytes: they never see the version change, so
+/// never send one version's bytes under the other's checksum.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fill_replacing_a_version_waits_for_the_keys_readers() {
+    let rig = Rig::new();
+    let (gw, local, _counting) = rig.open_counting();
+    let old = object(3000, 8);
+    put_backend(&local, "k", &old);
+    assert!(body(plan(&gw, "k").unwrap()).await.unwrap() == old);
+    gw.fetch.flights.wait_idle();
+    let old_etag = gw.cache.meta(b"bkt/k").unwrap().etag;
+    // Another writer changes the backend, and a fetch of its version begins with a token from
+    // after the copy was cached (as one whose metadata came from the backend would).
+    let new = object(2500, 9);
+    let info = put_backend(&local, "k", &new);
+    let new_etag = info.etag.clone();
+    let reader = gw.read_lock("bkt", "k");
+    let fkey = FlightKey { ck: "bkt/k".into(), etag: info.etag.clone(), start: 0, end: new.len() as u64 };
+    let (waiter, first) = gw.fetch.flights.join(fkey, true, 0, new.len() as u64);
+    assert!(first);
+    let job = super::fetch::Job { bucket: "bkt".into(), key: "k".into(), info, token: gw.cache.token() };
+    super::fetch::start(gw.fetch.clone(), waiter.flight().clone(), job);
+    // Its fill waits for the reader (a writer waiting shuts new readers out: nothing to wait on
+    // but that state).
+    let t = std::time::Instant::now();
+    while gw.stripes.try_shared("bkt/k").is_some() {
+        assert!(t.elapsed() < Duration::from_secs(30), "the fill replaced the version under a reader");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(gw.cache.meta(b"bkt/k").unwrap().etag, old_etag);
+    drop(reader);
+    gw.fetch.flights.wait_idle();
+    assert_eq!(gw.cache.meta(b"bkt/k").unwrap().etag, new_etag);
+    drop(waiter);
+}

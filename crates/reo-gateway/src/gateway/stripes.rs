@@ -2,7 +2,8 @@
 //! its cache key. Writers of a key (PUT, DELETE, the flusher retiring a state) hold its stripe
 //! exclusively; readers (the metadata and bytes of one GET, a flush's snapshot, a miss's fill of
 //! the cache) hold it shared, so a read never mixes two versions and a fill never lands between
-//! a write's checks and its install. Shared (`Arc`) with the miss path's producers, which fill
+//! a write's checks and its install. A fill that would replace a cached copy of another version
+//! (the backend changed) holds it exclusively, as a write does. Shared (`Arc`) with the miss path's producers, which fill
 //! the cache on their own threads.
 
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
