@@ -183,6 +183,20 @@ impl BlobHeader {
         .encode()
     }
 
+    /// Whether the encoded header `b` carries the ETag `etag` (as encoded: cut to 255 bytes),
+    /// read without decoding the rest or allocating: a get of one version checks it under the
+    /// cache's lock. `false` for anything that is not a well-formed header's start.
+    pub fn has_etag(b: &[u8], etag: &str) -> bool {
+        // Magic, version, kind, flags, class, size, fragment, mtime: 28 bytes; then the key.
+        if b.get(..4) != Some(&MAGIC[..]) || !b.get(4).is_some_and(|v| (1..=VERSION).contains(v)) {
+            return false;
+        }
+        let Some(klen) = b.get(28..30).map(|k| u16::from_le_bytes([k[0], k[1]]) as usize) else { return false };
+        let at = 30 + klen;
+        let Some(&elen) = b.get(at) else { return false };
+        b.get(at + 1..at + 1 + elen as usize) == Some(clip(etag.as_bytes()))
+    }
+
     /// Decodes; `None` for anything that is not a well-formed header of a known version (never panics).
     pub fn decode(b: &[u8]) -> Option<BlobHeader> {
         let mut r = b;
@@ -301,6 +315,21 @@ mod tests {
         let h = BlobHeader { etag: "é".repeat(200), ..sample() };
         let d = BlobHeader::decode(&h.encode()).unwrap();
         assert_eq!(d.etag, "é".repeat(127));
+        assert!(BlobHeader::has_etag(&h.encode(), &"é".repeat(200)), "compared as encoded");
+    }
+
+    #[test]
+    fn has_etag_reads_the_etag_alone() {
+        let h = sample();
+        let b = h.encode();
+        assert!(BlobHeader::has_etag(&b, &h.etag));
+        assert!(!BlobHeader::has_etag(&b, "\"other\""));
+        assert!(!BlobHeader::has_etag(&b, ""));
+        let empty = BlobHeader { etag: String::new(), ..sample() }.encode();
+        assert!(BlobHeader::has_etag(&empty, ""));
+        for n in 0..b.len().min(40 + h.key.len()) {
+            assert!(!BlobHeader::has_etag(&b[..n], &h.etag), "truncated to {n}");
+        }
     }
 
     #[test]
@@ -337,6 +366,11 @@ mod tests {
             let mut framed = b"RCB1\x01\x00".to_vec();
             framed.extend_from_slice(&bytes);
             let _ = BlobHeader::decode(&framed);
+            // The ETag check agrees with the decoder wherever the decoder accepts.
+            if let Some(h) = BlobHeader::decode(&framed) {
+                prop_assert!(BlobHeader::has_etag(&framed, &h.etag));
+            }
+            let _ = BlobHeader::has_etag(&bytes, "x");
         }
     }
 }

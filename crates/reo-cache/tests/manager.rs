@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use reo_cache::{Class, EvictionMode, FillOutcome, ObjectMeta, WriteError};
+use reo_cache::{CacheConfig, Class, EvictionMode, FillOutcome, ObjectMeta, WriteError};
 use reo_store::{Placement, Scheme};
 
 mod common;
@@ -352,6 +352,33 @@ fn fragments_of_two_versions_never_mix() {
     assert_eq!(c.fill(b"o", 3 * FRAG, 2, &v2[2 * f..], &m2, c.token(), 5).unwrap(), FillOutcome::Stale);
     let r = c.get(b"o", 0, u64::MAX, 6).unwrap();
     assert_eq!(r.pieces.into_iter().flat_map(|p| p.data.unwrap()).collect::<Vec<_>>(), v1);
+}
+
+/// A get of one version never reads another: a caller holding the metadata of v1 (its
+/// checksum and length) is told v2's bytes are a miss, for a one-fragment object (its blob
+/// header's ETag) as for a larger one (its version tag), from flash as from memory.
+#[test]
+fn a_get_of_one_version_never_reads_another() {
+    let c = open(&devices(4, 64), CacheConfig { memory_bytes: 16 << 20, ..cfg(64 * FRAG) });
+    let m1 = ObjectMeta { etag: "\"v1\"".into(), ..meta() };
+    let m2 = ObjectMeta { etag: "\"v2\"".into(), ..meta() };
+    for (key, len) in [(&b"small"[..], 3000usize), (&b"large"[..], (2 * FRAG + 5) as usize)] {
+        let v2 = content(2, len);
+        c.put(key, &v2, &m2, false, 1).unwrap();
+        let r = c.get_version(key, &m1.etag, (0, len as u64), 2, true).unwrap();
+        assert!(r.pieces.iter().all(|p| p.data.is_none()), "{:?}: another version read as v1", key);
+        assert_eq!(r.missing().map(|(a, b)| b - a).sum::<u64>(), len as u64);
+        assert!(c.get_memory(key, &m1.etag, (0, len as u64), 3).is_none());
+        let r = c.get_version(key, &m2.etag, (0, len as u64), 4, true).unwrap();
+        assert!(r.is_hit());
+        let bytes: Vec<u8> = r.pieces.into_iter().flat_map(|p| p.data.unwrap().into_vec()).collect();
+        assert!(bytes == v2);
+        if len < FRAG as usize {
+            // The read left a copy in memory, served for v2 only.
+            assert!(c.get_memory(key, &m2.etag, (0, len as u64), 5).is_some());
+            assert!(c.get_memory(key, &m1.etag, (0, len as u64), 6).is_none());
+        }
+    }
 }
 
 /// A fill of bytes fetched before a write (or delete) of the key is refused: the backend may

@@ -179,7 +179,7 @@ fn get_memory_counts_what_the_full_get_counts() {
     for (t, (s, e)) in [(0, u64::MAX), (100, 200), (8999, 9000), (0, 9000)].into_iter().enumerate() {
         let now = 2 + t as u64;
         let full = a.get_shared(b"k", s, e, now, true).unwrap();
-        let hot = b.get_memory(b"k", s, e, now).expect("a memory hit");
+        let hot = b.get_memory(b"k", &meta().etag, (s, e), now).expect("a memory hit");
         let bytes = |r: &reo_cache::GetResult<reo_store::ReadBytes>| {
             r.pieces.iter().flat_map(|p| p.data.as_ref().unwrap().slices().flatten().copied()).collect::<Vec<u8>>()
         };
@@ -197,18 +197,18 @@ fn get_memory_counts_nothing_when_it_gives_way() {
     cfg.hot_recompute_every = 3;
     let c = open(&devices(4, 64), cfg);
     let data = content(4, 2000);
-    assert!(c.get_memory(b"k", 0, u64::MAX, 1).is_none(), "nothing cached");
+    assert!(c.get_memory(b"k", &meta().etag, (0, u64::MAX), 1).is_none(), "nothing cached");
     assert_eq!(c.stats().requests, 0);
     c.put(b"k", &data, &meta(), true, 1).unwrap();
-    assert!(c.get_memory(b"k", 0, 0, 2).is_none(), "an empty range is left to the full get");
-    assert!(c.get_memory(b"k", 0, u64::MAX, 3).is_some());
-    assert!(c.get_memory(b"k", 0, u64::MAX, 4).is_some());
+    assert!(c.get_memory(b"k", &meta().etag, (0, 0), 2).is_none(), "an empty range is left to the full get");
+    assert!(c.get_memory(b"k", &meta().etag, (0, u64::MAX), 3).is_some());
+    assert!(c.get_memory(b"k", &meta().etag, (0, u64::MAX), 4).is_some());
     // The third request is due to recompute the hot threshold (a pass over the index): the hot
     // path leaves it to the full get, which does it.
     let before = c.stats();
-    assert!(c.get_memory(b"k", 0, u64::MAX, 5).is_none());
+    assert!(c.get_memory(b"k", &meta().etag, (0, u64::MAX), 5).is_none());
     assert_eq!(c.stats(), before);
     assert!(c.get_shared(b"k", 0, u64::MAX, 5, true).unwrap().is_hit());
-    assert!(c.get_memory(b"k", 0, u64::MAX, 6).is_some());
+    assert!(c.get_memory(b"k", &meta().etag, (0, u64::MAX), 6).is_some());
     assert_eq!(c.stats().memory_hits, 4);
 }

@@ -127,6 +127,12 @@ impl Store {
         self.inner.space.header(loc)
     }
 
+    /// Whether the header of the live blob at `loc` satisfies `f` (checked in place, without a
+    /// copy; `false` if no blob is live there).
+    pub fn header_is(&self, loc: &Location, f: impl FnOnce(&[u8]) -> bool) -> bool {
+        self.inner.space.header_is(loc, f)
+    }
+
     /// Bands on the free list (cheap: the cleaner's trigger).
     pub fn free_bands(&self) -> usize {
         self.inner.space.free_bands()

@@ -146,12 +146,19 @@ impl Cache {
         self.lock().memory.admits(size)
     }
 
-    /// [`Cache::get_shared`] of a first call, if the memory tier holds the object: the same
-    /// counts, policy updates and pieces. `None` (nothing counted, nothing changed) when it does
-    /// not, for an empty range, when the cache's lock is taken, or when this request would be
-    /// the one to recompute the hot threshold (a pass over the index): the caller then makes the
-    /// full get, which may wait. Never waits for a lock.
-    pub fn get_memory(&self, key: &[u8], start: u64, end: u64, now_ns: u64) -> Option<GetResult<ReadBytes>> {
+    /// [`Cache::get_version`] of a first call, if the memory tier holds the object at version
+    /// `etag`: the same counts, policy updates and pieces. `None` (nothing counted, nothing
+    /// changed) when it does not (or holds another version), for an empty range, when the
+    /// cache's lock is taken, or when this request would be the one to recompute the hot
+    /// threshold (a pass over the index): the caller then makes the full get, which may wait.
+    /// Never waits for a lock.
+    pub fn get_memory(
+        &self,
+        key: &[u8],
+        etag: &str,
+        (start, end): (u64, u64),
+        now_ns: u64,
+    ) -> Option<GetResult<ReadBytes>> {
         let fs = self.cfg.fragment_size;
         let mut s = self.try_lock()?;
         if s.classes.due(self.cfg.hot_recompute_every) {
@@ -160,7 +167,7 @@ impl Cache {
         let slot = s.objects.find(key)?;
         let size = s.objects.get(slot)?.size();
         let end = end.min(size);
-        if start >= end {
+        if start >= end || !self.holds_version(&s, slot, etag) {
             return None;
         }
         let copy = s.memory.get(slot, true, size)?;

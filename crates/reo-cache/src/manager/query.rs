@@ -5,6 +5,7 @@ use reo_store::Scheme;
 
 use super::cache::Cache;
 use super::objects::frag_count;
+use super::state::State;
 use super::write::ObjectMeta;
 use crate::index::frag_key;
 use crate::object::Class;
@@ -81,6 +82,17 @@ impl Cache {
     }
 
     /// The metadata in the header of the blob at `loc` (DRAM), if it is live.
+    /// Whether the object in `slot` is the version whose ETag is `etag`: by the version tag of a
+    /// multi-fragment object, else by its first fragment's blob header (exact). An object with
+    /// neither holds nothing to read. Under the cache's lock (which orders before the store's).
+    pub(super) fn holds_version(&self, s: &State, slot: u32, etag: &str) -> bool {
+        if let Some(tag) = s.objects.version_tag(slot) {
+            return tag == super::placement::version_tag(etag);
+        }
+        let Some(loc) = s.objects.location(slot, 0, self.cfg.fragment_size) else { return true };
+        self.store.header_is(&loc, |h| crate::header::BlobHeader::has_etag(h, etag))
+    }
+
     pub(super) fn meta_at(&self, loc: &reo_store::Location) -> Option<ObjectMeta> {
         let h = crate::header::BlobHeader::decode(&self.store.header(loc)?)?;
         Some(ObjectMeta {

@@ -33,8 +33,8 @@ impl Cache {
     pub fn get(&self, key: &[u8], start: u64, end: u64, now_ns: u64) -> Result<GetResult, WriteError> {
         self.get_with(
             key,
-            start,
-            end,
+            None,
+            (start, end),
             now_ns,
             (Some(ReadBytes::into_vec), true),
             |loc, a, b| self.store.read(loc, a, b),
@@ -59,8 +59,32 @@ impl Cache {
     ) -> Result<GetResult<ReadBytes>, WriteError> {
         self.get_with(
             key,
-            start,
-            end,
+            None,
+            (start, end),
+            now_ns,
+            (Some(std::convert::identity), first),
+            |loc, a, b| self.store.read_bytes(loc, a, b),
+            |c, len, a, b| self.read_content(c, len, a, b).map(ReadBytes::from),
+        )
+    }
+
+    /// [`Cache::get_shared`] of the version whose ETag is `etag` only: if the cache holds
+    /// another version of `key` (the backend changed, another node wrote it), the range is
+    /// reported missing, as for an object not cached, and nothing of the other version is read.
+    /// For a caller that sends the object's metadata it looked up before (its checksum, length
+    /// and ETag): the bytes must be of that version.
+    pub fn get_version(
+        &self,
+        key: &[u8],
+        etag: &str,
+        (start, end): (u64, u64),
+        now_ns: u64,
+        first: bool,
+    ) -> Result<GetResult<ReadBytes>, WriteError> {
+        self.get_with(
+            key,
+            Some(etag),
+            (start, end),
             now_ns,
             (Some(std::convert::identity), first),
             |loc, a, b| self.store.read_bytes(loc, a, b),
@@ -74,8 +98,8 @@ impl Cache {
     pub fn get_sized(&self, key: &[u8], start: u64, end: u64, now_ns: u64) -> Result<GetResult<u64>, WriteError> {
         self.get_with(
             key,
-            start,
-            end,
+            None,
+            (start, end),
             now_ns,
             (None, true),
             |loc, a, b| self.store.read_sized(loc, a, b),
@@ -89,13 +113,14 @@ impl Cache {
     /// before the first is finished ([`reo_store::Store::begin_read_bytes`]): every device they
     /// touch works on them at once (a fragment's blob may sit on a single device), with no thread
     /// per fragment. Without `counted` the call continues a request already counted (the later
-    /// windows of [`Cache::get_shared`]).
+    /// windows of [`Cache::get_shared`]). With `expect` (an ETag), a cached object of another
+    /// version is a miss ([`Cache::get_version`]).
     #[allow(clippy::too_many_arguments)]
     fn get_with<T: FromMemory>(
         &self,
         key: &[u8],
-        start: u64,
-        end: u64,
+        expect: Option<&str>,
+        (start, end): (u64, u64),
         now_ns: u64,
         (concurrent, counted): (Option<Convert<T>>, bool),
         read: impl Fn(&Location, u64, u64) -> reo_store::Result<T>,
@@ -118,6 +143,14 @@ impl Cache {
                 pieces: smallvec::smallvec![Piece { start, end, data: None }],
             });
         };
+        if expect.is_some_and(|etag| !self.holds_version(&s, slot, etag)) {
+            // Another version: a miss of the one asked for, as if the key were not cached.
+            if end != u64::MAX {
+                s.stats.requested(end.saturating_sub(start));
+            }
+            let token = s.invalidations.epoch();
+            return Ok(GetResult { size: None, token, pieces: smallvec::smallvec![Piece { start, end, data: None }] });
+        }
         if counted {
             s.objects.get_mut(slot).expect("found").touch();
             s.admitter.on_hit(self.admission_key(key), now_ns);

@@ -67,7 +67,7 @@ impl HotRead<'_> {
         if start >= end {
             return Some(ReadPlan::new(VecDeque::new(), 0));
         }
-        let r = self.gw.cache.get_memory(self.ck.as_bytes(), start, end, now_ns())?;
+        let r = self.gw.cache.get_memory(self.ck.as_bytes(), &info.etag, (start, end), now_ns())?;
         let mut segments = VecDeque::with_capacity(r.pieces.len());
         for p in r.pieces {
             let bytes = p.data.expect("a piece of a memory hit has its bytes");

@@ -21,14 +21,14 @@ impl Gateway {
         let ck = cache_key(bucket, key);
         let r = self
             .cache
-            .get(ck.as_bytes(), start, end, now_ns())
+            .get_version(ck.as_bytes(), &info.etag, (start, end), now_ns(), true)
             .map_err(|e| s3_error!(InternalError, "reading {key:?} from flash: {e}"))?;
         let mut out = Vec::with_capacity((end - start) as usize);
         let fs = self.cache.config().fragment_size;
         let meta = super::object_meta::meta_of(info);
         for p in r.pieces {
             if let Some(d) = p.data {
-                out.extend_from_slice(&d);
+                d.into_bytes().for_each(|b| out.extend_from_slice(&b));
                 continue;
             }
             if self.pending().map.contains_key(&ck) {

@@ -208,7 +208,7 @@ impl Gateway {
         // all begun at once), which leaves the copy: read window by window it never would be.
         let to_memory = start == 0 && end == info.size && self.cache.memory_admits(info.size);
         if !whole || first_end == end || to_memory {
-            let r = self.cache.get_shared(ck.as_bytes(), start, end, now, true).map_err(flash)?;
+            let r = self.cache.get_version(ck.as_bytes(), &info.etag, (start, end), now, true).map_err(flash)?;
             plan.segments = self.segments(bucket, key, info, r.token, r.pieces)?;
             return Ok(plan);
         }
@@ -229,7 +229,7 @@ impl Gateway {
             later.push_back(Segment::Later(l));
             a = b;
         }
-        let r = self.cache.get_shared(ck.as_bytes(), start, first_end, now, true).map_err(flash)?;
+        let r = self.cache.get_version(ck.as_bytes(), &info.etag, (start, first_end), now, true).map_err(flash)?;
         plan.segments = self.segments(bucket, key, info, r.token, r.pieces)?;
         plan.segments.extend(later);
         Ok(plan)
@@ -249,7 +249,7 @@ impl Gateway {
         let ck = cache_key(bucket, key);
         let r = self
             .cache
-            .get_shared(ck.as_bytes(), a, b, super::now_ns(), false)
+            .get_version(ck.as_bytes(), &info.etag, (a, b), super::now_ns(), false)
             .map_err(|e| s3_error!(InternalError, "reading {key:?} from flash: {e}"))?;
         if self.cache.changed_since(ck.as_bytes(), token) {
             return Err(s3_error!(ServiceUnavailable, "{key:?} was written while it was read; retry"));

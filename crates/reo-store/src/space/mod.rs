@@ -167,6 +167,13 @@ impl Space {
         b.live.get(&loc.seq).filter(|e| e.loc == *loc).map(|e| e.header.to_vec())
     }
 
+    /// `f` of the header of the live blob at `loc`; `false` if none is live there.
+    #[inline]
+    pub fn header_is(&self, loc: &Location, f: impl FnOnce(&[u8]) -> bool) -> bool {
+        let Some(b) = self.bands.get(loc.band as usize) else { return false };
+        b.read().live.get(&loc.seq).filter(|e| e.loc == *loc).is_some_and(|e| f(&e.header))
+    }
+
     /// Every live blob with its header, in sequence order.
     pub fn blobs(&self) -> Vec<(Location, Vec<u8>)> {
         let mut out = Vec::new();
