@@ -261,7 +261,7 @@ impl BlobHeader {
 }
 
 /// At most 255 bytes, cut on a UTF-8 boundary.
-fn clip(s: &[u8]) -> &[u8] {
+pub(crate) fn clip(s: &[u8]) -> &[u8] {
     if s.len() <= 255 {
         return s;
     }

@@ -379,6 +379,14 @@ fn a_get_of_one_version_never_reads_another() {
             assert!(c.get_memory(key, &m1.etag, (0, len as u64), 6).is_none());
         }
     }
+    // A fill of another version of a one-fragment object is told so (it was taken for cached
+    // before: the copy would have stayed, a miss for every get of the other version), and
+    // replaces it when asked.
+    let v1 = content(1, 3000);
+    assert_eq!(c.fill_same_version(b"small", 3000, 0, &v1, &m1, c.token(), 7).unwrap(), FillOutcome::OtherVersion);
+    assert_eq!(c.fill(b"small", 3000, 0, &v1, &m1, c.token(), 8).unwrap(), FillOutcome::Admitted);
+    assert!(c.get_version(b"small", &m1.etag, (0, 3000), 9, true).unwrap().is_hit());
+    assert!(c.get_version(b"small", &m2.etag, (0, 3000), 10, true).unwrap().missing().count() == 1);
 }
 
 /// A fill of bytes fetched before a write (or delete) of the key is refused: the backend may

@@ -151,7 +151,8 @@ impl Cache {
     /// changed) when it does not (or holds another version), for an empty range, when the
     /// cache's lock is taken, or when this request would be the one to recompute the hot
     /// threshold (a pass over the index): the caller then makes the full get, which may wait.
-    /// Never waits for a lock.
+    /// Never waits for the cache's lock (the version check reads a blob header under the
+    /// store's band lock, held by others only for an index update).
     pub fn get_memory(
         &self,
         key: &[u8],

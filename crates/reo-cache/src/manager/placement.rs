@@ -16,9 +16,11 @@ pub fn object_version(etag: &str, size: u64, mtime_ns: u64) -> u64 {
     placement_of(&b)
 }
 
-/// Version tag of an object: a hash of its ETag (S3 ETags change with the content).
+/// Version tag of an object: a hash of its ETag (S3 ETags change with the content), as blob
+/// headers keep it (cut to 255 bytes), so that a tag made from a header after a restart, or from
+/// metadata read back from one, is the tag the write made.
 pub(crate) fn version_tag(etag: &str) -> u32 {
-    placement_of(etag.as_bytes()) as u32
+    placement_of(crate::header::clip(etag.as_bytes())) as u32
 }
 
 /// Isolated placement key: all fragments of one object on one device.

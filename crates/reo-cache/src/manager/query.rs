@@ -81,10 +81,10 @@ impl Cache {
         self.meta_at(&loc)
     }
 
-    /// The metadata in the header of the blob at `loc` (DRAM), if it is live.
     /// Whether the object in `slot` is the version whose ETag is `etag`: by the version tag of a
     /// multi-fragment object, else by its first fragment's blob header (exact). An object with
-    /// neither holds nothing to read. Under the cache's lock (which orders before the store's).
+    /// neither (nothing cached of its own; with dedup, clean fragments live in the dedup cache)
+    /// cannot be told apart. Under the cache's lock (which orders before the store's).
     pub(super) fn holds_version(&self, s: &State, slot: u32, etag: &str) -> bool {
         if let Some(tag) = s.objects.version_tag(slot) {
             return tag == super::placement::version_tag(etag);
@@ -93,6 +93,7 @@ impl Cache {
         self.store.header_is(&loc, |h| crate::header::BlobHeader::has_etag(h, etag))
     }
 
+    /// The metadata in the header of the blob at `loc` (DRAM), if it is live.
     pub(super) fn meta_at(&self, loc: &reo_store::Location) -> Option<ObjectMeta> {
         let h = crate::header::BlobHeader::decode(&self.store.header(loc)?)?;
         Some(ObjectMeta {

@@ -276,8 +276,9 @@ impl Cache {
                     return Ok(FillOutcome::Stale);
                 }
                 // Another version of the object (the backend changed, or a write raced this fetch):
-                // its fragments must not mix with these bytes.
-                let other = s.objects.version_tag(slot).is_some_and(|t| t != version_tag(&meta.etag));
+                // its fragments must not mix with these bytes, and a one-fragment copy of it
+                // must not stay as if it were this one (a get of this version misses it).
+                let other = !self.holds_version(&s, slot, &meta.etag);
                 if (e.size() != object_size || other) && !replace {
                     return Ok(FillOutcome::OtherVersion);
                 }
