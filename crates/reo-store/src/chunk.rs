@@ -9,6 +9,11 @@
 //! stale chunk (an older blob's, a misdirected or lost write) fails verification just like a flipped
 //! bit: the store never mistakes it for the data it wants.
 //!
+//! The chunks of a blob's short last row (format 7, `geometry.rs`) have no slot: the whole chunk
+//! is body, and the same checksum, `crc32c(body ‖ seq ‖ index ‖ place)` ([`tail_crc`]), is kept
+//! in the blob's `Put` record instead ([`verify_tail`]). A slot there doubled a 4 KiB blob, as
+//! it took a sector of its own; in the metadata the checksum costs 4 bytes a chunk.
+//!
 //! Why a 512-byte slot for a 16-byte trailer (format 4; format 3 had the trailer right after a
 //! body of `height − 16` bytes): a body of whole 512-byte sectors lets a put hand the devices the
 //! caller's own memory, chunk body by chunk body, with the slot as a separate I/O vector —
@@ -84,6 +89,18 @@ fn seal_trailer(trailer: &mut [u8], body_crc: u32, seq: u64, index: u32, place: 
     trailer[12..16].copy_from_slice(&c.to_le_bytes());
 }
 
+/// The checksum of a short last row's chunk (no slot) whose body has CRC32C `body_crc`
+/// ([`body_crc`]), kept in the blob's record.
+pub fn tail_crc(body_crc: u32, seq: u64, index: u32, place: u64) -> u32 {
+    finish(body_crc, seq, index, place)
+}
+
+/// True when the slot-less chunk `body` (of a short last row) has the checksum `crc` its
+/// record keeps for (`seq`, `index`, `place`).
+pub fn verify_tail(body: &[u8], seq: u64, index: u32, place: u64, crc: u32) -> bool {
+    tail_crc(crc32c::crc32c(body), seq, index, place) == crc
+}
+
 /// True when `chunk` carries a valid trailer for (`seq`, `index`).
 pub fn verify(chunk: &[u8], seq: u64, index: u32, place: u64) -> bool {
     if chunk.len() < SLOT {
@@ -124,6 +141,24 @@ mod tests {
         let mut d = c.clone();
         d[4096 - SLOT] = 1;
         assert!(!verify(&d, 42, 3, 9), "junk in the padding");
+    }
+
+    #[test]
+    fn a_tail_chunk_verifies_against_its_recorded_checksum_only() {
+        let body: Vec<u8> = (0..4096).map(|i| (i * 31 + 7) as u8).collect();
+        let crc = tail_crc(body_crc(&body[..1000], 3096), 42, 3, 9);
+        let mut padded = body[..1000].to_vec();
+        padded.resize(4096, 0);
+        assert!(verify_tail(&padded, 42, 3, 9, crc));
+        assert!(!verify_tail(&padded, 43, 3, 9, crc), "other blob");
+        assert!(!verify_tail(&padded, 42, 4, 9, crc), "other position");
+        assert!(!verify_tail(&padded, 42, 3, 10, crc), "other place (misdirected write)");
+        assert!(!verify_tail(&padded, 42, 3, 9, crc ^ 1), "other recorded checksum");
+        for bit in (0..padded.len() * 8).step_by(61) {
+            let mut d = padded.clone();
+            d[bit / 8] ^= 1 << (bit % 8);
+            assert!(!verify_tail(&d, 42, 3, 9, crc), "flip at bit {bit} undetected");
+        }
     }
 
     #[test]

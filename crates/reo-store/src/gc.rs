@@ -107,7 +107,7 @@ impl Inner {
         // Live blobs copied, committed (moved) only once every copy is durable (below).
         let mut copies = Vec::new();
         for e in entries {
-            let decision = handler.decide(&e.loc, &e.header);
+            let decision = handler.decide(&e.loc, e.header());
             let target = match decision {
                 GcDecision::Drop => {
                     if self.free(&e.loc, Durability::None).is_ok() {
@@ -139,8 +139,8 @@ impl Inner {
             };
             let opts =
                 PutOptions::new(target).placement(if e.loc.scheme.is_isolated() { u64::from(e.loc.device) } else { 0 });
-            match self.put(&e.header, &data, &opts, true) {
-                Ok(new) => copies.push((e, new)),
+            match self.put(e.header(), &data, &opts, true) {
+                Ok((new, tail)) => copies.push((e, new, tail)),
                 Err(err) => {
                     self.discard_copies(copies);
                     return Err(err);
@@ -158,14 +158,14 @@ impl Inner {
                 return Err(Error::Journal(err));
             }
         }
-        for (e, new) in copies {
+        for (e, new, tail) in copies {
             // A device that failed the sync may have taken the copy past its redundancy: keep
             // the original (the band then cannot be reclaimed this time).
             if self.health(&new) == BlobHealth::Lost {
                 self.space.release(new.band);
                 continue;
             }
-            if self.commit_move(&e.loc, &new, &e.header)? {
+            if self.commit_move(&e.loc, &new, e.header(), &tail)? {
                 report.relocated += 1;
                 report.relocated_bytes += e.loc.len;
                 handler.relocated(&e.loc, &new);
@@ -189,24 +189,24 @@ impl Inner {
     }
 
     /// Gives up copies not committed: their space stays dead until cleaned.
-    fn discard_copies(&self, copies: Vec<(crate::space::Entry, Location)>) {
-        for (_, new) in copies {
+    fn discard_copies(&self, copies: Vec<(crate::space::Entry, Location, Vec<u32>)>) {
+        for (_, new, _) in copies {
             self.space.release(new.band);
         }
     }
 
     /// Swaps `old` for its relocated copy `new` in one journal batch. If `old` was freed while
     /// being copied, the copy is discarded and false is returned.
-    fn commit_move(&self, old: &Location, new: &Location, header: &[u8]) -> Result<bool> {
+    fn commit_move(&self, old: &Location, new: &Location, header: &[u8], tail: &[u32]) -> Result<bool> {
         let m = self.meta.mutation();
         if !self.space.remove_live(&m, old) {
             self.space.release(new.band); // the copy's space stays dead until cleaned
             return Ok(false);
         }
         self.resync.forget(&m, old.seq);
-        self.space.land(&m, new.band, new, header);
+        self.space.land(&m, new.band, new, header, tail);
         m.enqueue(false, |w| {
-            self.encode_put_marking_stale(w, new, header);
+            self.encode_put_marking_stale(w, new, header, tail);
             Record::Free { seq: old.seq, band: old.band }.encode(w);
         })?;
         Ok(true)

@@ -3,8 +3,10 @@
 //! A blob occupies a run of *rows* in its band. A row is a rectangle `height` bytes tall at the
 //! same zone offset on every device; it holds `stripes_per_row` stripes side by side, each
 //! `width` chunks wide (`data` of them carry data, the rest parity or copies). Full rows are one
-//! chunk tall; the last row of a blob is only as tall as its data needs (rounded to 4 KiB), so a
-//! small blob is sealed with its parity at once instead of padding a whole chunk.
+//! chunk tall; the last row of a blob is only as tall as its data needs (rounded to 4 KiB) and has
+//! no trailer slots (its chunks' checksums are in the blob's record, format 7), so a small blob
+//! is sealed with its parity at once instead of padding a whole chunk, and a 4 KiB blob takes
+//! 4 KiB per column.
 //!
 //! Which device holds column 0 of a row rotates, which spreads parity (and the unused columns
 //! when `width` does not divide N) evenly over the devices: a blob's first row starts at a hash
@@ -32,6 +34,10 @@ pub const ROTATE_BYTES: usize = 1 << 20;
 /// One row of a blob.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Row {
+    /// The blob's short last row: its chunks have no trailer slot (their checksums are kept in
+    /// the blob's metadata record, `chunk.rs`), so a small blob takes no sector more than its
+    /// bytes need.
+    pub tail: bool,
     /// Row number within the blob.
     pub index: u32,
     /// First sector of the row within the zone.
@@ -45,9 +51,14 @@ pub struct Row {
 }
 
 impl Row {
-    /// Payload bytes per chunk of this row.
+    /// Payload bytes per chunk of this row: all of it in the short last row, else the chunk
+    /// less its trailer slot.
     pub fn body(&self) -> usize {
-        self.height - SLOT
+        if self.tail {
+            self.height
+        } else {
+            self.height - SLOT
+        }
     }
 }
 
@@ -77,10 +88,21 @@ impl Shape {
         self.row_chunks() * (self.chunk - SLOT) as u64
     }
 
-    /// Height of the last (partial) row holding `rem` bytes.
+    /// Height of the last (partial) row holding `rem` bytes: no trailer slot, so at most a
+    /// chunk (`rem` is under a full row's capacity).
     fn tail_height(&self, rem: u64) -> usize {
-        let per_chunk = rem.div_ceil(self.row_chunks()) as usize + SLOT;
+        let per_chunk = rem.div_ceil(self.row_chunks()) as usize;
         per_chunk.div_ceil(SECTOR as usize) * SECTOR as usize
+    }
+
+    /// Chunks of the blob's short last row (every column of every stripe), whose checksums its
+    /// metadata record carries; 0 when the blob ends with a full row.
+    pub fn tail_chunks(&self) -> usize {
+        if self.len.is_multiple_of(self.full_row_bytes()) {
+            0
+        } else {
+            self.geom.stripes_per_row * self.geom.width
+        }
     }
 
     /// Number of rows.
@@ -105,8 +127,9 @@ impl Shape {
         let full = self.full_row_bytes();
         let data_off = i * full;
         let data_len = (self.len - data_off).min(full);
-        let height = if data_len == full { self.chunk } else { self.tail_height(data_len) };
-        Row { index: i as u32, start: start + i * (self.chunk as u64 / SECTOR), height, data_off, data_len }
+        let tail = data_len < full;
+        let height = if tail { self.tail_height(data_len) } else { self.chunk };
+        Row { tail, index: i as u32, start: start + i * (self.chunk as u64 / SECTOR), height, data_off, data_len }
     }
 
     /// The rows overlapping blob bytes `[from, to)`.
@@ -127,7 +150,7 @@ impl Shape {
         let blob_start = row.start - u64::from(row.index) * (self.chunk as u64 / SECTOR);
         let rows_per_run = (ROTATE_BYTES / self.chunk).max(1);
         let mut run = row.index as usize / rows_per_run;
-        if row.height < self.chunk && run > 0 && (row.index as usize).is_multiple_of(rows_per_run) {
+        if row.tail && run > 0 && (row.index as usize).is_multiple_of(rows_per_run) {
             // A short last row that would open a run of its own stays with the run before it,
             // right after it on the same devices, so a read fetches it with that run's I/O
             // instead of a small I/O of its own on other devices.
@@ -191,6 +214,29 @@ mod tests {
         }
     }
 
+    /// The short last row has no trailer slot: a blob takes the sectors its bytes need per
+    /// column, no more, and its record keeps a checksum per chunk of that row.
+    #[test]
+    fn a_small_blob_takes_no_sector_more_than_its_bytes() {
+        let iso = Scheme::None(Placement::Isolated);
+        for (scheme, len, sectors, tails) in [
+            (iso, 4096, 1, 1),
+            (iso, 4097, 2, 1),
+            (iso, 16 << 10, 4, 1),
+            (iso, 1000, 1, 1),
+            (Scheme::Rs { k: 2, p: 2 }, 16 << 10, 2, 4), // 8 KiB of data per column
+            (Scheme::Rs { k: 2, p: 2 }, 4096, 1, 4),
+            (Scheme::Replicate(2), 16 << 10, 2, 4), // two stripes per row on four devices
+            (Scheme::None(Placement::Striped), 16 << 10, 1, 4),
+            // Full rows keep their trailer slots; a blob ending on a full row has no tail.
+            (iso, (64 << 10) - 512, 16, 0),
+            (iso, (64 << 10) - 511, 17, 1),
+        ] {
+            let s = shape(scheme, len);
+            assert_eq!((s.sectors(), s.tail_chunks()), (sectors, tails), "{scheme} {len}");
+        }
+    }
+
     #[test]
     fn a_stripe_never_puts_two_chunks_on_one_device() {
         let s = shape(Scheme::Rs { k: 3, p: 1 }, 10 << 20);
@@ -242,7 +288,7 @@ mod tests {
         assert_eq!(counts, [run, run, run + 1, run + 1]);
         let rows: Vec<Row> = s.rows_between(0, 0, s.len).collect();
         let (last, before) = (rows[2 * run], rows[2 * run - 1]);
-        assert!(last.height < s.chunk);
+        assert!(last.tail && last.height < s.chunk);
         for c in 0..4 {
             assert_eq!(s.device_of(0, &last, 0, c, 0), s.device_of(0, &before, 0, c, 0), "column {c}");
         }

@@ -40,7 +40,7 @@ impl Store {
     /// under `opts`, and returns where it lives. No byte is acknowledged before its redundancy is
     /// on the devices; with [`Durability::Sync`] it is also fdatasync'ed with its metadata.
     pub fn put(&self, header: &[u8], data: &[u8], opts: &PutOptions) -> Result<Location> {
-        self.inner.put(header, data, opts, false)
+        self.inner.put(header, data, opts, false).map(|(loc, _)| loc)
     }
 
     /// Reads bytes `[start, end)` of the blob at `loc`, verifying every chunk and reconstructing

@@ -57,11 +57,13 @@ fn record() -> impl Strategy<Value = Record> {
             any::<u16>(),
             any::<u8>(),
             edge64(),
-            proptest::collection::vec(any::<u8>(), 0..40)
+            proptest::collection::vec(any::<u8>(), 0..40),
+            proptest::collection::vec(any::<u32>(), 0..6)
         )
-            .prop_map(|(seq, band, start, device, s, len, header)| Record::Put {
+            .prop_map(|(seq, band, start, device, s, len, header, tail)| Record::Put {
                 loc: Location { seq, band, start, device: device % 8, scheme: scheme(s), len },
                 header,
+                tail,
             }),
         (edge64(), edge32()).prop_map(|(seq, band)| Record::Free { seq, band }),
         edge32().prop_map(|band| Record::BandReset { band }),

@@ -1,6 +1,7 @@
 //! Laying a blob out on the devices: the bytes each device holds of it (its *column*), chunk by
 //! chunk — data, Reed-Solomon parity or copies, zero padding, and the trailer slot that seals
-//! every chunk (`chunk.rs`). Puts lay a blob out a segment of rows at a time and write each
+//! every chunk of a full row (`chunk.rs`; the short last row's checksums go to the blob's record
+//! instead). Puts lay a blob out a segment of rows at a time and write each
 //! segment while the next is laid out (`write.rs`); rebuild and scrub recreate one device's
 //! column ([`Inner::lay_out_column`]) or all of them ([`Inner::lay_out`]).
 //!
@@ -102,7 +103,7 @@ impl Inner {
             return None;
         }
         let rows: Vec<Row> = shape.rows_between(u64::from(loc.start), 0, loc.len).collect();
-        let (cols, len) = self.lay_out_rows(loc, data, &rows, false);
+        let (cols, len) = self.lay_out_rows(loc, data, &rows, false, &mut Vec::new());
         // Without zero copy every used column is one side piece from the start.
         Some((cols.into_iter().map(|c| c.side).collect(), len))
     }
@@ -110,13 +111,15 @@ impl Inner {
     /// Lays out `rows`, consecutive rows of the blob at `loc` (at least one): one [`Column`]
     /// per device, starting at the first row's sector, and the column length. With `zero_copy`
     /// full chunk bodies are pieces of `data` itself; without, every byte is in the side
-    /// buffers, one piece per column.
+    /// buffers, one piece per column. The checksums of the short last row's chunks, which have
+    /// no trailer slot, are appended to `tail` (stripe by stripe, column by column).
     pub(crate) fn lay_out_rows(
         &self,
         loc: &Location,
         data: &[u8],
         rows: &[Row],
         zero_copy: bool,
+        tail: &mut Vec<u32>,
     ) -> (Vec<Column>, usize) {
         let shape = self.shape(loc);
         let (first, last) = (rows[0].start, rows[rows.len() - 1]);
@@ -191,6 +194,10 @@ impl Inner {
                 for (c, &crc) in crcs.iter().enumerate() {
                     let idx = shape.chunk_index(&row, s, c);
                     used[dev(c)] = true;
+                    if row.tail {
+                        tail.push(chunk::tail_crc(crc, loc.seq, idx, place));
+                        continue;
+                    }
                     let col = &mut cols[dev(c)];
                     let at = col.side(chunk::SLOT);
                     chunk::seal_slot(&mut col.side[at], crc, loc.seq, idx, place);
@@ -208,7 +215,7 @@ impl Inner {
     }
 
     /// Side-buffer bytes each device's column of `rows` takes in [`Inner::lay_out_rows`]: per
-    /// chunk its trailer slot, plus the whole body for parity, for a data chunk (or copy) not
+    /// chunk its trailer slot (none in the short last row), plus the whole body for parity, for a data chunk (or copy) not
     /// taken from the blob (a short tail, or no zero copy), and whole rows of unused columns.
     /// Why count: a side buffer as long as the column held a megabyte per device and segment
     /// for the 8 KiB of trailer slots a zero-copy data column needs, times every put in flight.
@@ -235,7 +242,7 @@ impl Inner {
                         let to = (row.data_off + (j + 1) * body as u64).min(row.data_off + row.data_len);
                         zero_copy && to.saturating_sub(from) == body as u64
                     });
-                    need[d] += if from_blob { chunk::SLOT } else { row.height };
+                    need[d] += if from_blob { row.height - body } else { row.height };
                 }
             }
             if !loc.scheme.is_isolated() {
@@ -251,7 +258,8 @@ impl Inner {
 impl Inner {
     /// Device `d`'s column of the blob, exactly as [`Inner::lay_out`] would lay it out, computed
     /// alone: the data (or copy) chunks `d` holds are cut from `data`, a parity chunk is encoded
-    /// from its stripe's data, and only `d`'s chunks are sealed. Used by the rebuild, which
+    /// from its stripe's data, and only `d`'s chunks are sealed (those of full rows: the short
+    /// last row's checksums are in the blob's record). Used by the rebuild, which
     /// writes one column. `None` for an empty blob or a device the blob does not use.
     pub(crate) fn lay_out_column(&self, loc: &Location, data: &[u8], d: usize) -> Option<(AlignedBuf, usize)> {
         let shape = self.shape(loc);
@@ -322,8 +330,10 @@ impl Inner {
                     Scheme::Replicate(_) => fill(dst, s * g.data),
                     _ => fill(dst, s * g.data + c),
                 }
-                let idx = shape.chunk_index(&row, s, c);
-                chunk::seal(&mut col[off..off + row.height], loc.seq, idx, place);
+                if !row.tail {
+                    let idx = shape.chunk_index(&row, s, c);
+                    chunk::seal(&mut col[off..off + row.height], loc.seq, idx, place);
+                }
             }
             if !used {
                 col[off..off + row.height].fill(0);
@@ -396,7 +406,7 @@ mod tests {
                 for per in [rows.len(), 3, 1] {
                     let mut at = 0;
                     for seg in rows.chunks(per) {
-                        let (pieces, seg_len) = inner.lay_out_rows(&loc, &data, seg, true);
+                        let (pieces, seg_len) = inner.lay_out_rows(&loc, &data, seg, true, &mut Vec::new());
                         for (d, col) in pieces.iter().enumerate() {
                             let bytes = col.parts(&data).concat();
                             if cols[d].is_empty() {
@@ -447,7 +457,7 @@ mod tests {
         let scheme = Scheme::Rs { k: 2, p: 2 };
         let loc = Location { seq: 5, band: 1, start: 0, device: 0, scheme, len: data.len() as u64 };
         let all: Vec<Row> = inner.shape(&loc).rows_between(0, 0, loc.len).collect();
-        let (cols, col_len) = inner.lay_out_rows(&loc, &data, &all, true);
+        let (cols, col_len) = inner.lay_out_rows(&loc, &data, &all, true, &mut Vec::new());
         assert_eq!(col_len, rows << 16);
         let mut sides: Vec<usize> = cols.iter().map(|c| c.side.len()).collect();
         sides.sort_unstable();
@@ -502,19 +512,19 @@ mod tests {
                 blobs.push((loc, data));
             }
             if scheme.is_isolated() {
-                // The tail chunk's body past the data is zeros on the device.
+                // The tail chunk's body past the data is zeros on the device, up to the end of
+                // its sectors: the short last row has no trailer slot.
                 let body = chunk - crate::chunk::SLOT;
                 let layout = store.layout();
                 for (loc, data) in &blobs {
                     let rows = data.len().div_ceil(body);
                     let tail = data.len() - (rows - 1) * body;
-                    let height = (tail + crate::chunk::SLOT).div_ceil(4096) * 4096;
+                    let height = tail.div_ceil(4096) * 4096;
                     let mut buf = vec![0u8; height];
                     let off = layout.offset(loc.band, u64::from(loc.start)) + ((rows - 1) * chunk) as u64;
                     mems[loc.device as usize].read_at(&mut buf, off).unwrap();
                     assert_eq!(&buf[..tail], &data[(rows - 1) * body..], "{scheme}: tail data");
-                    let trailer = height - crate::chunk::TRAILER;
-                    assert!(buf[tail..trailer].iter().all(|&b| b == 0), "{scheme}: padding");
+                    assert!(buf[tail..].iter().all(|&b| b == 0), "{scheme}: padding");
                 }
             }
             store.close().unwrap();

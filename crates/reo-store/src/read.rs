@@ -1,6 +1,7 @@
 //! The read path: fetch the chunks a byte range needs (adjacent chunks of a device merged into
 //! reads of up to 1 MiB, plus a blob's short last row, all queued at once on the devices' read
-//! lanes, `reo_media::ReadLanes`), verify every trailer and copy the wanted bytes into the
+//! lanes, `reo_media::ReadLanes`), verify every chunk (its trailer, or the short last row's
+//! checksums from the blob's record) and copy the wanted bytes into the
 //! caller's buffer as each read completes (or leave them where they were read: `read_bytes.rs`),
 //! and rebuild what is missing or bad from copies or parity (`rebuild.rs`). A chunk that cannot
 //! be verified or rebuilt makes the read fail with `Corrupt`: wrong bytes are never returned.
@@ -27,6 +28,23 @@ pub(crate) struct ChunkAt {
     pub height: usize,
     pub index: u32,
     pub place: u64,
+    /// For a chunk of the blob's short last row (no trailer slot), its position among the
+    /// checksums the blob's record keeps (stripe × width + column).
+    pub tail: Option<u16>,
+}
+
+impl ChunkAt {
+    /// Do `bytes`, read from this chunk's place, verify as blob `seq`'s? Against the chunk's
+    /// trailer, or for a short last row against `tail`, the blob's recorded checksums (`None`
+    /// when the blob is no longer live: nothing then verifies).
+    pub(crate) fn verifies(&self, bytes: &[u8], seq: u64, tail: Option<&[u32]>) -> bool {
+        match self.tail {
+            None => chunk::verify(bytes, seq, self.index, self.place),
+            Some(i) => tail
+                .and_then(|t| t.get(usize::from(i)))
+                .is_some_and(|&crc| chunk::verify_tail(bytes, seq, self.index, self.place, crc)),
+        }
+    }
 }
 
 /// Largest merged read of full chunks (a blob's short last row may join past it: see
@@ -260,6 +278,7 @@ impl Inner {
             height: row.height,
             index: shape.chunk_index(row, s, c),
             place: chunk::place(loc.band, row.start),
+            tail: row.tail.then(|| (s * shape.geom.width + c) as u16),
         }
     }
 
@@ -341,6 +360,9 @@ impl Inner {
     ) -> (Vec<AlignedBuf>, Fetched) {
         let seq = loc.seq;
         let Queued { runs, generations, mut batch } = queued;
+        let stores_bytes = self.devs.stores_bytes();
+        let tail =
+            if stores_bytes && chunks.iter().any(|c| c.tail.is_some()) { self.space.tail_crcs(loc) } else { None };
         // Each run's destinations, by run.
         let mut run_dests: Vec<Vec<Option<Dest<'_>>>> =
             runs.iter().map(|r| r.3.iter().map(|&(i, _)| dests[i].take()).collect()).collect();
@@ -397,7 +419,7 @@ impl Inner {
                     for (&(i, off), dest) in members.iter().zip(run_dests[r].iter_mut()) {
                         let c = chunks[i];
                         let bytes = &done.buf[off..off + c.height];
-                        if self.devs.stores_bytes() && !chunk::verify(bytes, seq, c.index, c.place) {
+                        if stores_bytes && !c.verifies(bytes, seq, tail.as_deref()) {
                             // Not the device's fault when it went down for this blob meanwhile:
                             // a read queued before a replacement runs on the new, blank device.
                             if same_media && self.space.is_live(loc) && !self.down(*d, seq) && hedge.charges(*d) {
@@ -436,7 +458,7 @@ impl Inner {
     /// [`MAX_RUN`], and a blob's short last row always (it follows its run on the same devices,
     /// `geometry.rs`; a few more KiB in one I/O cost less than a small I/O of their own).
     pub(crate) fn joins_run(&self, len: usize, c: &ChunkAt) -> bool {
-        len + c.height <= MAX_RUN || c.height < self.layout.chunk as usize
+        len + c.height <= MAX_RUN || c.tail.is_some()
     }
 
     /// Health of a blob from the failed-device set alone: lost when a chunk holding data is on

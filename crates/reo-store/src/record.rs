@@ -3,11 +3,15 @@
 //! Records (little-endian):
 //! ```text
 //! Put       = 1 | seq u64 | band u32 | start u32 | device u16 | scheme [u8;3] | len u64 | hlen u32 | header
+//!             | tails u16 | crc u32 × tails                 (format 7: the short last row's checksums)
 //! Free      = 2 | seq u64 | band u32
 //! BandReset = 3 | band u32
 //! Unrestored = 4 | device u16 | seq u64 | band u32   (format 6)
 //! Missed     = 5 | device u16                         (format 6)
 //! ```
+//! `tails` is the number of chunks of the blob's short last row (0 if it ends with a full row),
+//! and each `crc` one's checksum, in stripe then column order (`chunk.rs`): those chunks have no
+//! trailer slot of their own.
 //! `Unrestored`: a finished rebuild of `device` could not restore blob `seq` (of `band`) onto it;
 //! reads treat the device as down for that blob (`resync.rs`). `Missed`: `device` is stale, it
 //! missed writes while failed and opens failed until replaced (`stale.rs`).
@@ -31,7 +35,7 @@ use reo_media::AlignedBuf;
 /// One metadata record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
-    Put { loc: Location, header: Vec<u8> },
+    Put { loc: Location, header: Vec<u8>, tail: Vec<u32> },
     Free { seq: u64, band: u32 },
     BandReset { band: u32 },
     Unrestored { device: u16, seq: u64, band: u32 },
@@ -40,7 +44,7 @@ pub enum Record {
 
 impl Record {
     /// Appends the encoding of `Put` without building a `Record`.
-    pub fn encode_put(w: &mut Writer, loc: &Location, header: &[u8]) {
+    pub fn encode_put(w: &mut Writer, loc: &Location, header: &[u8], tail: &[u32]) {
         w.u8(1)
             .u64(loc.seq)
             .u32(loc.band)
@@ -49,13 +53,17 @@ impl Record {
             .bytes(&loc.scheme.encode())
             .u64(loc.len)
             .u32(header.len() as u32)
-            .bytes(header);
+            .bytes(header)
+            .u16(tail.len() as u16);
+        for &c in tail {
+            w.u32(c);
+        }
     }
 
     /// Appends this record's encoding.
     pub fn encode(&self, w: &mut Writer) {
         match self {
-            Record::Put { loc, header } => Record::encode_put(w, loc, header),
+            Record::Put { loc, header, tail } => Record::encode_put(w, loc, header, tail),
             Record::Free { seq, band } => {
                 w.u8(2).u64(*seq).u32(*band);
             }
@@ -87,7 +95,12 @@ impl Record {
                     return None;
                 }
                 let header = r.take(hlen)?.to_vec();
-                Some(Record::Put { loc: Location { seq, band, start, device, scheme, len }, header })
+                let tails = r.u16()? as usize;
+                if tails > MAX_TAIL_CHUNKS {
+                    return None;
+                }
+                let tail = (0..tails).map(|_| r.u32()).collect::<Option<Vec<u32>>>()?;
+                Some(Record::Put { loc: Location { seq, band, start, device, scheme, len }, header, tail })
             }
             2 => Some(Record::Free { seq: r.u64()?, band: r.u32()? }),
             3 => Some(Record::BandReset { band: r.u32()? }),
@@ -110,9 +123,12 @@ impl Record {
 
 /// Bytes of a frame header.
 pub const FRAME_HEADER: usize = 48;
-/// Bytes of a put record besides its header: tag, seq, band, start, device, scheme, len, header
-/// length.
-pub const PUT_RECORD_FIXED: usize = 1 + 8 + 4 + 4 + 2 + 3 + 8 + 4;
+/// Bytes of a put record besides its header and tail checksums: tag, seq, band, start, device,
+/// scheme, len, header length, tail count.
+pub const PUT_RECORD_FIXED: usize = 1 + 8 + 4 + 4 + 2 + 3 + 8 + 4 + 2;
+/// Most chunks a row can have (one per device, and devices are counted in a `u16`): a record
+/// claiming more tail checksums is garbage.
+pub const MAX_TAIL_CHUNKS: usize = u16::MAX as usize;
 /// Magic of a journal batch.
 pub const BATCH_MAGIC: &[u8; 4] = b"RJB1";
 /// Magic of a checkpoint.
@@ -212,6 +228,7 @@ mod tests {
                     len: 12345,
                 },
                 header: b"bucket/key".to_vec(),
+                tail: vec![0xDEAD_BEEF],
             },
             Record::Free { seq: 4, band: 1 },
             Record::BandReset { band: 7 },
@@ -236,8 +253,9 @@ mod tests {
             &mut put,
             &Location { seq: 1, band: 2, start: 3, device: 0, scheme: Scheme::Replicate(2), len: 9 },
             b"abc",
+            &[1, 2],
         );
-        assert_eq!(put.0.len(), PUT_RECORD_FIXED + 3);
+        assert_eq!(put.0.len(), PUT_RECORD_FIXED + 3 + 8);
         // Built from parts, the frame is the same bytes.
         let (a, b) = w.0.split_at(w.0.len() / 3);
         assert_eq!(Frame::wrap_parts(BATCH_MAGIC, 77, 5, 11, &[a, &[], b])[..], framed[..]);

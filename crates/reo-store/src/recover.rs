@@ -17,7 +17,7 @@ use crate::scan::{load_checkpoint, read_journal};
 use crate::space::Space;
 use crate::stats::Counters;
 use crate::store::{BlobHealth, Inner};
-use crate::superblock::{Layout, FLAG_REBUILDING, FORMAT_VERSION, SUPERBLOCK_AREA};
+use crate::superblock::{Layout, FLAG_REBUILDING, SUPERBLOCK_AREA};
 use parking_lot::Mutex;
 use reo_media::{AlignedBuf, IoPool, Media};
 use std::sync::Arc;
@@ -32,8 +32,8 @@ const SIM_JOURNAL_WAKE_BYTES: usize = 256 << 10;
 /// What a device's superblock said.
 enum Found {
     Blank,
-    /// Layout, index, flags, format version.
-    Member(Layout, u16, u32, u32),
+    /// Layout, index, flags.
+    Member(Layout, u16, u32),
     Unreadable(String),
 }
 
@@ -83,15 +83,7 @@ impl Store {
             .iter()
             .enumerate()
             .filter_map(|(d, f)| match f {
-                Found::Member(l, i, flags, _) => Some((d, *l, *i, *flags)),
-                _ => None,
-            })
-            .collect();
-        // Members of an older format, by index, with their flags: upgraded once the store is open.
-        let older: Vec<(usize, u32)> = found
-            .iter()
-            .filter_map(|f| match f {
-                Found::Member(_, i, flags, v) if *v < FORMAT_VERSION => Some((*i as usize, *flags)),
+                Found::Member(l, i, flags) => Some((d, *l, *i, *flags)),
                 _ => None,
             })
             .collect();
@@ -157,31 +149,13 @@ impl Store {
         rebuilding.sort_unstable();
         failed.sort_unstable();
         let inner = new_inner(layout, devs, pool, &failed, cfg);
-        let (store, mut report) = recover(inner, failed, &rebuilding, &older)?;
+        let (store, mut report) = recover(inner, failed, &rebuilding)?;
         if let Some(r) = store.inner.resync.current() {
             r.set_start_seq(store.inner.space.next_seq());
             report.rebuilding_device = Some(r.device());
             tracing::info!(device = r.device(), "device was being rebuilt; call resume_rebuild to finish");
         }
         Ok((store, report))
-    }
-}
-
-/// Rewrites the superblocks of `older` members (index, flags) in the current format, synced,
-/// before the store takes any write: from here on it may journal records the older format does
-/// not have, which an older reo must then refuse rather than misread. A device that fails the
-/// rewrite is failed, as after any write error.
-fn upgrade(inner: &Inner, older: &[(usize, u32)]) {
-    for &(d, flags) in older {
-        if inner.devs.is_failed(d) {
-            continue;
-        }
-        match inner.layout.write_superblocks(inner.devs.get(d), d, flags) {
-            Ok(()) => tracing::info!(device = d, format = FORMAT_VERSION, "device superblock upgraded"),
-            Err(e) => {
-                inner.mark_failed(d, &format!("superblock upgrade to format {FORMAT_VERSION} failed: {e}"));
-            }
-        }
     }
 }
 
@@ -198,7 +172,7 @@ fn read_superblock(dev: &dyn Media) -> Found {
     }
     let (a, b) = (Layout::decode_flags(&buf[..4096]), Layout::decode_flags(&buf[4096..]));
     match (a, b) {
-        (Ok(Some((l, i, f, v))), _) | (_, Ok(Some((l, i, f, v)))) => Found::Member(l, i, f, v),
+        (Ok(Some((l, i, f))), _) | (_, Ok(Some((l, i, f)))) => Found::Member(l, i, f),
         (Ok(None), Ok(None)) => Found::Blank,
         (Err(e), _) | (_, Err(e)) => Found::Unreadable(e),
     }
@@ -282,7 +256,7 @@ fn apply_by_band(inner: &Inner, records: impl IntoIterator<Item = Record>) -> u6
     seqs.into_iter().max().unwrap_or(0)
 }
 
-/// `rebuilding`: the devices whose superblock says rebuilding; `older`: members to upgrade.
+/// `rebuilding`: the devices whose superblock says rebuilding.
 ///
 /// After a replay (or an unclean checkpoint) the state must go into a checkpoint of a new
 /// generation before any batch is journaled. That checkpoint — encoding every live blob and
@@ -291,12 +265,7 @@ fn apply_by_band(inner: &Inner, records: impl IntoIterator<Item = Record>) -> u6
 /// records queue) from the moment the state is in memory, and the first batch waits for it
 /// (`JournalPos::wedged`). A crash before it is written finds the same checkpoint and journal
 /// as this open did (the new checkpoint goes to the other slot).
-fn recover(
-    inner: Inner,
-    failed: Vec<usize>,
-    rebuilding: &[usize],
-    older: &[(usize, u32)],
-) -> Result<(Store, OpenReport)> {
+fn recover(inner: Inner, failed: Vec<usize>, rebuilding: &[usize]) -> Result<(Store, OpenReport)> {
     let (frame, ckpt) = load_checkpoint(&inner)?;
     for (i, (state, scheme, cursors)) in ckpt.bands.iter().enumerate().take(inner.space.band_count()) {
         inner.space.restore_band(i, *state, *scheme, cursors);
@@ -343,8 +312,6 @@ fn recover(
     }
     inner.space.settle();
     report.live_blobs = inner.space.blob_count();
-    // Before the writer starts: its first checkpoint may hold records an older format lacks.
-    upgrade(&inner, older);
     Ok((Store::start(inner), report))
 }
 

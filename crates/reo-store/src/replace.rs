@@ -9,7 +9,6 @@ use crate::handle::Store;
 use crate::location::Location;
 use crate::progress::{RebuildOptions, RebuildProgress};
 use crate::resync::Resync;
-use crate::space::Entry;
 use crate::store::Inner;
 use crate::superblock::FLAG_REBUILDING;
 use reo_media::{AlignedBuf, Media};
@@ -185,14 +184,15 @@ fn queue(inner: &Inner, r: &Resync, opts: &RebuildOptions) -> Vec<(u8, Location,
     let mut q: Vec<(u8, Location, u64)> = Vec::new();
     for band in 0..inner.space.band_count() {
         let (entries, _) = inner.space.contents(band as u32);
-        for Entry { loc, header } in entries {
+        for e in entries {
+            let loc = e.loc;
             if loc.seq >= start || (loc.scheme.is_isolated() && loc.device as usize != r.device()) {
                 continue;
             }
             // Blobs already beyond their redundancy count no bytes: none will be written.
             let lost = inner.health(&loc) == crate::store::BlobHealth::Lost;
             let bytes = if lost { 0 } else { inner.sectors(&loc) * crate::geometry::SECTOR };
-            q.push(((opts.priority)(&loc, &header), loc, bytes));
+            q.push(((opts.priority)(&loc, e.header()), loc, bytes));
         }
     }
     q.sort_by_key(|(p, l, _)| (*p, l.band, l.start, l.seq));

@@ -94,10 +94,11 @@ impl Inner {
     pub(crate) fn column_verifies(&self, loc: &Location, d: usize) -> bool {
         let chunks: Vec<ChunkAt> = self.blob_chunks(loc).into_iter().filter(|c| c.device == d).collect();
         let media = &self.devs.get(d);
+        let tail = self.space.tail_crcs(loc);
         chunks.iter().all(|c| {
             let mut b = self.bufs.take(c.height);
             let ok = media.read_at(&mut b[..c.height], c.offset).is_ok()
-                && (!self.devs.stores_bytes() || crate::chunk::verify(&b[..c.height], loc.seq, c.index, c.place));
+                && (!self.devs.stores_bytes() || c.verifies(&b[..c.height], loc.seq, tail.as_deref()));
             self.bufs.give(b);
             ok
         })

@@ -33,13 +33,13 @@ impl Inner {
     /// closure, under the queue lock: a `Put` of another blob written without the device cannot
     /// get into the queue between the mark and its record, so no batch holds such a `Put`
     /// without the `Missed` before it. Isolated blobs never involve another device.
-    pub(crate) fn encode_put_marking_stale(&self, w: &mut Writer, loc: &Location, header: &[u8]) {
+    pub(crate) fn encode_put_marking_stale(&self, w: &mut Writer, loc: &Location, header: &[u8], tail: &[u32]) {
         if !loc.scheme.is_isolated() && self.devs.healthy() < self.n() {
             for d in (0..self.n()).filter(|&d| self.devs.is_failed(d)) {
                 self.mark_stale_in(w, d);
             }
         }
-        Record::encode_put(w, loc, header);
+        Record::encode_put(w, loc, header, tail);
     }
 
     /// Marks `d` stale (a failure the store detected) and journals it. No gate is needed: the

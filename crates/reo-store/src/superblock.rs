@@ -10,10 +10,8 @@
 //!
 //! `flags` (since format 3): bit 0 = *rebuilding*: this device replaced a failed one and its
 //! chunks of blobs written before the replacement are not all rebuilt yet (see `resync.rs`).
-//! Format [`FORMAT_VERSION`] is written and read. Format 5 differs only in having no
-//! `Unrestored` and `Missed` records (`record.rs`): it is read, and its superblocks are rewritten as format 6
-//! at the open (an older reo must not meet records it cannot decode). Older formats are refused
-//! with the reason (their chunk trailers or column placement differ, see `decode`).
+//! Format [`FORMAT_VERSION`] is written and read. Older formats are refused with the reason
+//! (their chunk trailers, column placement or records differ, see `decode`).
 
 use crate::bytes::{Reader, Writer};
 use crate::config::StoreConfig;
@@ -23,9 +21,7 @@ use reo_media::{AlignedBuf, Media};
 /// Magic of the superblock.
 pub const MAGIC: &[u8; 8] = b"REOSTOR1";
 /// On-device format version; bumped on any incompatible change.
-pub const FORMAT_VERSION: u32 = 6;
-/// The oldest format read (and upgraded in place at the open): format 6 only added records.
-pub const OLDEST_READ_FORMAT: u32 = 5;
+pub const FORMAT_VERSION: u32 = 7;
 /// Superblock flag: the device is being rebuilt.
 pub const FLAG_REBUILDING: u32 = 1;
 /// Bytes of a superblock before its checksum (which covers them).
@@ -166,11 +162,11 @@ impl Layout {
     /// Decodes a superblock: `Ok(None)` for a blank (all-zero magic) block, an error for a block
     /// that is neither blank nor a valid superblock of this format.
     pub fn decode(buf: &[u8]) -> std::result::Result<Option<(Layout, u16)>, String> {
-        Ok(Self::decode_flags(buf)?.map(|(l, i, _, _)| (l, i)))
+        Ok(Self::decode_flags(buf)?.map(|(l, i, _)| (l, i)))
     }
 
-    /// [`Layout::decode`], also returning the flags and the format version.
-    pub fn decode_flags(buf: &[u8]) -> std::result::Result<Option<(Layout, u16, u32, u32)>, String> {
+    /// [`Layout::decode`], also returning the flags.
+    pub fn decode_flags(buf: &[u8]) -> std::result::Result<Option<(Layout, u16, u32)>, String> {
         let mut r = Reader::new(buf);
         let magic = r.take(8).ok_or("truncated superblock")?;
         if magic.iter().all(|&b| b == 0) {
@@ -180,21 +176,26 @@ impl Layout {
             return Err("not a Reo device (bad magic)".into());
         }
         let version = r.u32().ok_or("truncated superblock")?;
-        if (2..OLDEST_READ_FORMAT).contains(&version) {
+        if (2..FORMAT_VERSION).contains(&version) {
             // Format 4 moved each chunk's trailer into a 512-byte slot (`chunk.rs`); format 5
-            // shifts a blob's columns by its data width from run to run (`geometry.rs`). The
-            // chunks of an older store would fail verification or be looked for on the wrong
-            // devices, so it is refused as a whole.
-            let what = if version < 4 { "16-byte chunk trailers" } else { "columns rotated by one device" };
+            // shifts a blob's columns by its data width from run to run (`geometry.rs`); format
+            // 7 drops the slot from a blob's short last row and keeps its checksums in the
+            // blob's record. The chunks of an older store would fail verification or be looked
+            // for on the wrong devices, so it is refused as a whole.
+            let what = match version {
+                2 | 3 => "16-byte chunk trailers",
+                4 => "columns rotated by one device",
+                _ => "a trailer slot in every chunk",
+            };
             return Err(format!(
                 "format version {version} was written by an older reo ({what}); this build reads format \
-                 {OLDEST_READ_FORMAT} to {FORMAT_VERSION} only: reformat the devices (their contents are lost) or use the reo \
-                 that wrote them"
+                 {FORMAT_VERSION} only: flush its dirty data with the reo that wrote it, then reformat the devices \
+                 (their contents are lost)"
             ));
         }
-        if !(OLDEST_READ_FORMAT..=FORMAT_VERSION).contains(&version) {
+        if version != FORMAT_VERSION {
             return Err(format!(
-                "format version {version} is not supported (this build reads formats {OLDEST_READ_FORMAT} to {FORMAT_VERSION})"
+                "format version {version} is not supported (this build reads format {FORMAT_VERSION})"
             ));
         }
         let t = "truncated superblock";
@@ -224,7 +225,7 @@ impl Layout {
         if index >= layout.devices {
             return Err(format!("superblock: device index {index} of a {}-device store", layout.devices));
         }
-        Ok(Some((layout, index, flags, version)))
+        Ok(Some((layout, index, flags)))
     }
 
     /// Internal consistency, so a decoded layout can never drive I/O out of bounds.
@@ -267,15 +268,7 @@ mod tests {
         assert!(Layout::decode(&bad).is_err());
         assert!(l.zones >= 16);
         let f = l.encode_flags(1, FLAG_REBUILDING);
-        assert_eq!(Layout::decode_flags(&f).unwrap(), Some((l, 1, FLAG_REBUILDING, FORMAT_VERSION)));
-    }
-
-    /// A format-5 superblock (the format before `Unrestored` records) is read, and says so.
-    #[test]
-    fn format_5_is_read() {
-        let l = Layout::plan(&StoreConfig::default(), 4, 1 << 30, 77).unwrap();
-        let b = with_version(&l.encode_flags(3, FLAG_REBUILDING), 5);
-        assert_eq!(Layout::decode_flags(&b).unwrap(), Some((l, 3, FLAG_REBUILDING, 5)));
+        assert_eq!(Layout::decode_flags(&f).unwrap(), Some((l, 1, FLAG_REBUILDING)));
     }
 
     /// `sb` with its format version replaced (and its checksum fixed).
@@ -291,10 +284,12 @@ mod tests {
     #[test]
     fn an_older_format_is_refused_with_a_reason() {
         let l = Layout::plan(&StoreConfig::default(), 4, 1 << 30, 77).unwrap();
-        for old in [3u32, 4] {
+        for old in 3u32..FORMAT_VERSION {
             let e = Layout::decode(&with_version(&l.encode(0), old)).unwrap_err();
             assert!(e.contains(&format!("format version {old}")) && e.contains("reformat"), "{e}");
         }
+        let e = Layout::decode(&with_version(&l.encode(0), FORMAT_VERSION + 1)).unwrap_err();
+        assert!(e.contains("not supported"), "{e}");
     }
 
     #[test]
@@ -338,7 +333,7 @@ mod tests {
                 data_off: edge(f[7], pick[7]),
                 codec: if pick[8] == 0 { small[2] } else { crate::codec::CODEC_ID },
             };
-            if let Ok(Some((d, i, _, _))) = Layout::decode_flags(&l.encode_flags(index, small[3])) {
+            if let Ok(Some((d, i, _))) = Layout::decode_flags(&l.encode_flags(index, small[3])) {
                 prop_assert_eq!(d, l);
                 prop_assert!(i < d.devices && d.devices <= 64);
                 prop_assert!(d.journal_off >= SUPERBLOCK_AREA);

@@ -1,6 +1,7 @@
 //! The write path: allocate room in the scheme's open band, lay the blob out as rows of stripes
-//! (data, parity or copies, each chunk sealed with its trailer; `lay_out.rs`) and write it, then
-//! record the blob (and free) in the journal.
+//! (data, parity or copies, each chunk sealed with its trailer, or, in the short last row, its
+//! checksum kept for the record; `lay_out.rs`) and write it, then record the blob (and free) in
+//! the journal.
 //!
 //! A blob is laid out and written a segment of rows at a time ([`SEGMENT`] bytes per device):
 //! the segment's device writes go to the I/O pool, all devices in parallel, while the caller lays
@@ -26,8 +27,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 const SEGMENT: usize = 1 << 20;
 
 impl Inner {
-    /// Stores a blob. `gc` marks cleaner relocations, counted apart from user writes.
-    pub(crate) fn put(&self, header: &[u8], data: &[u8], opts: &PutOptions, gc: bool) -> Result<Location> {
+    /// Stores a blob; returns its location and its short last row's checksums (for its record).
+    /// `gc` marks cleaner relocations, counted apart from user writes, and recorded by the cleaner.
+    pub(crate) fn put(&self, header: &[u8], data: &[u8], opts: &PutOptions, gc: bool) -> Result<(Location, Vec<u32>)> {
         if header.len() > MAX_HEADER_LEN {
             return Err(Error::HeaderTooLarge { len: header.len(), max: MAX_HEADER_LEN });
         }
@@ -55,7 +57,7 @@ impl Inner {
         loc.start = start as u32;
         loc.device = device;
 
-        let written = match self.write_blob(&loc, data) {
+        let (written, tail) = match self.write_blob(&loc, data) {
             Ok(w) if self.health(&loc) != BlobHealth::Lost => w,
             other => {
                 self.space.release(band);
@@ -75,12 +77,12 @@ impl Inner {
         }
         if gc {
             // The cleaner commits the move (new put + free of the old blob) as one record pair.
-            return Ok(loc);
+            return Ok((loc, tail));
         }
         let pending = {
             let m = self.meta.mutation();
-            self.space.land(&m, band, &loc, header);
-            m.enqueue(opts.durability == Durability::Sync, |w| self.encode_put_marking_stale(w, &loc, header))?
+            self.space.land(&m, band, &loc, header, &tail);
+            m.enqueue(opts.durability == Durability::Sync, |w| self.encode_put_marking_stale(w, &loc, header, &tail))?
         };
         drop(fence);
         pending.wait()?;
@@ -92,7 +94,7 @@ impl Inner {
             self.free(&loc, opts.durability)?;
             return Err(Error::InsufficientDevices { scheme: scheme.to_string(), healthy: self.devs.healthy() });
         }
-        Ok(loc)
+        Ok((loc, tail))
     }
 
     /// Frees a live blob.
@@ -110,21 +112,24 @@ impl Inner {
     }
 
     /// Lays out and writes the blob's chunks, segment by segment (see the module doc); returns
-    /// device bytes written. A device whose write fails is marked failed.
+    /// device bytes written and the checksums of the short last row's chunks. A device whose
+    /// write fails is marked failed.
     ///
     /// Side buffers come from the buffer pool with stale contents, so every byte written is set
     /// by the layout: data then zero padding in copied chunks, parity, trailer slots, and zeros
     /// in the columns of a row that no stripe uses.
-    fn write_blob(&self, loc: &Location, data: &[u8]) -> Result<u64> {
+    fn write_blob(&self, loc: &Location, data: &[u8]) -> Result<(u64, Vec<u32>)> {
         let n = self.n();
         let offset = self.layout.offset(loc.band, u64::from(loc.start));
-        if !self.devs.stores_bytes() {
-            return Ok(self.write_blob_sized(loc, offset));
-        }
         let shape = self.shape(loc);
-        if shape.sectors() == 0 {
-            return Ok(0);
+        if !self.devs.stores_bytes() {
+            // Nothing is kept, so nothing is verified: the record still has its tail's size.
+            return Ok((self.write_blob_sized(loc, offset), vec![0; shape.tail_chunks()]));
         }
+        if shape.sectors() == 0 {
+            return Ok((0, Vec::new()));
+        }
+        let mut tail = Vec::with_capacity(shape.tail_chunks());
         let segment_bytes = (SEGMENT / self.layout.chunk as usize).max(1) as u64 * shape.full_row_bytes();
         // The devices take full chunk bodies straight from `data` when its address and the body
         // length meet every device's direct-I/O alignment (see `lay_out.rs`). Every other piece
@@ -157,7 +162,7 @@ impl Inner {
                     if loc.len - from < segment_bytes + segment_bytes / 2 { loc.len } else { from + segment_bytes };
                 let rows: Vec<Row> = shape.rows_between(u64::from(loc.start), from, to).collect();
                 let at = offset + (rows[0].start - u64::from(loc.start)) * SECTOR;
-                let (cols, len) = self.lay_out_rows(loc, data, &rows, zero_copy);
+                let (cols, len) = self.lay_out_rows(loc, data, &rows, zero_copy, &mut tail);
                 let mut cols: Vec<_> = cols.into_iter().enumerate().collect();
                 // The last segment's first write runs here: a one-segment blob on one device
                 // (small isolated puts) is written without a hop to the pool.
@@ -187,7 +192,8 @@ impl Inner {
                 self.mark_failed(d, &format!("write error: {e}"));
             }
         }
-        Ok(written.into_inner())
+        debug_assert_eq!(tail.len(), shape.tail_chunks(), "a checksum per chunk of the short last row");
+        Ok((written.into_inner(), tail))
     }
 
     /// The simulator's write of a blob on byte-less media: the same device writes as

@@ -49,11 +49,38 @@ pub enum BandState {
     Sealed,
 }
 
-/// A live blob in a band.
+/// A live blob in a band: its location, header and the checksums of its short last row's
+/// chunks (`chunk.rs`), kept in one allocation (a live map holds millions of small blobs).
 #[derive(Debug, Clone)]
 pub struct Entry {
     pub loc: Location,
-    pub header: Box<[u8]>,
+    /// The header, then each tail checksum as 4 little-endian bytes.
+    meta: Box<[u8]>,
+    header_len: u32,
+}
+
+impl Entry {
+    /// The entry of the blob at `loc` with `header` and tail checksums `tail`.
+    pub fn new(loc: Location, header: &[u8], tail: &[u32]) -> Entry {
+        let mut meta = Vec::with_capacity(header.len() + 4 * tail.len());
+        meta.extend_from_slice(header);
+        for c in tail {
+            meta.extend_from_slice(&c.to_le_bytes());
+        }
+        Entry { loc, meta: meta.into_boxed_slice(), header_len: header.len() as u32 }
+    }
+
+    /// The blob's header.
+    #[inline]
+    pub fn header(&self) -> &[u8] {
+        &self.meta[..self.header_len as usize]
+    }
+
+    /// The checksums of the short last row's chunks (stripe × width + column).
+    pub fn tail(&self) -> Vec<u32> {
+        let crcs = self.meta[self.header_len as usize..].chunks_exact(4);
+        crcs.map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes"))).collect()
+    }
 }
 
 /// State of one band.
@@ -119,11 +146,12 @@ impl Band {
 
     /// Records a live blob occupying `sectors`.
     #[inline]
-    pub fn insert(&mut self, loc: Location, header: Box<[u8]>, sectors: u64, devices: usize) {
+    pub fn insert(&mut self, e: Entry, sectors: u64, devices: usize) {
+        let loc = e.loc;
         self.live_bytes += loc.len;
         self.live_phys += Band::phys(&loc.scheme, sectors, devices);
         self.last_write = self.last_write.max(loc.seq);
-        self.live.insert(loc.seq, Entry { loc, header });
+        self.live.insert(loc.seq, e);
     }
 
     /// Forgets a live blob; returns it if it was live.

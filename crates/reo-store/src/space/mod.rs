@@ -164,14 +164,22 @@ impl Space {
     #[inline]
     pub fn header(&self, loc: &Location) -> Option<Vec<u8>> {
         let b = self.bands.get(loc.band as usize)?.read();
-        b.live.get(&loc.seq).filter(|e| e.loc == *loc).map(|e| e.header.to_vec())
+        b.live.get(&loc.seq).filter(|e| e.loc == *loc).map(|e| e.header().to_vec())
     }
 
     /// `f` of the header of the live blob at `loc`; `false` if none is live there.
     #[inline]
     pub fn header_is(&self, loc: &Location, f: impl FnOnce(&[u8]) -> bool) -> bool {
         let Some(b) = self.bands.get(loc.band as usize) else { return false };
-        b.read().live.get(&loc.seq).filter(|e| e.loc == *loc).is_some_and(|e| f(&e.header))
+        b.read().live.get(&loc.seq).filter(|e| e.loc == *loc).is_some_and(|e| f(e.header()))
+    }
+
+    /// The recorded checksums of the chunks of the short last row of the live blob at `loc`
+    /// (stripe × width + column); `None` if no such blob is live (freed or moved).
+    #[inline]
+    pub fn tail_crcs(&self, loc: &Location) -> Option<Vec<u32>> {
+        let b = self.bands.get(loc.band as usize)?.read();
+        b.live.get(&loc.seq).filter(|e| e.loc == *loc).map(|e| e.tail())
     }
 
     /// Every live blob with its header, in sequence order.
@@ -179,7 +187,7 @@ impl Space {
         let mut out = Vec::new();
         for b in &self.bands {
             let b = b.read();
-            out.extend(b.live.values().map(|e| (e.loc, e.header.to_vec())));
+            out.extend(b.live.values().map(|e| (e.loc, e.header().to_vec())));
         }
         out.sort_by_key(|(l, _)| l.seq);
         out
@@ -362,10 +370,11 @@ impl Space {
 
     /// Ends a put's reservation in `band`, recording the blob written at `loc`.
     #[inline]
-    pub fn land(&self, _m: &Mutation, band: u32, loc: &Location, header: &[u8]) {
+    pub fn land(&self, _m: &Mutation, band: u32, loc: &Location, header: &[u8], tail: &[u32]) {
+        let e = Entry::new(*loc, header, tail);
         let mut b = self.bands[band as usize].write();
         b.inflight -= 1;
-        b.insert(*loc, header.into(), self.sectors(loc), self.devices);
+        b.insert(e, self.sectors(loc), self.devices);
     }
 
     /// Forgets the live blob at `loc`; false if it is not live (freed, moved, or never written).
@@ -426,7 +435,7 @@ impl Space {
                 b.encode_entry(&mut bands);
                 live.0.reserve(b.live.len() * (PUT_RECORD_FIXED + 16));
                 for e in b.live.values() {
-                    Record::encode_put(&mut live, &e.loc, &e.header);
+                    Record::encode_put(&mut live, &e.loc, e.header(), &e.tail());
                     for (device, _) in unrestored.iter().filter(|(_, s)| s.contains(&e.loc.seq)) {
                         Record::Unrestored { device: *device, seq: e.loc.seq, band: i as u32 }.encode(&mut live);
                     }
@@ -455,7 +464,8 @@ impl Space {
     /// At open: applies the `Put`, `Free` and `BandReset` records of band `band`, in order;
     /// returns the highest sequence number put. Records that do not fit the store (a sequence
     /// number past the limit, a scheme or device it does not have, a blob past the zone, a
-    /// scheme other than the band's) are skipped.
+    /// scheme other than the band's, tail checksums not one per chunk of its short last row)
+    /// are skipped.
     pub fn replay(&self, band: usize, records: Vec<Record>) -> u64 {
         let Some(lock) = self.bands.get(band) else { return 0 };
         let n = self.devices;
@@ -464,10 +474,11 @@ impl Space {
         let mut last_seq = 0;
         for rec in records {
             match rec {
-                Record::Put { loc, header } => {
+                Record::Put { loc, header, tail } => {
                     if loc.seq >= SEQ_LIMIT
                         || loc.scheme.validate(n).is_err()
                         || (loc.scheme.is_isolated() && loc.device as usize >= n)
+                        || tail.len() != Shape::of(&loc, n, self.chunk).tail_chunks()
                     {
                         continue;
                     }
@@ -485,7 +496,7 @@ impl Space {
                     }
                     b.cover(&loc, sectors);
                     if !b.live.contains_key(&loc.seq) {
-                        b.insert(loc, header.into_boxed_slice(), sectors, n);
+                        b.insert(Entry::new(loc, &header, &tail), sectors, n);
                     }
                     last_seq = last_seq.max(loc.seq);
                 }
