@@ -65,7 +65,7 @@ impl ReplayConfig {
     /// User bytes the replacement policy may hold on `store`: the flash (`array.cache_bytes`)
     /// times `fill` (the cleaner's headroom) times the space efficiency of the trace's objects
     /// under the clean data's scheme — chunk trailers, sector padding and parity included, so a
-    /// 4 KiB object striped over five devices, which takes 20 KiB of flash, counts as such. The
+    /// 4 KiB object in `rs(3,2)` over five devices, which takes 20 KiB of flash, counts as such. The
     /// efficiency is that of `object_sizes` (their bytes over their footprints, each object cut
     /// into fragments as the cache cuts it), else of one `object_hint`-sized blob (at most a
     /// fragment). With it, the objects held grow in proportion to the flash whatever their size.

@@ -22,7 +22,7 @@
 
 use crate::chunk::SLOT;
 use crate::location::Location;
-use crate::scheme::Geometry;
+use crate::scheme::{Geometry, Scheme};
 
 /// Sector size: the unit of allocation and alignment.
 pub const SECTOR: u64 = 4096;
@@ -70,12 +70,79 @@ pub struct Shape {
     pub chunk: usize,
     pub len: u64,
     pub isolated: bool,
+    /// A *narrow* blob: one short row using fewer columns than the row has, so that other
+    /// narrow blobs share the row (see [`Shape::of`]).
+    pub narrow: bool,
+    /// A narrow blob's first column within its shared row (the location's `device` field).
+    pub offset: usize,
 }
 
 impl Shape {
     /// Shape of the blob at `loc`.
+    ///
+    /// A blob smaller than a full row of its scheme is *narrowed*: its row has only as many data
+    /// chunks as it needs for about a sector of data each (whole stripes for `rs` and
+    /// `replicate`, data columns for `none(striped)`), and if that leaves columns of the row
+    /// unused, the blob is narrow: it takes columns `offset..offset + columns` of a row other
+    /// narrow blobs of the same height share (`space/band.rs`). Why: a 4 KiB blob striped over 5
+    /// devices took a sector on every one (20 KiB), and `replicate(2)` over 4 split 4 KiB into
+    /// two stripes of 2 KiB (16 KiB); narrow, they take 4 and 8 KiB, and their rows fill up
+    /// with other blobs. Each blob keeps its own stripes and parity, so a shared row changes
+    /// nothing in how a blob is verified, rebuilt, scrubbed or cleaned.
     pub fn of(loc: &Location, devices: usize, chunk: usize) -> Shape {
-        Shape { geom: loc.scheme.geometry(devices), devices, chunk, len: loc.len, isolated: loc.scheme.is_isolated() }
+        let isolated = loc.scheme.is_isolated();
+        let mut shape = Shape {
+            geom: loc.scheme.geometry(devices),
+            devices,
+            chunk,
+            len: loc.len,
+            isolated,
+            narrow: false,
+            offset: 0,
+        };
+        if isolated || loc.len == 0 || loc.len >= shape.full_row_bytes() {
+            return shape;
+        }
+        let g = shape.geom;
+        let body = (chunk - SLOT) as u64;
+        // A sector of data per chunk, and enough chunks that the blob is one short row.
+        let chunks = loc.len.div_ceil(SECTOR).max(loc.len / body + 1) as usize;
+        shape.geom = match loc.scheme {
+            Scheme::None(_) => {
+                let c = chunks.min(g.data);
+                Geometry { width: c, data: c, stripes_per_row: 1 }
+            }
+            _ => Geometry { stripes_per_row: chunks.div_ceil(g.data).min(g.stripes_per_row), ..g },
+        };
+        if shape.geom.stripes_per_row * shape.geom.width < devices {
+            shape.narrow = true;
+            shape.offset = usize::from(loc.device);
+        }
+        shape
+    }
+
+    /// Device columns the blob occupies in its rows: one when isolated, its own when narrow,
+    /// else all (the columns no stripe uses are written with zeros).
+    pub fn columns(&self) -> usize {
+        if self.isolated {
+            1
+        } else if self.narrow {
+            self.geom.stripes_per_row * self.geom.width
+        } else {
+            self.devices
+        }
+    }
+
+    /// Does the blob have chunks on device `d`? (`device` is the location's.)
+    pub fn uses_device(&self, band: u32, start: u64, device: u16, d: usize) -> bool {
+        if self.isolated {
+            return usize::from(device) == d;
+        }
+        if !self.narrow {
+            return true;
+        }
+        let first = (rotation(band, start, self.devices) + self.offset) % self.devices;
+        (d + self.devices - first) % self.devices < self.columns()
     }
 
     /// Data chunks per row.
@@ -157,7 +224,7 @@ impl Shape {
             run -= 1;
         }
         let shift = run * self.geom.data;
-        (rotation(band, blob_start, self.devices) + shift + stripe * self.geom.width + col) % self.devices
+        (rotation(band, blob_start, self.devices) + self.offset + shift + stripe * self.geom.width + col) % self.devices
     }
 
     /// Chunk number bound into the trailer of (row, stripe, column).
@@ -234,6 +301,61 @@ mod tests {
         ] {
             let s = shape(scheme, len);
             assert_eq!((s.sectors(), s.tail_chunks()), (sectors, tails), "{scheme} {len}");
+        }
+    }
+
+    /// Blobs smaller than a row of their scheme use only the columns they need, and those that
+    /// leave columns free are narrow (they share rows); the rest keep the whole row.
+    #[test]
+    fn small_blobs_are_narrowed_to_the_columns_they_need() {
+        let striped = Scheme::None(Placement::Striped);
+        for (scheme, len, columns, narrow, sectors) in [
+            (striped, 4096, 1, true, 1),
+            (striped, 9000, 3, true, 1),
+            (striped, 16 << 10, 4, false, 1),
+            (striped, 100_000, 4, false, 7),
+            (Scheme::Replicate(2), 4096, 2, true, 1),
+            (Scheme::Replicate(2), 16 << 10, 4, false, 2),
+            (Scheme::Rs { k: 1, p: 1 }, 3000, 2, true, 1),
+            (Scheme::Rs { k: 2, p: 2 }, 4096, 4, false, 1),
+            // Narrow (three of four columns), though no other such blob fits the rest of its row.
+            (Scheme::Replicate(3), 4096, 3, true, 1),
+            (Scheme::Replicate(3), 100_000, 4, false, 25), // past a row: the unused column is zeroed
+            (Scheme::None(Placement::Isolated), 4096, 1, false, 1),
+        ] {
+            let s = shape(scheme, len);
+            assert_eq!((s.columns(), s.narrow, s.sectors()), (columns, narrow, sectors), "{scheme} {len}");
+            let rows: Vec<Row> = s.rows_between(0, 0, len).collect();
+            assert_eq!(rows.iter().map(|r| r.data_len).sum::<u64>(), len, "{scheme} {len}");
+        }
+    }
+
+    /// Narrow blobs at different offsets of a shared row hold disjoint devices, exactly the
+    /// ones `uses_device` names.
+    #[test]
+    fn narrow_blobs_sharing_a_row_hold_disjoint_devices() {
+        for (scheme, len) in [(Scheme::None(Placement::Striped), 4096), (Scheme::Replicate(2), 4096)] {
+            let one = shape(scheme, len);
+            let per = one.columns();
+            let mut seen = std::collections::HashSet::new();
+            for offset in (0..4).step_by(per) {
+                let loc = Location { seq: 1, band: 3, start: 40, device: offset as u16, scheme, len };
+                let s = Shape::of(&loc, 4, 64 << 10);
+                let row = s.row(40, 0);
+                let mut devs = Vec::new();
+                for st in 0..s.geom.stripes_per_row {
+                    for c in 0..s.geom.width {
+                        devs.push(s.device_of(3, &row, st, c, loc.device));
+                    }
+                }
+                for d in 0..4 {
+                    assert_eq!(s.uses_device(3, 40, loc.device, d), devs.contains(&d), "{scheme} offset {offset}");
+                }
+                for d in devs {
+                    assert!(seen.insert(d), "{scheme}: device {d} holds two blobs' chunks");
+                }
+            }
+            assert_eq!(seen.len(), 4, "{scheme}: the row is full");
         }
     }
 

@@ -48,7 +48,7 @@ impl Store {
     /// During a rebuild, a blob whose chunk on the new device is not restored yet is queued for
     /// repair ahead of the rebuild's queue (on-demand repair); the read itself reconstructs.
     pub fn read(&self, loc: &Location, start: u64, end: u64) -> Result<Vec<u8>> {
-        self.inner.resync.on_demand(loc);
+        self.inner.resync.on_demand(loc, |d| self.inner.holds(loc, d));
         self.inner.read(loc, start, end)
     }
 
@@ -56,7 +56,7 @@ impl Store {
     /// slices of the buffers the devices read them into (see [`ReadBytes`] for why). For callers
     /// that stream or compare the bytes; the buffers return to the store's pool on drop.
     pub fn read_bytes(&self, loc: &Location, start: u64, end: u64) -> Result<ReadBytes> {
-        self.inner.resync.on_demand(loc);
+        self.inner.resync.on_demand(loc, |d| self.inner.holds(loc, d));
         self.inner.read_bytes(loc, start, end)
     }
 
@@ -65,7 +65,7 @@ impl Store {
     /// the next ones before finishing the first, so that every device always has a read queued
     /// (see [`PendingRead`]).
     pub fn begin_read_bytes(&self, loc: &Location, start: u64, end: u64) -> Result<PendingRead<'_>> {
-        self.inner.resync.on_demand(loc);
+        self.inner.resync.on_demand(loc, |d| self.inner.holds(loc, d));
         self.inner.begin_read_bytes(loc, start, end)
     }
 
@@ -80,7 +80,7 @@ impl Store {
     /// exactly the I/O of [`Store::read`] is issued (degraded reads included); on real media it
     /// is a verified read whose bytes are dropped. Fails where [`Store::read`] would.
     pub fn read_sized(&self, loc: &Location, start: u64, end: u64) -> Result<u64> {
-        self.inner.resync.on_demand(loc);
+        self.inner.resync.on_demand(loc, |d| self.inner.holds(loc, d));
         self.inner.read_sized(loc, start, end)
     }
 
@@ -88,8 +88,8 @@ impl Store {
     /// redundancy, chunk trailers and padding — what the cache's sizing needs to know.
     pub fn footprint(&self, len: u64, scheme: Scheme) -> u64 {
         let loc = Location { seq: 0, band: 0, start: 0, device: 0, scheme, len };
-        let cols = if scheme.is_isolated() { 1 } else { self.inner.n() as u64 };
-        self.inner.sectors(&loc) * crate::geometry::SECTOR * cols
+        let shape = self.inner.shape(&loc);
+        shape.sectors() * crate::geometry::SECTOR * shape.columns() as u64
     }
 
     /// Reads the whole blob.
@@ -131,6 +131,13 @@ impl Store {
     /// copy; `false` if no blob is live there).
     pub fn header_is(&self, loc: &Location, f: impl FnOnce(&[u8]) -> bool) -> bool {
         self.inner.space.header_is(loc, f)
+    }
+
+    /// The devices the blob at `loc` has chunks on: its device for isolated placement, its own
+    /// columns of a shared row for a narrow blob, else every device (rows and their parity rotate
+    /// over the whole array).
+    pub fn devices_of(&self, loc: &Location) -> Vec<usize> {
+        (0..self.inner.n()).filter(|&d| self.inner.holds(loc, d)).collect()
     }
 
     /// Bands on the free list (cheap: the cleaner's trigger).

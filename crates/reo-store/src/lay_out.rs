@@ -203,7 +203,9 @@ impl Inner {
                     chunk::seal_slot(&mut col.side[at], crc, loc.seq, idx, place);
                 }
             }
-            if !isolated {
+            // A row's columns no stripe uses are zeroed, except in a shared row (a narrow
+            // blob's), where they are other blobs' columns.
+            if !isolated && !shape.narrow {
                 for (col, _) in cols.iter_mut().zip(&used).filter(|(_, &u)| !u) {
                     let at = col.side(row.height);
                     col.side[at].fill(0);
@@ -245,7 +247,7 @@ impl Inner {
                     need[d] += if from_blob { row.height - body } else { row.height };
                 }
             }
-            if !loc.scheme.is_isolated() {
+            if !loc.scheme.is_isolated() && !shape.narrow {
                 for (n, _) in need.iter_mut().zip(&used).filter(|(_, &u)| !u) {
                     *n += row.height;
                 }
@@ -260,12 +262,13 @@ impl Inner {
     /// alone: the data (or copy) chunks `d` holds are cut from `data`, a parity chunk is encoded
     /// from its stripe's data, and only `d`'s chunks are sealed (those of full rows: the short
     /// last row's checksums are in the blob's record). Used by the rebuild, which
-    /// writes one column. `None` for an empty blob or a device the blob does not use.
+    /// writes one column. `None` for an empty blob or a device the blob does not use (an
+    /// isolated blob's other devices, a narrow blob's columns of its shared row that are not its
+    /// own).
     pub(crate) fn lay_out_column(&self, loc: &Location, data: &[u8], d: usize) -> Option<(AlignedBuf, usize)> {
         let shape = self.shape(loc);
         let sectors = shape.sectors();
-        let isolated = loc.scheme.is_isolated();
-        if sectors == 0 || (isolated && d != loc.device as usize) {
+        if sectors == 0 || !shape.uses_device(loc.band, u64::from(loc.start), loc.device, d) {
             return None;
         }
         let col_len = (sectors * SECTOR) as usize;

@@ -52,7 +52,8 @@ mod store;
 mod superblock;
 mod write;
 
-/// Bytes at the end of every chunk that are not blob data (its trailer slot, `chunk.rs`).
+/// Bytes at the end of every chunk of a full row that are not blob data (its trailer slot,
+/// `chunk.rs`; a blob's short last row has none).
 pub use chunk::SLOT as CHUNK_SLOT;
 pub use config::{StoreConfig, MAX_CHUNK, MAX_HEADER_LEN, MIN_CHUNK};
 pub use error::{Error, Result};
@@ -60,7 +61,7 @@ pub use gc::{GcDecision, GcHandler, GcReport, KeepAll, VictimPolicy};
 pub use handle::Store;
 pub use location::{Location, ROW_BAND};
 pub use progress::{ClassProgress, LostFn, PriorityFn, RebuildOptions, RebuildProgress, RebuildState, Restored};
-pub use read::{device_read_bytes, MAX_RUN as MAX_READ_RUN};
+pub use read::{column_bytes, device_read_bytes, MAX_RUN as MAX_READ_RUN};
 pub use read_bytes::{PendingRead, ReadBytes};
 pub use rebuild_run::MAX_WRITE as REBUILD_MAX_WRITE;
 pub use recover::OpenReport;

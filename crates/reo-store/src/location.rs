@@ -2,7 +2,7 @@
 
 use crate::scheme::Scheme;
 
-/// Device index meaning "all devices of the row" (every scheme but isolated placement).
+/// Device index meaning "all devices of the row" (every blob but isolated and narrow ones).
 pub const ROW_BAND: u16 = u16::MAX;
 
 /// Sequence numbers the store assigns lie below this bound: one per nanosecond would
@@ -20,7 +20,8 @@ pub struct Location {
     pub band: u32,
     /// First 4 KiB sector of the blob within its zone.
     pub start: u32,
-    /// The device holding the blob for isolated placement, else [`ROW_BAND`].
+    /// The device holding the blob for isolated placement; a narrow blob's first column in the
+    /// row it shares (`geometry.rs`); else [`ROW_BAND`].
     pub device: u16,
     /// Redundancy scheme.
     pub scheme: Scheme,

@@ -501,6 +501,11 @@ impl Inner {
     }
 }
 
+/// Bytes the blob at `loc` holds on each device it touches (its column; for benchmarks).
+pub fn column_bytes(loc: &Location, devices: usize, chunk: usize) -> u64 {
+    Shape::of(loc, devices, chunk).sectors() * SECTOR
+}
+
 /// Bytes a full read of `loc` transfers from devices when healthy (for benchmarks).
 pub fn device_read_bytes(loc: &Location, devices: usize, chunk: usize) -> u64 {
     let shape = Shape::of(loc, devices, chunk);

@@ -1,8 +1,8 @@
 //! Zero-copy reads: [`ReadBytes`], the verified chunk bodies of a read left in the buffers the
 //! devices read them into and handed to the caller as an ordered list of slices.
 //!
-//! Why: a read fetches each device's chunks in runs of about 1 MiB, and every chunk ends in its
-//! 512-byte trailer slot, so the bodies of a run are not contiguous and one device read cannot land
+//! Why: a read fetches each device's chunks in runs of about 1 MiB, and every chunk of a full row
+//! ends in its 512-byte trailer slot, so the bodies of a run are not contiguous and one device read cannot land
 //! them in one output buffer. A vectored read (one vector per body and one per slot) was measured
 //! slower than the copy it saves on the reference machine's disk, and copying the bodies out is a
 //! pass over every byte that cost a measurable share of get bandwidth (docs/BENCHMARKS.md). A

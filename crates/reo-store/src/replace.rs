@@ -186,7 +186,7 @@ fn queue(inner: &Inner, r: &Resync, opts: &RebuildOptions) -> Vec<(u8, Location,
         let (entries, _) = inner.space.contents(band as u32);
         for e in entries {
             let loc = e.loc;
-            if loc.seq >= start || (loc.scheme.is_isolated() && loc.device as usize != r.device()) {
+            if loc.seq >= start || !inner.holds(&loc, r.device()) {
                 continue;
             }
             // Blobs already beyond their redundancy count no bytes: none will be written.

@@ -87,10 +87,10 @@ impl ResyncState {
     }
 
     /// A read through the public API: if the blob at `loc` still waits for the rebuild, queue it
-    /// first.
-    pub fn on_demand(&self, loc: &Location) {
+    /// first. `holds(d)`: does the blob have chunks on device `d` (the rebuild restores no other)?
+    pub fn on_demand(&self, loc: &Location, holds: impl FnOnce(usize) -> bool) {
         let Some(d) = self.device() else { return };
-        if loc.scheme.is_isolated() && loc.device as usize != d {
+        if !holds(d) {
             return;
         }
         let Some(r) = self.current() else { return };

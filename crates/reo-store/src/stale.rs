@@ -32,10 +32,12 @@ impl Inner {
     /// failed device it makes stale (each marked once). Called inside the journal's enqueue
     /// closure, under the queue lock: a `Put` of another blob written without the device cannot
     /// get into the queue between the mark and its record, so no batch holds such a `Put`
-    /// without the `Missed` before it. Isolated blobs never involve another device.
+    /// without the `Missed` before it. A blob makes stale only the failed devices it has
+    /// columns on: never another device for an isolated blob, only its own columns of a shared
+    /// row for a narrow one.
     pub(crate) fn encode_put_marking_stale(&self, w: &mut Writer, loc: &Location, header: &[u8], tail: &[u32]) {
         if !loc.scheme.is_isolated() && self.devs.healthy() < self.n() {
-            for d in (0..self.n()).filter(|&d| self.devs.is_failed(d)) {
+            for d in (0..self.n()).filter(|&d| self.devs.is_failed(d) && self.holds(loc, d)) {
                 self.mark_stale_in(w, d);
             }
         }

@@ -137,6 +137,11 @@ impl Inner {
         Shape::of(loc, self.n(), self.chunk())
     }
 
+    /// Does the blob at `loc` have chunks on device `d`?
+    pub fn holds(&self, loc: &Location, d: usize) -> bool {
+        self.shape(loc).uses_device(loc.band, u64::from(loc.start), loc.device, d)
+    }
+
     #[inline]
     pub fn sectors(&self, loc: &Location) -> u64 {
         self.shape(loc).sectors()

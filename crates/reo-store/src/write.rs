@@ -43,7 +43,8 @@ impl Inner {
             return Err(Error::InsufficientDevices { scheme: scheme.to_string(), healthy: self.devs.healthy() });
         }
         let mut loc = Location { seq: 0, band: 0, start: 0, device: ROW_BAND, scheme, len: data.len() as u64 };
-        let sectors = self.sectors(&loc);
+        let shape = self.shape(&loc);
+        let sectors = shape.sectors();
         if sectors > self.layout.zone_sectors() {
             let max = self.shape(&loc).full_row_bytes() * (self.layout.zone / u64::from(self.layout.chunk));
             return Err(Error::TooLarge { len: loc.len, max });
@@ -52,7 +53,7 @@ impl Inner {
         let fence = self.meta.fence_put();
         loc.seq = self.space.take_seq(&fence);
         let (band, start, device) =
-            self.space.allocate(&fence, scheme, sectors, opts.placement_key, gc, |d| self.devs.is_failed(d))?;
+            self.space.allocate(&fence, scheme, &shape, opts.placement_key, gc, |d| self.devs.is_failed(d))?;
         loc.band = band;
         loc.start = start as u32;
         loc.device = device;
@@ -117,7 +118,7 @@ impl Inner {
     ///
     /// Side buffers come from the buffer pool with stale contents, so every byte written is set
     /// by the layout: data then zero padding in copied chunks, parity, trailer slots, and zeros
-    /// in the columns of a row that no stripe uses.
+    /// in the columns of a row that no stripe uses (a narrow blob writes only its own columns).
     fn write_blob(&self, loc: &Location, data: &[u8]) -> Result<(u64, Vec<u32>)> {
         let n = self.n();
         let offset = self.layout.offset(loc.band, u64::from(loc.start));
@@ -200,14 +201,14 @@ impl Inner {
     /// [`Inner::write_blob`] (one column per device the blob uses), with no layout, encoding or
     /// sealing, since no byte is kept. Returns device bytes written.
     fn write_blob_sized(&self, loc: &Location, offset: u64) -> u64 {
-        let col_len = (self.shape(loc).sectors() * SECTOR) as usize;
+        let shape = self.shape(loc);
+        let col_len = (shape.sectors() * SECTOR) as usize;
         if col_len == 0 {
             return 0;
         }
-        let isolated = loc.scheme.is_isolated();
         let mut written = 0;
         for d in 0..self.n() {
-            if (isolated && d != loc.device as usize) || self.devs.is_failed(d) {
+            if !shape.uses_device(loc.band, u64::from(loc.start), loc.device, d) || self.devs.is_failed(d) {
                 continue;
             }
             match self.devs.get(d).write_zeros(col_len, offset) {

@@ -164,11 +164,13 @@ fn bit_flips_are_detected_and_repaired() {
             blobs.push((loc, data));
         }
     }
-    // Flip one bit in the first sector of every device's copy of each blob's zone range.
+    // Flip one bit in the first sector of one of each blob's columns (small blobs share rows:
+    // each blob's flip is on a device holding its own chunks).
     let mut flipped = 0;
     for (loc, _) in &blobs {
         let off = layout.data_off + u64::from(loc.band) * layout.zone + u64::from(loc.start) * 4096 + 123;
-        let d = if loc.scheme.is_isolated() { loc.device as usize } else { (loc.seq % 4) as usize };
+        let holders = store.devices_of(loc);
+        let d = holders[loc.seq as usize % holders.len()];
         devs[d].flip_bit(off, 3).unwrap();
         flipped += 1;
     }

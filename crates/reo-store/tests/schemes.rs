@@ -136,3 +136,57 @@ fn bad_requests_get_clear_errors() {
     assert!(matches!(store.free(&loc, Durability::None), Err(Error::NotFound { .. })));
     assert!(store.fail_device(9).is_err());
 }
+
+/// Small blobs take their scheme's footprint and no more: narrow blobs share rows (a 4 KiB
+/// striped blob takes one 4 KiB column, `replicate(2)` and `rs(1,1)` two), the rows they fill
+/// are used to the last column, and the shared rows survive a restart and later puts intact.
+#[test]
+fn small_blobs_share_rows_and_take_only_their_footprint() {
+    let cfg = small_config();
+    let devs = devices(4, 16 << 20);
+    let store = open(&devs, &cfg);
+    let schemes = [
+        (Scheme::None(reo_store::Placement::Striped), 1u64),
+        (Scheme::Replicate(2), 2),
+        (Scheme::Rs { k: 1, p: 1 }, 2),
+    ];
+    let mut blobs = Vec::new();
+    // Interleaved schemes and one Sync put in eight: rows are shared across put batches.
+    for i in 0..64u64 {
+        for (j, &(scheme, _)) in schemes.iter().enumerate() {
+            let data = content(i * 3 + j as u64, 4096);
+            let durability = if i % 8 == 0 { Durability::Sync } else { Durability::None };
+            let loc = store.put(b"s", &data, &PutOptions::new(scheme).durability(durability)).unwrap();
+            blobs.push((loc, data));
+        }
+    }
+    let space = store.space();
+    for (scheme, columns) in schemes {
+        let s = &space.per_scheme.iter().find(|(s, _)| *s == scheme).unwrap().1;
+        assert_eq!(s.live_bytes, 64 * 4096, "{scheme}");
+        assert_eq!(s.live_device_bytes, 64 * 4096 * columns, "{scheme}: footprint");
+        assert_eq!(s.used_device_bytes, s.live_device_bytes, "{scheme}: every column of its rows used");
+    }
+    drop(store); // a crash: the journal is replayed
+    let store = open(&devs, &cfg);
+    for (loc, data) in &blobs {
+        assert_eq!(&store.read_all(loc).unwrap(), data, "{}", loc.scheme);
+    }
+    // New puts go past the shared rows, never into their free columns of before the restart.
+    for i in 0..16u64 {
+        for (j, &(scheme, _)) in schemes.iter().enumerate() {
+            let data = content(1000 + i * 3 + j as u64, 3000);
+            blobs.push((store.put(b"t", &data, &PutOptions::new(scheme)).unwrap(), data));
+        }
+    }
+    store.fail_device(1).unwrap();
+    for (loc, data) in &blobs {
+        match store.read_all(loc) {
+            Ok(got) => assert_eq!(&got, data, "{}", loc.scheme),
+            Err(Error::Corrupt { .. }) => {
+                assert!(loc.scheme.tolerance() == 0 && store.devices_of(loc).contains(&1), "{}", loc.scheme)
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+}

@@ -4,7 +4,7 @@
 //! drops lost clean objects after a device dies (they are refetched from the backend on demand)
 //! while a lost dirty object is a loud, counted data-loss event.
 
-use reo_store::{BlobHealth, Durability, Location, Scheme, ROW_BAND};
+use reo_store::{BlobHealth, Durability, Scheme};
 use serde::Serialize;
 
 use super::cache::free_all;
@@ -156,7 +156,6 @@ impl Cache {
         let s = self.lock();
         let slot = s.objects.find(key)?;
         let e = s.objects.get(slot)?;
-        let n = self.store.layout().devices as usize;
         let mut access = Access::Accessible;
         let mut schemes: Vec<Scheme> = Vec::new();
         let mut devices: Vec<usize> = Vec::new();
@@ -177,7 +176,7 @@ impl Cache {
             if !schemes.contains(&loc.scheme) {
                 schemes.push(loc.scheme);
             }
-            for d in holders(&loc, n) {
+            for d in self.store.devices_of(&loc) {
                 if !devices.contains(&d) {
                     devices.push(d);
                 }
@@ -239,15 +238,5 @@ impl Access {
         } else {
             self
         }
-    }
-}
-
-/// Devices a blob has chunks on: its device for isolated placement, else every device (rows and
-/// their parity rotate over the whole array).
-fn holders(loc: &Location, n: usize) -> Vec<usize> {
-    if loc.device != ROW_BAND {
-        vec![loc.device as usize]
-    } else {
-        (0..n).collect()
     }
 }

@@ -100,6 +100,9 @@ pub struct Band {
     /// Puts that reserved space here and have not yet recorded their blob: the cleaner must not
     /// take the band until they land.
     pub(super) inflight: u32,
+    /// Rows narrow blobs share (`geometry.rs`), at most one open per height: (height in sectors,
+    /// start sector, next free column). Not persisted: after a restart the cursor is past them.
+    shared: Vec<(u64, u64, usize)>,
 }
 
 impl Band {
@@ -114,6 +117,7 @@ impl Band {
             live_phys: 0,
             last_write: 0,
             inflight: 0,
+            shared: Vec::new(),
         }
     }
 
@@ -127,11 +131,30 @@ impl Band {
         self.cursor = vec![0; cursors];
     }
 
-    /// Device bytes a blob of `sectors` sectors occupies in this band.
+    /// Room in a row band for a narrow blob `sectors` tall using `columns` of the row's
+    /// `devices`: the next free columns of the open shared row of that height, else a new row at
+    /// the cursor (which becomes the open shared row of its height). Returns (start sector,
+    /// first column), or `None` when the zone (`zone` sectors) has no room.
+    pub fn place_narrow(&mut self, sectors: u64, columns: usize, devices: usize, zone: u64) -> Option<(u64, usize)> {
+        if let Some(row) = self.shared.iter_mut().find(|r| r.0 == sectors && r.2 + columns <= devices) {
+            let at = (row.1, row.2);
+            row.2 += columns;
+            return Some(at);
+        }
+        let start = self.cursor[0];
+        if start + sectors > zone {
+            return None;
+        }
+        self.cursor[0] += sectors;
+        self.shared.retain(|r| r.0 != sectors);
+        self.shared.push((sectors, start, columns));
+        Some((start, 0))
+    }
+
+    /// Device bytes a blob of `sectors` sectors over `columns` device columns occupies.
     #[inline]
-    pub fn phys(scheme: &Scheme, sectors: u64, devices: usize) -> u64 {
-        let cols = if scheme.is_isolated() { 1 } else { devices as u64 };
-        sectors * SECTOR * cols
+    pub fn phys(columns: usize, sectors: u64) -> u64 {
+        sectors * SECTOR * columns as u64
     }
 
     /// Device bytes written so far (live or dead).
@@ -144,22 +167,22 @@ impl Band {
         }
     }
 
-    /// Records a live blob occupying `sectors`.
+    /// Records a live blob occupying `phys` device bytes.
     #[inline]
-    pub fn insert(&mut self, e: Entry, sectors: u64, devices: usize) {
+    pub fn insert(&mut self, e: Entry, phys: u64) {
         let loc = e.loc;
         self.live_bytes += loc.len;
-        self.live_phys += Band::phys(&loc.scheme, sectors, devices);
+        self.live_phys += phys;
         self.last_write = self.last_write.max(loc.seq);
         self.live.insert(loc.seq, e);
     }
 
-    /// Forgets a live blob; returns it if it was live.
+    /// Forgets a live blob (`phys_of` its device bytes); returns it if it was live.
     #[inline]
-    pub fn remove(&mut self, seq: u64, sectors_of: impl Fn(&Location) -> u64, devices: usize) -> Option<Entry> {
+    pub fn remove(&mut self, seq: u64, phys_of: impl Fn(&Location) -> u64) -> Option<Entry> {
         let e = self.live.remove(&seq)?;
         self.live_bytes -= e.loc.len;
-        self.live_phys -= Band::phys(&e.loc.scheme, sectors_of(&e.loc), devices);
+        self.live_phys -= phys_of(&e.loc);
         Some(e)
     }
 

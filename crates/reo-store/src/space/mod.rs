@@ -138,6 +138,12 @@ impl Space {
         Shape::of(loc, self.devices, self.chunk).sectors()
     }
 
+    /// Device bytes the blob at `loc` occupies.
+    fn phys(&self, loc: &Location) -> u64 {
+        let shape = Shape::of(loc, self.devices, self.chunk);
+        Band::phys(shape.columns(), shape.sectors())
+    }
+
     #[inline]
     fn zone_sectors(&self) -> u64 {
         self.zone / SECTOR
@@ -309,20 +315,22 @@ impl Space {
         self.next_seq.store(seq, Ordering::Release);
     }
 
-    /// Reserves `sectors` in the open band of `scheme`; returns (band, start sector, device),
-    /// the device being `key`'s (or the next one with room) for isolated placement, skipping
-    /// devices `failed` says are failed. User puts leave [`GC_RESERVE`] free bands for the
+    /// Reserves room for a blob of `shape` in the open band of `scheme`; returns (band, start
+    /// sector, device), the device being `key`'s (or the next one with room) for isolated
+    /// placement, skipping devices `failed` says are failed; for a narrow blob, the first of
+    /// its columns in a row it shares (`Band::place_narrow`). User puts leave [`GC_RESERVE`] free bands for the
     /// cleaner (`gc`), which needs room to move into. The reservation ends with
     /// [`Space::land`] or [`Space::release`].
     pub fn allocate(
         &self,
         _fence: &PutFence,
         scheme: Scheme,
-        sectors: u64,
+        shape: &Shape,
         key: u64,
         gc: bool,
         failed: impl Fn(usize) -> bool,
     ) -> Result<(u32, u64, u16)> {
+        let (sectors, narrow) = (shape.sectors(), shape.narrow.then(|| shape.columns()));
         let n = self.devices;
         let zone = self.zone_sectors();
         let mut alloc = self.alloc.lock();
@@ -342,6 +350,11 @@ impl Space {
                         b.cursor[d] += sectors;
                         b.inflight += 1;
                         return Ok((band, start, d as u16));
+                    }
+                } else if let Some(columns) = narrow {
+                    if let Some((start, first)) = b.place_narrow(sectors, columns, n, zone) {
+                        b.inflight += 1;
+                        return Ok((band, start, first as u16));
                     }
                 } else if b.cursor[0] + sectors <= zone {
                     let start = b.cursor[0];
@@ -374,7 +387,7 @@ impl Space {
         let e = Entry::new(*loc, header, tail);
         let mut b = self.bands[band as usize].write();
         b.inflight -= 1;
-        b.insert(e, self.sectors(loc), self.devices);
+        b.insert(e, self.phys(loc));
     }
 
     /// Forgets the live blob at `loc`; false if it is not live (freed, moved, or never written).
@@ -384,7 +397,7 @@ impl Space {
         if !b.live.get(&loc.seq).is_some_and(|e| e.loc == *loc) {
             return false;
         }
-        b.remove(loc.seq, |l| self.sectors(l), self.devices);
+        b.remove(loc.seq, |l| self.phys(l));
         true
     }
 
@@ -464,8 +477,8 @@ impl Space {
     /// At open: applies the `Put`, `Free` and `BandReset` records of band `band`, in order;
     /// returns the highest sequence number put. Records that do not fit the store (a sequence
     /// number past the limit, a scheme or device it does not have, a blob past the zone, a
-    /// scheme other than the band's, tail checksums not one per chunk of its short last row)
-    /// are skipped.
+    /// scheme other than the band's, tail checksums not one per chunk of its short last row,
+    /// a narrow blob's columns past the row) are skipped.
     pub fn replay(&self, band: usize, records: Vec<Record>) -> u64 {
         let Some(lock) = self.bands.get(band) else { return 0 };
         let n = self.devices;
@@ -478,8 +491,11 @@ impl Space {
                     if loc.seq >= SEQ_LIMIT
                         || loc.scheme.validate(n).is_err()
                         || (loc.scheme.is_isolated() && loc.device as usize >= n)
-                        || tail.len() != Shape::of(&loc, n, self.chunk).tail_chunks()
                     {
+                        continue;
+                    }
+                    let shape = Shape::of(&loc, n, self.chunk);
+                    if tail.len() != shape.tail_chunks() || (shape.narrow && shape.offset + shape.columns() > n) {
                         continue;
                     }
                     let sectors = self.sectors(&loc);
@@ -496,12 +512,12 @@ impl Space {
                     }
                     b.cover(&loc, sectors);
                     if !b.live.contains_key(&loc.seq) {
-                        b.insert(Entry::new(loc, &header, &tail), sectors, n);
+                        b.insert(Entry::new(loc, &header, &tail), self.phys(&loc));
                     }
                     last_seq = last_seq.max(loc.seq);
                 }
                 Record::Free { seq, .. } => {
-                    lock.write().remove(seq, |l| self.sectors(l), n);
+                    lock.write().remove(seq, |l| self.phys(l));
                 }
                 Record::BandReset { .. } => *lock.write() = Band::new(),
                 Record::Unrestored { .. } | Record::Missed { .. } => {} // not a band's

@@ -39,7 +39,7 @@ mod report;
 mod sizes;
 
 use reo_media::{FileMedia, Media};
-use reo_store::{device_read_bytes, Layout, Location, Placement, Scheme, StoreConfig, ROW_BAND};
+use reo_store::{Layout, Location, Placement, Scheme, StoreConfig, ROW_BAND};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -225,8 +225,7 @@ fn rs_scheme(n: usize) -> Scheme {
 fn column_bytes(scheme: Scheme, len: u64, n: usize, chunk: u32) -> u64 {
     let device = if scheme.is_isolated() { 0 } else { ROW_BAND };
     let loc = Location { seq: 0, band: 0, start: 0, device, scheme, len };
-    let g = scheme.geometry(n);
-    device_read_bytes(&loc, n, chunk as usize) / (g.stripes_per_row * g.data) as u64
+    reo_store::column_bytes(&loc, n, chunk as usize)
 }
 
 /// The store configuration of every phase: the chunk size asked for, defaults otherwise.
