@@ -83,7 +83,17 @@ impl Cache {
                 (chunk_len, None)
             }
         };
-        let chunk = Chunk { fp, size: chunk_len, compressed: stored };
+        // The unit is charged what the chunk takes on flash, not its compressed length: the store
+        // keeps each content blob in whole sectors, so a 4 KiB block compressed to 2 KiB still
+        // takes a sector, and charging 2 KiB let the policy hold twice what the flash holds
+        // (the cleaner then relocated full bands on every put).
+        let on_flash = if stored < chunk_len {
+            let isolated = reo_store::Scheme::None(reo_store::Placement::Isolated);
+            self.store.footprint(u64::from(stored), isolated).min(u64::from(chunk_len)) as u32
+        } else {
+            chunk_len
+        };
+        let chunk = Chunk { fp, size: chunk_len, compressed: on_flash };
         let (write, evicted, seen) = {
             let mut s = self.lock();
             let same = s.objects.find(key) == Some(slot)
