@@ -86,6 +86,15 @@ impl Store {
     }
 }
 
+/// Ends a cleaning pass's hold on its band, however the pass ends.
+struct Cleaning<'a>(&'a crate::space::Space, u32);
+
+impl Drop for Cleaning<'_> {
+    fn drop(&mut self) {
+        self.0.set_cleaning(self.1, false);
+    }
+}
+
 impl Inner {
     fn pick_victim(&self, policy: VictimPolicy) -> Option<u32> {
         let now = self.space.next_seq();
@@ -101,6 +110,9 @@ impl Inner {
 
     fn clean(&self, band: u32, handler: &mut dyn GcHandler) -> Result<GcReport> {
         self.stats.add(Stat::GcRuns, 1);
+        // Nothing is shed into the band while its blobs are moved out (it must end empty).
+        self.space.set_cleaning(band, true);
+        let _done = Cleaning(&self.space, band);
         let mut report = GcReport { band, ..Default::default() };
         let (mut entries, used) = self.space.contents(band);
         entries.sort_by_key(|e| e.loc.seq);

@@ -102,9 +102,36 @@ impl Store {
         self.inner.free(loc, durability)
     }
 
+    /// Turns the small replicated blob at `loc` into one isolated copy of itself, in place, with
+    /// `header`: its first copy is kept, the others become dead space, and nothing is written
+    /// but two metadata records (the dirty → clean transition without a rewrite). Eligible: a
+    /// `replicate` blob of one row of one stripe (up to a sector when narrowed, up to a chunk
+    /// body under `replicate(N)` over N devices), whose first copy's device is up for it.
+    /// Never waits for a checkpoint being taken (callers hold their own locks). Returns the kept
+    /// copy's location, `None` if the blob is not eligible or a checkpoint is being taken
+    /// (rewrite it instead), `NotFound` if it is not live. With [`Durability::Sync`] the change is durable
+    /// on return.
+    pub fn shed_copies(&self, loc: &Location, header: &[u8], durability: Durability) -> Result<Option<Location>> {
+        self.inner.shed(loc, header, durability)
+    }
+
+    /// Whether [`Store::shed_copies`] of the blob at `loc` would keep a good copy: eligible, the
+    /// first copy's device up for it, and that copy read back and verified (one device read).
+    pub fn can_shed(&self, loc: &Location) -> bool {
+        self.inner.kept_copy_verifies(loc)
+    }
+
     /// Waits until every record queued so far is durable.
     pub fn flush(&self) -> Result<()> {
         self.inner.meta.flush()?.wait()
+    }
+
+    /// Waits until every record queued so far is durable, without a journal write of its own:
+    /// they go with the next batch a `Sync` operation, a flush or the group-commit delay
+    /// (`StoreConfig::journal_delay`) makes due. For a caller that can wait that long and would
+    /// otherwise cost a journal write on every device per call.
+    pub fn flush_with_next_batch(&self) -> Result<()> {
+        self.inner.meta.flush_riding()?.wait()
     }
 
     /// Health of the blob at `loc` given the failed devices (no I/O).

@@ -10,7 +10,9 @@
 //!
 //! Group commit: records nobody waits for (durability `None`) wait up to
 //! `StoreConfig::journal_delay` for company before the writer takes them; a waiter (a `Sync` put
-//! or free, a flush) or a large queue makes the batch due at once, with everything queued.
+//! or free, a flush) or a large queue makes the batch due at once, with everything queued. A
+//! *rider* waits without making it due: its records go with the next batch anything else makes
+//! due (at the latest the delay's), at no journal write of their own.
 //!
 //! When a batch does not fit in the journal region, the writer takes a checkpoint instead (the
 //! state then already includes every queued record) and starts a new journal generation.
@@ -29,6 +31,9 @@ pub type Ack = std::result::Result<(), String>;
 struct Queue {
     records: Writer,
     waiters: Vec<mpsc::Sender<Ack>>,
+    /// Of `waiters`, how many ride along ([`Journal::enqueue_riding`]): they do not make a batch
+    /// due, the others do.
+    riders: usize,
     stop: bool,
     /// Stop without writing what is queued (simulated crash).
     kill: bool,
@@ -78,6 +83,17 @@ pub struct Drained {
     number: u64,
 }
 
+/// How an enqueue waits for its records.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    /// Not at all.
+    No,
+    /// For a batch it makes due at once.
+    Due,
+    /// For the next batch something else makes due.
+    Ride,
+}
+
 /// A pending acknowledgement.
 pub struct Pending(Option<mpsc::Receiver<Ack>>);
 
@@ -105,7 +121,13 @@ impl Journal {
     /// Queues records written by `f`; with `wait`, the returned [`Pending`] resolves when they
     /// are durable.
     pub fn enqueue(&self, wait: bool, f: impl FnOnce(&mut Writer)) -> Result<Pending> {
-        self.enqueue_as(wait, false, f)
+        self.enqueue_as(if wait { Wait::Due } else { Wait::No }, false, f)
+    }
+
+    /// Queues records written by `f` with a rider: the returned [`Pending`] resolves when they
+    /// are durable, in the next batch something else makes due (see the module doc).
+    pub fn enqueue_riding(&self, f: impl FnOnce(&mut Writer)) -> Result<Pending> {
+        self.enqueue_as(Wait::Ride, false, f)
     }
 
     /// Queues records written by `f` that must not wait out the group-commit delay although
@@ -113,10 +135,10 @@ impl Journal {
     /// device fails a journal write (it cannot wait for its own batch), and whose loss in a crash
     /// within the delay would let the device back in at the next open.
     pub fn enqueue_urgent(&self, f: impl FnOnce(&mut Writer)) -> Result<()> {
-        self.enqueue_as(false, true, f).map(|_| ())
+        self.enqueue_as(Wait::No, true, f).map(|_| ())
     }
 
-    fn enqueue_as(&self, wait: bool, urgent: bool, f: impl FnOnce(&mut Writer)) -> Result<Pending> {
+    fn enqueue_as(&self, wait: Wait, urgent: bool, f: impl FnOnce(&mut Writer)) -> Result<Pending> {
         let mut q = self.queue.lock();
         if q.stop {
             return Err(Error::Closed);
@@ -125,19 +147,24 @@ impl Journal {
         // drained the queue (which starts its group-commit timer), the record that crosses
         // `eager_bytes`, or a waiter needs to wake it: the others ride along.
         let before = q.records.0.len();
+        let idle = before == 0 && q.waiters.is_empty();
         f(&mut q.records);
         q.urgent |= urgent;
         let crossed = before < self.eager_bytes && q.records.0.len() >= self.eager_bytes;
-        let due = crossed || (before == 0 && self.delay.is_some());
-        let rx = if wait {
+        // A rider wakes the writer only to start the delay's clock (without a delay, to take
+        // the batch: nothing else may come to make it due).
+        let due =
+            crossed || (before == 0 && self.delay.is_some()) || (wait == Wait::Ride && (idle || self.delay.is_none()));
+        let rx = if wait == Wait::No {
+            None
+        } else {
             let (tx, rx) = mpsc::channel();
             q.waiters.push(tx);
+            q.riders += usize::from(wait == Wait::Ride);
             Some(rx)
-        } else {
-            None
         };
         drop(q);
-        if due || wait || urgent {
+        if due || wait == Wait::Due || urgent {
             self.wake.notify_one();
         }
         Ok(Pending(rx))
@@ -152,6 +179,7 @@ impl Journal {
         loop {
             if q.kill {
                 q.waiters.clear();
+                q.riders = 0;
                 return None;
             }
             let queued = !q.records.0.is_empty() || !q.waiters.is_empty();
@@ -162,7 +190,7 @@ impl Journal {
             if queued {
                 let due = q.stop
                     || q.urgent
-                    || !q.waiters.is_empty()
+                    || q.waiters.len() > q.riders
                     || q.records.0.len() >= self.eager_bytes
                     || self.delay.is_none_or(|d| *deadline.get_or_insert_with(|| Instant::now() + d) <= Instant::now());
                 if due {
@@ -170,6 +198,7 @@ impl Journal {
                     let cap = q.records.0.capacity();
                     let records = std::mem::replace(&mut q.records.0, Vec::with_capacity(cap));
                     q.urgent = false;
+                    q.riders = 0;
                     return Some(Batch { records, waiters: std::mem::take(&mut q.waiters), drains: q.drains });
                 }
             } else if q.stop {
@@ -191,6 +220,7 @@ impl Journal {
         let mut q = self.queue.lock();
         q.drains += 1;
         q.draining = true;
+        q.riders = 0;
         Drained { records: std::mem::take(&mut q.records.0), waiters: std::mem::take(&mut q.waiters), number: q.drains }
     }
 
@@ -266,6 +296,7 @@ impl Drop for WriterGuard<'_> {
         q.stop = true;
         q.kill = true;
         let waiters = std::mem::take(&mut q.waiters);
+        q.riders = 0;
         drop(q);
         self.0.wake.notify_all();
         ack_all(waiters, &Err("the journal writer thread panicked; reopen the store".into()));
@@ -325,6 +356,34 @@ mod tests {
         assert!(rx.recv_timeout(Duration::from_millis(200)).is_err(), "a batch was taken during the checkpoint");
         j.undrain(older);
         assert_eq!(rx.recv_timeout(Duration::from_secs(30)).expect("taken after the undrain"), Some(vec![1, 2]));
+    }
+
+    /// A rider makes no batch due: its records wait for the delay (here an hour, so the batch is
+    /// not taken), then go with the batch a waiter makes due, which acknowledges both.
+    #[test]
+    fn a_rider_goes_with_the_next_batch_and_forces_none() {
+        let j = journal(Some(HOUR));
+        let ride = j.enqueue_riding(|w| {
+            w.u8(1);
+        });
+        let (tx, rx) = mpsc::channel();
+        let jt = j.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(jt.take().map(|b| (b.records, b.waiters)));
+        });
+        assert!(rx.recv_timeout(Duration::from_millis(200)).is_err(), "a rider made its batch due");
+        let due = j.enqueue(true, |w| {
+            w.u8(2);
+        });
+        let (records, waiters) = rx.recv_timeout(Duration::from_secs(30)).expect("taken").expect("a batch");
+        assert_eq!((records, waiters.len()), (vec![1, 2], 2));
+        ack_all(waiters, &Ok(()));
+        ride.unwrap().wait().unwrap();
+        due.unwrap().wait().unwrap();
+        // Riding alone, with no delay to wait out, the batch is taken at once.
+        let j = journal(Some(Duration::ZERO));
+        let _ride = j.enqueue_riding(|_| {});
+        assert_eq!(take_soon(&j), Some(vec![]));
     }
 
     /// A checkpoint that succeeded lets the writer go on with what was queued after its drain.

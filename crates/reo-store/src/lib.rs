@@ -44,6 +44,7 @@ mod resync;
 mod scan;
 mod scheme;
 mod scrub;
+mod shed;
 mod slot;
 mod space;
 mod stale;

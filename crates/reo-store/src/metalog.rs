@@ -72,6 +72,13 @@ impl MetaLog {
         self.journal.enqueue(true, |_| {})
     }
 
+    /// Queues a rider and no record: the returned [`Pending`] resolves once every record queued
+    /// so far is durable, in the next batch something else makes due (`journal.rs`).
+    #[inline]
+    pub fn flush_riding(&self) -> Result<Pending> {
+        self.journal.enqueue_riding(|_| {})
+    }
+
     /// Queues records that change no live state and need no gate (a device's stale mark, set
     /// with its record under the queue lock), without the group-commit delay.
     #[inline]
@@ -121,6 +128,13 @@ impl MetaLog {
     #[inline]
     pub fn mutation(&self) -> Mutation<'_> {
         Mutation { log: self, _gate: self.gate.read() }
+    }
+
+    /// The gate, shared, if no checkpoint holds it or waits for it (a caller that must not wait
+    /// out a checkpoint's snapshot under its own locks).
+    #[inline]
+    pub fn try_mutation(&self) -> Option<Mutation<'_>> {
+        Some(Mutation { log: self, _gate: self.gate.try_read()? })
     }
 
     /// The journal position: the writer appending a batch.

@@ -218,6 +218,20 @@ fn format(devices: Vec<Arc<dyn Media>>, cfg: &StoreConfig, pool: IoPool) -> Resu
     Ok((Store::start(inner), report))
 }
 
+/// Keeps only the replayed `Unrestored` marks of a device a live blob still has chunks on. A mark
+/// is replayed whatever follows it, and a blob that shed its copies (`shed.rs`) keeps its
+/// sequence number on one device: a mark of another device would say forever that a device
+/// misses a blob it no longer needs, and keep every read on the degraded path.
+fn prune_unrestored(inner: &Inner) {
+    let marks = inner.resync.unrestored();
+    if marks.is_empty() {
+        return;
+    }
+    let seqs: std::collections::HashSet<u64> = marks.iter().flat_map(|(_, s)| s.iter().copied()).collect();
+    let live = inner.space.locations_of(&seqs);
+    inner.resync.retain_unrestored(|d, seq| live.get(&seq).is_some_and(|l| inner.holds(l, d)));
+}
+
 /// Applies `records` (in their order within each band) and returns the highest sequence number
 /// put. A record only ever touches its own band, so the records are split by band and the bands
 /// applied in parallel, each band's live map sized once: replaying the records one by one was
@@ -232,8 +246,8 @@ fn apply_by_band(inner: &Inner, records: impl IntoIterator<Item = Record>) -> u6
                 continue;
             }
             // Not a band's either (set-only), but only kept for a band the store has. Kept even
-            // if the blob is freed later in the replay: harmless (sequence numbers are never
-            // reused), and the next checkpoint keeps only those of live blobs.
+            // if the blob is freed later in the replay: `prune_unrestored` then drops the marks
+            // of devices no live blob of that sequence number uses.
             Record::Unrestored { device, seq, band } => {
                 if (*band as usize) < per_band.len() {
                     inner.resync.replay_unrestored(*device as usize, *seq);
@@ -287,6 +301,7 @@ fn recover(inner: Inner, failed: Vec<usize>, rebuilding: &[usize]) -> Result<(St
         .unwrap_or_default();
     let replayed = !batches.is_empty();
     last_seq = last_seq.max(apply_by_band(&inner, batches.into_iter().flatten()));
+    prune_unrestored(&inner);
     // `last_seq` is below the limit (records beyond it are not applied); a checkpoint's counter
     // beyond it is clamped rather than trusted.
     let next_seq = ckpt.next_seq.min(crate::location::SEQ_LIMIT).max(last_seq + 1);

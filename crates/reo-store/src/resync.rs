@@ -126,6 +126,18 @@ impl ResyncState {
         }
     }
 
+    /// Keeps the marks of [`ResyncState::unrestored`] for which `keep(device, seq)` holds (at
+    /// open, after the replay).
+    pub fn retain_unrestored(&self, keep: impl Fn(usize, u64) -> bool) {
+        for (d, u) in self.unrestored.iter().enumerate() {
+            for seq in u.seqs() {
+                if !keep(d, seq) {
+                    u.remove(seq);
+                }
+            }
+        }
+    }
+
     /// Device `d` is replaced: it will be rebuilt from scratch.
     pub fn clear_unrestored(&self, d: usize) {
         self.unrestored[d].clear();

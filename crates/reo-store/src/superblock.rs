@@ -21,7 +21,7 @@ use reo_media::{AlignedBuf, Media};
 /// Magic of the superblock.
 pub const MAGIC: &[u8; 8] = b"REOSTOR1";
 /// On-device format version; bumped on any incompatible change.
-pub const FORMAT_VERSION: u32 = 8;
+pub const FORMAT_VERSION: u32 = 9;
 /// Superblock flag: the device is being rebuilt.
 pub const FLAG_REBUILDING: u32 = 1;
 /// Bytes of a superblock before its checksum (which covers them).
@@ -181,13 +181,16 @@ impl Layout {
             // shifts a blob's columns by its data width from run to run (`geometry.rs`); format
             // 7 drops the slot from a blob's short last row and keeps its checksums in the
             // blob's record; format 8 narrows small blobs to the columns they need, in rows they
-            // share. The chunks of an older store would fail verification or be looked for on
+            // share; format 9 lets a `replicate` band hold the isolated copies small blobs kept
+            // of themselves (`shed.rs`), which format 8 would replay as a band of another
+            // scheme. The chunks of an older store would fail verification or be looked for on
             // the wrong devices, so it is refused as a whole.
             let what = match version {
                 2 | 3 => "16-byte chunk trailers",
                 4 => "columns rotated by one device",
                 5 | 6 => "a trailer slot in every chunk",
-                _ => "small blobs over whole rows",
+                7 => "small blobs over whole rows",
+                _ => "no shed copies in replicated bands",
             };
             return Err(format!(
                 "format version {version} was written by an older reo ({what}); this build reads format \

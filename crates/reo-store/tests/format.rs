@@ -46,10 +46,12 @@ fn an_older_format_store_is_refused_naming_its_version_and_left_intact() {
     for d in &devs {
         assert_eq!(versions(d.as_ref()), [FORMAT_VERSION; 2]);
     }
-    // Format 7 put small blobs over whole rows, 6 kept a trailer slot in every chunk, 4 rotated
-    // columns by one device: their chunks would not verify or be looked for on the wrong
-    // devices, so the store is refused, not misread, and not written to.
-    for old in [7, 6, 4] {
+    // Format 8 had no shed copies in replicated bands, 7 put small blobs over whole rows, 6 kept
+    // a trailer slot in every chunk, 4 rotated columns by one device: their chunks would not
+    // verify or be looked for on the wrong devices (and an 8 reading a 9 would turn a band of
+    // dirty replicas into an isolated one), so the store is refused, not misread, and not
+    // written to.
+    for old in [8, 7, 6, 4] {
         for d in &devs {
             set_version(d.as_ref(), old);
         }

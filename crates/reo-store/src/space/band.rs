@@ -95,11 +95,18 @@ pub struct Band {
     pub(super) live_bytes: u64,
     /// Device bytes held by live blobs (all columns of their rows, or their one device).
     pub(super) live_phys: u64,
+    /// Of `live_bytes` and `live_phys`: isolated blobs in a row band, the copies a replicated
+    /// blob kept of itself when it shed the others (`shed.rs`), reported under their own scheme.
+    pub(super) shed_bytes: u64,
+    pub(super) shed_phys: u64,
     /// Highest sequence number written into the band (its age for cost-benefit cleaning).
     pub(super) last_write: u64,
     /// Puts that reserved space here and have not yet recorded their blob: the cleaner must not
     /// take the band until they land.
     pub(super) inflight: u32,
+    /// The cleaner is taking the band: no blob may enter it (a shed copy would make the band
+    /// non-empty once its blobs are moved out).
+    pub(super) cleaning: bool,
     /// Rows narrow blobs share (`geometry.rs`), at most one open per height: (height in sectors,
     /// start sector, next free column). Not persisted: after a restart the cursor is past them.
     shared: Vec<(u64, u64, usize)>,
@@ -115,8 +122,11 @@ impl Band {
             live: LiveMap::default(),
             live_bytes: 0,
             live_phys: 0,
+            shed_bytes: 0,
+            shed_phys: 0,
             last_write: 0,
             inflight: 0,
+            cleaning: false,
             shared: Vec::new(),
         }
     }
@@ -167,12 +177,22 @@ impl Band {
         }
     }
 
+    /// Is the blob at `loc` a shed copy: isolated, in a row band?
+    #[inline]
+    fn is_shed(&self, loc: &Location) -> bool {
+        loc.scheme.is_isolated() && self.scheme.is_some_and(|s| !s.is_isolated())
+    }
+
     /// Records a live blob occupying `phys` device bytes.
     #[inline]
     pub fn insert(&mut self, e: Entry, phys: u64) {
         let loc = e.loc;
         self.live_bytes += loc.len;
         self.live_phys += phys;
+        if self.is_shed(&loc) {
+            self.shed_bytes += loc.len;
+            self.shed_phys += phys;
+        }
         self.last_write = self.last_write.max(loc.seq);
         self.live.insert(loc.seq, e);
     }
@@ -181,8 +201,13 @@ impl Band {
     #[inline]
     pub fn remove(&mut self, seq: u64, phys_of: impl Fn(&Location) -> u64) -> Option<Entry> {
         let e = self.live.remove(&seq)?;
+        let phys = phys_of(&e.loc);
         self.live_bytes -= e.loc.len;
-        self.live_phys -= phys_of(&e.loc);
+        self.live_phys -= phys;
+        if self.is_shed(&e.loc) {
+            self.shed_bytes -= e.loc.len;
+            self.shed_phys -= phys;
+        }
         Some(e)
     }
 
@@ -222,10 +247,12 @@ impl Band {
         Some((state, scheme, cursors))
     }
 
-    /// Extends the cursor to cover a blob at `start` of `sectors` (replay of a put record).
+    /// Extends the cursor to cover a blob at `start` of `sectors` (replay of a put record): its
+    /// device's cursor in an isolated band, the band's one cursor in a row band (a shed copy
+    /// there included).
     #[inline]
     pub fn cover(&mut self, loc: &Location, sectors: u64) {
-        let i = if loc.scheme.is_isolated() { loc.device as usize } else { 0 };
+        let i = if self.scheme.is_some_and(|s| s.is_isolated()) { loc.device as usize } else { 0 };
         if let Some(c) = self.cursor.get_mut(i) {
             *c = (*c).max(u64::from(loc.start) + sectors);
         }

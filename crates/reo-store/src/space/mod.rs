@@ -20,7 +20,7 @@ use crate::geometry::{Shape, SECTOR};
 use crate::location::{Location, ROW_BAND, SEQ_LIMIT};
 use crate::metalog::{Frozen, Mutation, PutFence, PutsFenced};
 use crate::record::{Record, PUT_RECORD_FIXED};
-use crate::scheme::Scheme;
+use crate::scheme::{Placement, Scheme};
 use crate::superblock::Layout;
 pub(crate) use band::{Band, BandState, Entry, SeqHasher};
 use parking_lot::{Mutex, MutexGuard, RwLock};
@@ -80,6 +80,22 @@ pub struct BandInfo {
     pub used_device_bytes: u64,
     /// Device bytes not yet written (the band's capacity minus used).
     pub free_device_bytes: u64,
+}
+
+/// Could the isolated blob at `loc`, found in a band of `band_scheme`, be a shed copy
+/// (`shed.rs`)? The replay's check of a record from the device: a replicated band and one row.
+fn is_shed_copy(band_scheme: Scheme, loc: &Location, shape: &Shape) -> bool {
+    matches!(band_scheme, Scheme::Replicate(_)) && loc.scheme.is_isolated() && loc.len > 0 && shape.row_count() == 1
+}
+
+/// What [`Space::shed`] did.
+pub(crate) enum Shed {
+    /// Done: the kept copy's checksums.
+    Done(Vec<u32>),
+    /// No blob is live at the location.
+    NotLive,
+    /// Not now: its band is being cleaned (or the record does not fit).
+    Refused,
 }
 
 /// A sealed band the cleaner may take, as its victim policy weighs it.
@@ -188,6 +204,16 @@ impl Space {
         b.live.get(&loc.seq).filter(|e| e.loc == *loc).map(|e| e.tail())
     }
 
+    /// The locations of the live blobs among `seqs` (a few: a scan of every band's map).
+    pub fn locations_of(&self, seqs: &HashSet<u64>) -> HashMap<u64, Location> {
+        let mut out = HashMap::new();
+        for b in &self.bands {
+            let b = b.read();
+            out.extend(seqs.iter().filter_map(|s| b.live.get(s)).map(|e| (e.loc.seq, e.loc)));
+        }
+        out
+    }
+
     /// Every live blob with its header, in sequence order.
     pub fn blobs(&self) -> Vec<(Location, Vec<u8>)> {
         let mut out = Vec::new();
@@ -223,9 +249,15 @@ impl Space {
                 (_, Some(s)) => {
                     let e = per.entry(s).or_default();
                     e.bands += 1;
-                    e.live_bytes += b.live_bytes;
-                    e.live_device_bytes += b.live_phys;
+                    e.live_bytes += b.live_bytes - b.shed_bytes;
+                    e.live_device_bytes += b.live_phys - b.shed_phys;
                     e.used_device_bytes += b.used_phys(n);
+                    if b.shed_phys > 0 {
+                        // Shed copies are isolated blobs, wherever they were written.
+                        let iso = per.entry(Scheme::None(Placement::Isolated)).or_default();
+                        iso.live_bytes += b.shed_bytes;
+                        iso.live_device_bytes += b.shed_phys;
+                    }
                 }
             }
         }
@@ -390,6 +422,30 @@ impl Space {
         b.insert(e, self.phys(loc));
     }
 
+    /// Replaces the live replicated blob at `old` by `kept`, the copy it keeps of itself
+    /// (`shed.rs`), with `header`: the kept copy's checksums (the first `tails` of the blob's).
+    pub fn shed(&self, _m: &Mutation, old: &Location, kept: &Location, header: &[u8], tails: usize) -> Shed {
+        let Some(band) = self.bands.get(old.band as usize) else { return Shed::NotLive };
+        let mut b = band.write();
+        let Some(mut tail) = b.live.get(&old.seq).filter(|e| e.loc == *old).map(|e| e.tail()) else {
+            return Shed::NotLive;
+        };
+        if b.cleaning || tail.len() < tails {
+            return Shed::Refused;
+        }
+        tail.truncate(tails);
+        b.remove(old.seq, |l| self.phys(l));
+        b.insert(Entry::new(*kept, header, &tail), self.phys(kept));
+        Shed::Done(tail)
+    }
+
+    /// The cleaner starts (`on`) or ends taking `band`: while it does, nothing is shed into it.
+    pub fn set_cleaning(&self, band: u32, on: bool) {
+        if let Some(b) = self.bands.get(band as usize) {
+            b.write().cleaning = on;
+        }
+    }
+
     /// Forgets the live blob at `loc`; false if it is not live (freed, moved, or never written).
     pub fn remove_live(&self, _m: &Mutation, loc: &Location) -> bool {
         let Some(band) = self.bands.get(loc.band as usize) else { return false };
@@ -477,7 +533,7 @@ impl Space {
     /// At open: applies the `Put`, `Free` and `BandReset` records of band `band`, in order;
     /// returns the highest sequence number put. Records that do not fit the store (a sequence
     /// number past the limit, a scheme or device it does not have, a blob past the zone, a
-    /// scheme other than the band's, tail checksums not one per chunk of its short last row,
+    /// scheme other than the band's (but a shed copy's, `shed.rs`), tail checksums not one per chunk of its short last row,
     /// a narrow blob's columns past the row) are skipped.
     pub fn replay(&self, band: usize, records: Vec<Record>) -> u64 {
         let Some(lock) = self.bands.get(band) else { return 0 };
@@ -503,7 +559,8 @@ impl Space {
                         continue;
                     }
                     let mut b = lock.write();
-                    if b.scheme != Some(loc.scheme) || b.state == BandState::Free {
+                    let shed = b.state != BandState::Free && b.scheme.is_some_and(|s| is_shed_copy(s, &loc, &shape));
+                    if (b.scheme != Some(loc.scheme) && !shed) || b.state == BandState::Free {
                         if b.state != BandState::Free && !b.live.is_empty() {
                             continue; // a band holds one scheme; a conflicting record is garbage
                         }
