@@ -71,6 +71,9 @@ pub struct CacheStats {
     /// Flushed dirty objects dropped from the cache because their clean copy found no room (the
     /// flash full of dirty or pinned data); the backend holds them.
     pub flushed_dropped: u64,
+    /// User bytes of flushed objects made clean in place: their dirty replicas' first copy kept
+    /// as the isolated clean copy, no rewrite (`Store::shed_copies`).
+    pub cleaned_in_place_bytes: u64,
     /// Clean fragments dropped because their devices failed (refetched on demand).
     pub lost_clean_fragments: u64,
     /// Dirty fragments found unreadable beyond their redundancy: data-loss events.

@@ -203,6 +203,43 @@ fn restart_keeps_the_cache_warm_and_dirty_state() {
     assert_eq!(c.store().blob_count(), 5, "older versions freed");
 }
 
+/// A flushed one-blob object turns clean in place: the first of its dirty copies stays as the
+/// isolated clean copy, nothing is rewritten, and a reopening finds it clean; a larger object is
+/// rewritten as before.
+#[test]
+fn a_flushed_small_object_turns_clean_without_a_rewrite() {
+    let devs = devices(4, 64);
+    let small = content(7, 3000);
+    let big = content(8, (FRAG + 5) as usize);
+    {
+        let c = open(&devs, cfg(8 << 20));
+        let vs = c.put(b"b/small", &small, &meta(), true, 1).unwrap();
+        let vb = c.put(b"b/big", &big, &meta(), true, 1).unwrap();
+        let (blobs, written) = (c.store().blob_count(), c.store().stats().put_device_bytes);
+        assert!(c.mark_clean(b"b/small", vs.version).unwrap());
+        assert_eq!(c.store().stats().put_device_bytes, written, "nothing rewritten");
+        assert_eq!(c.store().blob_count(), blobs);
+        let info = c.info(b"b/small").unwrap();
+        assert!(!info.dirty && info.class == Class::Cold);
+        assert_eq!(info.schemes, vec![Scheme::None(Placement::Isolated)]);
+        assert_eq!(c.stats().cleaned_in_place_bytes, 3000);
+        assert!(c.mark_clean(b"b/big", vb.version).unwrap());
+        assert!(c.store().stats().put_device_bytes > written, "two fragments: rewritten");
+        assert_eq!(c.stats().cleaned_in_place_bytes, 3000);
+        assert!(c.dirty_keys().is_empty());
+        let r = c.get(b"b/small", 0, u64::MAX, 2).unwrap();
+        assert!(r.is_hit());
+        assert_eq!(r.pieces.into_iter().flat_map(|p| p.data.unwrap()).collect::<Vec<_>>(), small);
+    } // dropped without a close: the journal is replayed
+    let c = open(&devs, cfg(8 << 20));
+    assert!(c.dirty_keys().is_empty(), "the transition was durable");
+    let info = c.info(b"b/small").unwrap();
+    assert!(!info.dirty);
+    assert_eq!(info.schemes, vec![Scheme::None(Placement::Isolated)]);
+    let r = c.get(b"b/small", 0, u64::MAX, 3).unwrap();
+    assert_eq!(r.pieces.into_iter().flat_map(|p| p.data.unwrap()).collect::<Vec<_>>(), small);
+}
+
 /// A clean blob of another version, newer on flash than an acknowledged dirty write, whose free a
 /// crash undid (what a fill that lost a race with the write leaves): the dirty write wins.
 #[test]

@@ -98,6 +98,8 @@ impl Counters {
         class_changed() => class_changes;
         /// A flushed dirty object dropped because its clean copy found no room.
         flushed_dropped() => flushed_dropped;
+        /// User bytes of a flushed object made clean in place (no rewrite).
+        cleaned_in_place(bytes) => cleaned_in_place_bytes;
         /// Clean fragments dropped because their devices failed or a scrub could not repair them.
         lost_clean(fragments) => lost_clean_fragments;
         /// A dirty fragment unreadable beyond its redundancy: a data-loss event.

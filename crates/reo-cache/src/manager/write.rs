@@ -657,21 +657,37 @@ impl Cache {
     /// When the clean copy finds no room, or keeps losing races with the cleaner (a flash under
     /// pressure), the object is dropped from the cache instead: the backend holds it, and a flush
     /// must always free space.
+    ///
+    /// The change is durable on return: a crash cannot bring the dirty version back, to be
+    /// flushed again over a newer state of the backend. [`Cache::mark_clean_queued`] leaves that
+    /// to one later flush of the store for many objects.
     pub fn mark_clean(&self, key: &[u8], version: u64) -> Result<bool, WriteError> {
+        self.mark_clean_as(key, version, Durability::Sync)
+    }
+
+    /// [`Cache::mark_clean`] whose metadata records are queued, not waited for: durable once
+    /// the store's journal is next flushed (`cache.store().flush()`, which a flusher calls once
+    /// for a batch of objects before it forgets their pending writes). A crash before that may
+    /// leave the object dirty, at this version, to be flushed again.
+    pub fn mark_clean_queued(&self, key: &[u8], version: u64) -> Result<bool, WriteError> {
+        self.mark_clean_as(key, version, Durability::None)
+    }
+
+    fn mark_clean_as(&self, key: &[u8], version: u64, durability: Durability) -> Result<bool, WriteError> {
         for _ in 0..4 {
-            match self.rewrite_clean(key, version)? {
+            match self.rewrite_clean(key, version, durability)? {
                 Some(done) => return Ok(done),
                 None => continue, // moved under the rewrite
             }
         }
-        Ok(self.drop_flushed(key, version))
+        Ok(self.drop_flushed(key, version, durability))
     }
 
     /// One attempt of [`Cache::mark_clean`]: `None` if a blob moved under the rewrite.
-    fn rewrite_clean(&self, key: &[u8], version: u64) -> Result<Option<bool>, WriteError> {
+    fn rewrite_clean(&self, key: &[u8], version: u64, durability: Durability) -> Result<Option<bool>, WriteError> {
         let Some((slot, old)) = self.dirty_fragments(&self.lock(), key, version)? else { return Ok(Some(false)) };
         if self.lock().dedup.is_some() {
-            return self.mark_clean_into_dedup(key, slot, version, &old).map(Some);
+            return self.mark_clean_into_dedup(key, slot, version, &old, durability).map(Some);
         }
         // Clean now: hot (parity) or cold (isolated) by its H, or the class a command set.
         let (class, seen) = {
@@ -681,6 +697,13 @@ impl Cache {
             (s.classes.class_of(&e), s.inflight.orphans_freed())
         };
         let scheme = self.classes.of(class);
+        if scheme.is_isolated() {
+            if let [one] = old[..] {
+                if let Some(done) = self.clean_in_place(key, version, slot, one, class, durability)? {
+                    return Ok(Some(done));
+                }
+            }
+        }
         let mut new = Vec::with_capacity(old.len());
         for l in &old {
             let moved = (|| {
@@ -705,7 +728,7 @@ impl Cache {
                     // that flushing always frees space (else a flash full of dirty data could
                     // never drain, and every fill and put after it would be refused).
                     free_all(&self.store, &new, Durability::None);
-                    return Ok(Some(self.drop_flushed(key, version)));
+                    return Ok(Some(self.drop_flushed(key, version, durability)));
                 }
                 Err(e) => {
                     free_all(&self.store, &new, Durability::None);
@@ -735,19 +758,57 @@ impl Cache {
             s.objects.set_location(slot, f as u32, Some(l));
             s.stats.gc_write(l.len);
         }
-        let e = s.objects.get_mut(slot).expect("live");
-        e.set_dirty(false);
-        e.set_class(class);
-        // The class was decided before the rewrite; a recomputation since may disagree.
-        s.classes.wake_reencoder();
+        set_clean(&mut s, slot, class);
         drop(s);
-        free_all(&self.store, &old, Durability::Sync);
+        free_all(&self.store, &old, durability);
+        Ok(Some(true))
+    }
+
+    /// [`Cache::mark_clean`] without a rewrite, for a one-blob object going to the isolated
+    /// scheme: the store keeps the first of its dirty copies as the clean copy and sheds the
+    /// others (`Store::shed_copies`), under the cache's lock (so no write, delete or cleaner
+    /// decision on the object comes in between). `None` when the store cannot (the blob is not
+    /// eligible, or moved): the caller rewrites it.
+    fn clean_in_place(
+        &self,
+        key: &[u8],
+        version: u64,
+        slot: u32,
+        old: Location,
+        class: Class,
+        durability: Durability,
+    ) -> Result<Option<bool>, WriteError> {
+        // The copy kept must be good: checked (a device read) before the lock is taken.
+        if !self.store.can_shed(&old) {
+            return Ok(None);
+        }
+        let mut s = self.lock();
+        let still =
+            matches!(self.dirty_fragments(&s, key, version), Ok(Some((sl, ref now))) if sl == slot && now[..] == [old]);
+        let header = self.store.header(&old).and_then(|h| BlobHeader::decode(&h));
+        let (true, Some(mut h)) = (still, header) else { return Ok(None) };
+        h.dirty = false;
+        h.class = class;
+        // Lock order: the cache's state, then the store's gate and band (as the cleaner's
+        // orphan frees); no durability wait under the lock.
+        let kept = match self.store.shed_copies(&old, &h.encode(), Durability::None) {
+            Ok(Some(kept)) => kept,
+            Ok(None) | Err(reo_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        s.objects.set_location(slot, 0, Some(&kept));
+        s.stats.cleaned_in_place(kept.len);
+        set_clean(&mut s, slot, class);
+        drop(s);
+        if durability == Durability::Sync {
+            self.store.flush()?;
+        }
         Ok(Some(true))
     }
 
     /// Forgets a flushed dirty object whose clean copy found no room; false if it is no longer
     /// dirty at `version` or is pinned by a live lease (it then stays dirty; the flusher retries).
-    fn drop_flushed(&self, key: &[u8], version: u64) -> bool {
+    fn drop_flushed(&self, key: &[u8], version: u64, durability: Durability) -> bool {
         let mut s = self.lock();
         let Ok(Some((slot, _))) = self.dirty_fragments(&s, key, version) else { return false };
         let leased = s.objects.leased(slot);
@@ -757,15 +818,23 @@ impl Cache {
         s.stats.flushed_dropped();
         let locs = s.forget_object(slot, self.cfg.fragment_size);
         drop(s);
-        // Durable frees: the dropped dirty version must not come back as dirty after a crash.
-        free_all(&self.store, &locs, Durability::Sync);
+        // Durable frees (unless queued by the caller): the dropped dirty version must not come
+        // back as dirty after a crash.
+        free_all(&self.store, &locs, durability);
         true
     }
 
     /// `mark_clean` with dedup on: the flushed fragments enter the dedup cache (written once if
     /// their content is new, counted as GC writes like any rewrite) and the dirty replicas are
     /// freed.
-    fn mark_clean_into_dedup(&self, key: &[u8], slot: u32, version: u64, old: &[Location]) -> Result<bool, WriteError> {
+    fn mark_clean_into_dedup(
+        &self,
+        key: &[u8],
+        slot: u32,
+        version: u64,
+        old: &[Location],
+        durability: Durability,
+    ) -> Result<bool, WriteError> {
         let mut datas = Vec::with_capacity(old.len());
         for l in old {
             match self.store.read_all(l) {
@@ -793,7 +862,7 @@ impl Cache {
         for (f, d) in datas.iter().enumerate() {
             self.dedup_insert(key, slot, f as u32, size, d, None, true);
         }
-        free_all(&self.store, old, Durability::Sync);
+        free_all(&self.store, old, durability);
         Ok(true)
     }
 
@@ -820,6 +889,15 @@ impl Cache {
         self.store.flush()?;
         Ok(cached)
     }
+}
+
+/// The flushed object in `slot` is clean now, in `class`, its blobs installed by the caller.
+fn set_clean(s: &mut State, slot: u32, class: Class) {
+    let e = s.objects.get_mut(slot).expect("live");
+    e.set_dirty(false);
+    e.set_class(class);
+    // The class was decided before the blobs moved; a recomputation since may disagree.
+    s.classes.wake_reencoder();
 }
 
 /// `None` to admit, or the refusal's name (as counted in the admission stats).

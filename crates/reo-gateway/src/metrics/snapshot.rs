@@ -145,7 +145,7 @@ fn devices(api: &Api, out: &mut Out<'_>) -> fmt::Result {
 fn cache(api: &Api, out: &mut Out<'_>) -> fmt::Result {
     let cache = &api.gw.cache;
     let cs = cache.stats();
-    let counters: [(&str, &str, u64); 23] = [
+    let counters: [(&str, &str, u64); 24] = [
         ("reo_cache_requests", "Read requests (GET of a byte range)", cs.requests),
         ("reo_cache_hits", "Read requests served wholly from the cache (memory tier or flash)", cs.hits),
         ("reo_cache_misses", "Read requests not served wholly from the cache", cs.requests.saturating_sub(cs.hits)),
@@ -171,6 +171,11 @@ fn cache(api: &Api, out: &mut Out<'_>) -> fmt::Result {
             "reo_cache_flushed_dropped",
             "Flushed objects dropped for want of room for their clean copy",
             cs.flushed_dropped,
+        ),
+        (
+            "reo_cache_cleaned_in_place_bytes",
+            "User bytes of flushed objects made clean in place, without a rewrite",
+            cs.cleaned_in_place_bytes,
         ),
         (
             "reo_cache_lost_clean_fragments",
