@@ -109,7 +109,7 @@ impl Client {
 }
 
 /// 16 random bytes, hex.
-fn nonce() -> Result<String, String> {
+pub(crate) fn nonce() -> Result<String, String> {
     use std::io::Read as _;
     let mut b = [0u8; 16];
     std::fs::File::open("/dev/urandom")

@@ -107,7 +107,16 @@ impl Conn {
         // The server's own API (`/_reo/...`) takes only signed payloads; S3 requests go unsigned
         // so that a PUT does not hash its body on the client's clock.
         let payload = if path.starts_with("/_reo/") { Payload::Signed } else { Payload::Unsigned };
-        let headers = sign::sign(&self.keys, method, &url, &[], body, payload)?;
+        // An admin mutation carries a signed nonce: the server refuses a signature it has seen
+        // (two flush requests within the same second would sign alike).
+        let nonce = match (method, payload) {
+            ("GET" | "HEAD", _) | (_, Payload::Unsigned) => Vec::new(),
+            _ => vec![(
+                http::HeaderName::from_static("x-reo-nonce"),
+                http::HeaderValue::try_from(crate::admin::client::nonce()?).map_err(|e| e.to_string())?,
+            )],
+        };
+        let headers = sign::sign(&self.keys, method, &url, &nonce, body, payload)?;
         let target = &url[url.find(&self.host).map_or(0, |i| i + self.host.len())..];
         let mut head =
             format!("{method} {target} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n", self.host, body.len());

@@ -15,7 +15,10 @@
 //!    files (`bench store`'s raw read: one thread per file, O_DIRECT, sequential 2 MiB reads),
 //!    GET hits of 4 MiB objects (MiB/s, p50/p99), a second raw pass (the two are averaged, so
 //!    drift affects both sides alike), PUTs of 64 KiB objects (write-back; ops/s, p50/p99),
-//!    PUTs of 4 MiB objects (write-back, streamed into the cache; MiB/s), and ListObjectsV2 pages
+//!    PUTs of 4 MiB objects (write-back, streamed into the cache; MiB/s), PUTs of 4 KiB objects
+//!    (write-back) and their flush (every device byte written from the first PUT until nothing
+//!    is dirty, per user byte, against 1.3 × (N dirty copies + 1 clean); the earlier PUTs are
+//!    flushed first), and ListObjectsV2 pages
 //!    of 100 keys at random places in a bucket of 1,000 keys and in one of 10,000 (ms per page:
 //!    a page should cost the same in both). The hits are served from the memory tier (on by
 //!    default; a copy is taken at the warm-up's flash hit) when it takes the objects: each phase
@@ -97,6 +100,8 @@ const MIDDLE: usize = 64 << 10;
 const LARGE: usize = 4 << 20;
 const PUT_SIZE: usize = 64 << 10;
 const BUCKET: &str = "bench";
+/// How long the write-back phase waits for the flusher to drain.
+const FLUSH_WITHIN: Duration = Duration::from_secs(300);
 /// Keys in the two listing buckets.
 const LISTED: [usize; 2] = [1_000, 10_000];
 /// Keys per listing page.
@@ -191,15 +196,46 @@ struct CacheCounters {
     memory_hits: u64,
 }
 
+/// The server's state (`/_reo/admin/status`).
+fn server_status(t: &Target) -> Result<reo_gateway::api::admin_types::Status, String> {
+    let mut c = t.connect()?;
+    let status = c.call("GET", "/_reo/admin/status", &[])?;
+    if status != 200 {
+        return Err(format!("GET /_reo/admin/status: status {status}: {}", String::from_utf8_lossy(&c.body)));
+    }
+    serde_json::from_slice(&c.body).map_err(|e| format!("GET /_reo/admin/status: {e}"))
+}
+
+/// Device bytes the server has written, over all its devices.
+fn device_bytes_written(t: &Target) -> Result<u64, String> {
+    Ok(server_status(t)?.devices.iter().map(|d| d.io.get("write_bytes").copied().unwrap_or(0)).sum())
+}
+
+/// Wakes the flusher and waits until nothing is dirty (as `reo admin flush`); an error after
+/// `within`.
+fn flush_all(t: &Target, within: Duration) -> Result<(), String> {
+    let began = Instant::now();
+    loop {
+        let mut c = t.connect()?;
+        let status = c.call("POST", "/_reo/admin/flush", &[])?;
+        if status != 200 {
+            return Err(format!("POST /_reo/admin/flush: status {status}: {}", String::from_utf8_lossy(&c.body)));
+        }
+        let dirty = server_status(t)?.dirty_objects;
+        if dirty == 0 {
+            return Ok(());
+        }
+        if began.elapsed() > within {
+            return Err(format!("bench gateway: {dirty} objects still dirty after {within:?} of flushing"));
+        }
+        // Polling another process's flusher: the admin API has no event to wait on.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 impl CacheCounters {
     fn read(t: &Target) -> Result<CacheCounters, String> {
-        let mut c = t.connect()?;
-        let status = c.call("GET", "/_reo/admin/status", &[])?;
-        if status != 200 {
-            return Err(format!("GET /_reo/admin/status: status {status}: {}", String::from_utf8_lossy(&c.body)));
-        }
-        let s: reo_gateway::api::admin_types::Status =
-            serde_json::from_slice(&c.body).map_err(|e| format!("GET /_reo/admin/status: {e}"))?;
+        let s = server_status(t)?;
         Ok(CacheCounters { requests: s.cache.requests, hits: s.cache.hits, memory_hits: s.cache.memory_hits })
     }
 
@@ -412,6 +448,25 @@ fn bench(root: &Path, a: &BenchGatewayArgs, nginx: Option<&Path>) -> Result<serd
         p4m.p99_ms,
         p4m.slowdowns
     ));
+    // Small write-back PUTs until they are flushed: every device byte written from the first
+    // PUT until nothing is dirty (data, metadata, clean copies, cleaning), over the user bytes
+    // acknowledged; the earlier PUTs are flushed first.
+    flush_all(&t, FLUSH_WITHIN)?;
+    let written_before = device_bytes_written(&t)?;
+    let small_body = bytes_of(997, SMALL);
+    let wb = load::run(&t, a.clients, 100 * scale, |c, cl, i| put(c, &format!("/{BUCKET}/w/{cl}/{i}"), &small_body))?;
+    flush_all(&t, FLUSH_WITHIN)?;
+    let wb_per_byte = (device_bytes_written(&t)? - written_before) as f64 / wb.bytes.max(1) as f64;
+    // Dirty data on every device (`replicate(N)`), then one clean copy.
+    let wb_target = 1.3 * (a.devices + 1) as f64;
+    progress(format_args!(
+        "PUT 4 KiB (write-back) until flushed: {:.2} device bytes per user byte (target ≤ 1.3 × ({} dirty + 1 clean \
+         copies) = {wb_target:.1}), {:.0} ops/s, {} SlowDown",
+        wb_per_byte,
+        a.devices,
+        wb.ops_per_sec(),
+        wb.slowdowns
+    ));
     let mut list_ms = Vec::new();
     for n in LISTED {
         let bucket = format!("list{n}");
@@ -443,6 +498,8 @@ fn bench(root: &Path, a: &BenchGatewayArgs, nginx: Option<&Path>) -> Result<serd
         "put64k_ops": r2(p64.ops_per_sec()), "put64k_p50_ms": r2(p64.p50_ms), "put64k_p99_ms": r2(p64.p99_ms),
         "put64k_slowdowns": p64.slowdowns,
         "put4m_mibps": r2(p4m.mib_per_sec()), "put4m_p99_ms": r2(p4m.p99_ms), "put4m_slowdowns": p4m.slowdowns,
+        "writeback4k_ops": r2(wb.ops_per_sec()), "writeback4k_slowdowns": wb.slowdowns,
+        "writeback4k_device_bytes_per_user_byte": r2(wb_per_byte), "writeback4k_target": r2(wb_target),
         "list1k_page_ms": r2(list_ms[0]), "list10k_page_ms": r2(list_ms[1]),
         "raw_read_mibps": r2(raw), "get4m_vs_raw": ratio.map(r2),
         "peer": peer,
