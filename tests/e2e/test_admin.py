@@ -173,7 +173,7 @@ class ConfigTest(unittest.TestCase):
         srv = Server(BIN, device_mib=32, env={"REO_METRICS_TOKEN": ""})
         with open(os.path.join(srv.data_dir, "reo.toml"), "w") as f:
             f.write('[server]\nanonymous_metrics = true\n[hints]\npromote_bandwidth = "1MiB"\n'
-                    '[metrics]\ntoken = "config-file-token-0123"\n')
+                    '[metrics]\ntoken = "config-file-token-0123"\n[cache]\ncheckpoint_size = "3MiB"\n')
         srv.extra = ["--config", os.path.join(srv.data_dir, "reo.toml")]
         srv.start()
         try:
@@ -184,6 +184,13 @@ class ConfigTest(unittest.TestCase):
                                          headers={"Authorization": "Bearer config-file-token-0123"})
             with urllib.request.urlopen(req, timeout=10) as r:
                 self.assertEqual(r.status, 200)
+            # The devices were formatted with checkpoint slots of the size asked for: the
+            # superblock's ckpt_len (after magic, format, store id, index, count, length, chunk,
+            # zone, zones, journal offset and length, and the slots' offset).
+            with open(os.path.join(srv.data_dir, "dev0.img"), "rb") as d:
+                head = d.read(80)
+            self.assertEqual(head[:8], b"REOSTOR1")
+            self.assertEqual(int.from_bytes(head[72:80], "little"), 3 << 20)
         finally:
             self.assertEqual(srv.stop(), 0)
             srv.cleanup()

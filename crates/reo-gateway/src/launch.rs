@@ -86,6 +86,11 @@ pub struct ServeConfig {
     pub slow_read_after: Option<std::time::Duration>,
     /// Mark failed a device with one read in service this long (`None`: never).
     pub stuck_read_fail_after: Option<std::time::Duration>,
+    /// Bytes of each of the two checkpoint slots on each device, set when the devices are
+    /// formatted (`None`: the store's default, a 32nd of a device; `reo_store::StoreConfig`). A
+    /// checkpoint holds a record per live blob of the whole array: a cache of small objects
+    /// needs more than the default.
+    pub checkpoint_bytes: Option<u64>,
     /// Block devices a device replacement may use (`[server] replacement_devices`); any other
     /// replacement is a new file inside the data directory.
     pub replacement_devices: Vec<PathBuf>,
@@ -301,6 +306,7 @@ fn open_store(cfg: &ServeConfig, io: &crate::device_io::DeviceIoTable) -> Result
     let store_cfg = StoreConfig {
         slow_read_after: cfg.slow_read_after,
         stuck_read_fail_after: cfg.stuck_read_fail_after,
+        checkpoint_size: cfg.checkpoint_bytes,
         ..StoreConfig::default()
     };
     let (store, report) = Store::open(devs, &store_cfg).map_err(|e| LaunchError::Store(e.into()))?;

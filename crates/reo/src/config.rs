@@ -80,6 +80,7 @@ pub struct ServerSection {
 pub struct CacheSection {
     pub devices: Option<usize>,
     pub device_size: Option<String>,
+    pub checkpoint_size: Option<String>,
     pub revalidate_after: Option<String>,
     pub max_fill: Option<String>,
     pub memory: Option<String>,
@@ -289,6 +290,8 @@ pub struct Settings {
     pub tls_key: Option<PathBuf>,
     pub devices: Option<usize>,
     pub device_bytes: Option<u64>,
+    /// `cache.checkpoint_size`: each checkpoint slot's bytes, at format.
+    pub checkpoint_bytes: Option<u64>,
     pub flush_delay_ms: Option<u64>,
     pub write_policies: Option<Vec<reo_gateway::gateway::policy::PolicyRule>>,
     pub promote_bps: Option<u64>,
@@ -347,6 +350,10 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
     let device_bytes = size(name, "cache.device_size", &f.cache.device_size)?;
     if device_bytes.is_some_and(|b| b < 16 << 20) {
         return Err(format!("{name}: cache.device_size: must be at least 16MiB"));
+    }
+    let checkpoint_bytes = size(name, "cache.checkpoint_size", &f.cache.checkpoint_size)?;
+    if checkpoint_bytes.is_some_and(|b| b < 1 << 20 || !b.is_multiple_of(4096)) {
+        return Err(format!("{name}: cache.checkpoint_size: must be at least 1MiB and a multiple of 4KiB"));
     }
     let max_body = size(name, "server.max_body", &f.server.max_body)?;
     if max_body == Some(0) {
@@ -471,6 +478,7 @@ pub fn parse(name: &str, text: &str) -> Result<Settings, String> {
             .transpose()?,
         devices: f.cache.devices,
         device_bytes,
+        checkpoint_bytes,
         flush_delay_ms: f.flush.delay_ms,
         write_policies,
         promote_bps: size(name, "hints.promote_bandwidth", &f.hints.promote_bandwidth)?,
@@ -578,6 +586,12 @@ stuck_read_fail_after = \"2m\"
 
     #[test]
     fn messages_name_the_field() {
+        assert_eq!(
+            parse("reo.toml", "[cache]\ncheckpoint_size = \"64MiB\"\n").unwrap().checkpoint_bytes,
+            Some(64 << 20)
+        );
+        let e = parse("reo.toml", "[cache]\ncheckpoint_size = \"1000\"\n").unwrap_err();
+        assert_eq!(e, "reo.toml: cache.checkpoint_size: must be at least 1MiB and a multiple of 4KiB");
         let e = parse("reo.toml", "[cache]\ndevice_size = \"lots\"\n").unwrap_err();
         assert_eq!(e, "reo.toml: cache.device_size: expected a size like \"4GiB\", got \"lots\"");
         let e = parse("reo.toml", "[server]\nlisten = \"nowhere\"\n").unwrap_err();

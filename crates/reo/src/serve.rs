@@ -44,6 +44,12 @@ pub struct ServeArgs {
     /// Size of each device file created on first start, in MiB. [default: 256]
     #[arg(long)]
     device_mib: Option<u64>,
+    /// Size of each of the two checkpoint slots on each device, in MiB, set when the devices are
+    /// formatted: a checkpoint holds about 50 bytes plus the object's metadata per cached blob
+    /// of the whole array, so a cache of small objects needs more than the default (a 32nd of
+    /// a device, 1 MiB to 1 GiB).
+    #[arg(long)]
+    checkpoint_mib: Option<u64>,
     /// S3 access key (with --secret-key). Default: generated once, kept in <data-dir>/credentials.
     #[arg(long)]
     access_key: Option<String>,
@@ -208,6 +214,7 @@ pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
         },
         devices: a.devices.or(f.devices).unwrap_or(5),
         device_mib: a.device_mib.or(f.device_bytes.map(|b| b >> 20)).unwrap_or(256),
+        checkpoint_bytes: a.checkpoint_mib.map(|m| m << 20).or(f.checkpoint_bytes),
         access_key: a.access_key.clone().or(f.access_key),
         secret_key: match &a.secret_key_file {
             Some(p) => Some(config::read_first_line(p).map_err(|e| format!("--secret-key-file {e}"))?),
