@@ -79,6 +79,8 @@ pub struct Journal {
 pub struct Drained {
     records: Vec<u8>,
     waiters: Vec<mpsc::Sender<Ack>>,
+    /// Of `waiters`, the riders.
+    riders: usize,
     /// The drain's number.
     number: u64,
 }
@@ -220,17 +222,23 @@ impl Journal {
         let mut q = self.queue.lock();
         q.drains += 1;
         q.draining = true;
-        q.riders = 0;
-        Drained { records: std::mem::take(&mut q.records.0), waiters: std::mem::take(&mut q.waiters), number: q.drains }
+        let riders = std::mem::take(&mut q.riders);
+        Drained {
+            records: std::mem::take(&mut q.records.0),
+            waiters: std::mem::take(&mut q.waiters),
+            riders,
+            number: q.drains,
+        }
     }
 
     /// Gives back what a checkpoint drained but could not write: the records go before anything
     /// queued since (they are older, and a crash may lose `None` records only newest first), and
     /// their waiters wait for the batch that writes them instead of failing with the checkpoint.
     pub fn undrain(&self, drained: Drained) {
-        let Drained { records, waiters, .. } = drained;
+        let Drained { records, waiters, riders, .. } = drained;
         let mut q = self.queue.lock();
         q.draining = false;
+        q.riders += riders;
         let mut all = records;
         all.extend_from_slice(&q.records.0);
         q.records.0 = all;
@@ -380,10 +388,27 @@ mod tests {
         ack_all(waiters, &Ok(()));
         ride.unwrap().wait().unwrap();
         due.unwrap().wait().unwrap();
-        // Riding alone, with no delay to wait out, the batch is taken at once.
-        let j = journal(Some(Duration::ZERO));
-        let _ride = j.enqueue_riding(|_| {});
-        assert_eq!(take_soon(&j), Some(vec![]));
+        // Riding alone, with no delay to wait out (or none at all: simulated media), the batch is
+        // taken at once.
+        for delay in [Some(Duration::ZERO), None] {
+            let j = journal(delay);
+            let _ride = j.enqueue_riding(|_| {});
+            assert_eq!(take_soon(&j), Some(vec![]), "{delay:?}");
+        }
+        // Given back by a failed checkpoint, a rider still makes no batch due.
+        let j = journal(Some(HOUR));
+        let _ride = j.enqueue_riding(|w| {
+            w.u8(3);
+        });
+        j.undrain(j.drain());
+        let jt = j.clone();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(jt.take().map(|b| b.records));
+        });
+        assert!(rx.recv_timeout(Duration::from_millis(200)).is_err(), "an undrained rider made its batch due");
+        j.stop(false);
+        assert_eq!(rx.recv_timeout(Duration::from_secs(30)).expect("taken at the stop"), Some(vec![3]));
     }
 
     /// A checkpoint that succeeded lets the writer go on with what was queued after its drain.

@@ -410,6 +410,8 @@ fn keep_unrestored(inner: &Inner, d: usize, lost: &[Location]) -> crate::error::
     }
     let pending = {
         let m = inner.meta.mutation();
+        // A blob that moved or shed its copies since (`shed.rs`) is not this one any more.
+        let lost: Vec<&Location> = lost.iter().filter(|l| inner.space.is_live(l)).collect();
         inner.resync.keep_unrestored(&m, d, lost.iter().map(|l| l.seq));
         m.enqueue(inner.devs.stores_bytes(), |w| {
             for l in lost {

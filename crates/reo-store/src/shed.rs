@@ -11,7 +11,7 @@
 //! sectors become dead space in their band for the cleaner.
 //!
 //! The kept copy lives in a row band of the replicated scheme: the band's records and
-//! checkpoints carry an isolated blob there (format 8), which the replay accepts only in a
+//! checkpoints carry an isolated blob there (format 9), which the replay accepts only in a
 //! `replicate` band and only one short row tall; its space is reported under the isolated scheme.
 //! A blob that is not eligible (larger, another scheme, or its first copy's device down for it)
 //! is left alone, and the caller rewrites it.

@@ -214,7 +214,11 @@ pub fn run(a: &ServeArgs) -> Result<ExitCode, String> {
         },
         devices: a.devices.or(f.devices).unwrap_or(5),
         device_mib: a.device_mib.or(f.device_bytes.map(|b| b >> 20)).unwrap_or(256),
-        checkpoint_bytes: a.checkpoint_mib.map(|m| m << 20).or(f.checkpoint_bytes),
+        checkpoint_bytes: match a.checkpoint_mib {
+            Some(0) => return Err("--checkpoint-mib: must be at least 1".into()),
+            Some(m) => Some(m << 20),
+            None => f.checkpoint_bytes,
+        },
         access_key: a.access_key.clone().or(f.access_key),
         secret_key: match &a.secret_key_file {
             Some(p) => Some(config::read_first_line(p).map_err(|e| format!("--secret-key-file {e}"))?),

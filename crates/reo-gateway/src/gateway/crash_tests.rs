@@ -245,3 +245,50 @@ fn a_write_through_waits_for_the_flush_of_its_key() {
     assert_eq!(backend.get_range("bkt", "k", 0, u64::MAX).unwrap().0, b"newer, written through");
     assert_eq!(gw.dirty().0, 0);
 }
+
+/// A write landing between a flush and its retirement stays pending: the flushed version is its
+/// `prev`, the retirement (of the older version) leaves it, and it survives a kill -9 and is
+/// flushed next. Meanwhile the flushed version counts as unflushed (`reo admin flush` and the
+/// cluster's hand-over wait for its clean state to be durable) and reads as itself.
+#[test]
+fn a_write_between_a_flush_and_its_retirement_stays_pending() {
+    let rig = Rig::new();
+    let (gw, backend) = rig.open();
+    gw.put("bkt", "k", b"version one", info()).unwrap();
+    let flushed = flusher::flush_unretired(&gw, "bkt/k");
+    assert_eq!(backend.get_range("bkt", "k", 0, u64::MAX).unwrap().0, b"version one");
+    assert!(!gw.cache.info(b"bkt/k").unwrap().dirty, "clean in the cache");
+    assert!(gw.pending().map["bkt/k"].flushed);
+    assert_eq!(gw.dirty().0, 1, "unflushed until its clean state is durable");
+    let i = gw.head("bkt", "k").unwrap();
+    assert_eq!(gw.read("bkt", "k", &i, 0, i.size).unwrap(), b"version one");
+    let v2 = gw.put("bkt", "k", b"version two", info()).unwrap();
+    assert!(gw.pending().map["bkt/k"].prev.is_some(), "the flushed version is the write's prev");
+    assert!(flusher::retire_for_test(&gw, flushed));
+    assert_eq!(gw.dirty().0, 1, "the newer write is not retired with the older one");
+    rig.kill(gw);
+    let (gw, backend) = rig.open();
+    assert_eq!(gw.head("bkt", "k").unwrap().etag, v2.etag);
+    assert_eq!(gw.dirty().0, 1);
+    assert!(!flusher::round(&gw));
+    assert_eq!(gw.dirty().0, 0);
+    assert_eq!(backend.get_range("bkt", "k", 0, u64::MAX).unwrap().0, b"version two");
+}
+
+/// A kill -9 after a flush but before its retirement: the object comes back clean or dirty at
+/// the flushed version (its clean state may not have been durable) and, either way, ends in the
+/// backend and nothing is left pending after a round.
+#[test]
+fn a_crash_before_a_flush_is_retired_ends_flushed() {
+    let rig = Rig::new();
+    let (gw, _) = rig.open();
+    gw.put("bkt", "k", b"version one", info()).unwrap();
+    let _ = flusher::flush_unretired(&gw, "bkt/k");
+    rig.kill(gw);
+    let (gw, backend) = rig.open();
+    assert!(!flusher::round(&gw));
+    assert_eq!(gw.dirty().0, 0);
+    let i = gw.head("bkt", "k").unwrap();
+    assert_eq!(gw.read("bkt", "k", &i, 0, i.size).unwrap(), b"version one");
+    assert_eq!(backend.get_range("bkt", "k", 0, u64::MAX).unwrap().0, b"version one");
+}

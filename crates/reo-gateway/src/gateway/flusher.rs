@@ -147,16 +147,17 @@ pub(crate) fn round(gw: &Gateway) -> bool {
 /// objects more device bytes than their data).
 const RETIRE_BATCH: usize = 256;
 
-/// Removes the pending records of the writes `flushed` — in the backend now, clean in the cache
-/// with the records of that queued, out of the pending map already (`flush_one`) — once those
-/// store records are durable: the file of each key no later write or delete has a pending state
-/// for (which rewrote the file). A full batch (`force`) flushes the store's journal; a round's
-/// last one rides with the next batch the store writes anyway (a client's write, or at the
-/// latest the group-commit delay): a flusher keeping up with writes, a round per object or few,
-/// costs no journal write of its own. False if the journal could not be written (or a file not
-/// removed): those files stay until the next start, whose recovery finds each object clean
-/// (the file is dropped) or dirty at its version (flushed again, idempotent).
-fn retire_flushed(gw: &Gateway, flushed: &mut Vec<String>, force: bool) -> bool {
+/// Retires the writes `flushed` (key, version) — in the backend now, clean in the cache with the
+/// records of that queued, marked `flushed` in the pending map (`flush_one`) — once those store
+/// records are durable: the pending state of each key still at that version, and its record's
+/// file. Until then the state stays pending (the cluster's hand-over, `reo admin flush` and a
+/// write's `prev` see it), though reads may go to the backend. A full batch (`force`) flushes
+/// the store's journal; a round's last one rides with the next batch the store writes anyway (a
+/// client's write, or at the latest the group-commit delay): a flusher keeping up with writes,
+/// a round per object or few, costs no journal write of its own. False if the journal could not
+/// be written (or a record not removed): the states stay, still marked, and the next round
+/// retires them without writing the backend again.
+fn retire_flushed(gw: &Gateway, flushed: &mut Vec<(String, u64)>, force: bool) -> bool {
     if flushed.is_empty() {
         return true;
     }
@@ -168,20 +169,36 @@ fn retire_flushed(gw: &Gateway, flushed: &mut Vec<String>, force: bool) -> bool 
         if gw.flushing.crash_before_retire.load(std::sync::atomic::Ordering::SeqCst) {
             return Err("simulated crash before the records' removal".to_string());
         }
-        for ck in flushed.iter() {
+        for (ck, version) in flushed.iter() {
             let _g = gw.stripe(ck);
-            if !gw.pending().map.contains_key(ck) {
-                gw.records.remove(ck).map_err(|e| format!("cannot remove the pending record of {ck:?}: {e}"))?;
+            if gw.pending().map.get(ck).is_some_and(|p| p.flushed && p.version == *version && !p.deleted) {
+                gw.retire(ck).map_err(|e| e.to_string())?;
             }
         }
         Ok(())
     })();
     flushed.clear();
     if let Err(e) = &r {
-        tracing::warn!("retiring flushed writes failed (they are flushed again): {e}");
+        tracing::warn!("retiring flushed writes failed (retried next round): {e}");
         gw.counters.lock().flush_errors += 1;
     }
     r.is_ok()
+}
+
+/// A test's flush of the pending write of `ck` without its retirement: the (key, version) to
+/// give [`retire_for_test`].
+#[cfg(test)]
+pub(crate) fn flush_unretired(gw: &Gateway, ck: &str) -> Vec<(String, u64)> {
+    let version = gw.pending().map[ck].version;
+    let mut flushed = Vec::new();
+    flush_one(gw, ck, version, &mut flushed).expect("flushed");
+    flushed
+}
+
+/// A test's retirement of what [`flush_unretired`] flushed.
+#[cfg(test)]
+pub(crate) fn retire_for_test(gw: &Gateway, mut flushed: Vec<(String, u64)>) -> bool {
+    retire_flushed(gw, &mut flushed, true)
 }
 
 /// Why an object was not flushed.
@@ -218,17 +235,22 @@ impl std::fmt::Display for FlushError {
 /// 3. under the stripe, exclusive: unless a newer write or delete replaced the state meanwhile
 ///    (it is flushed in its turn), the state is retired — a write's record first loses its `prev`
 ///    (the backend holds the write now: the state before it must never be restored), the object
-///    is marked clean (its records queued) and leaves the pending map, and its record's file is
-///    removed once the clean state is durable ([`retire_flushed`]); a delete's cached copy is
+///    is marked clean (its records queued) and its state `flushed`, and the state and its record
+///    are retired once the clean state is durable ([`retire_flushed`]); a delete's cached copy is
 ///    discarded durably, then its tombstone is removed. A crash between any two of these leaves
 ///    a state that recovery flushes again (idempotent) or finds retired.
-fn flush_one(gw: &Gateway, ck: &str, version: u64, flushed: &mut Vec<String>) -> Result<(), FlushError> {
+fn flush_one(gw: &Gateway, ck: &str, version: u64, flushed: &mut Vec<(String, u64)>) -> Result<(), FlushError> {
     use FlushError::Local;
     let (p, first, call) = {
         let _r = gw.stripe_shared(ck);
         let Some(p) = gw.pending().map.get(ck).cloned() else { return Ok(()) };
         if p.version != version {
             return Ok(()); // overwritten since the snapshot: the next round takes the new version
+        }
+        if p.flushed {
+            // In the backend and clean; its retirement failed: retried without a backend write.
+            flushed.push((ck.to_string(), version));
+            return Ok(());
         }
         debug_assert_eq!(cache_key(&p.bucket, &p.key), ck);
         let first = if p.deleted { None } else { Some(read_window(gw, ck, &p, 0)?) };
@@ -293,11 +315,12 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64, flushed: &mut Vec<String>) ->
         Err(e) => return Err(Local(e.to_string())),
     };
     if clean {
-        // Out of the pending map at once, as the backend holds the write: reads go to the cache
-        // or the backend, and the dirty budget is freed. The record's file goes once the clean
-        // state is durable (`retire_flushed`): a crash before finds the object dirty again.
-        gw.pending().map.remove(ck);
-        flushed.push(ck.to_string());
+        // Retired once the clean state is durable (`retire_flushed`); meanwhile marked, so that
+        // reads may go to the backend and a failed retirement does not write it again.
+        if let Some(p) = gw.pending().map.get_mut(ck) {
+            p.flushed = true;
+        }
+        flushed.push((ck.to_string(), version));
     }
     let mut c = gw.counters.lock();
     c.flushed_objects += 1;
