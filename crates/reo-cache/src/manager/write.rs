@@ -659,18 +659,9 @@ impl Cache {
     /// must always free space.
     ///
     /// The change is durable on return: a crash cannot bring the dirty version back, to be
-    /// flushed again over a newer state of the backend. [`Cache::mark_clean_queued`] leaves that
-    /// to one later flush of the store for many objects.
+    /// flushed again over a newer state of the backend.
     pub fn mark_clean(&self, key: &[u8], version: u64) -> Result<bool, WriteError> {
         self.mark_clean_as(key, version, Durability::Sync)
-    }
-
-    /// [`Cache::mark_clean`] whose metadata records are queued, not waited for: durable once
-    /// the store's journal is next flushed (`cache.store().flush()`, which a flusher calls once
-    /// for a batch of objects before it forgets their pending writes). A crash before that may
-    /// leave the object dirty, at this version, to be flushed again.
-    pub fn mark_clean_queued(&self, key: &[u8], version: u64) -> Result<bool, WriteError> {
-        self.mark_clean_as(key, version, Durability::None)
     }
 
     fn mark_clean_as(&self, key: &[u8], version: u64, durability: Durability) -> Result<bool, WriteError> {

@@ -2,8 +2,7 @@
 //! clean in the cache and forgets their pending record. One object at a time, streamed from
 //! flash a window of 4 MiB at a time (the flusher holds one window, whatever the object's size);
 //! the backend call holds no lock, and the pending state is retired only if no write or delete
-//! replaced it meanwhile ([`flush_one`] gives the steps), flushed writes in batches whose clean
-//! state one flush of the store's journal makes durable ([`retire_flushed`]); failures are retried with exponential
+//! replaced it meanwhile ([`flush_one`] gives the steps); failures are retried with exponential
 //! backoff (100 ms doubling to 30 s) and counted. While the backend's own I/O
 //! fails, a round stops at its first such failure (one probe per backoff, not one per object).
 //! Backend write failures mark the backend down and the next success marks it up again
@@ -93,7 +92,6 @@ pub(crate) fn round(gw: &Gateway) -> bool {
         .map(|(k, p)| (k.clone(), p.version, p.bucket.clone()))
         .collect();
     let mut failed = false;
-    let mut flushed = Vec::new();
     for (ck, version, bucket) in todo {
         if stopping(gw) {
             break;
@@ -102,10 +100,7 @@ pub(crate) fn round(gw: &Gateway) -> bool {
         if gw.gone.waiting(&bucket, now_ns()) {
             continue;
         }
-        let r = flush_one(gw, &ck, version, &mut flushed);
-        if flushed.len() >= RETIRE_BATCH {
-            failed |= !retire_flushed(gw, &mut flushed, true);
-        }
+        let r = flush_one(gw, &ck, version);
         if r.is_ok() && gw.gone.exists(&bucket) {
             tracing::info!("bucket {bucket:?} exists again in the backend; its stuck objects are flushed");
         }
@@ -139,66 +134,7 @@ pub(crate) fn round(gw: &Gateway) -> bool {
             }
         }
     }
-    !retire_flushed(gw, &mut flushed, false) || failed
-}
-
-/// Flushed writes retired together: their clean state is made durable by one journal batch, not
-/// one per object (a journal write on every device and an fdatasync each, which cost small
-/// objects more device bytes than their data).
-const RETIRE_BATCH: usize = 256;
-
-/// Retires the writes `flushed` (key, version) — in the backend now, clean in the cache with the
-/// records of that queued, marked `flushed` in the pending map (`flush_one`) — once those store
-/// records are durable: the pending state of each key still at that version, and its record's
-/// file. Until then the state stays pending (the cluster's hand-over, `reo admin flush` and a
-/// write's `prev` see it), though reads may go to the backend. A full batch (`force`) flushes
-/// the store's journal; a round's last one rides with the next batch the store writes anyway (a
-/// client's write, or at the latest the group-commit delay): a flusher keeping up with writes,
-/// a round per object or few, costs no journal write of its own. False if the journal could not
-/// be written (or a record not removed): the states stay, still marked, and the next round
-/// retires them without writing the backend again.
-fn retire_flushed(gw: &Gateway, flushed: &mut Vec<(String, u64)>, force: bool) -> bool {
-    if flushed.is_empty() {
-        return true;
-    }
-    let r = (|| -> Result<(), String> {
-        let store = gw.cache.store();
-        if force { store.flush() } else { store.flush_with_next_batch() }
-            .map_err(|e| format!("making the flushed objects' clean state durable: {e}"))?;
-        #[cfg(test)]
-        if gw.flushing.crash_before_retire.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err("simulated crash before the records' removal".to_string());
-        }
-        for (ck, version) in flushed.iter() {
-            let _g = gw.stripe(ck);
-            if gw.pending().map.get(ck).is_some_and(|p| p.flushed && p.version == *version && !p.deleted) {
-                gw.retire(ck).map_err(|e| e.to_string())?;
-            }
-        }
-        Ok(())
-    })();
-    flushed.clear();
-    if let Err(e) = &r {
-        tracing::warn!("retiring flushed writes failed (retried next round): {e}");
-        gw.counters.lock().flush_errors += 1;
-    }
-    r.is_ok()
-}
-
-/// A test's flush of the pending write of `ck` without its retirement: the (key, version) to
-/// give [`retire_for_test`].
-#[cfg(test)]
-pub(crate) fn flush_unretired(gw: &Gateway, ck: &str) -> Vec<(String, u64)> {
-    let version = gw.pending().map[ck].version;
-    let mut flushed = Vec::new();
-    flush_one(gw, ck, version, &mut flushed).expect("flushed");
-    flushed
-}
-
-/// A test's retirement of what [`flush_unretired`] flushed.
-#[cfg(test)]
-pub(crate) fn retire_for_test(gw: &Gateway, mut flushed: Vec<(String, u64)>) -> bool {
-    retire_flushed(gw, &mut flushed, true)
+    failed
 }
 
 /// Why an object was not flushed.
@@ -235,22 +171,16 @@ impl std::fmt::Display for FlushError {
 /// 3. under the stripe, exclusive: unless a newer write or delete replaced the state meanwhile
 ///    (it is flushed in its turn), the state is retired — a write's record first loses its `prev`
 ///    (the backend holds the write now: the state before it must never be restored), the object
-///    is marked clean (its records queued) and its state `flushed`, and the state and its record
-///    are retired once the clean state is durable ([`retire_flushed`]); a delete's cached copy is
-///    discarded durably, then its tombstone is removed. A crash between any two of these leaves
-///    a state that recovery flushes again (idempotent) or finds retired.
-fn flush_one(gw: &Gateway, ck: &str, version: u64, flushed: &mut Vec<(String, u64)>) -> Result<(), FlushError> {
+///    is marked clean, then the record is removed; a delete's cached copy is discarded durably,
+///    then its tombstone is removed. A crash between any two of these leaves a state that
+///    recovery flushes again (idempotent) or finds retired.
+fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
     use FlushError::Local;
     let (p, first, call) = {
         let _r = gw.stripe_shared(ck);
         let Some(p) = gw.pending().map.get(ck).cloned() else { return Ok(()) };
         if p.version != version {
             return Ok(()); // overwritten since the snapshot: the next round takes the new version
-        }
-        if p.flushed {
-            // In the backend and clean; its retirement failed: retried without a backend write.
-            flushed.push((ck.to_string(), version));
-            return Ok(());
         }
         debug_assert_eq!(cache_key(&p.bucket, &p.key), ck);
         let first = if p.deleted { None } else { Some(read_window(gw, ck, &p, 0)?) };
@@ -303,7 +233,7 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64, flushed: &mut Vec<(String, u6
         gw.records.persist(&done).map_err(|e| Local(format!("rewriting the pending record: {e}")))?;
         gw.pending().map.insert(ck.to_string(), done);
     }
-    let clean = match gw.cache.mark_clean_queued(ck.as_bytes(), version) {
+    let clean = match gw.cache.mark_clean(ck.as_bytes(), version) {
         Ok(c) => c,
         // Rewriting into the clean scheme needs free flash; with none left (everything dirty) the
         // object leaves the cache instead: it is safe in the backend now, and its space lets the
@@ -314,13 +244,12 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64, flushed: &mut Vec<(String, u6
         }
         Err(e) => return Err(Local(e.to_string())),
     };
+    #[cfg(test)]
+    if gw.flushing.crash_before_retire.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(Local("simulated crash before the record's removal".into()));
+    }
     if clean {
-        // Retired once the clean state is durable (`retire_flushed`); meanwhile marked, so that
-        // reads may go to the backend and a failed retirement does not write it again.
-        if let Some(p) = gw.pending().map.get_mut(ck) {
-            p.flushed = true;
-        }
-        flushed.push((ck.to_string(), version));
+        gw.retire(ck).map_err(|e| Local(e.to_string()))?;
     }
     let mut c = gw.counters.lock();
     c.flushed_objects += 1;

@@ -47,33 +47,19 @@ pub struct PendingPut {
     /// landed, recovery restores it (see the module doc).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prev: Option<Box<PendingPut>>,
-    /// The flusher wrote it to the backend and marked it clean in the cache, and waits for that
-    /// to be durable before it retires the state (`flusher.rs`): reads of it may go to the
-    /// backend, which holds this version. In memory only: after a restart, recovery decides from
-    /// the cache whether it is still dirty.
-    #[serde(skip)]
-    pub flushed: bool,
 }
 
 impl PendingPut {
     /// The record of a write-back PUT of `info` over the pending state `prev` (if any).
     pub fn write(bucket: &str, key: &str, info: ObjectInfo, prev: Option<&PendingPut>) -> PendingPut {
         let prev = prev.map(|p| Box::new(PendingPut { prev: None, ..p.clone() }));
-        PendingPut { bucket: bucket.into(), key: key.into(), info, version: 0, deleted: false, prev, flushed: false }
+        PendingPut { bucket: bucket.into(), key: key.into(), info, version: 0, deleted: false, prev }
     }
 
     /// The record of a write-back DELETE at `now_ns` (its version too: unique per delete).
     pub fn tombstone(bucket: &str, key: &str, now_ns: u64) -> PendingPut {
         let info = ObjectInfo { mtime_ns: now_ns, ..Default::default() };
-        PendingPut {
-            bucket: bucket.into(),
-            key: key.into(),
-            info,
-            version: now_ns,
-            deleted: true,
-            prev: None,
-            flushed: false,
-        }
+        PendingPut { bucket: bucket.into(), key: key.into(), info, version: now_ns, deleted: true, prev: None }
     }
 }
 

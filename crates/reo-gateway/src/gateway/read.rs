@@ -31,9 +31,8 @@ impl Gateway {
                 d.into_bytes().for_each(|b| out.extend_from_slice(&b));
                 continue;
             }
-            if self.pending().map.get(&ck).is_some_and(|p| !p.flushed) {
+            if self.pending().map.contains_key(&ck) {
                 // An unflushed object must come from flash: the backend holds an older version.
-                // (A flushed one waiting to be retired is in the backend: it may be evicted.)
                 return Err(s3_error!(InternalError, "unflushed object {key:?} is not readable from flash"));
             }
             // Fetch whole fragments so they can be cached.
