@@ -240,6 +240,65 @@ fn a_flushed_small_object_turns_clean_without_a_rewrite() {
     assert_eq!(r.pieces.into_iter().flat_map(|p| p.data.unwrap()).collect::<Vec<_>>(), small);
 }
 
+/// A cache kept full of small objects by its byte bound would hold more blobs than a checkpoint
+/// slot can record: the store refuses the put past its metadata room, and the cache evicts clean
+/// objects instead of failing write-back PUTs. With only dirty objects left, a put fails with
+/// `Full` (the gateway's 503 SlowDown) and loses nothing; once they are flushed, puts go on.
+#[test]
+fn small_objects_past_the_metadata_room_evict_instead_of_failing() {
+    let devs = devices(4, 64);
+    let store_cfg = reo_store::StoreConfig { checkpoint_size: Some(64 << 10), ..store_cfg() };
+    let open = || {
+        let (store, _) = reo_store::Store::open(devs.to_vec(), &store_cfg).unwrap();
+        reo_cache::Cache::open(Arc::new(store), cfg(48 << 20)).unwrap()
+    };
+    let key = |i: usize| format!("bkt/small-{i:05}").into_bytes();
+    let c = open();
+    for i in 0..2000 {
+        let v = c.put(&key(i), &content(i as u64, 1024), &meta(), true, i as u64).unwrap();
+        assert!(c.mark_clean(&key(i), v.version).unwrap());
+    }
+    let room = c.store().metadata_room();
+    assert!(room.used <= room.limit, "{room:?}");
+    assert!(c.stats().evictions > 0);
+    assert!(c.store().blob_count() < 1000, "{} blobs: not bounded by the room", c.store().blob_count());
+    assert!(!c.get(&key(0), 0, u64::MAX, 1).unwrap().is_hit(), "the oldest was evicted");
+    let r = c.get(&key(1999), 0, u64::MAX, 2).unwrap();
+    assert_eq!(r.pieces.into_iter().flat_map(|p| p.data.unwrap()).collect::<Vec<_>>(), content(1999, 1024));
+    // A record larger than the batch a 64th of the slot frees still finds its room.
+    let mut big = meta();
+    big.user = vec![("note".into(), "x".repeat(6000))];
+    let v = c.put(b"bkt/big-metadata", &content(3, 1024), &big, true, 3).unwrap();
+    assert!(c.mark_clean(b"bkt/big-metadata", v.version).unwrap());
+
+    // Dirty objects cannot be evicted: the room fills with them, and the put that does not fit
+    // is refused.
+    let mut dirty = Vec::new();
+    let refused = loop {
+        let i = 10_000 + dirty.len();
+        match c.put(&key(i), &content(i as u64, 1024), &meta(), true, i as u64) {
+            Ok(v) => dirty.push((i, v.version)),
+            Err(e) => break e,
+        }
+        assert!(dirty.len() < 2000, "never refused");
+    };
+    assert!(matches!(&refused, WriteError::Full(m) if m.contains("metadata")), "{refused}");
+    let (i, _) = dirty[dirty.len() - 1];
+    let r = c.get(&key(i), 0, u64::MAX, 3).unwrap();
+    assert_eq!(r.pieces.into_iter().flat_map(|p| p.data.unwrap()).collect::<Vec<_>>(), content(i as u64, 1024));
+    for (i, version) in &dirty[..dirty.len() / 2] {
+        assert!(c.mark_clean(&key(*i), *version).unwrap());
+    }
+    c.put(b"bkt/after-flush", &content(1, 1024), &meta(), true, 4).unwrap();
+    drop(c); // a crash: every acknowledged dirty object comes back
+    let c = open();
+    assert_eq!(c.dirty_keys().len(), dirty.len() - dirty.len() / 2 + 1);
+    for (i, _) in &dirty[dirty.len() / 2..] {
+        let r = c.get(&key(*i), 0, u64::MAX, 5).unwrap();
+        assert_eq!(r.pieces.into_iter().flat_map(|p| p.data.unwrap()).collect::<Vec<_>>(), content(*i as u64, 1024));
+    }
+}
+
 /// A clean blob of another version, newer on flash than an acknowledged dirty write, whose free a
 /// crash undid (what a fill that lost a race with the write leaves): the dirty write wins.
 #[test]

@@ -172,6 +172,24 @@ impl Store {
         self.inner.space.free_bands()
     }
 
+    /// How much of a checkpoint slot the live set takes, and how much puts may fill
+    /// (`room.rs`): a live set past the slot fails its checkpoints with `MetadataFull`.
+    pub fn metadata_room(&self) -> crate::MetadataRoom {
+        self.inner.metadata_room()
+    }
+
+    /// Does the record of a put of `len` bytes in `scheme` with a header of `header_len` bytes
+    /// fit within [`Store::metadata_room`]'s bound? A caller that can drop blobs drops some first
+    /// when it does not.
+    pub fn record_fits(&self, header_len: usize, len: u64, scheme: Scheme) -> bool {
+        self.inner.record_fits(header_len, len, scheme)
+    }
+
+    /// Bytes of the checkpoint record of such a put.
+    pub fn record_len(&self, header_len: usize, len: u64, scheme: Scheme) -> u64 {
+        self.inner.record_len(header_len, len, scheme)
+    }
+
     /// Number of live blobs.
     pub fn blob_count(&self) -> usize {
         self.inner.space.blob_count()

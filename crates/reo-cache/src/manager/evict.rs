@@ -1,6 +1,7 @@
-//! Freeing flash: the replacement policy's evictions (cache-based eviction), and the store
-//! cleaner's handler, which relocates, re-encodes or drops each live blob of the victim band
-//! (GC-based eviction drops the clean blobs nobody read since they were written or last moved).
+//! Freeing flash: the replacement policy's evictions (cache-based eviction, and when the store's
+//! metadata room runs out), and the store cleaner's handler, which relocates, re-encodes or
+//! drops each live blob of the victim band (GC-based eviction drops the clean blobs nobody read
+//! since they were written or last moved).
 
 use std::collections::HashMap;
 
@@ -10,6 +11,10 @@ use super::cache::{free_all, Cache};
 use super::state::State;
 use crate::config::EvictionMode;
 use crate::header::BlobHeader;
+
+/// Most objects one put evicts for metadata room (a 64th of a 1 GiB slot is about 100,000 small
+/// objects' records; the next puts evict the rest).
+const METADATA_EVICTIONS: usize = 4096;
 
 impl Cache {
     /// Makes room after the store said it is full: clean bands until one more is free; failing
@@ -41,6 +46,27 @@ impl Cache {
             free_all(&self.store, &locs, Durability::None);
         }
         freed > 0
+    }
+
+    /// Makes metadata room when a put's record of `record` bytes would not fit the store's (its
+    /// checkpoint slot holds a record per live blob, whatever the flash's free space): evicts the
+    /// policy's victims until a 64th of the slot (or the record, if larger) is free, so that a
+    /// cache kept full of small objects evicts in batches rather than on every put, and at most
+    /// [`METADATA_EVICTIONS`] of them, so that one put does not carry a huge slot's batch.
+    /// Stops early when nothing more can be evicted (all dirty, leased or being written).
+    pub(crate) fn make_metadata_room(&self, record: u64) {
+        let target = (self.store.metadata_room().slot / 64).max(record);
+        for _ in 0..METADATA_EVICTIONS {
+            if self.store.metadata_room().free() >= target {
+                break;
+            }
+            let locs = {
+                let mut s = self.lock();
+                let Some(k) = s.evict_one() else { break };
+                s.apply_evictions(&[k], self.cfg.fragment_size)
+            };
+            free_all(&self.store, &locs, Durability::None);
+        }
     }
 
     /// Housekeeping, called periodically (and by tests after writes): sweeps after device

@@ -173,7 +173,8 @@ impl Cache {
         Ok(())
     }
 
-    /// Writes one blob, cleaning (and in cache-based mode evicting) when the store is full.
+    /// Writes one blob, cleaning (and in cache-based mode evicting) when the store is full, and
+    /// evicting when its metadata room is (`Cache::make_metadata_room`).
     pub(crate) fn put_blob(
         &self,
         header: &[u8],
@@ -185,6 +186,17 @@ impl Cache {
         let opts = PutOptions::new(scheme)
             .durability(if sync { Durability::Sync } else { Durability::None })
             .placement(placement);
+        // A record past the store's metadata room would fail its next checkpoint: evict first.
+        let fits = || self.store.record_fits(header.len(), data.len() as u64, scheme);
+        if !fits() {
+            self.make_metadata_room(self.store.record_len(header.len(), data.len() as u64, scheme));
+            if !fits() {
+                return Err(WriteError::Full(
+                    "the store's metadata room is full of objects that cannot be evicted (dirty, leased or being written)"
+                        .into(),
+                ));
+            }
+        }
         let mut attempts = 0;
         loop {
             match self.store.put(header, data, &opts) {

@@ -81,6 +81,13 @@ fn store(api: &Api, out: &mut Out<'_>) -> fmt::Result {
     out.gauge("reo_store_capacity_bytes", "Device bytes of the array's data bands", space.capacity)?;
     out.gauge("reo_store_bands", "Bands of the array", space.total_bands as u64)?;
     out.gauge("reo_store_free_bands", "Bands holding nothing", space.free_bands as u64)?;
+    let room = store.metadata_room();
+    out.gauge("reo_store_metadata_used_bytes", "Bytes a checkpoint of the live blobs takes", room.used)?;
+    out.gauge(
+        "reo_store_metadata_limit_bytes",
+        "Checkpoint bytes puts may fill; past it the cache evicts to make room",
+        room.limit,
+    )?;
     let per = |f: fn(&reo_store::SchemeSpace) -> u64| -> Vec<([(&str, String); 1], u64)> {
         space.per_scheme.iter().map(|(s, sp)| ([("scheme", s.to_string())], f(sp))).collect()
     };

@@ -6,6 +6,7 @@
 use crate::bytes::{Reader, Writer};
 use crate::geometry::SECTOR;
 use crate::location::Location;
+use crate::record::PUT_RECORD_FIXED;
 use crate::scheme::Scheme;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -70,6 +71,12 @@ impl Entry {
         Entry { loc, meta: meta.into_boxed_slice(), header_len: header.len() as u32 }
     }
 
+    /// Bytes of the blob's put record in a checkpoint ([`Record::encode_put`]).
+    #[inline]
+    pub fn record_len(&self) -> u64 {
+        (PUT_RECORD_FIXED + self.meta.len()) as u64
+    }
+
     /// The blob's header.
     #[inline]
     pub fn header(&self) -> &[u8] {
@@ -99,6 +106,9 @@ pub struct Band {
     /// blob kept of itself when it shed the others (`shed.rs`), reported under their own scheme.
     pub(super) shed_bytes: u64,
     pub(super) shed_phys: u64,
+    /// Bytes of the live blobs' put records ([`Entry::record_len`]): the band's share of a
+    /// checkpoint.
+    pub(super) record_bytes: u64,
     /// Highest sequence number written into the band (its age for cost-benefit cleaning).
     pub(super) last_write: u64,
     /// Puts that reserved space here and have not yet recorded their blob: the cleaner must not
@@ -124,6 +134,7 @@ impl Band {
             live_phys: 0,
             shed_bytes: 0,
             shed_phys: 0,
+            record_bytes: 0,
             last_write: 0,
             inflight: 0,
             cleaning: false,
@@ -194,7 +205,10 @@ impl Band {
             self.shed_phys += phys;
         }
         self.last_write = self.last_write.max(loc.seq);
-        self.live.insert(loc.seq, e);
+        self.record_bytes += e.record_len();
+        if let Some(old) = self.live.insert(loc.seq, e) {
+            self.record_bytes -= old.record_len();
+        }
     }
 
     /// Forgets a live blob (`phys_of` its device bytes); returns it if it was live.
@@ -202,6 +216,7 @@ impl Band {
     pub fn remove(&mut self, seq: u64, phys_of: impl Fn(&Location) -> u64) -> Option<Entry> {
         let e = self.live.remove(&seq)?;
         let phys = phys_of(&e.loc);
+        self.record_bytes -= e.record_len();
         self.live_bytes -= e.loc.len;
         self.live_phys -= phys;
         if self.is_shed(&e.loc) {

@@ -121,6 +121,10 @@ pub(crate) struct Space {
     bands: Vec<RwLock<Band>>,
     alloc: Mutex<Alloc>,
     next_seq: AtomicU64,
+    /// Bytes of the live blobs' put records, the bulk of a checkpoint: the sum of the bands'
+    /// `record_bytes`, kept by the methods that change them at run time and recounted at open
+    /// ([`Space::settle`]).
+    records: AtomicU64,
     /// Serialises cleaners, and keeps bands from being reset and reused while held (see the lock
     /// order in `store.rs`).
     cleaner: Mutex<()>,
@@ -142,6 +146,7 @@ impl Space {
             bands: (0..layout.zones).map(|_| RwLock::new(Band::new())).collect(),
             alloc: Mutex::new(Alloc::default()),
             next_seq: AtomicU64::new(1),
+            records: AtomicU64::new(0),
             cleaner: Mutex::new(()),
             devices: layout.devices as usize,
             chunk: layout.chunk as usize,
@@ -163,6 +168,23 @@ impl Space {
     #[inline]
     fn zone_sectors(&self) -> u64 {
         self.zone / SECTOR
+    }
+
+    /// `f` of the write-locked band `b`, keeping [`Space::record_bytes`] current with what it
+    /// changed.
+    #[inline]
+    fn tracked<R>(&self, b: &mut Band, f: impl FnOnce(&mut Band) -> R) -> R {
+        let before = b.record_bytes;
+        let r = f(b);
+        // Wrapping: a shrinking band adds the two's complement of what it lost.
+        self.records.fetch_add(b.record_bytes.wrapping_sub(before), Ordering::Relaxed);
+        r
+    }
+
+    /// Bytes of the live blobs' put records in a checkpoint.
+    #[inline]
+    pub fn record_bytes(&self) -> u64 {
+        self.records.load(Ordering::Relaxed)
     }
 
     /// Takes the cleaner's lock: no band is reset and reused while it is held.
@@ -419,7 +441,7 @@ impl Space {
         let e = Entry::new(*loc, header, tail);
         let mut b = self.bands[band as usize].write();
         b.inflight -= 1;
-        b.insert(e, self.phys(loc));
+        self.tracked(&mut b, |b| b.insert(e, self.phys(loc)));
     }
 
     /// Replaces the live replicated blob at `old` by `kept`, the copy it keeps of itself
@@ -434,8 +456,10 @@ impl Space {
             return Shed::Refused;
         }
         tail.truncate(tails);
-        b.remove(old.seq, |l| self.phys(l));
-        b.insert(Entry::new(*kept, header, &tail), self.phys(kept));
+        self.tracked(&mut b, |b| {
+            b.remove(old.seq, |l| self.phys(l));
+            b.insert(Entry::new(*kept, header, &tail), self.phys(kept));
+        });
         Shed::Done(tail)
     }
 
@@ -453,7 +477,7 @@ impl Space {
         if !b.live.get(&loc.seq).is_some_and(|e| e.loc == *loc) {
             return false;
         }
-        b.remove(loc.seq, |l| self.phys(l));
+        self.tracked(&mut b, |b| b.remove(loc.seq, |l| self.phys(l)));
         true
     }
 
@@ -608,5 +632,7 @@ impl Space {
             self.bands[i as usize].write().state = BandState::Open;
             alloc.open.insert(s, i);
         }
+        let records = self.bands.iter().map(|b| b.read().record_bytes).sum();
+        self.records.store(records, Ordering::Relaxed);
     }
 }
