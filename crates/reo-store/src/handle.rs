@@ -128,10 +128,11 @@ impl Store {
 
     /// Waits until every record queued so far is durable, without a journal write of its own:
     /// they go with the next batch a `Sync` operation, a flush or the group-commit delay
-    /// (`StoreConfig::journal_delay`) makes due. For a caller that can wait that long and would
-    /// otherwise cost a journal write on every device per call.
-    pub fn flush_with_next_batch(&self) -> Result<()> {
-        self.inner.meta.flush_riding()?.wait()
+    /// (`StoreConfig::journal_delay`) makes due, or with the batch due `within` from now at the
+    /// latest. For callers that can wait that long and would otherwise cost a journal write on
+    /// every device per call: concurrent callers share one batch.
+    pub fn flush_within(&self, within: Option<std::time::Duration>) -> Result<()> {
+        self.inner.meta.flush_riding(within)?.wait()
     }
 
     /// Health of the blob at `loc` given the failed devices (no I/O).

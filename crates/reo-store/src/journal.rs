@@ -12,7 +12,9 @@
 //! `StoreConfig::journal_delay` for company before the writer takes them; a waiter (a `Sync` put
 //! or free, a flush) or a large queue makes the batch due at once, with everything queued. A
 //! *rider* waits without making it due: its records go with the next batch anything else makes
-//! due (at the latest the delay's), at no journal write of their own.
+//! due (at the latest the delay's), at no journal write of their own. A rider may bound its wait:
+//! the batch is then due at that bound if nothing made it due before — concurrent callers that
+//! each need their records durable soon, but not at once, share one batch.
 //!
 //! When a batch does not fit in the journal region, the writer takes a checkpoint instead (the
 //! state then already includes every queued record) and starts a new journal generation.
@@ -34,6 +36,9 @@ struct Queue {
     /// Of `waiters`, how many ride along ([`Journal::enqueue_riding`]): they do not make a batch
     /// due, the others do.
     riders: usize,
+    /// The earliest bound of the riders queued ([`Journal::enqueue_riding`]'s `within`): the
+    /// batch is due then.
+    due_by: Option<Instant>,
     stop: bool,
     /// Stop without writing what is queued (simulated crash).
     kill: bool,
@@ -79,8 +84,9 @@ pub struct Journal {
 pub struct Drained {
     records: Vec<u8>,
     waiters: Vec<mpsc::Sender<Ack>>,
-    /// Of `waiters`, the riders.
+    /// Of `waiters`, the riders, and their earliest bound.
     riders: usize,
+    due_by: Option<Instant>,
     /// The drain's number.
     number: u64,
 }
@@ -92,8 +98,8 @@ enum Wait {
     No,
     /// For a batch it makes due at once.
     Due,
-    /// For the next batch something else makes due.
-    Ride,
+    /// For the next batch something else makes due, or that is due at the bound if any.
+    Ride(Option<Duration>),
 }
 
 /// A pending acknowledgement.
@@ -127,9 +133,10 @@ impl Journal {
     }
 
     /// Queues records written by `f` with a rider: the returned [`Pending`] resolves when they
-    /// are durable, in the next batch something else makes due (see the module doc).
-    pub fn enqueue_riding(&self, f: impl FnOnce(&mut Writer)) -> Result<Pending> {
-        self.enqueue_as(Wait::Ride, false, f)
+    /// are durable, in the next batch something else makes due, or, with `within`, in the batch
+    /// due then at the latest (see the module doc).
+    pub fn enqueue_riding(&self, within: Option<Duration>, f: impl FnOnce(&mut Writer)) -> Result<Pending> {
+        self.enqueue_as(Wait::Ride(within), false, f)
     }
 
     /// Queues records written by `f` that must not wait out the group-commit delay although
@@ -155,14 +162,20 @@ impl Journal {
         let crossed = before < self.eager_bytes && q.records.0.len() >= self.eager_bytes;
         // A rider wakes the writer only to start the delay's clock (without a delay, to take
         // the batch: nothing else may come to make it due).
-        let due =
-            crossed || (before == 0 && self.delay.is_some()) || (wait == Wait::Ride && (idle || self.delay.is_none()));
+        let riding = matches!(wait, Wait::Ride(_));
+        let mut due = crossed || (before == 0 && self.delay.is_some()) || (riding && (idle || self.delay.is_none()));
+        if let Wait::Ride(Some(within)) = wait {
+            // An earlier bound: the writer's timed wait must be shortened.
+            let by = Instant::now() + within;
+            due |= q.due_by.is_none_or(|t| by < t);
+            q.due_by = earliest(q.due_by, Some(by));
+        }
         let rx = if wait == Wait::No {
             None
         } else {
             let (tx, rx) = mpsc::channel();
             q.waiters.push(tx);
-            q.riders += usize::from(wait == Wait::Ride);
+            q.riders += usize::from(riding);
             Some(rx)
         };
         drop(q);
@@ -182,6 +195,7 @@ impl Journal {
             if q.kill {
                 q.waiters.clear();
                 q.riders = 0;
+                q.due_by = None;
                 return None;
             }
             let queued = !q.records.0.is_empty() || !q.waiters.is_empty();
@@ -194,6 +208,7 @@ impl Journal {
                     || q.urgent
                     || q.waiters.len() > q.riders
                     || q.records.0.len() >= self.eager_bytes
+                    || q.due_by.is_some_and(|t| t <= Instant::now())
                     || self.delay.is_none_or(|d| *deadline.get_or_insert_with(|| Instant::now() + d) <= Instant::now());
                 if due {
                     // The next batch starts with this one's capacity: no regrowth from empty.
@@ -201,12 +216,13 @@ impl Journal {
                     let records = std::mem::replace(&mut q.records.0, Vec::with_capacity(cap));
                     q.urgent = false;
                     q.riders = 0;
+                    q.due_by = None;
                     return Some(Batch { records, waiters: std::mem::take(&mut q.waiters), drains: q.drains });
                 }
             } else if q.stop {
                 return None;
             }
-            match deadline.filter(|_| queued) {
+            match earliest(deadline, q.due_by).filter(|_| queued) {
                 Some(d) => {
                     let left = d.saturating_duration_since(Instant::now());
                     self.wake.wait_for(&mut q, left);
@@ -227,6 +243,7 @@ impl Journal {
             records: std::mem::take(&mut q.records.0),
             waiters: std::mem::take(&mut q.waiters),
             riders,
+            due_by: q.due_by.take(),
             number: q.drains,
         }
     }
@@ -235,10 +252,11 @@ impl Journal {
     /// queued since (they are older, and a crash may lose `None` records only newest first), and
     /// their waiters wait for the batch that writes them instead of failing with the checkpoint.
     pub fn undrain(&self, drained: Drained) {
-        let Drained { records, waiters, riders, .. } = drained;
+        let Drained { records, waiters, riders, due_by, .. } = drained;
         let mut q = self.queue.lock();
         q.draining = false;
         q.riders += riders;
+        q.due_by = earliest(q.due_by, due_by);
         let mut all = records;
         all.extend_from_slice(&q.records.0);
         q.records.0 = all;
@@ -305,9 +323,18 @@ impl Drop for WriterGuard<'_> {
         q.kill = true;
         let waiters = std::mem::take(&mut q.waiters);
         q.riders = 0;
+        q.due_by = None;
         drop(q);
         self.0.wake.notify_all();
         ack_all(waiters, &Err("the journal writer thread panicked; reopen the store".into()));
+    }
+}
+
+/// The earlier of two optional instants.
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -371,7 +398,7 @@ mod tests {
     #[test]
     fn a_rider_goes_with_the_next_batch_and_forces_none() {
         let j = journal(Some(HOUR));
-        let ride = j.enqueue_riding(|w| {
+        let ride = j.enqueue_riding(None, |w| {
             w.u8(1);
         });
         let (tx, rx) = mpsc::channel();
@@ -392,12 +419,12 @@ mod tests {
         // taken at once.
         for delay in [Some(Duration::ZERO), None] {
             let j = journal(delay);
-            let _ride = j.enqueue_riding(|_| {});
+            let _ride = j.enqueue_riding(None, |_| {});
             assert_eq!(take_soon(&j), Some(vec![]), "{delay:?}");
         }
         // Given back by a failed checkpoint, a rider still makes no batch due.
         let j = journal(Some(HOUR));
-        let _ride = j.enqueue_riding(|w| {
+        let _ride = j.enqueue_riding(None, |w| {
             w.u8(3);
         });
         j.undrain(j.drain());
@@ -409,6 +436,37 @@ mod tests {
         assert!(rx.recv_timeout(Duration::from_millis(200)).is_err(), "an undrained rider made its batch due");
         j.stop(false);
         assert_eq!(rx.recv_timeout(Duration::from_secs(30)).expect("taken at the stop"), Some(vec![3]));
+    }
+
+    /// A bounded rider makes its batch due at its bound, not at the delay's (an hour here), and
+    /// riders queued within the bound share that batch; a later bound does not postpone it.
+    #[test]
+    fn a_bounded_rider_makes_its_batch_due_at_its_bound() {
+        let j = journal(Some(HOUR));
+        let start = Instant::now();
+        let first = j.enqueue_riding(Some(Duration::from_millis(300)), |w| {
+            w.u8(1);
+        });
+        let second = j.enqueue_riding(Some(Duration::from_secs(3600)), |w| {
+            w.u8(2);
+        });
+        let (tx, rx) = mpsc::channel();
+        let jt = j.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(jt.take().map(|b| (b.records, b.waiters)));
+        });
+        let (records, waiters) = rx.recv_timeout(Duration::from_secs(30)).expect("taken").expect("a batch");
+        assert!(start.elapsed() >= Duration::from_millis(300), "taken before the bound");
+        assert_eq!((records, waiters.len()), (vec![1, 2], 2));
+        ack_all(waiters, &Ok(()));
+        first.unwrap().wait().unwrap();
+        second.unwrap().wait().unwrap();
+        // Given back by a failed checkpoint, the bound still holds.
+        let _ride = j.enqueue_riding(Some(Duration::ZERO), |w| {
+            w.u8(3);
+        });
+        j.undrain(j.drain());
+        assert_eq!(take_soon(&j), Some(vec![3]));
     }
 
     /// A checkpoint that succeeded lets the writer go on with what was queued after its drain.

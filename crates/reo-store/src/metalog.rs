@@ -73,10 +73,11 @@ impl MetaLog {
     }
 
     /// Queues a rider and no record: the returned [`Pending`] resolves once every record queued
-    /// so far is durable, in the next batch something else makes due (`journal.rs`).
+    /// so far is durable, in the next batch something else makes due, or at `within` at the
+    /// latest (`journal.rs`).
     #[inline]
-    pub fn flush_riding(&self) -> Result<Pending> {
-        self.journal.enqueue_riding(|_| {})
+    pub fn flush_riding(&self, within: Option<std::time::Duration>) -> Result<Pending> {
+        self.journal.enqueue_riding(within, |_| {})
     }
 
     /// Queues records that change no live state and need no gate (a device's stale mark, set

@@ -4,6 +4,7 @@
 
 use std::cell::Cell;
 use std::fmt;
+use std::time::Duration;
 
 use reo_store::{Durability, Location, Placement, PutOptions, Scheme};
 
@@ -673,7 +674,17 @@ impl Cache {
     /// The change is durable on return: a crash cannot bring the dirty version back, to be
     /// flushed again over a newer state of the backend.
     pub fn mark_clean(&self, key: &[u8], version: u64) -> Result<bool, WriteError> {
-        self.mark_clean_as(key, version, Durability::Sync)
+        self.mark_clean_within(key, version, Duration::ZERO)
+    }
+
+    /// [`Cache::mark_clean`], its change made durable by the store's next journal batch, which
+    /// is due `within` at the latest (`Store::flush_within`): concurrent flushes (the gateway's
+    /// flusher workers) share one batch, one journal sector on every device, instead of a batch
+    /// each. Durable on return all the same.
+    pub fn mark_clean_within(&self, key: &[u8], version: u64, within: Duration) -> Result<bool, WriteError> {
+        let clean = self.mark_clean_as(key, version, Durability::None)?;
+        self.store.flush_within(Some(within))?;
+        Ok(clean)
     }
 
     fn mark_clean_as(&self, key: &[u8], version: u64, durability: Durability) -> Result<bool, WriteError> {

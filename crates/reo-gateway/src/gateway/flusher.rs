@@ -1,10 +1,12 @@
 //! The flusher: a thread that writes unflushed (dirty) objects to the backend, then marks them
-//! clean in the cache and forgets their pending record. One object at a time, streamed from
-//! flash a window of 4 MiB at a time (the flusher holds one window, whatever the object's size);
+//! clean in the cache and forgets their pending record. Up to eight objects at a time (a round's
+//! workers, [`FLUSH_WORKERS`]), each streamed from flash a window of 4 MiB at a time (a worker
+//! holds one window, whatever the object's size);
 //! the backend call holds no lock, and the pending state is retired only if no write or delete
 //! replaced it meanwhile ([`flush_one`] gives the steps); failures are retried with exponential
 //! backoff (100 ms doubling to 30 s) and counted. While the backend's own I/O
-//! fails, a round stops at its first such failure (one probe per backoff, not one per object).
+//! fails, a round stops taking objects at its first such failure (a probe per worker and
+//! backoff, not one per object).
 //! Backend write failures mark the backend down and the next success marks it up again
 //! ([`super::outage`]); a wake-up (a write, `reo admin flush`) retries at once. A bucket missing
 //! in the backend is neither an outage nor a reason to back off the other objects: its objects
@@ -24,7 +26,7 @@ use crate::backend::BackendError;
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 
-/// A running flusher; [`Flusher::stop`] finishes the object in hand and returns.
+/// A running flusher; [`Flusher::stop`] finishes the objects in hand and returns.
 pub struct Flusher {
     gw: Arc<Gateway>,
     handle: Option<JoinHandle<()>>,
@@ -78,12 +80,37 @@ fn run(gw: &Gateway) {
     }
 }
 
-/// One pass over the ripe unflushed objects (the flusher thread's, or a test's); true if one
-/// failed.
+/// Objects a round flushes at once. Their backend calls overlap (a round of small objects takes
+/// about the backend's latency per group, not per object), and their clean marks share the
+/// store's journal batches ([`CLEAN_COMMIT_WITHIN`]): a mark made durable alone is a batch of one
+/// journal sector on every device. Each object keeps its own steps ([`flush_one`]); only
+/// distinct keys run at once.
+const FLUSH_WORKERS: usize = 8;
+
+/// How long a worker's clean mark may wait for the others' to share its journal batch
+/// (`Cache::mark_clean_within`). The key's stripe is held meanwhile: a read or write of a key
+/// of the same stripe waits up to that much longer than it would for the batch alone.
+const CLEAN_COMMIT_WITHIN: Duration = Duration::from_millis(5);
+
+/// What one object's flush asks of the round.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Flushed, or left for a later round without counting as a failure.
+    Done,
+    /// Failed: the round reports a failure (and the flusher backs off).
+    Failed,
+    /// Failed in a way the others would repeat (the backend's own I/O, or it refuses for now):
+    /// the round stops taking objects.
+    Halt,
+}
+
+/// One pass over the ripe unflushed objects (the flusher thread's, or a test's), up to
+/// [`FLUSH_WORKERS`] at once; true if one failed.
 pub(crate) fn round(gw: &Gateway) -> bool {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let ripe = now_ns()
-        .saturating_sub(gw.flush_delay_ns.load(std::sync::atomic::Ordering::Relaxed))
-        .max(gw.flush_before_ns.load(std::sync::atomic::Ordering::Relaxed));
+        .saturating_sub(gw.flush_delay_ns.load(Ordering::Relaxed))
+        .max(gw.flush_before_ns.load(Ordering::Relaxed));
     let todo: Vec<(String, u64, String)> = gw
         .pending()
         .map
@@ -91,22 +118,51 @@ pub(crate) fn round(gw: &Gateway) -> bool {
         .filter(|(_, p)| p.info.mtime_ns <= ripe)
         .map(|(k, p)| (k.clone(), p.version, p.bucket.clone()))
         .collect();
-    let mut failed = false;
-    for (ck, version, bucket) in todo {
-        if stopping(gw) {
-            break;
+    let (next, failed, halt) = (AtomicUsize::new(0), AtomicBool::new(false), AtomicBool::new(false));
+    let work = || {
+        while !halt.load(Ordering::SeqCst) && !stopping(gw) {
+            let Some((ck, version, bucket)) = todo.get(next.fetch_add(1, Ordering::SeqCst)) else { break };
+            match flush_entry(gw, ck, *version, bucket) {
+                Step::Done => {}
+                Step::Failed => failed.store(true, Ordering::SeqCst),
+                Step::Halt => {
+                    failed.store(true, Ordering::SeqCst);
+                    halt.store(true, Ordering::SeqCst);
+                }
+            }
         }
-        // A missing bucket's objects wait for its retry (they are not failures of this round).
-        if gw.gone.waiting(&bucket, now_ns()) {
-            continue;
-        }
-        let r = flush_one(gw, &ck, version);
-        if r.is_ok() && gw.gone.exists(&bucket) {
-            tracing::info!("bucket {bucket:?} exists again in the backend; its stuck objects are flushed");
-        }
-        if let Err(FlushError::BucketGone { key }) = &r {
+    };
+    match todo.len() {
+        0 => {}
+        1 => work(),
+        n => std::thread::scope(|s| {
+            for i in 0..FLUSH_WORKERS.min(n) {
+                std::thread::Builder::new()
+                    .name(format!("reo-flush-{i}"))
+                    .spawn_scoped(s, work)
+                    .expect("spawn a flush worker");
+            }
+        }),
+    }
+    failed.load(Ordering::SeqCst)
+}
+
+/// Flushes one ripe object of `bucket` and accounts for the outcome (logs, counters, the
+/// bucket's and the backend's health).
+fn flush_entry(gw: &Gateway, ck: &str, version: u64, bucket: &str) -> Step {
+    // A missing bucket's objects wait for its retry (they are not failures of this round).
+    if gw.gone.waiting(bucket, now_ns()) {
+        return Step::Done;
+    }
+    let r = flush_one(gw, ck, version);
+    if r.is_ok() && gw.gone.exists(bucket) {
+        tracing::info!("bucket {bucket:?} exists again in the backend; its stuck objects are flushed");
+    }
+    match r {
+        Ok(()) => Step::Done,
+        Err(FlushError::BucketGone { key }) => {
             gw.counters.lock().flush_errors += 1;
-            if gw.gone.failed(&bucket, key, now_ns()) {
+            if gw.gone.failed(bucket, &key, now_ns()) {
                 tracing::warn!(
                     "bucket {bucket:?} is missing in the backend (deleted behind the gateway?): object {key:?} \
                      and the bucket's other unflushed objects stay dirty on flash and are retried with \
@@ -115,9 +171,9 @@ pub(crate) fn round(gw: &Gateway) -> bool {
             } else {
                 tracing::debug!("bucket {bucket:?} still missing in the backend; {key:?} stays dirty");
             }
-            continue;
+            Step::Done
         }
-        if let Err(e) = r {
+        Err(e) => {
             if let FlushError::Backend(b) = &e {
                 if !matches!(b, BackendError::Busy(_)) {
                     gw.health.record_failure(&b.to_string());
@@ -125,16 +181,16 @@ pub(crate) fn round(gw: &Gateway) -> bool {
             }
             tracing::warn!("flushing {ck:?} failed (retrying): {e}");
             gw.counters.lock().flush_errors += 1;
-            failed = true;
             // The backend's own I/O failed, or a layer over it refuses for now: the rest would
             // fail alike; try again after the backoff. Otherwise try the others (one bad object
             // must not hold them back).
             if matches!(e, FlushError::Backend(BackendError::Io(_) | BackendError::Busy(_))) {
-                break;
+                Step::Halt
+            } else {
+                Step::Failed
             }
         }
     }
-    failed
 }
 
 /// Why an object was not flushed.
@@ -233,7 +289,7 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
         gw.records.persist(&done).map_err(|e| Local(format!("rewriting the pending record: {e}")))?;
         gw.pending().map.insert(ck.to_string(), done);
     }
-    let clean = match gw.cache.mark_clean(ck.as_bytes(), version) {
+    let clean = match gw.cache.mark_clean_within(ck.as_bytes(), version, CLEAN_COMMIT_WITHIN) {
         Ok(c) => c,
         // Rewriting into the clean scheme needs free flash; with none left (everything dirty) the
         // object leaves the cache instead: it is safe in the backend now, and its space lets the
