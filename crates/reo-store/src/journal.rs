@@ -16,6 +16,12 @@
 //! the batch is then due at that bound if nothing made it due before — concurrent callers that
 //! each need their records durable soon, but not at once, share one batch.
 //!
+//! Anticipation: a `Sync` put announces its record before it writes its data
+//! ([`Journal::expect`]). A batch due only because of its waiters is then held until the
+//! announced records are queued, for at most [`GATHER`]: concurrent small puts, whose data writes
+//! overlap, share one batch instead of taking one each behind the previous one's fdatasync. A lone
+//! put announces nothing that is not already queued, and is never held.
+//!
 //! When a batch does not fit in the journal region, the writer takes a checkpoint instead (the
 //! state then already includes every queued record) and starts a new journal generation.
 
@@ -24,6 +30,10 @@ use crate::error::{Error, Result};
 use parking_lot::{Condvar, Mutex};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+/// Longest a due batch waits for the records of announced puts ([`Journal::expect`]): about the
+/// time a small put's data write takes; a slower one rides the next batch.
+const GATHER: Duration = Duration::from_millis(1);
 
 /// A waiter's answer: the batch holding its records is durable, or why not.
 pub type Ack = std::result::Result<(), String>;
@@ -39,6 +49,8 @@ struct Queue {
     /// The earliest bound of the riders queued ([`Journal::enqueue_riding`]'s `within`): the
     /// batch is due then.
     due_by: Option<Instant>,
+    /// Puts that announced a `Sync` record and have not queued it yet ([`Journal::expect`]).
+    coming: usize,
     stop: bool,
     /// Stop without writing what is queued (simulated crash).
     kill: bool,
@@ -76,6 +88,8 @@ pub struct Journal {
     /// crash and a wake-up per record would cost more than the replay) wakes the writer only at
     /// [`Journal::eager_bytes`], and then takes whatever is queued.
     delay: Option<Duration>,
+    /// How long a batch due for its waiters waits for announced records ([`GATHER`]).
+    gather: Duration,
 }
 
 /// What a checkpoint took from the queue ([`Journal::drain`]): the records its snapshot covers
@@ -123,13 +137,22 @@ impl Journal {
     /// A journal taking a batch without waiting at `eager_bytes` queued, and otherwise after
     /// `delay` (see [`Journal::take`]).
     pub fn new(eager_bytes: usize, delay: Option<Duration>) -> Journal {
-        Journal { eager_bytes, delay, ..Default::default() }
+        Journal { eager_bytes, delay, gather: GATHER, ..Default::default() }
     }
 
     /// Queues records written by `f`; with `wait`, the returned [`Pending`] resolves when they
     /// are durable.
     pub fn enqueue(&self, wait: bool, f: impl FnOnce(&mut Writer)) -> Result<Pending> {
         self.enqueue_as(if wait { Wait::Due } else { Wait::No }, false, f)
+    }
+
+    /// Announces a `Sync` record its caller will queue shortly (a put about to write its data):
+    /// a batch due meanwhile waits for it, up to [`GATHER`] (see the module doc). The record must
+    /// be queued before the returned guard is dropped; dropping it without one (a failed put)
+    /// withdraws the announcement.
+    pub fn expect(&self) -> Expected<'_> {
+        self.queue.lock().coming += 1;
+        Expected(self)
     }
 
     /// Queues records written by `f` with a rider: the returned [`Pending`] resolves when they
@@ -191,6 +214,7 @@ impl Journal {
     pub fn take(&self) -> Option<Batch> {
         let mut q = self.queue.lock();
         let mut deadline: Option<Instant> = None;
+        let mut gather: Option<Instant> = None;
         loop {
             if q.kill {
                 q.waiters.clear();
@@ -204,13 +228,22 @@ impl Journal {
                 continue;
             }
             if queued {
-                let due = q.stop
+                let forced = q.stop
                     || q.urgent
-                    || q.waiters.len() > q.riders
                     || q.records.0.len() >= self.eager_bytes
                     || q.due_by.is_some_and(|t| t <= Instant::now())
                     || self.delay.is_none_or(|d| *deadline.get_or_insert_with(|| Instant::now() + d) <= Instant::now());
-                if due {
+                let waited = q.waiters.len() > q.riders;
+                if waited && !forced && q.coming > 0 {
+                    // Due for its waiters, with more records announced: gather them first.
+                    let until = *gather.get_or_insert_with(|| Instant::now() + self.gather);
+                    let left = until.saturating_duration_since(Instant::now());
+                    if !left.is_zero() {
+                        self.wake.wait_for(&mut q, left);
+                        continue;
+                    }
+                }
+                if forced || waited {
                     // The next batch starts with this one's capacity: no regrowth from empty.
                     let cap = q.records.0.capacity();
                     let records = std::mem::replace(&mut q.records.0, Vec::with_capacity(cap));
@@ -292,6 +325,22 @@ impl Journal {
         q.kill |= kill;
         drop(q);
         self.wake.notify_all();
+    }
+}
+
+/// An announced record ([`Journal::expect`]); dropped once it is queued, or withdrawn.
+pub struct Expected<'a>(&'a Journal);
+
+impl Drop for Expected<'_> {
+    fn drop(&mut self) {
+        let mut q = self.0.queue.lock();
+        q.coming -= 1;
+        let last = q.coming == 0;
+        drop(q);
+        if last {
+            // A writer gathering for it takes its batch now.
+            self.0.wake.notify_one();
+        }
     }
 }
 
@@ -467,6 +516,51 @@ mod tests {
         });
         j.undrain(j.drain());
         assert_eq!(take_soon(&j), Some(vec![3]));
+    }
+
+    /// A batch due for its waiter waits for a record announced before it (here without a bound
+    /// in sight: an hour), and takes it along once it is queued; an announcement withdrawn
+    /// releases it at once, and without one nothing is held.
+    #[test]
+    fn a_due_batch_gathers_the_records_announced_before_it() {
+        let j = Arc::new(Journal { eager_bytes: 1 << 20, delay: Some(HOUR), gather: HOUR, ..Default::default() });
+        let coming = j.expect();
+        let first = j.enqueue(true, |w| {
+            w.u8(1);
+        });
+        let (tx, rx) = mpsc::channel();
+        let jt = j.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(jt.take().map(|b| (b.records, b.waiters)));
+        });
+        assert!(rx.recv_timeout(Duration::from_millis(200)).is_err(), "taken without the announced record");
+        let second = j.enqueue(true, |w| {
+            w.u8(2);
+        });
+        drop(coming);
+        let (records, waiters) = rx.recv_timeout(Duration::from_secs(30)).expect("taken").expect("a batch");
+        assert_eq!((records, waiters.len()), (vec![1, 2], 2));
+        ack_all(waiters, &Ok(()));
+        first.unwrap().wait().unwrap();
+        second.unwrap().wait().unwrap();
+        // Withdrawn (the put failed): the batch goes without it.
+        let coming = j.expect();
+        let _third = j.enqueue(true, |w| {
+            w.u8(3);
+        });
+        let (tx, rx) = mpsc::channel();
+        let jt = j.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(jt.take().map(|b| b.records));
+        });
+        assert!(rx.recv_timeout(Duration::from_millis(200)).is_err(), "taken while a record was announced");
+        drop(coming);
+        assert_eq!(rx.recv_timeout(Duration::from_secs(30)).expect("taken"), Some(vec![3]));
+        // Nothing announced: taken at once.
+        let _fourth = j.enqueue(true, |w| {
+            w.u8(4);
+        });
+        assert_eq!(take_soon(&j), Some(vec![4]));
     }
 
     /// A checkpoint that succeeded lets the writer go on with what was queued after its drain.

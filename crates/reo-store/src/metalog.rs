@@ -18,7 +18,7 @@
 
 use crate::bytes::Writer;
 use crate::error::Result;
-use crate::journal::{Batch, Drained, Journal, Pending, WriterGuard};
+use crate::journal::{Batch, Drained, Expected, Journal, Pending, WriterGuard};
 use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// The metadata log (see the module doc).
@@ -70,6 +70,12 @@ impl MetaLog {
     #[inline]
     pub fn flush(&self) -> Result<Pending> {
         self.journal.enqueue(true, |_| {})
+    }
+
+    /// Announces the `Sync` record of a put about to write its data ([`Journal::expect`]).
+    #[inline]
+    pub fn expect(&self) -> Expected<'_> {
+        self.journal.expect()
     }
 
     /// Queues a rider and no record: the returned [`Pending`] resolves once every record queued

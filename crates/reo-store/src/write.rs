@@ -57,6 +57,9 @@ impl Inner {
         loc.band = band;
         loc.start = start as u32;
         loc.device = device;
+        // A batch due while the data is written waits for this record (`journal.rs`,
+        // anticipation); withdrawn if the put fails.
+        let coming = (opts.durability == Durability::Sync && !gc).then(|| self.meta.expect());
 
         let (written, tail) = match self.write_blob(&loc, data) {
             Ok(w) if self.health(&loc) != BlobHealth::Lost => w,
@@ -85,6 +88,9 @@ impl Inner {
             self.space.land(&m, band, &loc, header, &tail);
             m.enqueue(opts.durability == Durability::Sync, |w| self.encode_put_marking_stale(w, &loc, header, &tail))?
         };
+        // Queued: the writer need not wait for it any longer (and must not, while this put
+        // waits for the writer).
+        drop(coming);
         drop(fence);
         pending.wait()?;
         // The batch's fdatasync may have failed on the devices holding the blob (each such
