@@ -16,11 +16,11 @@
 //! the batch is then due at that bound if nothing made it due before — concurrent callers that
 //! each need their records durable soon, but not at once, share one batch.
 //!
-//! Anticipation: a `Sync` put announces its record before it writes its data
-//! ([`Journal::expect`]). A batch due only because of its waiters is then held until the
-//! announced records are queued, for at most [`GATHER`]: concurrent small puts, whose data writes
-//! overlap, share one batch instead of taking one each behind the previous one's fdatasync. A lone
-//! put announces nothing that is not already queued, and is never held.
+//! Anticipation: a small `Sync` put announces its record before it writes its data
+//! ([`Journal::expect`]). A batch due only because of its waiters is then held until the records
+//! announced before it became due are queued, for at most [`GATHER`]: concurrent small puts,
+//! whose data writes overlap, share one batch instead of taking one each behind the previous
+//! one's fdatasync. A lone put announces nothing that is not already queued, and is never held.
 //!
 //! When a batch does not fit in the journal region, the writer takes a checkpoint instead (the
 //! state then already includes every queued record) and starts a new journal generation.
@@ -32,7 +32,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// Longest a due batch waits for the records of announced puts ([`Journal::expect`]): about the
-/// time a small put's data write takes; a slower one rides the next batch.
+/// time a small put's data write takes; a slower one waits for the next batch.
 const GATHER: Duration = Duration::from_millis(1);
 
 /// A waiter's answer: the batch holding its records is durable, or why not.
@@ -49,8 +49,12 @@ struct Queue {
     /// The earliest bound of the riders queued ([`Journal::enqueue_riding`]'s `within`): the
     /// batch is due then.
     due_by: Option<Instant>,
-    /// Puts that announced a `Sync` record and have not queued it yet ([`Journal::expect`]).
-    coming: usize,
+    /// Puts that announced a `Sync` record and have not queued it yet ([`Journal::expect`]):
+    /// those announced in the current epoch, and those announced before a batch began to
+    /// gather (which bumps the epoch). A gather waits only for the latter.
+    epoch: u64,
+    coming_now: usize,
+    coming_before: usize,
     stop: bool,
     /// Stop without writing what is queued (simulated crash).
     kill: bool,
@@ -151,8 +155,9 @@ impl Journal {
     /// be queued before the returned guard is dropped; dropping it without one (a failed put)
     /// withdraws the announcement.
     pub fn expect(&self) -> Expected<'_> {
-        self.queue.lock().coming += 1;
-        Expected(self)
+        let mut q = self.queue.lock();
+        q.coming_now += 1;
+        Expected { journal: self, epoch: q.epoch }
     }
 
     /// Queues records written by `f` with a rider: the returned [`Pending`] resolves when they
@@ -187,9 +192,12 @@ impl Journal {
         // the batch: nothing else may come to make it due).
         let riding = matches!(wait, Wait::Ride(_));
         let mut due = crossed || (before == 0 && self.delay.is_some()) || (riding && (idle || self.delay.is_none()));
-        if let Wait::Ride(Some(within)) = wait {
+        // A bound past what an instant holds is no bound (the delay's applies).
+        if let Some(by) = match wait {
+            Wait::Ride(Some(within)) => Instant::now().checked_add(within),
+            _ => None,
+        } {
             // An earlier bound: the writer's timed wait must be shortened.
-            let by = Instant::now() + within;
             due |= q.due_by.is_none_or(|t| by < t);
             q.due_by = earliest(q.due_by, Some(by));
         }
@@ -234,11 +242,16 @@ impl Journal {
                     || q.due_by.is_some_and(|t| t <= Instant::now())
                     || self.delay.is_none_or(|d| *deadline.get_or_insert_with(|| Instant::now() + d) <= Instant::now());
                 let waited = q.waiters.len() > q.riders;
-                if waited && !forced && q.coming > 0 {
-                    // Due for its waiters, with more records announced: gather them first.
-                    let until = *gather.get_or_insert_with(|| Instant::now() + self.gather);
+                if waited && !forced {
+                    // Due for its waiters: gather the records announced before now first (not
+                    // those announced while it waits: under steady load there always are some).
+                    let until = *gather.get_or_insert_with(|| {
+                        q.coming_before += std::mem::take(&mut q.coming_now);
+                        q.epoch += 1;
+                        Instant::now() + self.gather
+                    });
                     let left = until.saturating_duration_since(Instant::now());
-                    if !left.is_zero() {
+                    if q.coming_before > 0 && !left.is_zero() {
                         self.wake.wait_for(&mut q, left);
                         continue;
                     }
@@ -329,17 +342,25 @@ impl Journal {
 }
 
 /// An announced record ([`Journal::expect`]); dropped once it is queued, or withdrawn.
-pub struct Expected<'a>(&'a Journal);
+pub struct Expected<'a> {
+    journal: &'a Journal,
+    /// The epoch it was announced in.
+    epoch: u64,
+}
 
 impl Drop for Expected<'_> {
     fn drop(&mut self) {
-        let mut q = self.0.queue.lock();
-        q.coming -= 1;
-        let last = q.coming == 0;
+        let mut q = self.journal.queue.lock();
+        if self.epoch == q.epoch {
+            q.coming_now -= 1;
+            return;
+        }
+        q.coming_before -= 1;
+        let last = q.coming_before == 0;
         drop(q);
         if last {
-            // A writer gathering for it takes its batch now.
-            self.0.wake.notify_one();
+            // The writer gathering for it takes its batch now.
+            self.journal.wake.notify_one();
         }
     }
 }
@@ -520,7 +541,8 @@ mod tests {
 
     /// A batch due for its waiter waits for a record announced before it (here without a bound
     /// in sight: an hour), and takes it along once it is queued; an announcement withdrawn
-    /// releases it at once, and without one nothing is held.
+    /// releases it at once, without one nothing is held, and one made while it gathers is not
+    /// waited for.
     #[test]
     fn a_due_batch_gathers_the_records_announced_before_it() {
         let j = Arc::new(Journal { eager_bytes: 1 << 20, delay: Some(HOUR), gather: HOUR, ..Default::default() });
@@ -561,6 +583,20 @@ mod tests {
             w.u8(4);
         });
         assert_eq!(take_soon(&j), Some(vec![4]));
+        // Announced after the batch began to gather: not waited for.
+        let before = j.expect();
+        let _fifth = j.enqueue(true, |w| {
+            w.u8(5);
+        });
+        let (tx, rx) = mpsc::channel();
+        let jt = j.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(jt.take().map(|b| b.records));
+        });
+        assert!(rx.recv_timeout(Duration::from_millis(200)).is_err(), "taken while a record was announced");
+        let _after = j.expect();
+        drop(before);
+        assert_eq!(rx.recv_timeout(Duration::from_secs(30)).expect("taken"), Some(vec![5]));
     }
 
     /// A checkpoint that succeeded lets the writer go on with what was queued after its drain.

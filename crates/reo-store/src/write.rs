@@ -26,6 +26,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Device bytes of one segment of a put (the rows laid out, then written, together).
 const SEGMENT: usize = 1 << 20;
 
+/// Largest put that announces its record to the journal before writing its data: one whose
+/// write takes about the journal's gather bound (1 ms) or less.
+const ANNOUNCED_MAX: usize = 64 << 10;
+
 impl Inner {
     /// Stores a blob; returns its location and its short last row's checksums (for its record).
     /// `gc` marks cleaner relocations, counted apart from user writes, and recorded by the cleaner.
@@ -58,8 +62,10 @@ impl Inner {
         loc.start = start as u32;
         loc.device = device;
         // A batch due while the data is written waits for this record (`journal.rs`,
-        // anticipation); withdrawn if the put fails.
-        let coming = (opts.durability == Durability::Sync && !gc).then(|| self.meta.expect());
+        // anticipation); withdrawn if the put fails. Only small puts: a large one's data write
+        // would hold every batch for the whole gather bound.
+        let coming =
+            (opts.durability == Durability::Sync && !gc && data.len() <= ANNOUNCED_MAX).then(|| self.meta.expect());
 
         let (written, tail) = match self.write_blob(&loc, data) {
             Ok(w) if self.health(&loc) != BlobHealth::Lost => w,

@@ -123,6 +123,27 @@ fn a_put_after_a_flushed_delete_is_flushed_without_its_prev() {
     assert_eq!(backend.get_range("bkt", "k", 0, u64::MAX).unwrap().0, b"version two");
 }
 
+/// A flush that marked its object clean but did not retire its record (the clean mark's
+/// durability failed, or here a stop before the retirement) is retired by the next round, with
+/// no restart: before, the object was no longer dirty, the round's clean mark returned false,
+/// and the record stayed for ever, the object written to the backend again every round.
+#[test]
+fn a_clean_object_whose_record_was_left_is_retired_by_the_next_round() {
+    let rig = Rig::new();
+    let (gw, backend) = rig.open();
+    gw.put("bkt", "k", b"version one", info()).unwrap();
+    gw.flushing.crash_before_retire.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(flusher::round(&gw));
+    assert!(!gw.cache.info(b"bkt/k").unwrap().dirty);
+    assert_eq!(gw.dirty().0, 1, "the record is left");
+    gw.flushing.crash_before_retire.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert!(!flusher::round(&gw));
+    assert_eq!(gw.dirty().0, 0, "retired");
+    assert_eq!(backend.get_range("bkt", "k", 0, u64::MAX).unwrap().0, b"version one");
+    let i = gw.head("bkt", "k").unwrap();
+    assert_eq!(gw.read("bkt", "k", &i, 0, i.size).unwrap(), b"version one");
+}
+
 #[test]
 fn a_write_through_overwrite_does_not_bring_the_old_copy_back() {
     let rig = Rig::new();

@@ -62,13 +62,18 @@ const EXPIRY_SWEEP: Duration = Duration::from_secs(3600);
 
 fn run(gw: &Gateway) {
     let mut backoff = BACKOFF_MIN;
+    let mut halted = false;
     let mut swept: Option<std::time::Instant> = None;
     while !stopping(gw) {
         if swept.is_none_or(|t| t.elapsed() >= EXPIRY_SWEEP) {
             gw.expire_uploads();
             swept = Some(std::time::Instant::now());
         }
-        let failed = round(gw);
+        // After the backend's own failure, a round probes with one worker: a hung backend costs
+        // one stuck call per backoff, not one per worker.
+        let step = round_with(gw, if halted { 1 } else { FLUSH_WORKERS });
+        let failed = step != Step::Done;
+        halted = step == Step::Halt;
         let (m, c) = &gw.wake;
         let mut woken = m.lock();
         let wait = if failed { backoff } else { Duration::from_secs(1) };
@@ -104,9 +109,16 @@ enum Step {
     Halt,
 }
 
-/// One pass over the ripe unflushed objects (the flusher thread's, or a test's), up to
-/// [`FLUSH_WORKERS`] at once; true if one failed.
+/// One pass over the ripe unflushed objects (a test's), up to [`FLUSH_WORKERS`] at once; true
+/// if one failed.
+#[cfg(test)]
 pub(crate) fn round(gw: &Gateway) -> bool {
+    round_with(gw, FLUSH_WORKERS) != Step::Done
+}
+
+/// One pass over the ripe unflushed objects, up to `workers` at once: `Done`, or whether one
+/// failed (`Failed`) or the round stopped on the backend's own failure (`Halt`).
+fn round_with(gw: &Gateway, workers: usize) -> Step {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let ripe = now_ns()
         .saturating_sub(gw.flush_delay_ns.load(Ordering::Relaxed))
@@ -132,19 +144,31 @@ pub(crate) fn round(gw: &Gateway) -> bool {
             }
         }
     };
-    match todo.len() {
+    match workers.min(todo.len()) {
         0 => {}
         1 => work(),
         n => std::thread::scope(|s| {
-            for i in 0..FLUSH_WORKERS.min(n) {
-                std::thread::Builder::new()
-                    .name(format!("reo-flush-{i}"))
-                    .spawn_scoped(s, work)
-                    .expect("spawn a flush worker");
+            let spawned = (0..n)
+                .take_while(|i| {
+                    let spawned = std::thread::Builder::new().name(format!("reo-flush-{i}")).spawn_scoped(s, work);
+                    if let Err(e) = &spawned {
+                        tracing::warn!("cannot start flush worker {i} ({e}): flushing with fewer");
+                    }
+                    spawned.is_ok()
+                })
+                .count();
+            if spawned == 0 {
+                work();
             }
         }),
     }
-    failed.load(Ordering::SeqCst)
+    if halt.load(Ordering::SeqCst) {
+        Step::Halt
+    } else if failed.load(Ordering::SeqCst) {
+        Step::Failed
+    } else {
+        Step::Done
+    }
 }
 
 /// Flushes one ripe object of `bucket` and accounts for the outcome (logs, counters, the
@@ -304,7 +328,14 @@ fn flush_one(gw: &Gateway, ck: &str, version: u64) -> Result<(), FlushError> {
     if gw.flushing.crash_before_retire.load(std::sync::atomic::Ordering::SeqCst) {
         return Err(Local("simulated crash before the record's removal".into()));
     }
-    if clean {
+    // Not clean by this call, yet holding no dirty version: an earlier call's clean mark whose
+    // durability failed (the state is clean in memory), or the object left the cache. The
+    // backend holds the version now: retire it once the mark is durable.
+    let retire = clean || gw.cache.dirty_version_of(ck.as_bytes()).is_none();
+    if !clean && retire {
+        gw.cache.store().flush().map_err(|e| Local(format!("making the clean mark durable: {e}")))?;
+    }
+    if retire {
         gw.retire(ck).map_err(|e| Local(e.to_string()))?;
     }
     let mut c = gw.counters.lock();

@@ -7,8 +7,8 @@
 //! * **One missing bucket is not an outage**: the backend answered, so it is not marked down
 //!   (writes to other buckets do not get `SlowDown`), and the other buckets' objects flush as
 //!   usual; the round's backoff is not raised for them.
-//! * **Retried with backoff, per bucket**: one object of the bucket is tried when its retry is
-//!   due (1 s, doubling to 5 min), not every object every round. Once the bucket exists again
+//! * **Retried with backoff, per bucket**: one object of the bucket per flush worker is tried
+//!   when its retry is due (1 s, doubling to 5 min), not every object every round. Once the bucket exists again
 //!   they flush: at once when the gateway sees it exist (CreateBucket through the gateway, a
 //!   write's bucket check, `reo admin flush`), else at the next retry.
 //! * **Visible**: a warning naming the bucket and the key when a bucket is found missing; the
@@ -81,7 +81,9 @@ impl GoneBuckets {
     }
 
     /// A flush of `key` found `bucket` missing at `now_ns`; the next retry is due after the
-    /// bucket's backoff, which doubles. True if the bucket was not known missing before.
+    /// bucket's backoff, which doubles. True if the bucket was not known missing before. A
+    /// failure while the retry is not due (another flush worker's probe of the same round,
+    /// begun before the first failure was recorded) leaves the backoff as it is.
     pub fn failed(&self, bucket: &str, key: &str, now_ns: u64) -> bool {
         let mut m = self.lock();
         let first = !m.contains_key(bucket);
@@ -91,8 +93,10 @@ impl GoneBuckets {
             delay: RETRY_MIN,
             key: String::new(),
         });
-        g.retry_at_ns = now_ns.saturating_add(g.delay.as_nanos() as u64);
-        g.delay = (g.delay * 2).min(RETRY_MAX);
+        if g.retry_at_ns <= now_ns {
+            g.retry_at_ns = now_ns.saturating_add(g.delay.as_nanos() as u64);
+            g.delay = (g.delay * 2).min(RETRY_MAX);
+        }
         g.key = key.to_string();
         first
     }
@@ -128,7 +132,12 @@ mod tests {
         assert!(g.waiting("b", 10 * s) && g.waiting("b", 11 * s - 1) && !g.waiting("b", 11 * s));
         assert!(!g.failed("b", "k2", 11 * s));
         assert!(g.waiting("b", 13 * s - 1) && !g.waiting("b", 13 * s), "2 s after the second failure");
+        // Another worker's probe of the same round fails while the retry is not due: the
+        // backoff stays as it is.
+        assert!(!g.failed("b", "k3", 11 * s));
+        assert!(g.waiting("b", 13 * s - 1) && !g.waiting("b", 13 * s), "not doubled by the concurrent probe");
         for _ in 0..20 {
+            g.retry_now();
             g.failed("b", "k", 0);
         }
         assert!(g.waiting("b", 300 * s - 1) && !g.waiting("b", 300 * s), "capped at 5 min");
