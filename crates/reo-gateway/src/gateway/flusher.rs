@@ -1,7 +1,7 @@
 //! The flusher: a thread that writes unflushed (dirty) objects to the backend, then marks them
 //! clean in the cache and forgets their pending record. Up to eight objects at a time (a round's
-//! workers, [`FLUSH_WORKERS`]), each streamed from flash a window of 4 MiB at a time (a worker
-//! holds one window, whatever the object's size);
+//! workers, [`FLUSH_WORKERS`]), each streamed from flash a window of 4 MiB at a time; the workers
+//! hold one window and a MiB between them ([`WindowBudget`]), whatever the objects' sizes;
 //! the backend call holds no lock, and the pending state is retired only if no write or delete
 //! replaced it meanwhile ([`flush_one`] gives the steps); failures are retried with exponential
 //! backoff (100 ms doubling to 30 s) and counted. While the backend's own I/O
@@ -21,6 +21,7 @@ use std::time::Duration;
 use super::clock::now_ns;
 use super::handle::Gateway;
 use super::pending::cache_key;
+use super::window_budget::WindowBudget;
 use crate::backend::BackendError;
 
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
@@ -123,17 +124,19 @@ fn round_with(gw: &Gateway, workers: usize) -> Step {
     let ripe = now_ns()
         .saturating_sub(gw.flush_delay_ns.load(Ordering::Relaxed))
         .max(gw.flush_before_ns.load(Ordering::Relaxed));
-    let todo: Vec<(String, u64, String)> = gw
+    let todo: Vec<(String, u64, String, u64)> = gw
         .pending()
         .map
         .iter()
         .filter(|(_, p)| p.info.mtime_ns <= ripe)
-        .map(|(k, p)| (k.clone(), p.version, p.bucket.clone()))
+        .map(|(k, p)| (k.clone(), p.version, p.bucket.clone(), if p.deleted { 0 } else { p.info.size }))
         .collect();
+    let memory = WindowBudget::default();
     let (next, failed, halt) = (AtomicUsize::new(0), AtomicBool::new(false), AtomicBool::new(false));
     let work = || {
         while !halt.load(Ordering::SeqCst) && !stopping(gw) {
-            let Some((ck, version, bucket)) = todo.get(next.fetch_add(1, Ordering::SeqCst)) else { break };
+            let Some((ck, version, bucket, size)) = todo.get(next.fetch_add(1, Ordering::SeqCst)) else { break };
+            let _window = memory.take(*size);
             match flush_entry(gw, ck, *version, bucket) {
                 Step::Done => {}
                 Step::Failed => failed.store(true, Ordering::SeqCst),

@@ -97,6 +97,7 @@ pub mod stuck;
 mod stuck_tests;
 #[cfg(test)]
 pub(crate) mod tests;
+mod window_budget;
 mod write;
 
 pub(crate) use clock::now_ns;
