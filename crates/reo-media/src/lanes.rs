@@ -21,6 +21,10 @@
 //!
 //! Requests own their buffers ([`AlignedBuf`]) and come back with them, so nothing borrowed
 //! crosses threads. Byte-less media complete at once: [`ReadLanes::inline`] reads on the caller.
+//! So does a batch a caller asks to read itself ([`ReadLanes::batch_on_caller`]): a short read
+//! whose caller would otherwise hand it to a lane and wait (two thread wake-ups for one device
+//! read) — the gateway's small flash hits, read on the task that received them. Such a read is
+//! not seen by [`ReadLanes::busy_for`]; its caller bounds how many it has in service.
 
 use crate::{AlignedBuf, Media};
 use parking_lot::Mutex;
@@ -144,7 +148,12 @@ impl ReadLanes {
     /// A set of reads whose completions come back to one caller.
     pub fn batch(&self) -> ReadBatch<'_> {
         let (tx, rx) = channel();
-        ReadBatch { lanes: self, tx: Some(tx), rx, pending: 0 }
+        ReadBatch { lanes: self, tx: Some(tx), rx, pending: 0, on_caller: false }
+    }
+
+    /// A set of reads the caller serves itself, each as it is submitted, on its own thread.
+    pub fn batch_on_caller(&self) -> ReadBatch<'_> {
+        ReadBatch { on_caller: true, ..self.batch() }
     }
 }
 
@@ -199,6 +208,8 @@ pub struct ReadBatch<'a> {
     tx: Option<Sender<Completion>>,
     rx: Receiver<Completion>,
     pending: usize,
+    /// Every read is served on the caller as it is submitted ([`ReadLanes::batch_on_caller`]).
+    on_caller: bool,
 }
 
 impl ReadBatch<'_> {
@@ -210,6 +221,7 @@ impl ReadBatch<'_> {
         self.pending += 1;
         let req = Request { offset, len, buf, tag, reply };
         match &self.lanes.lanes {
+            Some(_) if self.on_caller => serve(self.lanes.devices[device].as_ref(), req),
             None => serve(self.lanes.devices[device].as_ref(), req),
             Some(lanes) => {
                 let lane = lanes[device].lock();
@@ -287,22 +299,25 @@ mod tests {
         (from..from + len).map(|i| (i as u8) ^ (d as u8 * 37)).collect()
     }
 
-    /// A device whose reads wait until the test opens it; counts the reads that reached it.
+    /// A device whose reads wait until the test opens it; counts the reads that reached it and
+    /// records the thread that made each.
     struct Stall {
         inner: Arc<dyn Media>,
         /// (open, reads entered)
         state: Arc<(Mutex<(bool, usize)>, Condvar)>,
+        readers: Arc<Mutex<Vec<std::thread::ThreadId>>>,
     }
 
     /// The handle a test keeps to a [`Stall`].
-    struct StallHandle(Arc<(Mutex<(bool, usize)>, Condvar)>);
+    struct StallHandle(Arc<(Mutex<(bool, usize)>, Condvar)>, Arc<Mutex<Vec<std::thread::ThreadId>>>);
 
     impl Stall {
         /// `devices` with the first one stalled.
         fn first_of(mut devices: Vec<Arc<dyn Media>>) -> (StallHandle, Vec<Arc<dyn Media>>) {
             let state = Arc::new((Mutex::new((false, 0)), Condvar::new()));
-            devices[0] = Arc::new(Stall { inner: devices[0].clone(), state: state.clone() });
-            (StallHandle(state), devices)
+            let readers = Arc::new(Mutex::new(Vec::new()));
+            devices[0] = Arc::new(Stall { inner: devices[0].clone(), state: state.clone(), readers: readers.clone() });
+            (StallHandle(state, readers), devices)
         }
     }
 
@@ -322,6 +337,7 @@ mod tests {
             self.inner.len()
         }
         fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+            self.readers.lock().push(std::thread::current().id());
             let (m, cv) = &*self.state;
             let mut st = m.lock();
             st.1 += 1;
@@ -420,6 +436,28 @@ mod tests {
         let c = b.wait_next().unwrap();
         assert_eq!((c.tag, c.result.is_ok()), (7, true));
         assert_eq!(&c.buf[..4096], &expect(0, 0, 4096)[..]);
+    }
+
+    /// A batch on the caller reads on the caller's thread, with its bytes, even where the
+    /// devices have lanes; an ordinary batch of the same lanes reads on a lane thread.
+    #[test]
+    fn a_batch_on_the_caller_reads_on_the_callers_thread() {
+        let (whose, devices) = Stall::first_of(mem(1));
+        whose.open();
+        let lanes = ReadLanes::new(devices, 1);
+        let me = std::thread::current().id();
+        let mut b = lanes.batch_on_caller();
+        b.submit(0, 4096, 4096, AlignedBuf::zeroed(4096), 3);
+        assert_eq!(b.pending(), 1);
+        let c = b.wait_next().unwrap();
+        assert_eq!((c.tag, c.result.is_ok()), (3, true));
+        assert_eq!(&c.buf[..4096], &expect(0, 0, 4096)[..]);
+        assert!(b.wait_next().is_none());
+        let mut b = lanes.batch();
+        b.submit(0, 4096, 4096, AlignedBuf::zeroed(4096), 4);
+        assert_eq!(b.wait_next().unwrap().tag, 4);
+        assert_eq!(whose.1.lock()[0], me, "the caller's batch read on the caller");
+        assert_ne!(whose.1.lock()[1], me, "the ordinary batch read on its lane");
     }
 
     /// A device's reads are served by its own threads: with one device's lane stalled, reads of

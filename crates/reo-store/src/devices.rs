@@ -111,6 +111,12 @@ impl DeviceSet {
         self.lanes.batch()
     }
 
+    /// A batch of reads served on the caller's thread as they are submitted.
+    #[inline]
+    pub fn read_batch_on_caller(&self) -> ReadBatch<'_> {
+        self.lanes.batch_on_caller()
+    }
+
     /// How long device `d`'s current read has been in service (zero when idle).
     #[inline]
     pub fn busy_for(&self, d: usize) -> Duration {

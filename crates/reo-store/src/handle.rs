@@ -60,6 +60,23 @@ impl Store {
         self.inner.read_bytes(loc, start, end)
     }
 
+    /// [`Store::read_bytes`] with every device read made on the calling thread instead of the
+    /// devices' read lanes: no hand-off, for a short read whose caller would otherwise wait for
+    /// a lane thread (two thread wake-ups for one device read). The caller blocks in the device
+    /// for the read's time and the read does not hedge (it waits for a device that stalls in
+    /// service), so the caller bounds how many such reads it has in flight and checks
+    /// [`Store::has_slow_device`] first. Such reads do not show in the lanes' time in service.
+    pub fn read_bytes_on_caller(&self, loc: &Location, start: u64, end: u64) -> Result<ReadBytes> {
+        self.inner.resync.on_demand(loc, |d| self.inner.holds(loc, d));
+        self.inner.read_bytes_on_caller(loc, start, end)
+    }
+
+    /// Whether a device has a read in service past `slow_read_after` (a stall, or a device slow to
+    /// answer): reads that cannot hedge ([`Store::read_bytes_on_caller`]) should go elsewhere.
+    pub fn has_slow_device(&self) -> bool {
+        (0..self.inner.n()).any(|d| self.inner.slow(d))
+    }
+
     /// [`Store::read_bytes`] in two steps: this checks the read and queues its device reads;
     /// [`PendingRead::finish`] waits for them and verifies. A caller reading many blobs begins
     /// the next ones before finishing the first, so that every device always has a read queued

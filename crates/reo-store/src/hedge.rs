@@ -48,6 +48,8 @@ pub(crate) struct Hedge {
     /// The devices this read plans around for slowness, found once at its first question
     /// ([`Inner::avoid`]): one look at each lane per read, not one per chunk.
     planned: Cell<Option<u64>>,
+    /// The read runs on its caller's thread, not on the device lanes ([`Hedge::on_caller`]).
+    on_caller: bool,
 }
 
 /// A device's bit in a mask (devices past 63 share the top bit: charged, never skipped).
@@ -58,21 +60,35 @@ fn bit(d: usize) -> u64 {
 impl Hedge {
     /// A read that waits for every device (scrub).
     pub fn off() -> Hedge {
-        Hedge { on: false, left: Cell::new(0), charge_only: None, planned: Cell::new(None) }
+        Hedge { on: false, left: Cell::new(0), charge_only: None, planned: Cell::new(None), on_caller: false }
     }
 
     /// The hedging of a read of `loc`: on when configured and the blob has redundancy.
     pub fn for_blob(inner: &Inner, loc: &Location) -> Hedge {
         let redundant = !matches!(loc.scheme, Scheme::None(_));
         let on = redundant && inner.tunables.slow_read_after().is_some();
-        Hedge { on, left: Cell::new(0), charge_only: None, planned: Cell::new(None) }
+        Hedge { on, left: Cell::new(0), charge_only: None, planned: Cell::new(None), on_caller: false }
     }
 
     /// The second try of a read whose hedged try (`self`) failed: waits for every device, and
     /// charges errors only to the devices the first try did not read.
     pub fn retry(&self) -> Hedge {
         let charge_only = Some(self.left.get() | bit(63));
-        Hedge { on: false, left: Cell::new(0), charge_only, planned: Cell::new(None) }
+        Hedge { on: false, left: Cell::new(0), charge_only, planned: Cell::new(None), on_caller: self.on_caller }
+    }
+
+    /// This read with its device reads served on the caller's thread, as they are submitted
+    /// (`reo_media::ReadLanes::batch_on_caller`): for a short read whose caller must not hand
+    /// off to the lanes and wait. It does not hedge: a read begun on the caller cannot be left
+    /// behind, and one that planned around a slow device would, failing, retry on that device,
+    /// so its caller checks that no device is slow first ([`crate::Store::has_slow_device`]).
+    pub fn on_caller(self) -> Hedge {
+        Hedge { on_caller: true, on: false, ..self }
+    }
+
+    /// Whether the read's device reads run on its caller's thread.
+    pub(crate) fn reads_on_caller(&self) -> bool {
+        self.on_caller
     }
 
     /// Whether the read left a device's chunks behind for slowness (then a failure is retried
@@ -203,7 +219,8 @@ mod tests {
     /// The second try charges only the devices the first one left behind.
     #[test]
     fn a_retry_charges_only_the_devices_left_behind() {
-        let first = Hedge { on: true, left: Cell::new(0), charge_only: None, planned: Cell::new(None) };
+        let first =
+            Hedge { on: true, left: Cell::new(0), charge_only: None, planned: Cell::new(None), on_caller: false };
         assert!((0..8).all(|d| first.charges(d)) && !first.abandoned());
         first.note_left(2);
         first.note_left(70); // past 63: the shared top bit

@@ -341,7 +341,7 @@ impl Inner {
         }
         // Taken before the reads are queued: a replacement from here on makes them straddle it.
         let generations = runs.iter().map(|r| self.devs.generation(r.0)).collect();
-        let mut batch = self.devs.read_batch();
+        let mut batch = if hedge.reads_on_caller() { self.devs.read_batch_on_caller() } else { self.devs.read_batch() };
         for (r, &(d, off, len, _)) in runs.iter().enumerate() {
             batch.submit(d, off, len, self.bufs.take(len), r);
         }

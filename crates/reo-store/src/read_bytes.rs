@@ -253,10 +253,18 @@ impl Inner {
         self.begin_read_bytes(loc, from, to)?.finish()
     }
 
+    /// [`Inner::read_bytes`] with every device read on the caller's thread ([`Hedge::on_caller`]).
+    pub(crate) fn read_bytes_on_caller(&self, loc: &Location, from: u64, to: u64) -> Result<ReadBytes> {
+        self.begin_read_bytes_with(loc, from, to, Hedge::for_blob(self, loc).on_caller())?.finish()
+    }
+
     /// Checks the read and queues its device reads (see [`PendingRead`]).
     pub(crate) fn begin_read_bytes(&self, loc: &Location, from: u64, to: u64) -> Result<PendingRead<'_>> {
+        self.begin_read_bytes_with(loc, from, to, Hedge::for_blob(self, loc))
+    }
+
+    fn begin_read_bytes_with(&self, loc: &Location, from: u64, to: u64, hedge: Hedge) -> Result<PendingRead<'_>> {
         self.check_read(loc, from, to)?;
-        let hedge = Hedge::for_blob(self, loc);
         let plan = self.plan_read(loc, from, to, &hedge);
         let queued = self.submit_fetch(loc, &plan.chunks, &hedge);
         Ok(PendingRead { inner: self, loc: *loc, from, to, plan, queued: Some(queued), hedge })

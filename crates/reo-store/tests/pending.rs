@@ -48,14 +48,7 @@ fn blobs_with_data_on_device_0(
 fn reads_begun_together_finish_in_any_order_with_their_bytes() {
     let devs = devices(4, DEV);
     let store = open(&devs, &small_config());
-    let mut blobs = Vec::new();
-    for (i, scheme) in schemes(4).into_iter().enumerate() {
-        for (j, &len) in SIZES.iter().enumerate() {
-            let data = content((i * 100 + j) as u64, len);
-            let loc = store.put(b"h", &data, &PutOptions::new(scheme)).unwrap();
-            blobs.push((loc, data));
-        }
-    }
+    let blobs: Vec<_> = put_every_scheme_and_size(&store).into_iter().map(|(loc, data, _)| (loc, data)).collect();
     let ranges: Vec<(usize, u64, u64)> = blobs
         .iter()
         .enumerate()

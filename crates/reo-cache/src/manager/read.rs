@@ -1,6 +1,7 @@
 //! The read path: [`Cache::get`] of a byte range — hits from flash, misses reported per fragment
 //! for the caller to fetch from the backend (and offer back with `fill`).
 
+use parking_lot::MutexGuard;
 use reo_store::{Error as StoreError, Location, ReadBytes};
 
 use super::dedup_cache::ContentRef;
@@ -20,6 +21,7 @@ thread_local! {
 use super::cache::Cache;
 use super::objects::frag_len;
 use super::pieces::{GetResult, Piece, Pieces};
+use super::state::State;
 use super::write::WriteError;
 use crate::index::frag_key;
 
@@ -32,6 +34,7 @@ impl Cache {
     /// is nowhere else, so it must not be replaced by the backend's older copy.
     pub fn get(&self, key: &[u8], start: u64, end: u64, now_ns: u64) -> Result<GetResult, WriteError> {
         self.get_with(
+            self.lock(),
             key,
             None,
             (start, end),
@@ -58,6 +61,7 @@ impl Cache {
         first: bool,
     ) -> Result<GetResult<ReadBytes>, WriteError> {
         self.get_with(
+            self.lock(),
             key,
             None,
             (start, end),
@@ -82,6 +86,7 @@ impl Cache {
         first: bool,
     ) -> Result<GetResult<ReadBytes>, WriteError> {
         self.get_with(
+            self.lock(),
             key,
             Some(etag),
             (start, end),
@@ -92,11 +97,43 @@ impl Cache {
         )
     }
 
+    /// [`Cache::get_version`] of a first call with every device read made on the calling thread
+    /// ([`reo_store::Store::read_bytes_on_caller`]) and the fragments read one after another:
+    /// for a small object whose caller must not hand off to the device lanes. The caller blocks
+    /// for the reads and bounds how many such calls it has in flight.
+    /// `None`, with nothing counted, where that could wait for more than the reads: the cache's
+    /// lock taken, a recompute of the hot class due (a pass over the index, made by a get under
+    /// the lock), dedup on (contents are read through the device lanes), or a device of the
+    /// store slow to answer (a read on the caller cannot leave it behind).
+    pub fn get_version_on_caller(
+        &self,
+        key: &[u8],
+        etag: &str,
+        (start, end): (u64, u64),
+        now_ns: u64,
+    ) -> Option<Result<GetResult<ReadBytes>, WriteError>> {
+        let s = self.try_lock()?;
+        if s.classes.due(self.cfg.hot_recompute_every) || s.dedup.is_some() || self.store.has_slow_device() {
+            return None;
+        }
+        Some(self.get_with(
+            s,
+            key,
+            Some(etag),
+            (start, end),
+            now_ns,
+            (None, true),
+            |loc, a, b| self.store.read_bytes_on_caller(loc, a, b),
+            |c, len, a, b| self.read_content(c, len, a, b).map(ReadBytes::from),
+        ))
+    }
+
     /// [`Cache::get`] for the simulator: the same lookup, policy updates, statistics and device
     /// reads, but the pieces carry byte counts instead of bytes (see [`reo_store::Store::read_sized`]),
     /// so replaying a trace over byte-less media copies and allocates nothing per byte.
     pub fn get_sized(&self, key: &[u8], start: u64, end: u64, now_ns: u64) -> Result<GetResult<u64>, WriteError> {
         self.get_with(
+            self.lock(),
             key,
             None,
             (start, end),
@@ -118,6 +155,7 @@ impl Cache {
     #[allow(clippy::too_many_arguments)]
     fn get_with<T: FromMemory>(
         &self,
+        mut s: MutexGuard<'_, State>,
         key: &[u8],
         expect: Option<&str>,
         (start, end): (u64, u64),
@@ -127,7 +165,6 @@ impl Cache {
         read_content: impl Fn(&ContentRef, u64, u64, u64) -> reo_store::Result<T>,
     ) -> Result<GetResult<T>, WriteError> {
         let fs = self.cfg.fragment_size;
-        let mut s = self.lock();
         s.objects.advance(now_ns);
         if counted {
             s.stats.request();

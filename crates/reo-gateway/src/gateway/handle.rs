@@ -16,7 +16,8 @@ use super::errors::backend_err;
 use super::pending::{self, cache_key, Pending};
 use super::policy::{PolicyRule, WritePolicy};
 use super::{
-    buckets, dirty_claims, fetch, flushing, guard, multipart, outage, part_table, policy, recover, stripes, stuck,
+    buckets, caller_reads, dirty_claims, fetch, flushing, guard, multipart, outage, part_table, policy, recover,
+    stripes, stuck,
 };
 use crate::backend::{Backend, ObjectInfo};
 
@@ -89,6 +90,8 @@ pub struct Gateway {
     pub(crate) flushing: flushing::Flushing,
     /// Fetches of at most this many bytes are collected for the cache ([`Gateway::max_fill`]).
     pub(super) max_fill: std::sync::atomic::AtomicU64,
+    /// Small flash reads in progress on the runtime's workers ([`caller_reads`]).
+    pub(super) caller_reads: caller_reads::CallerReads,
 }
 
 /// How long an open multipart upload may stay before it is removed (S3 leaves that to a
@@ -158,6 +161,7 @@ impl Gateway {
             // Half the cache: room is left for cleaning (rewriting flushed objects clean).
             dirty_limit: std::sync::atomic::AtomicU64::new(dirty_limit),
             dirty_claims: Default::default(),
+            caller_reads: Default::default(),
             rules: RwLock::new(Vec::new()),
             health,
             fetch,

@@ -1,11 +1,19 @@
 //! The hot path of GET and HEAD: what the async task that received a request can answer by
 //! itself, without a hand-off to the blocking pool — an object whose metadata is in DRAM (its
 //! unflushed write, or its cached blob header) and, for a GET, whose bytes are in the memory
-//! tier. Each step only *tries*: a stripe or the pending map held by someone else, a
-//! revalidation due (a backend call), a part number (the part table), or bytes not in memory
-//! make it give up with `None`, and the caller takes the blocking path, which gives the same
-//! answer by waiting. A task therefore never waits on a device or the backend here, and takes
-//! locks only for as long as a lookup.
+//! tier, or a small object whose bytes flash holds. Each step only *tries*: a stripe or the
+//! pending map held by someone else, a revalidation due (a backend call), a part number (the
+//! part table), or bytes neither in memory nor small enough to read here make it give up with
+//! `None`, and the caller takes the blocking path, which gives the same answer by waiting. A task
+//! never waits on the backend here (a fragment found missing becomes a fetch the body streams,
+//! as on the blocking path) and takes locks only for as long as a lookup.
+//!
+//! A small flash hit (at most [`HOT_FLASH_MAX`] bytes in one fragment) is read on the task's
+//! worker thread, its device reads included (`Cache::get_version_on_caller`): one blocking device
+//! read instead of a hand-off to the blocking pool and another to the device's read lane. At most
+//! one fewer than the runtime's workers read at once ([`super::caller_reads`]); the others take
+//! the blocking path, and so does every flash hit while the cache's lock is taken, a recompute of
+//! its hot class is due, dedup is on, or a device is slow to answer (such a read cannot hedge).
 
 use std::collections::VecDeque;
 
@@ -61,18 +69,36 @@ impl HotRead<'_> {
     }
 
     /// [`Gateway::read_plan`] of bytes `[start, end)` of the object `info` (from
-    /// [`HotRead::head`]) if the memory tier holds it: its bytes, no device read.
-    pub fn read_plan(&self, info: &ObjectInfo, start: u64, end: u64) -> Option<ReadPlan> {
+    /// [`HotRead::head`]) if the memory tier holds it (its bytes, no device read), or if the
+    /// range is small and in one fragment and a worker may read it here (see the module doc).
+    pub fn read_plan(&self, info: &ObjectInfo, start: u64, end: u64) -> Option<S3Result<ReadPlan>> {
         let end = end.min(info.size);
         if start >= end {
-            return Some(ReadPlan::new(VecDeque::new(), 0));
+            return Some(Ok(ReadPlan::new(VecDeque::new(), 0)));
         }
-        let r = self.gw.cache.get_memory(self.ck.as_bytes(), &info.etag, (start, end), now_ns())?;
-        let mut segments = VecDeque::with_capacity(r.pieces.len());
-        for p in r.pieces {
-            let bytes = p.data.expect("a piece of a memory hit has its bytes");
-            segments.extend(bytes.into_bytes().map(Segment::Ready));
+        if let Some(r) = self.gw.cache.get_memory(self.ck.as_bytes(), &info.etag, (start, end), now_ns()) {
+            let mut segments = VecDeque::with_capacity(r.pieces.len());
+            for p in r.pieces {
+                let bytes = p.data.expect("a piece of a memory hit has its bytes");
+                segments.extend(bytes.into_bytes().map(Segment::Ready));
+            }
+            return Some(Ok(ReadPlan::new(segments, end - start)));
         }
-        Some(ReadPlan::new(segments, end - start))
+        let fs = self.gw.cache.config().fragment_size;
+        if end - start > HOT_FLASH_MAX || start / fs != (end - 1) / fs {
+            return None;
+        }
+        let _share = self.gw.caller_reads.try_take_here()?;
+        let key = &self.ck[self.key_at..];
+        let r = match self.gw.cache.get_version_on_caller(self.ck.as_bytes(), &info.etag, (start, end), now_ns())? {
+            Ok(r) => r,
+            Err(e) => return Some(Err(s3_error!(InternalError, "reading {key:?} from flash: {e}"))),
+        };
+        let bucket = &self.ck[..self.key_at - 1];
+        Some(self.gw.segments(bucket, key, info, r.token, r.pieces).map(|s| ReadPlan::new(s, end - start)))
     }
 }
+
+/// The largest range a worker thread reads from flash itself (see the module doc): a few device
+/// sectors, a read of tens of microseconds, not a stream.
+pub const HOT_FLASH_MAX: u64 = 128 << 10;

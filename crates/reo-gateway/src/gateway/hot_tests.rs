@@ -1,7 +1,9 @@
 //! Tests of the hot path (`hot.rs`): a memory hit is answered without the blocking path and
-//! counted once, like the blocking path's; whatever needs a wait (bytes only on flash, a writer
-//! on the stripe, a revalidation due, nothing cached) gives way with nothing counted; a rewrite
-//! replaces what it serves, and a deleted unflushed key answers `NoSuchKey`.
+//! counted once, like the blocking path's; so is a small flash hit on a runtime of several
+//! workers, while one of a single worker, a large or multi-fragment object, or all the workers'
+//! read shares taken give way; whatever needs a wait (a writer on the stripe, a revalidation
+//! due, nothing cached) gives way with nothing counted; a rewrite replaces what it serves, and a
+//! deleted unflushed key answers `NoSuchKey`.
 
 use std::sync::Arc;
 
@@ -29,7 +31,7 @@ fn info(data: &[u8]) -> ObjectInfo {
 fn plan_now(gw: &Gateway, key: &str, start: u64, end: u64) -> Option<(ObjectInfo, ReadPlan)> {
     let hot = gw.try_hot("bkt", key)?;
     let info = hot.head()?.unwrap();
-    let plan = hot.read_plan(&info, start, end.min(info.size))?;
+    let plan = hot.read_plan(&info, start, end.min(info.size))?.unwrap();
     Some((info, plan))
 }
 
@@ -82,6 +84,7 @@ async fn a_written_object_is_served_from_memory_and_counted_once() {
     assert_eq!(after.hits - before.hits, 2);
 }
 
+/// (`#[tokio::test]` runs one worker thread: it never reads flash itself.)
 #[tokio::test]
 async fn bytes_only_on_flash_give_way_and_count_nothing() {
     let (_rig, gw, backend) = open(0);
@@ -171,4 +174,38 @@ async fn an_object_of_several_fragments_read_from_flash_is_then_served_from_memo
     let reads = gw.cache.store().stats().reads;
     assert_eq!(now(&gw, "k", 0, u64::MAX).await.expect("a memory hit").1, data);
     assert_eq!(gw.cache.store().stats().reads, reads, "a memory hit read a device");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_flash_hit_is_read_on_the_worker_and_counted_once() {
+    let (_rig, gw, backend) = open(0);
+    let data = object(20_000, 10);
+    filled(&gw, &backend, &data).await;
+    let (before, reads) = (gw.cache.stats(), gw.cache.store().stats().reads);
+    let (i, got) = now(&gw, "k", 0, u64::MAX).await.expect("a flash hit read here");
+    assert_eq!((i.size, got), (data.len() as u64, data.clone()));
+    let (_, part) = now(&gw, "k", 5_000, 12_345).await.expect("a range of it");
+    assert_eq!(part, &data[5_000..12_345]);
+    let after = gw.cache.stats();
+    assert_eq!((after.requests - before.requests, after.hits - before.hits), (2, 2));
+    assert_eq!(after.memory_hits, before.memory_hits, "no memory tier");
+    assert!(gw.cache.store().stats().reads > reads, "read from the devices");
+    assert_eq!(gw.caller_reads.in_flight(), 0, "the read's share was given back");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flash_hit_gives_way_when_large_or_when_the_workers_shares_are_taken() {
+    let (_rig, gw, backend) = open(0);
+    // Three fragments of 64 KiB: streamed window by window on the blocking path.
+    let data = object(150_000, 11);
+    filled(&gw, &backend, &data).await;
+    let before = gw.cache.stats();
+    assert!(now(&gw, "k", 0, u64::MAX).await.is_none(), "several fragments");
+    assert!(now(&gw, "k", 0, 70_000).await.is_none(), "a range across two fragments");
+    assert_eq!(now(&gw, "k", 0, 60_000).await.expect("a range in one fragment").1, &data[..60_000]);
+    let share = gw.caller_reads.try_take_here().expect("one share of two workers");
+    assert!(now(&gw, "k", 0, 60_000).await.is_none(), "the only share is taken");
+    drop(share);
+    let after = gw.cache.stats();
+    assert_eq!(after.requests - before.requests, 1, "what gave way counted nothing");
 }

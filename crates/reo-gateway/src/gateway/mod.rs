@@ -48,6 +48,7 @@
 pub mod backend_calls;
 mod bucket_ops;
 mod buckets;
+mod caller_reads;
 mod clock;
 pub mod complete;
 #[cfg(test)]

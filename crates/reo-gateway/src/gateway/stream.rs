@@ -259,7 +259,7 @@ impl Gateway {
 
     /// The segments of a cache lookup's pieces: bytes as they are (each slice of a zero-copy read
     /// a segment sharing its run buffer), each run of missing fragments one (single-flight) fetch.
-    fn segments(
+    pub(super) fn segments(
         &self,
         bucket: &str,
         key: &str,

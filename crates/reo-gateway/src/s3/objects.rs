@@ -115,8 +115,7 @@ fn plan_get_now(gw: &Gateway, i: &GetObjectInput) -> Option<S3Result<Planned>> {
         Err(e) => return Some(Err(e)),
     };
     let (start, end) = range.unwrap_or((0, info.size));
-    let plan = hot.read_plan(&info, start, end)?;
-    Some(Ok((info, plan, range, None)))
+    Some(hot.read_plan(&info, start, end)?.map(|plan| (info, plan, range, None)))
 }
 
 impl ReoS3 {

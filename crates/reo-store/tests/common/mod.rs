@@ -3,7 +3,7 @@
 
 use parking_lot::{Condvar, Mutex};
 use reo_media::{FaultyMedia, Media, MemMedia};
-use reo_store::{Placement, Scheme, Store, StoreConfig};
+use reo_store::{Location, Placement, PutOptions, Scheme, Store, StoreConfig};
 use std::io;
 use std::sync::Arc;
 
@@ -69,6 +69,19 @@ pub fn schemes(n: usize) -> Vec<Scheme> {
 
 /// Sizes that exercise empty, sub-chunk, exact-row and multi-row blobs.
 pub const SIZES: &[usize] = &[0, 1, 100, 3584, 3585, 4080, 4081, 15_872, 16_368, 40_000, 100_000, 200_000];
+
+/// A blob of every scheme over four devices ([`schemes`]) and every size of [`SIZES`], each
+/// with its own content: where it lives, its bytes and its scheme.
+pub fn put_every_scheme_and_size(store: &Store) -> Vec<(Location, Vec<u8>, Scheme)> {
+    let mut blobs = Vec::new();
+    for (i, scheme) in schemes(4).into_iter().enumerate() {
+        for (j, &len) in SIZES.iter().enumerate() {
+            let data = content((i * 100 + j) as u64, len);
+            blobs.push((store.put(b"h", &data, &PutOptions::new(scheme)).unwrap(), data, scheme));
+        }
+    }
+    blobs
+}
 
 /// A device that counts its reads and whose next reads (or next write in a range), once armed,
 /// wait until the test opens the gate: check-then-act races made deterministic.
