@@ -1,14 +1,15 @@
 """A device fails while clients are reading: every GET before, during and after the failure
 returns the object's exact bytes (redundant data is read degraded, a lost cold object is
 refetched from the backend), and the status reports the device failed. Run with the memory tier
-off, where every hit reads flash (what the failed device held is read degraded or refetched), and
-with it on, where copies in memory serve part of the reads."""
+off, where every hit reads flash (what the failed device held is read degraded or refetched; the
+objects up to 128 KiB, on a server of two workers or more, partly by the worker that received
+the GET, `gateway/hot.rs`), and with it on, where copies in memory serve part of the reads."""
 
 import os
 import threading
 import unittest
 
-from reoapi import admin, call, wait_for
+from reoapi import admin, call, metric, wait_for
 from server import Server
 
 BIN = os.environ.get("REO_BIN", "target/debug/reo")
@@ -67,6 +68,8 @@ class DeviceFailureTest(unittest.TestCase):
             self.assertGreater(s["cache"]["memory_hits"], 0)
         else:
             self.assertEqual(s["cache"]["memory_hits"], 0, "a hit was served from memory with the tier off")
+            if (os.cpu_count() or 1) >= 2:  # one worker per core; a single one never reads itself
+                self.assertGreater(metric(srv, "reo_gateway_worker_flash_reads_total"), 0)
 
 
 if __name__ == "__main__":

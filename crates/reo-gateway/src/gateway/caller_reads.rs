@@ -10,12 +10,14 @@
 //! the blocking path, whose reads hedge around a slow device. A runtime of one worker reads
 //! nothing itself.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// The count of flash reads in progress on the runtime's worker threads.
 #[derive(Default)]
 pub(crate) struct CallerReads {
     in_flight: AtomicUsize,
+    /// Reads made under a share since the start (`reo_gateway_worker_flash_reads`).
+    made: AtomicU64,
 }
 
 /// One read's share of [`CallerReads`], given back when dropped.
@@ -31,6 +33,11 @@ impl CallerReads {
             .map(|_| CallerRead(self))
     }
 
+    /// Reads made under a share since the start ([`CallerRead::made`]).
+    pub(crate) fn done(&self) -> u64 {
+        self.made.load(Ordering::Relaxed)
+    }
+
     /// The share of the worker threads of the runtime the caller runs on (none outside one).
     pub(crate) fn try_take_here(&self) -> Option<CallerRead<'_>> {
         let workers = tokio::runtime::Handle::try_current().ok()?.metrics().num_workers();
@@ -41,6 +48,13 @@ impl CallerReads {
     #[cfg(test)]
     pub(crate) fn in_flight(&self) -> usize {
         self.in_flight.load(Ordering::Acquire)
+    }
+}
+
+impl CallerRead<'_> {
+    /// Counts a read made under this share (a share may be given back unused).
+    pub(crate) fn made(&self) {
+        self.0.made.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -64,8 +78,11 @@ mod tests {
         drop(a);
         let c = reads.try_take(3).expect("a share given back is taken again");
         assert_eq!(reads.in_flight(), 2);
+        b.made();
+        c.made();
         drop((b, c));
         assert_eq!(reads.in_flight(), 0);
+        assert_eq!(reads.done(), 2, "the reads made are counted, not the shares");
         assert!(reads.try_take_here().is_none(), "outside a runtime, nothing is read here");
     }
 }

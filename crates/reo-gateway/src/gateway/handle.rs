@@ -41,6 +41,8 @@ pub struct GatewayCounters {
     pub slowdowns: u64,
     /// Object reads sent to the backend (cache misses).
     pub backend_reads: u64,
+    /// GETs whose flash reads the async worker that received them made itself (`gateway/hot.rs`).
+    pub worker_flash_reads: u64,
 }
 
 /// The gateway's data path.
@@ -254,6 +256,7 @@ impl Gateway {
     pub fn counters(&self) -> GatewayCounters {
         let mut c = *self.counters.lock();
         c.backend_reads += self.fetch.flights.fetches.load(std::sync::atomic::Ordering::Relaxed);
+        c.worker_flash_reads = self.caller_reads.done();
         c
     }
 

@@ -88,9 +88,11 @@ impl HotRead<'_> {
         if end - start > HOT_FLASH_MAX || start / fs != (end - 1) / fs {
             return None;
         }
-        let _share = self.gw.caller_reads.try_take_here()?;
+        let share = self.gw.caller_reads.try_take_here()?;
         let key = &self.ck[self.key_at..];
-        let r = match self.gw.cache.get_version_on_caller(self.ck.as_bytes(), &info.etag, (start, end), now_ns())? {
+        let read = self.gw.cache.get_version_on_caller(self.ck.as_bytes(), &info.etag, (start, end), now_ns())?;
+        share.made();
+        let r = match read {
             Ok(r) => r,
             Err(e) => return Some(Err(s3_error!(InternalError, "reading {key:?} from flash: {e}"))),
         };

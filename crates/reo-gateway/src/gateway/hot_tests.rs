@@ -191,6 +191,7 @@ async fn a_small_flash_hit_is_read_on_the_worker_and_counted_once() {
     assert_eq!(after.memory_hits, before.memory_hits, "no memory tier");
     assert!(gw.cache.store().stats().reads > reads, "read from the devices");
     assert_eq!(gw.caller_reads.in_flight(), 0, "the read's share was given back");
+    assert_eq!(gw.counters().worker_flash_reads, 2, "both read by the worker");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -208,4 +209,5 @@ async fn a_flash_hit_gives_way_when_large_or_when_the_workers_shares_are_taken()
     drop(share);
     let after = gw.cache.stats();
     assert_eq!(after.requests - before.requests, 1, "what gave way counted nothing");
+    assert_eq!(gw.counters().worker_flash_reads, 1);
 }

@@ -310,7 +310,7 @@ fn named_counts<T: serde::Serialize>(t: &T, label: &'static str) -> Vec<([(&'sta
 fn gateway(api: &Api, out: &mut Out<'_>) -> fmt::Result {
     let gw = &api.gw;
     let c = gw.counters();
-    let counters: [(&str, &str, u64); 8] = [
+    let counters: [(&str, &str, u64); 9] = [
         ("reo_gateway_flushed_objects", "Objects written back to the backend by the flusher", c.flushed_objects),
         ("reo_gateway_flushed_bytes", "Bytes of the objects written back", c.flushed_bytes),
         ("reo_gateway_flush_errors", "Flush attempts that failed (retried)", c.flush_errors),
@@ -323,6 +323,11 @@ fn gateway(api: &Api, out: &mut Out<'_>) -> fmt::Result {
         ("reo_gateway_flushed_deletes", "Write-back deletes applied in the backend", c.flushed_deletes),
         ("reo_gateway_slowdowns", "Writes refused with 503 SlowDown", c.slowdowns),
         ("reo_gateway_backend_reads", "Object reads sent to the backend (cache misses)", c.backend_reads),
+        (
+            "reo_gateway_worker_flash_reads",
+            "Small GETs read from flash by the async worker that received them",
+            c.worker_flash_reads,
+        ),
     ];
     for (name, help, v) in counters {
         out.counter(name, help, v)?;
