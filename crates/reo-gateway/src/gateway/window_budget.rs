@@ -1,7 +1,7 @@
 //! The flash windows a flush round's workers hold between them: one window and a MiB, so that
-//! large objects flush one at a time, as with a single flusher thread, and the flusher's memory
-//! stays within one window whatever the number of workers, while small objects share the rest
-//! and never wait for each other.
+//! large objects flush one at a time, as with a single flusher thread, and the flusher's windows
+//! stay within one window and a MiB whatever the number of workers, while small objects share
+//! the rest and never wait for each other.
 
 use parking_lot::{Condvar, Mutex};
 
