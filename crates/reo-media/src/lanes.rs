@@ -23,8 +23,10 @@
 //! crosses threads. Byte-less media complete at once: [`ReadLanes::inline`] reads on the caller.
 //! So does a batch a caller asks to read itself ([`ReadLanes::batch_on_caller`]): a short read
 //! whose caller would otherwise hand it to a lane and wait (two thread wake-ups for one device
-//! read) — the gateway's small flash hits, read on the task that received them. Such a read is
-//! not seen by [`ReadLanes::busy_for`]; its caller bounds how many it has in service.
+//! read) — the gateway's small flash hits, read on the task that received them. Such a read
+//! counts in [`ReadLanes::busy_for`] like a lane's, so a device that stalls under a caller is
+//! found slow (and, past the store's limit, stuck) as under a lane; its caller bounds how many it
+//! has in service.
 
 use crate::{AlignedBuf, Media};
 use parking_lot::Mutex;
@@ -68,6 +70,9 @@ pub struct ReadLanes {
     /// Per device, per lane thread: when the read it serves began, in nanoseconds after `epoch`
     /// plus one; 0 while it waits for work. Swapped with the threads by [`ReadLanes::renew`].
     began: Vec<Mutex<Vec<Arc<AtomicU64>>>>,
+    /// Per device: when each read served on its caller began (same clock), while it is in
+    /// service; cleared by [`ReadLanes::renew`] with the lane's own slots.
+    began_on_caller: Vec<Mutex<Vec<u64>>>,
     depth: usize,
     epoch: Instant,
 }
@@ -111,12 +116,20 @@ impl ReadLanes {
             senders.push(Mutex::new(tx));
             began.push(Mutex::new(slots));
         }
-        ReadLanes { devices, lanes: Some(senders), began, depth, epoch }
+        let began_on_caller = devices.iter().map(|_| Mutex::new(Vec::new())).collect();
+        ReadLanes { devices, lanes: Some(senders), began, began_on_caller, depth, epoch }
     }
 
     /// Lanes without threads: every read runs on the caller as it is submitted.
     pub fn inline(devices: Vec<Arc<dyn Media>>) -> ReadLanes {
-        ReadLanes { devices, lanes: None, began: Vec::new(), depth: 1, epoch: Instant::now() }
+        ReadLanes {
+            devices,
+            lanes: None,
+            began: Vec::new(),
+            began_on_caller: Vec::new(),
+            depth: 1,
+            epoch: Instant::now(),
+        }
     }
 
     /// New threads for device `device`'s lane (after its media was replaced): reads submitted
@@ -127,6 +140,7 @@ impl ReadLanes {
         let Some(lanes) = &self.lanes else { return };
         let (tx, slots) = spawn_lane(device, &self.devices[device], self.depth, self.epoch);
         *self.began[device].lock() = slots;
+        self.began_on_caller[device].lock().clear();
         *lanes[device].lock() = tx;
     }
 
@@ -141,8 +155,22 @@ impl ReadLanes {
     /// lanes' own clock) and how long it has been in service. `None` when the lane is idle.
     pub fn in_service(&self, device: usize) -> Option<(u64, Duration)> {
         let slots = self.began.get(device)?;
-        let oldest = slots.lock().iter().map(|s| s.load(Ordering::Acquire)).filter(|&b| b != 0).min()?;
+        let on_lane = slots.lock().iter().map(|s| s.load(Ordering::Acquire)).filter(|&b| b != 0).min();
+        let on_caller = self.began_on_caller.get(device).and_then(|c| c.lock().iter().copied().min());
+        let oldest = on_lane.into_iter().chain(on_caller).min()?;
         Some((oldest, Duration::from_nanos(stamp(self.epoch).saturating_sub(oldest))))
+    }
+
+    /// Serves `req` on the calling thread, in service for [`ReadLanes::in_service`] meanwhile.
+    fn serve_on_caller(&self, device: usize, req: Request) {
+        let began = stamp(self.epoch);
+        self.began_on_caller[device].lock().push(began);
+        serve(self.devices[device].as_ref(), req);
+        // (Gone if the lane was renewed meanwhile: the old media's reads no longer count.)
+        let mut in_service = self.began_on_caller[device].lock();
+        if let Some(i) = in_service.iter().position(|&b| b == began) {
+            in_service.swap_remove(i);
+        }
     }
 
     /// A set of reads whose completions come back to one caller.
@@ -221,7 +249,7 @@ impl ReadBatch<'_> {
         self.pending += 1;
         let req = Request { offset, len, buf, tag, reply };
         match &self.lanes.lanes {
-            Some(_) if self.on_caller => serve(self.lanes.devices[device].as_ref(), req),
+            Some(_) if self.on_caller => self.lanes.serve_on_caller(device, req),
             None => serve(self.lanes.devices[device].as_ref(), req),
             Some(lanes) => {
                 let lane = lanes[device].lock();
@@ -458,6 +486,29 @@ mod tests {
         assert_eq!(b.wait_next().unwrap().tag, 4);
         assert_eq!(whose.1.lock()[0], me, "the caller's batch read on the caller");
         assert_ne!(whose.1.lock()[1], me, "the ordinary batch read on its lane");
+    }
+
+    /// A read on the caller that stalls in its device counts as in service, like a lane's: the
+    /// device shows busy while it is held, and idle once it returns.
+    #[test]
+    fn a_read_on_the_caller_shows_in_busy_for_while_it_stalls() {
+        let (stall, devices) = Stall::first_of(mem(2));
+        let lanes = ReadLanes::new(devices, 1);
+        std::thread::scope(|s| {
+            let reader = s.spawn(|| {
+                let mut b = lanes.batch_on_caller();
+                b.submit(0, 4096, 4096, AlignedBuf::zeroed(4096), 0);
+                b.wait_next().unwrap().result.is_ok()
+            });
+            stall.wait_entered(1);
+            let busy = lanes.busy_for(0);
+            assert!(busy > Duration::ZERO, "the caller's read is in service");
+            assert!(lanes.busy_for(0) >= busy, "and stays so");
+            assert_eq!(lanes.busy_for(1), Duration::ZERO, "another device is idle");
+            stall.open();
+            assert!(reader.join().unwrap());
+        });
+        assert_eq!(lanes.busy_for(0), Duration::ZERO, "a finished read is out of service");
     }
 
     /// A device's reads are served by its own threads: with one device's lane stalled, reads of

@@ -65,7 +65,9 @@ impl Store {
     /// a lane thread (two thread wake-ups for one device read). The caller blocks in the device
     /// for the read's time and the read does not hedge (it waits for a device that stalls in
     /// service), so the caller bounds how many such reads it has in flight and checks
-    /// [`Store::has_slow_device`] first. Such reads do not show in the lanes' time in service.
+    /// [`Store::has_slow_device`] first. Such reads count in their devices' time in service as
+    /// the lanes' reads do: one that stalls makes its device slow, and past the stuck-read limit
+    /// the device is failed by the next reader that finds it.
     pub fn read_bytes_on_caller(&self, loc: &Location, start: u64, end: u64) -> Result<ReadBytes> {
         self.inner.resync.on_demand(loc, |d| self.inner.holds(loc, d));
         self.inner.read_bytes_on_caller(loc, start, end)

@@ -74,9 +74,9 @@ fn a_read_on_the_caller_does_not_wait_behind_a_held_lane() {
     assert!(held.finish().unwrap() == on_0[0].1[..]);
 }
 
-/// A device with a read held in service past `slow_read_after` makes the store report a slow
-/// device (reads on the caller, which cannot hedge, then go elsewhere); once the read is let
-/// go, it no longer does.
+/// A device with a read held in service past `slow_read_after`, on its lane or on a caller,
+/// makes the store report a slow device (reads on the caller, which cannot hedge, then go
+/// elsewhere); once the read is let go, it no longer does.
 #[test]
 fn a_read_held_in_service_shows_as_a_slow_device() {
     let cfg = StoreConfig { read_depth: 1, slow_read_after: Some(Duration::from_millis(20)), ..small_config() };
@@ -103,4 +103,16 @@ fn a_read_held_in_service_shows_as_a_slow_device() {
     gates[d].open();
     assert!(held.finish().unwrap() == data[..]);
     assert!(!store.has_slow_device(), "the read is out of service");
+    gates[d].arm();
+    std::thread::scope(|s| {
+        let reader = s.spawn(|| store.read_bytes_on_caller(&loc, 0, loc.len).unwrap() == data[..]);
+        gates[d].wait_held();
+        while !store.has_slow_device() {
+            assert!(std::time::Instant::now() < deadline, "a caller's read held for 30 s never counted as slow");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        gates[d].open();
+        assert!(reader.join().unwrap(), "the caller's read has its bytes");
+    });
+    assert!(!store.has_slow_device(), "the caller's read is out of service");
 }
