@@ -92,6 +92,9 @@ enum BenchWhat {
     /// Internal to `reo bench store`: the writer process its crash restart kills.
     #[command(hide = true)]
     StoreWriter(bench_store::crash_writer::StoreWriterArgs),
+    /// Internal to `reo bench gateway --peer nginx`: the floor server it compares both with.
+    #[command(hide = true)]
+    HttpFloor(bench_gateway::floor::FloorArgs),
 }
 
 /// The log filter without `RUST_LOG`: s3s's own error log is off, as it logs every refused
@@ -125,6 +128,7 @@ fn main() -> ExitCode {
         Command::Bench { what: BenchWhat::Cluster(args) } => bench_cluster::run(&args),
         Command::Bench { what: BenchWhat::Replay(args) } => bench_replay::run(&args),
         Command::Bench { what: BenchWhat::StoreWriter(args) } => bench_store::crash_writer::run(&args),
+        Command::Bench { what: BenchWhat::HttpFloor(args) } => bench_gateway::floor::run(&args),
         Command::Crashtest { what } => crashtest::run(what),
         Command::Serve(args) => serve::run(&args),
         Command::Replay(args) => replay::run(&args),

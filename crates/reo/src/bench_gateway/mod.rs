@@ -24,15 +24,17 @@
 //!    default; a copy is taken at the warm-up's flash hit) when it takes the objects: each phase
 //!    reports how many. GET 4 MiB is compared with the raw read only when every one of its hits
 //!    came from flash (`--memory 0`, or a tier too small for 4 MiB objects).
-//! 5. With `--peer nginx`, before the PUTs: the same GET-hit load on reo and on nginx's
-//!    `proxy_cache` over the same objects (4 KiB, 64 KiB, 4 MiB), alternating (`peer.rs`,
-//!    `nginx.rs`), with `--peer-clients` connections.
+//! 5. With `--peer nginx`, before the PUTs: the same GET-hit load on reo, on nginx's
+//!    `proxy_cache` and on a floor server that answers from memory with nothing but its socket
+//!    I/O, over the same objects (4 KiB, 64 KiB, 4 MiB), taking turns (`peer.rs`, `nginx.rs`,
+//!    `floor.rs`), with `--peer-clients` connections.
 //! 6. The server is stopped with SIGTERM and the directory removed.
 //!
 //! The last line on stdout is one JSON object. The raw read and reo's device reads use O_DIRECT:
 //! neither is served by this machine's page cache (nginx's cache files are, as nginx deploys).
 
 pub(crate) mod client;
+pub mod floor;
 pub(crate) mod load;
 mod nginx;
 mod peer;
@@ -540,8 +542,15 @@ fn compare_nginx(
             Ok(Some(0))
         })?;
     }
+    let floor = floor::Floor::start(&origin, free_port()?)?;
+    progress(format_args!(
+        "floor server on {} (the origin's files from memory, {} workers)",
+        floor.host,
+        floor::WORKERS
+    ));
     let scale = if a.quick { 1 } else { 4 };
-    let sides = peer::Sides { reo: t, reo_pid, nginx: &server, clients: a.peer_clients, rounds: a.rounds };
+    let sides =
+        peer::Sides { reo: t, reo_pid, nginx: &server, floor: &floor, clients: a.peer_clients, rounds: a.rounds };
     let prefix = |name: &str| format!("/{BUCKET}/{name}/");
     let sets = [
         peer::ObjectSet { name: "get4k", prefix: prefix("s"), objects: small, per_client: 500 * scale },
@@ -550,7 +559,7 @@ fn compare_nginx(
     ];
     let mut out = serde_json::json!({
         "name": "nginx", "version": version, "rounds": a.rounds, "clients": a.peer_clients,
-        "note": "nginx proxy_cache (2 workers, sendfile off for 4 MiB objects) over an origin block serving the same files; nginx ignores the requests' SigV4 signatures, reo verifies them; nginx's CPU and switches are its workers'",
+        "note": "nginx proxy_cache (2 workers, sendfile off for 4 MiB objects) over an origin block serving the same files; nginx ignores the requests' SigV4 signatures, reo verifies them; nginx's CPU and switches are its workers'; the floor server answers each request from memory with one read and one write (the most any server reaches under this load on this machine)",
     });
     for set in &sets {
         out[set.name] = sides.compare(set)?;

@@ -1,12 +1,16 @@
-//! The peer comparison of `reo bench gateway --peer nginx`: the same GET-hit load on reo and on
-//! nginx's `proxy_cache`, alternating, round after round, over the same objects (4 KiB, 64 KiB,
-//! 4 MiB). Each phase checks that every timed request was a hit on its side (reo: the server's
-//! lookup and hit counters; nginx: `X-Cache-Status: HIT` on every answer) and reads what the
+//! The peer comparison of `reo bench gateway --peer nginx`: the same GET-hit load on reo, on
+//! nginx's `proxy_cache` and on the floor server (`floor.rs`), in turn, round after round, over
+//! the same objects (4 KiB, 64 KiB, 4 MiB). Each phase checks that every timed request was a hit
+//! on its side (reo: the server's lookup and hit counters; nginx: `X-Cache-Status: HIT` on every
+//! answer; the floor answers from memory) and every body byte for byte, and reads what the
 //! server spent on it (`usage.rs`). Reported per size: medians over the rounds of requests/s,
-//! p99, server CPU per request and context switches per request, and reo / nginx ratios.
+//! p99, server CPU per request and context switches per request, reo / nginx ratios, and each
+//! side's rate over the floor's.
 
 use serde_json::{json, Value};
 
+use super::client::Conn;
+use super::floor::Floor;
 use super::load::{self, get_exact, Target};
 use super::nginx::{get_cached, Nginx};
 use super::usage::Usage;
@@ -33,11 +37,12 @@ struct Round {
     memory_share: f64,
 }
 
-/// The two servers under comparison.
+/// The servers under comparison.
 pub struct Sides<'a> {
     pub reo: &'a Target,
     pub reo_pid: u32,
     pub nginx: &'a Nginx,
+    pub floor: &'a Floor,
     pub clients: usize,
     pub rounds: usize,
 }
@@ -75,15 +80,25 @@ impl Sides<'_> {
         })
     }
 
-    /// One timed phase on nginx, every answer checked a cache HIT.
-    fn nginx_round(&self, target: &Target, set: &ObjectSet<'_>, n: usize) -> Result<Round, String> {
-        let pids = self.nginx.pids();
-        let before = Usage::of(&pids)?;
+    /// One timed phase on a server other than reo, whose processes are `pids`: `get(conn,
+    /// path, object)` sends each GET and checks its answer.
+    fn other_round<G>(
+        &self,
+        target: &Target,
+        pids: &[u32],
+        set: &ObjectSet<'_>,
+        n: usize,
+        get: G,
+    ) -> Result<Round, String>
+    where
+        G: Fn(&mut Conn, &str, &[u8]) -> Result<Option<u64>, String> + Sync,
+    {
+        let before = Usage::of(pids)?;
         let g = load::run(target, self.clients, set.per_client, |c, cl, i| {
             let k = pick(cl, i, n);
-            get_cached(c, &format!("{}{k}", set.prefix), &set.objects[k], true)
+            get(c, &format!("{}{k}", set.prefix), &set.objects[k])
         })?;
-        let used = Usage::of(&pids)?.since(&before);
+        let used = Usage::of(pids)?.since(&before);
         Ok(Round {
             ops: g.ops_per_sec(),
             p99_ms: g.p99_ms,
@@ -96,21 +111,24 @@ impl Sides<'_> {
     /// Runs the rounds of one object set; returns its JSON figures.
     pub fn compare(&self, set: &ObjectSet<'_>) -> Result<Value, String> {
         let nginx_target = Target { host: self.nginx.host.clone(), tls: None, ..self.reo.clone() };
-        let (mut reo, mut ngx) = (Vec::new(), Vec::new());
+        let floor_target = Target { host: self.floor.host.clone(), tls: None, ..self.reo.clone() };
+        let (mut reo, mut ngx, mut flo) = (Vec::new(), Vec::new(), Vec::new());
         let n = set.objects.len();
         for round in 0..self.rounds {
-            // Each side goes first in every other round: neither always finds the machine warmer.
-            let (r, g) = if round % 2 == 0 {
-                let r = self.reo_round(set, n)?;
-                (r, self.nginx_round(&nginx_target, set, n)?)
-            } else {
-                let g = self.nginx_round(&nginx_target, set, n)?;
-                (self.reo_round(set, n)?, g)
-            };
-            reo.push(r);
-            ngx.push(g);
+            // The sides take turns going first: none always finds the machine warmer.
+            for side in 0..3 {
+                match (round + side) % 3 {
+                    0 => reo.push(self.reo_round(set, n)?),
+                    // Every nginx answer checked a cache HIT, every floor answer its body.
+                    1 => ngx.push(self.other_round(&nginx_target, &self.nginx.pids(), set, n, |c, p, want| {
+                        get_cached(c, p, want, true)
+                    })?),
+                    _ => flo.push(self.other_round(&floor_target, &[self.floor.pid()], set, n, get_exact)?),
+                }
+            }
+            let (r, g, f) = (reo[round], ngx[round], flo[round]);
             progress(format_args!(
-                "{} round {}: reo {:.0} req/s ({:.0} µs CPU, {:.2} switches per request), nginx {:.0} req/s ({:.0} µs, {:.2})",
+                "{} round {}: reo {:.0} req/s ({:.0} µs CPU, {:.2} switches per request), nginx {:.0} req/s ({:.0} µs, {:.2}), floor {:.0} req/s ({:.0} µs)",
                 set.name,
                 round + 1,
                 r.ops,
@@ -118,7 +136,9 @@ impl Sides<'_> {
                 r.switches,
                 g.ops,
                 g.cpu_us,
-                g.switches
+                g.switches,
+                f.ops,
+                f.cpu_us,
             ));
         }
         let m = |v: &[Round], f: fn(&Round) -> f64| median(v.iter().map(f).collect());
@@ -131,7 +151,10 @@ impl Sides<'_> {
         let (ro, no) = (m(&reo, |r| r.ops), m(&ngx, |r| r.ops));
         let (rc, nc) = (m(&reo, |r| r.cpu_us), m(&ngx, |r| r.cpu_us));
         let (rp, np) = (m(&reo, |r| r.p99_ms), m(&ngx, |r| r.p99_ms));
+        let fo = m(&flo, |r| r.ops);
         Ok(json!({
+            "floor_ops": r2(fo), "floor_cpu_us": r2(m(&flo, |r| r.cpu_us)), "floor_ops_range": spread(&flo),
+            "reo_of_floor": r3(ro / fo), "nginx_of_floor": r3(no / fo), "floor_of_nginx": r3(fo / no),
             "reo_ops": r2(ro), "nginx_ops": r2(no), "ops_ratio": r3(ro / no),
             "reo_ops_range": spread(&reo), "nginx_ops_range": spread(&ngx),
             "reo_p99_ms": r2(rp), "nginx_p99_ms": r2(np),
