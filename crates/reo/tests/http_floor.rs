@@ -1,6 +1,7 @@
 //! The floor server of `reo bench gateway --peer nginx` (`reo bench http-floor`, hidden): every
-//! file of its origin at its path, byte for byte, several requests on one keep-alive connection,
-//! and 404 for a path it does not hold.
+//! file of its origin at its path, byte for byte, several requests on one keep-alive connection
+//! (pipelined ones too, and a head that arrives in pieces), 404 for a path it does not hold, and
+//! a head longer than it reads closes the connection.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -16,10 +17,18 @@ impl Drop for Server {
     }
 }
 
+fn request(path: &str) -> String {
+    format!("GET {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+}
+
 /// Status and body of one GET on `conn`.
 fn get(conn: &mut BufReader<TcpStream>, path: &str) -> (u16, Vec<u8>) {
-    let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
-    conn.get_mut().write_all(req.as_bytes()).unwrap();
+    conn.get_mut().write_all(request(path).as_bytes()).unwrap();
+    answer(conn)
+}
+
+/// Status and body of the next answer on `conn`.
+fn answer(conn: &mut BufReader<TcpStream>) -> (u16, Vec<u8>) {
     let mut line = String::new();
     conn.read_line(&mut line).unwrap();
     let status = line.split(' ').nth(1).unwrap().parse().unwrap();
@@ -68,5 +77,30 @@ fn serves_each_file_of_its_origin_on_one_connection() {
     assert_eq!(get(&mut conn, "/b/s/0"), (200, b"small object".to_vec()));
     assert_eq!(get(&mut conn, "/b/s/1"), (200, big.clone()));
     assert_eq!(get(&mut conn, "/b/s/2"), (404, Vec::new()));
-    assert_eq!(get(&mut conn, "/b/s/1"), (200, big));
+    assert_eq!(get(&mut conn, "/b/s/1"), (200, big.clone()));
+
+    // Two requests in one write are answered in order.
+    let two = request("/b/s/1") + &request("/b/s/0");
+    conn.get_mut().write_all(two.as_bytes()).unwrap();
+    assert_eq!(answer(&mut conn), (200, big));
+    assert_eq!(answer(&mut conn), (200, b"small object".to_vec()));
+
+    // A head in two writes (the second after the server has read the first) is one request.
+    let one = request("/b/s/0");
+    let (first, second) = one.split_at(10);
+    conn.get_mut().write_all(first.as_bytes()).unwrap();
+    conn.get_mut().flush().unwrap();
+    std::thread::sleep(Duration::from_millis(50)); // lets the server read the first piece alone
+    conn.get_mut().write_all(second.as_bytes()).unwrap();
+    assert_eq!(answer(&mut conn), (200, b"small object".to_vec()));
+
+    // A head longer than the server reads ends the connection, unanswered.
+    let long = format!("GET /b/s/0 HTTP/1.1\r\nX-Pad: {}\r\n\r\n", "a".repeat(20 << 10));
+    conn.get_mut().write_all(long.as_bytes()).unwrap();
+    let mut rest = Vec::new();
+    // Closed with bytes of the head unread, the socket may be reset rather than ended.
+    match conn.read_to_end(&mut rest) {
+        Ok(_) => assert!(rest.is_empty(), "{} bytes answered", rest.len()),
+        Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}"),
+    }
 }

@@ -1,24 +1,30 @@
-//! The floor of `reo bench gateway --peer nginx`: the least an HTTP server on this machine
-//! spends on the comparison's load, measured in the same rounds as reo and nginx.
+//! The floor of `reo bench gateway --peer nginx`: a minimal HTTP server, measured in the same
+//! rounds as reo and nginx, whose rate estimates the most a server reaches under the
+//! comparison's load on this machine.
 //!
 //! A child process (`reo bench http-floor`, hidden) holds every file of the origin directory in
 //! memory as one complete response (status line, `Content-Length`, body) and answers each
-//! request with the response of its path: one read of the request head, one write, on a tokio
-//! runtime of as many workers as nginx has. No signature, no lookup beyond one hash map, no
-//! header parsing beyond the request line. Whatever a server does for a hit, it does at least
-//! this (its socket reads and writes and the loopback's work behind them), and the load
-//! generator, which shares this machine's two cores, spends its own time on every request: the
-//! floor's request rate is the most any server reaches under this load here. A target stated as
-//! a multiple of nginx's rate is reachable only below floor / nginx.
+//! request with the response of its path, on a tokio runtime of as many workers as nginx has.
+//! No signature, no lookup beyond one hash map, no header parsing beyond the request line; its
+//! socket reads and writes go through tokio's `AsyncRead` and `AsyncWrite`, as hyper's do (a
+//! short read or write clears the socket's readiness without a further system call). A server
+//! that answers a hit does this work too (its socket reads and writes and the loopback's work
+//! behind them), while the load generator, which shares this machine's two cores, spends its
+//! own time on every request. The floor's rate is an estimate of the ceiling, not a proof (a
+//! server could use other system calls, `sendfile` or another threading), but a target stated
+//! as a multiple of nginx's rate above floor / nginx asks a server to do less than this one.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Worker threads of the floor server: nginx's worker processes (`nginx.rs`).
-pub const WORKERS: usize = 2;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// Worker threads of the floor server: as many as nginx's worker processes.
+pub const WORKERS: usize = super::nginx::WORKERS;
 
 /// The longest request head the floor server reads (the bench's are under 1 KiB).
 const MAX_HEAD: usize = 16 << 10;
@@ -141,8 +147,30 @@ fn head_end(buf: &[u8]) -> Option<usize> {
     buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4)
 }
 
-/// Answers the requests of one keep-alive connection (GETs without bodies, as the bench sends).
-async fn connection(s: tokio::net::TcpStream, table: &HashMap<Vec<u8>, Vec<u8>>) -> std::io::Result<()> {
+/// Reads what the socket holds into `buf` (at least one byte; 0 at the end of the stream).
+async fn read_some(s: &mut tokio::net::TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
+    std::future::poll_fn(|cx| {
+        let mut rb = ReadBuf::new(buf);
+        Pin::new(&mut *s).poll_read(cx, &mut rb).map_ok(|()| rb.filled().len())
+    })
+    .await
+}
+
+/// Writes all of `data`.
+async fn write_all(s: &mut tokio::net::TcpStream, mut data: &[u8]) -> std::io::Result<()> {
+    while !data.is_empty() {
+        let n = std::future::poll_fn(|cx| Pin::new(&mut *s).poll_write(cx, data)).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        data = &data[n..];
+    }
+    Ok(())
+}
+
+/// Answers the requests of one keep-alive connection (GETs without bodies, as the bench sends;
+/// pipelined requests are answered in turn).
+async fn connection(mut s: tokio::net::TcpStream, table: &HashMap<Vec<u8>, Vec<u8>>) -> std::io::Result<()> {
     let mut buf = vec![0u8; MAX_HEAD];
     let mut filled = 0;
     loop {
@@ -153,24 +181,13 @@ async fn connection(s: tokio::net::TcpStream, table: &HashMap<Vec<u8>, Vec<u8>>)
             if filled == buf.len() {
                 return Err(std::io::Error::other("request head too long"));
             }
-            s.readable().await?;
-            match s.try_read(&mut buf[filled..]) {
-                Ok(0) => return Ok(()),
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(e) => return Err(e),
+            match read_some(&mut s, &mut buf[filled..]).await? {
+                0 => return Ok(()),
+                n => filled += n,
             }
         };
         let answer = request_path(&buf[..end]).and_then(|p| table.get(p)).map_or(NOT_FOUND, |r| r.as_slice());
-        let mut sent = 0;
-        while sent < answer.len() {
-            s.writable().await?;
-            match s.try_write(&answer[sent..]) {
-                Ok(n) => sent += n,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(e) => return Err(e),
-            }
-        }
+        write_all(&mut s, answer).await?;
         buf.copy_within(end..filled, 0);
         filled -= end;
     }

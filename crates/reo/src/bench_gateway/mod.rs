@@ -34,7 +34,7 @@
 //! neither is served by this machine's page cache (nginx's cache files are, as nginx deploys).
 
 pub(crate) mod client;
-pub mod floor;
+pub(crate) mod floor;
 pub(crate) mod load;
 mod nginx;
 mod peer;
@@ -79,15 +79,17 @@ pub struct BenchGatewayArgs {
     pub tls_key: Option<PathBuf>,
     #[arg(long, requires = "tls_cert")]
     pub tls_ca: Option<PathBuf>,
-    /// Compare with a peer over the same objects and load, alternating: `nginx` (`proxy_cache`
-    /// over a second server block serving the objects as files; nginx must be on the PATH).
+    /// Compare with a peer over the same objects and load, taking turns: `nginx` (`proxy_cache`
+    /// over a second server block serving the objects as files; nginx must be on the PATH), and
+    /// a minimal server answering from memory (the floor).
     #[arg(long, conflicts_with = "tls_cert")]
     pub peer: Option<String>,
     /// The server's memory tier (`reo serve --memory`), e.g. 0 to serve every hit from flash.
     /// Default: the server's.
     #[arg(long)]
     pub memory: Option<String>,
-    /// Alternating rounds of the peer comparison (medians are reported).
+    /// Rounds of the peer comparison, each side once per round in a rotating order (medians are
+    /// reported; a multiple of 6 balances which side follows which).
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
     /// Concurrent connections of the peer comparison's load (the other phases take
@@ -559,7 +561,7 @@ fn compare_nginx(
     ];
     let mut out = serde_json::json!({
         "name": "nginx", "version": version, "rounds": a.rounds, "clients": a.peer_clients,
-        "note": "nginx proxy_cache (2 workers, sendfile off for 4 MiB objects) over an origin block serving the same files; nginx ignores the requests' SigV4 signatures, reo verifies them; nginx's CPU and switches are its workers'; the floor server answers each request from memory with one read and one write (the most any server reaches under this load on this machine)",
+        "note": "nginx proxy_cache (2 workers, sendfile off for 4 MiB objects) over an origin block serving the same files; nginx ignores the requests' SigV4 signatures, reo verifies them; nginx's CPU and switches are its workers'; the floor server answers each request from memory with nothing but its socket I/O (an estimate of the most a server reaches under this load on this machine); *_load_cpu_us is the load generator's CPU per request, *_idle_share and steal_share the machine's idle and stolen time",
     });
     for set in &sets {
         out[set.name] = sides.compare(set)?;

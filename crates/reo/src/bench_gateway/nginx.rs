@@ -86,7 +86,7 @@ impl Nginx {
 }
 
 /// Worker processes: this machine's two cores.
-const WORKERS: usize = 2;
+pub(super) const WORKERS: usize = 2;
 
 fn config(dir: &Path, origin: &Path, port: u16, origin_port: u16) -> String {
     let d = dir.display();

@@ -13,7 +13,7 @@ use super::client::Conn;
 use super::floor::Floor;
 use super::load::{self, get_exact, Target};
 use super::nginx::{get_cached, Nginx};
-use super::usage::Usage;
+use super::usage::{MachineTicks, Usage};
 use super::{progress, CacheCounters};
 
 /// One object set of the comparison.
@@ -28,14 +28,25 @@ pub struct ObjectSet<'a> {
 }
 
 /// One side's figures in one round.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Round {
     ops: f64,
     p99_ms: f64,
+    /// The server's CPU per request.
     cpu_us: f64,
     switches: f64,
+    /// The load generator's (this process's) CPU per request.
+    load_cpu_us: f64,
+    /// Shares of the machine's CPU time idle and stolen by the host during the phase.
+    idle_share: f64,
+    steal_share: f64,
     memory_share: f64,
 }
+
+/// Each round's order of the sides (0 reo, 1 nginx, 2 the floor): every side first once in any
+/// three rounds, and over six every side follows each other side twice, so neither the warmth a
+/// side leaves (page cache, CPU caches, a device's queue) nor going first favours one side.
+const ORDERS: [[usize; 3]; 6] = [[0, 1, 2], [1, 2, 0], [2, 0, 1], [0, 2, 1], [1, 0, 2], [2, 1, 0]];
 
 /// The servers under comparison.
 pub struct Sides<'a> {
@@ -61,51 +72,42 @@ fn pick(c: usize, i: usize, n: usize) -> usize {
 }
 
 impl Sides<'_> {
-    /// One timed phase on reo, checked all hits by its counters.
-    fn reo_round(&self, set: &ObjectSet<'_>, n: usize) -> Result<Round, String> {
-        let before = (Usage::of(&[self.reo_pid])?, CacheCounters::read(self.reo)?);
-        let r = load::run(self.reo, self.clients, set.per_client, |c, cl, i| {
-            let k = pick(cl, i, n);
-            get_exact(c, &format!("{}{k}", set.prefix), &set.objects[k])
-        })?;
-        let used = Usage::of(&[self.reo_pid])?.since(&before.0);
-        let after = CacheCounters::read(self.reo)?;
-        after.all_hits_since(&before.1, r.ops, set.name)?;
-        Ok(Round {
-            ops: r.ops_per_sec(),
-            p99_ms: r.p99_ms,
-            cpu_us: used.cpu_secs * 1e6 / r.ops as f64,
-            switches: used.switches as f64 / r.ops as f64,
-            memory_share: after.memory_hits.saturating_sub(before.1.memory_hits) as f64 / r.ops as f64,
-        })
-    }
-
-    /// One timed phase on a server other than reo, whose processes are `pids`: `get(conn,
-    /// path, object)` sends each GET and checks its answer.
-    fn other_round<G>(
-        &self,
-        target: &Target,
-        pids: &[u32],
-        set: &ObjectSet<'_>,
-        n: usize,
-        get: G,
-    ) -> Result<Round, String>
+    /// One timed phase of `set` on the server at `target`, whose processes are `pids`:
+    /// `get(conn, path, object)` sends each GET and checks its answer. Measures what the server
+    /// and this process (the load) spent, and the machine's idle and stolen time.
+    fn round<G>(&self, target: &Target, pids: &[u32], set: &ObjectSet<'_>, n: usize, get: G) -> Result<Round, String>
     where
         G: Fn(&mut Conn, &str, &[u8]) -> Result<Option<u64>, String> + Sync,
     {
-        let before = Usage::of(pids)?;
+        let me = [std::process::id()];
+        let before = (Usage::of(pids)?, Usage::of(&me)?, MachineTicks::now()?);
         let g = load::run(target, self.clients, set.per_client, |c, cl, i| {
             let k = pick(cl, i, n);
             get(c, &format!("{}{k}", set.prefix), &set.objects[k])
         })?;
-        let used = Usage::of(pids)?.since(&before);
+        let (server, load) = (Usage::of(pids)?.since(&before.0), Usage::of(&me)?.since(&before.1));
+        let (idle_share, steal_share) = MachineTicks::now()?.shares_since(&before.2);
+        let per = |x: f64| x / g.ops as f64;
         Ok(Round {
             ops: g.ops_per_sec(),
             p99_ms: g.p99_ms,
-            cpu_us: used.cpu_secs * 1e6 / g.ops as f64,
-            switches: used.switches as f64 / g.ops as f64,
+            cpu_us: per(server.cpu_secs * 1e6),
+            switches: per(server.switches as f64),
+            load_cpu_us: per(load.cpu_secs * 1e6),
+            idle_share,
+            steal_share,
             memory_share: 0.0,
         })
+    }
+
+    /// One timed phase on reo, checked all hits by its counters.
+    fn reo_round(&self, set: &ObjectSet<'_>, n: usize) -> Result<Round, String> {
+        let before = CacheCounters::read(self.reo)?;
+        let r = self.round(self.reo, &[self.reo_pid], set, n, get_exact)?;
+        let after = CacheCounters::read(self.reo)?;
+        let ops = (set.per_client * self.clients) as u64;
+        after.all_hits_since(&before, ops, set.name)?;
+        Ok(Round { memory_share: after.memory_hits.saturating_sub(before.memory_hits) as f64 / ops as f64, ..r })
     }
 
     /// Runs the rounds of one object set; returns its JSON figures.
@@ -115,20 +117,21 @@ impl Sides<'_> {
         let (mut reo, mut ngx, mut flo) = (Vec::new(), Vec::new(), Vec::new());
         let n = set.objects.len();
         for round in 0..self.rounds {
-            // The sides take turns going first: none always finds the machine warmer.
-            for side in 0..3 {
-                match (round + side) % 3 {
+            for side in ORDERS[round % ORDERS.len()] {
+                match side {
                     0 => reo.push(self.reo_round(set, n)?),
                     // Every nginx answer checked a cache HIT, every floor answer its body.
-                    1 => ngx.push(self.other_round(&nginx_target, &self.nginx.pids(), set, n, |c, p, want| {
-                        get_cached(c, p, want, true)
-                    })?),
-                    _ => flo.push(self.other_round(&floor_target, &[self.floor.pid()], set, n, get_exact)?),
+                    1 => {
+                        ngx.push(self.round(&nginx_target, &self.nginx.pids(), set, n, |c, p, want| {
+                            get_cached(c, p, want, true)
+                        })?)
+                    }
+                    _ => flo.push(self.round(&floor_target, &[self.floor.pid()], set, n, get_exact)?),
                 }
             }
             let (r, g, f) = (reo[round], ngx[round], flo[round]);
             progress(format_args!(
-                "{} round {}: reo {:.0} req/s ({:.0} µs CPU, {:.2} switches per request), nginx {:.0} req/s ({:.0} µs, {:.2}), floor {:.0} req/s ({:.0} µs)",
+                "{} round {}: reo {:.0} req/s ({:.0} µs CPU, {:.2} switches per request), nginx {:.0} req/s ({:.0} µs, {:.2}), floor {:.0} req/s ({:.0} µs, {:.2}); the load's CPU {:.0} / {:.0} / {:.0} µs",
                 set.name,
                 round + 1,
                 r.ops,
@@ -139,6 +142,10 @@ impl Sides<'_> {
                 g.switches,
                 f.ops,
                 f.cpu_us,
+                f.switches,
+                r.load_cpu_us,
+                g.load_cpu_us,
+                f.load_cpu_us,
             ));
         }
         let m = |v: &[Round], f: fn(&Round) -> f64| median(v.iter().map(f).collect());
@@ -152,9 +159,15 @@ impl Sides<'_> {
         let (rc, nc) = (m(&reo, |r| r.cpu_us), m(&ngx, |r| r.cpu_us));
         let (rp, np) = (m(&reo, |r| r.p99_ms), m(&ngx, |r| r.p99_ms));
         let fo = m(&flo, |r| r.ops);
+        let all: Vec<Round> = reo.iter().chain(&ngx).chain(&flo).copied().collect();
         Ok(json!({
-            "floor_ops": r2(fo), "floor_cpu_us": r2(m(&flo, |r| r.cpu_us)), "floor_ops_range": spread(&flo),
-            "reo_of_floor": r3(ro / fo), "nginx_of_floor": r3(no / fo), "floor_of_nginx": r3(fo / no),
+            "floor_ops": r2(fo), "floor_ops_range": spread(&flo), "floor_p99_ms": r2(m(&flo, |r| r.p99_ms)),
+            "floor_cpu_us": r2(m(&flo, |r| r.cpu_us)), "floor_switches_per_req": r2(m(&flo, |r| r.switches)),
+            "reo_of_floor": r3(ro / fo), "floor_of_nginx": r3(fo / no),
+            "reo_load_cpu_us": r2(m(&reo, |r| r.load_cpu_us)), "nginx_load_cpu_us": r2(m(&ngx, |r| r.load_cpu_us)),
+            "floor_load_cpu_us": r2(m(&flo, |r| r.load_cpu_us)),
+            "reo_idle_share": r3(m(&reo, |r| r.idle_share)), "nginx_idle_share": r3(m(&ngx, |r| r.idle_share)),
+            "floor_idle_share": r3(m(&flo, |r| r.idle_share)), "steal_share": r3(m(&all, |r| r.steal_share)),
             "reo_ops": r2(ro), "nginx_ops": r2(no), "ops_ratio": r3(ro / no),
             "reo_ops_range": spread(&reo), "nginx_ops_range": spread(&ngx),
             "reo_p99_ms": r2(rp), "nginx_p99_ms": r2(np),

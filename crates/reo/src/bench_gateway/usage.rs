@@ -3,7 +3,9 @@
 //! `/proc/PID/stat`) and context switches (voluntary and involuntary, per thread from
 //! `/proc/PID/task/TID/status`: each thread alive at the end counts what it did since the start,
 //! or since it was created; a thread that exits during the phase takes its count along, which
-//! only under-counts — tokio's blocking threads exit after 10 s idle, not under load).
+//! only under-counts — tokio's blocking threads exit after 10 s idle, not under load); and the
+//! whole machine's idle and stolen CPU time (`/proc/stat`), which says whether a phase was bound
+//! by the two cores and how much of them the host took.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -48,6 +50,40 @@ impl Usage {
             self.threads.iter().map(|(tid, &n)| n.saturating_sub(before.threads.get(tid).copied().unwrap_or(0))).sum();
         Spent { cpu_secs: self.cpu_secs - before.cpu_secs, switches }
     }
+}
+
+/// The machine's CPU time at one moment, in clock ticks summed over its CPUs (`/proc/stat`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct MachineTicks {
+    total: u64,
+    /// Idle and waiting for I/O.
+    idle: u64,
+    /// Taken by the host (a virtual machine's other tenants).
+    steal: u64,
+}
+
+impl MachineTicks {
+    pub fn now() -> Result<MachineTicks, String> {
+        let stat = std::fs::read_to_string("/proc/stat").map_err(|e| format!("/proc/stat: {e}"))?;
+        machine_ticks(&stat).ok_or_else(|| "/proc/stat: unexpected format".to_string())
+    }
+
+    /// The shares of the time since `before` that were idle and stolen.
+    pub fn shares_since(&self, before: &MachineTicks) -> (f64, f64) {
+        let total = self.total.saturating_sub(before.total).max(1) as f64;
+        (self.idle.saturating_sub(before.idle) as f64 / total, self.steal.saturating_sub(before.steal) as f64 / total)
+    }
+}
+
+/// The first line of `/proc/stat`: `cpu user nice system idle iowait irq softirq steal …` (guest
+/// time, after steal, is already counted in user and nice).
+fn machine_ticks(stat: &str) -> Option<MachineTicks> {
+    let mut f = stat.lines().next()?.split_whitespace();
+    if f.next()? != "cpu" {
+        return None;
+    }
+    let v: Vec<u64> = f.take(8).map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    (v.len() == 8).then(|| MachineTicks { total: v.iter().sum(), idle: v[3] + v[4], steal: v[7] })
 }
 
 /// (utime, stime) in clock ticks from a `/proc/PID/stat` line: fields 14 and 15, counted after
@@ -126,6 +162,18 @@ mod tests {
             }
         };
         assert!(d.cpu_secs > 0.0 && d.switches > 0, "{d:?}");
+    }
+
+    #[test]
+    fn reads_the_machine_line_of_proc_stat() {
+        let stat = "cpu  100 5 50 800 20 3 2 20 7 0\ncpu0 50 2 25 400 10 1 1 10 3 0\n";
+        let m = machine_ticks(stat).unwrap();
+        assert_eq!(m, MachineTicks { total: 1000, idle: 820, steal: 20 });
+        let later = MachineTicks { total: 1100, idle: 870, steal: 30 };
+        assert_eq!(later.shares_since(&m), (0.5, 0.1));
+        assert_eq!(machine_ticks("cpu0 1 2 3"), None);
+        assert_eq!(machine_ticks("cpu 1 2 3"), None);
+        assert!(MachineTicks::now().is_ok());
     }
 
     #[test]
