@@ -7,7 +7,7 @@
 //! says; `REO_SPEED_REDUNDANCY=reo-20%` measures Reo's default redundancy instead.
 use reo_cache::{CacheConfig, ClassSchemes, DedupKind, PolicyKind, Redundancy};
 use reo_media::rng::Xoshiro256pp;
-use reo_sim::{ArraySpec, FailurePlan, LatencyModel, MediaKind, Replay, ReplayConfig};
+use reo_sim::{ArraySpec, FailurePlan, FlushPace, LatencyModel, MediaKind, Replay, ReplayConfig};
 use reo_trace::generate::Zipf;
 use reo_trace::{Op, Request};
 
@@ -42,8 +42,10 @@ fn main() {
         cache,
         failures: FailurePlan::default(),
         write_back: true,
+        flush_pace: FlushPace::Watermarks,
         dirty_high: 0.05,
         dirty_low: 0.02,
+        flush_delay_secs: 0.0,
         window: 100_000,
         object_hint: Some(size),
         object_sizes: Vec::new(),

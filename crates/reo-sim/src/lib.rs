@@ -25,6 +25,7 @@ pub use array::{ArraySpec, MediaKind};
 pub use capacity::{Capacity, LOGICAL_FLASH_FACTOR};
 pub use error::{ArrayError, EvalError, ReplayError};
 pub use failure_plan::{FailureAction, FailurePlan, FailurePlanError, FailurePoint};
+pub use flusher::FlushPace;
 pub use miss_ratio::miss_ratio;
 pub use model::{BackendModel, DeviceModel, LatencyModel};
 pub use replay::{Replay, ReplayConfig};

@@ -20,7 +20,7 @@ use crate::capacity::{Capacity, LOGICAL_FLASH_FACTOR};
 use crate::content::Contents;
 use crate::error::ReplayError;
 use crate::failure_plan::{FailureAction, FailurePlan};
-use crate::flusher::Flusher;
+use crate::flusher::{FlushPace, Flusher};
 use crate::histogram::Histogram;
 use crate::model::{DeviceIo, LatencyModel};
 use crate::report::{ReplayReport, Window};
@@ -41,8 +41,15 @@ pub struct ReplayConfig {
     pub failures: FailurePlan,
     /// Puts are write-back (dirty until flushed) — else write-through.
     pub write_back: bool,
+    /// When dirty objects are flushed: past a watermark, or as fast as the backend takes them
+    /// (`reo serve`'s flusher).
+    pub flush_pace: FlushPace,
+    /// The age at which the backend pace flushes a dirty object, modelled seconds (`reo serve`'s
+    /// `flush.delay_ms`).
+    pub flush_delay_secs: f64,
     /// Dirty bytes, as a fraction of the cache's user capacity, above which the oldest dirty
-    /// objects are flushed to the backend.
+    /// objects are flushed to the backend (watermark pace), or past which write-back puts are
+    /// refused (backend pace: the dirty limit).
     pub dirty_high: f64,
     /// Fraction of the user capacity the flusher brings dirty bytes down to (capped at
     /// `dirty_high`).
@@ -125,6 +132,7 @@ pub struct Replay {
     hist: Histogram,
     dirty_lost_reads: u64,
     refused_puts: u64,
+    refused_at_limit: u64,
     // The current window.
     window: WindowAcc,
     windows: Vec<Window>,
@@ -161,7 +169,12 @@ impl Replay {
         cfg.cache.validate(cfg.array.devices)?;
         let cache = Cache::open(store.clone(), cfg.cache.clone())?;
         let cap = cfg.cache.capacity_bytes as f64;
-        let flusher = Flusher::new((cap * cfg.dirty_high) as u64, (cap * cfg.dirty_low) as u64);
+        let flusher = Flusher::new(
+            cfg.flush_pace,
+            (cap * cfg.dirty_high) as u64,
+            (cap * cfg.dirty_low) as u64,
+            cfg.flush_delay_secs,
+        );
         let io_ops = devices.first().map_or(0, |d| d.array_ops());
         let io = devices.iter().map(|d| d.io()).collect();
         Ok(Replay {
@@ -187,6 +200,7 @@ impl Replay {
             hist: Histogram::default(),
             dirty_lost_reads: 0,
             refused_puts: 0,
+            refused_at_limit: 0,
             window: WindowAcc::default(),
             windows: Vec::new(),
             io,
@@ -242,6 +256,8 @@ impl Replay {
         let key = r.key.to_le_bytes();
         self.device_secs(); // background I/O since the last request is not this request's
         let mut secs = self.cfg.model.network_secs(r.len);
+        // The backend's share of `secs`: the rest of the request's time the backend is idle.
+        let mut backend_secs = 0.0;
         match r.op {
             Op::Get => {
                 self.gets += 1;
@@ -255,7 +271,8 @@ impl Replay {
                 };
                 secs += flash_secs;
                 if backend > 0 {
-                    secs += self.cfg.model.backend_secs(1, backend);
+                    backend_secs = self.cfg.model.backend_secs(1, backend);
+                    secs += backend_secs;
                 }
                 self.request_bytes += r.len;
                 self.window.request_bytes += r.len;
@@ -278,27 +295,48 @@ impl Replay {
                     self.contents.zeros(r.obj_size)
                 };
                 let dirty = self.cfg.write_back;
-                match self.cache.put(&key, data, &ObjectMeta::default(), dirty, now) {
-                    Ok(receipt) if dirty => self.flusher.dirtied(r.key, receipt.version, r.obj_size),
-                    Ok(_) => {}
-                    // Full of dirty data, or too few devices left to protect it: the client is
-                    // told to retry (503) or the gateway writes around; the replay counts the
-                    // write as done at the backend (nothing is lost).
-                    Err(reo_cache::WriteError::Full(_))
-                    | Err(reo_cache::WriteError::Store(reo_store::Error::InsufficientDevices { .. })) => {
-                        self.refused_puts += 1;
-                        self.flusher.flushed_bytes += r.obj_size;
+                let at_limit = dirty && self.flusher.refuses(r.obj_size);
+                let put = if at_limit {
+                    self.refused_at_limit += 1;
+                    None
+                } else {
+                    match self.cache.put(&key, data, &ObjectMeta::default(), dirty, now) {
+                        Ok(receipt) => Some(receipt),
+                        // Full of dirty data, or too few devices left to protect it.
+                        Err(reo_cache::WriteError::Full(_))
+                        | Err(reo_cache::WriteError::Store(reo_store::Error::InsufficientDevices { .. })) => None,
+                        Err(e) => return Err(self.request_error("put", e)),
                     }
-                    Err(e) => return Err(self.request_error("put", e)),
+                };
+                match put {
+                    Some(receipt) if dirty => self.flusher.dirtied(r.key, receipt.version, r.obj_size),
+                    Some(_) => {}
+                    None => {
+                        // Refused (past the dirty limit, or the cache could not take it): the
+                        // gateway answers 503 and the client writes again later. The model
+                        // takes the write as the client's straight to the backend (nothing is
+                        // lost): the key's cached copy and any older dirty version are stale,
+                        // and a write-back put pays the backend write on its path (a
+                        // write-through put's backend write is not modelled).
+                        self.refused_puts += 1;
+                        self.cache.delete(&key);
+                        self.flusher.forget(r.key);
+                        if dirty {
+                            self.flusher.flushed_bytes += r.obj_size;
+                            backend_secs = self.cfg.model.backend_secs(1, r.obj_size);
+                            secs += backend_secs;
+                        }
+                    }
                 }
                 secs += self.device_secs();
-                self.flusher.run(&self.cache);
             }
             Op::Delete => {
                 self.deletes += 1;
                 self.cache.delete(&key);
+                self.flusher.forget(r.key);
             }
         }
+        self.flusher.run(&self.cache, secs, secs - backend_secs, &self.cfg.model);
         self.end_request(Some(secs));
         Ok(())
     }
@@ -473,6 +511,7 @@ impl Replay {
             dirty_lost: stats.dirty_lost,
             dirty_lost_reads: self.dirty_lost_reads,
             refused_puts: self.refused_puts,
+            refused_at_limit: self.refused_at_limit,
             flash_bytes: self.cfg.array.cache_bytes,
             policy_capacity_bytes: self.cfg.cache.capacity_bytes,
             held_objects: held_objects as u64,

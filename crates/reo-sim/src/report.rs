@@ -71,7 +71,9 @@ pub struct ReplayReport {
     pub flash_read_bytes: u64,
     /// Bytes fetched from the backend for get misses.
     pub backend_read_bytes: u64,
-    /// Bytes written to the backend: dirty data flushed, and puts the cache refused.
+    /// Bytes written to the backend: dirty data flushed (a version a rewrite replaced before its
+    /// flush is not written), and write-back puts refused (written around). Write-through puts'
+    /// own backend writes are not counted.
     pub backend_write_bytes: u64,
     /// Mean modelled latency per request served, milliseconds (a read of lost dirty data fails:
     /// it is counted in `dirty_lost_reads`, not here).
@@ -90,9 +92,12 @@ pub struct ReplayReport {
     pub dirty_lost: u64,
     /// Gets that hit a lost dirty fragment: failed reads.
     pub dirty_lost_reads: u64,
-    /// Puts the cache refused (full of dirty data, or too few devices to protect them): written
-    /// around to the backend.
+    /// Puts refused (`503 SlowDown` in the gateway): past the dirty limit (the backend flush
+    /// pace), or the cache could not take them (flash full of dirty data, too few devices to
+    /// protect them). Modelled as written to the backend around the cache.
     pub refused_puts: u64,
+    /// Of `refused_puts`, those past the dirty limit.
+    pub refused_at_limit: u64,
     /// Flash the cache was given for data and redundancy (`--cache` under `--capacity flash`;
     /// the generous flash under the policy under `--capacity logical`).
     pub flash_bytes: u64,

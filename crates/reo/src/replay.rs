@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use reo_cache::{AdmissionConfig, CacheConfig, DedupKind, EvictionMode, PolicyKind, Redundancy};
-use reo_sim::{ArraySpec, Capacity, FailurePlan, LatencyModel, MediaKind, Replay, ReplayConfig};
+use reo_sim::{ArraySpec, Capacity, FailurePlan, FlushPace, LatencyModel, MediaKind, Replay, ReplayConfig};
 use reo_trace::generate::GenSpec;
 use reo_trace::{Format, ReadOptions, Request};
 
@@ -75,6 +75,22 @@ pub struct ReplayArgs {
     /// Puts are write-through instead of write-back.
     #[arg(long)]
     write_through: bool,
+    /// When write-back data is flushed: `watermarks` (past `--dirty-high` down to
+    /// `--dirty-low`, instantly) or `backend` (as `reo serve`: as fast as the modelled backend
+    /// takes it in the time requests leave it idle; puts past `--dirty-high` are refused).
+    #[arg(long, default_value = "watermarks")]
+    flush_pace: String,
+    /// Dirty user bytes, as a share of the cache's user capacity: the high watermark (default
+    /// 0.05), or the dirty limit of `--flush-pace backend` (default 0.5, `reo serve`'s).
+    #[arg(long)]
+    dirty_high: Option<f64>,
+    /// The low watermark (`--flush-pace watermarks`).
+    #[arg(long, default_value_t = 0.02)]
+    dirty_low: f64,
+    /// With `--flush-pace backend`: the age at which a dirty object is flushed, in modelled
+    /// time (as `reo serve`'s `flush.delay_ms`), e.g. 500ms, 30s. Default 0s.
+    #[arg(long)]
+    flush_delay: Option<String>,
     /// Devices: `sim` (no bytes kept, every I/O counted) or `files:DIR` (real device files).
     #[arg(long, default_value = "sim")]
     media: String,
@@ -192,6 +208,20 @@ impl ReplayArgs {
         cache.numeric_keys = true;
         let chunk = reo_cache::units::parse_size(&self.chunk).map_err(|e| format!("--chunk: {e}"))?;
         let name = format!("{}/{}/{}", self.redundancy, self.policy, self.admission);
+        let flush_pace = self.flush_pace.parse::<FlushPace>().map_err(|e| format!("--flush-pace: {e}"))?;
+        let flush_delay_secs = match (&self.flush_delay, flush_pace) {
+            (None, _) => 0.0,
+            (Some(d), FlushPace::Backend) => {
+                reo_cache::units::parse_duration(d).map_err(|e| format!("--flush-delay: {e}"))?.as_secs_f64()
+            }
+            (Some(_), FlushPace::Watermarks) => {
+                return Err("--flush-delay: only with --flush-pace backend (watermarks flush at once)".into())
+            }
+        };
+        let dirty_high = self.dirty_high.unwrap_or(match flush_pace {
+            FlushPace::Watermarks => 0.05,
+            FlushPace::Backend => 0.5,
+        });
         Ok(ReplayConfig {
             name,
             array: ArraySpec { devices: self.devices, cache_bytes, chunk_size: chunk as u32, media },
@@ -199,14 +229,25 @@ impl ReplayArgs {
             cache,
             failures: FailurePlan::parse(&self.fail_at, &self.replace_at, self.devices).map_err(|e| e.to_string())?,
             write_back: !self.write_through,
-            dirty_high: 0.05,
-            dirty_low: 0.02,
+            flush_pace,
+            dirty_high: share_of_capacity("dirty-high", dirty_high)?,
+            dirty_low: share_of_capacity("dirty-low", self.dirty_low)?,
+            flush_delay_secs,
             window: self.window,
             object_hint: None,
             object_sizes,
             fill: 0.85,
             model: LatencyModel::default(),
         })
+    }
+}
+
+/// A share of the cache's capacity given on the command line: finite and in [0, 1].
+fn share_of_capacity(flag: &str, v: f64) -> Result<f64, String> {
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("--{flag} {v}: expected a share of the cache's capacity from 0 to 1"))
     }
 }
 

@@ -105,3 +105,43 @@ fn cache_counts_user_bytes_or_flash_as_asked() {
     let share = 0.85 * f64::from(4u32 << 20);
     assert!((0.85 * share..1.1 * share).contains(&held), "flash held {held}, the policy's share {share}");
 }
+
+/// `--flush-pace backend` with a dirty limit refuses write-back puts past it (counted in
+/// `refused_puts`); the watermark pace, flushing instead, refuses none. Bad values are named.
+#[test]
+fn the_backend_flush_pace_refuses_puts_past_the_dirty_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("puts.csv");
+    let lines = (0..200).fold(String::new(), |mut s, k| {
+        s += &format!("{k},put,{k},0,65536\n");
+        s
+    });
+    std::fs::write(&trace, lines).unwrap();
+    let path = trace.to_str().unwrap();
+    let refused = |extra: &[&str]| {
+        let mut args = vec!["replay", path, "--cache", "64MiB", "--dirty-high", "0.05", "--json"];
+        args.extend_from_slice(extra);
+        let out = reo(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value =
+            serde_json::from_str(String::from_utf8(out.stdout).unwrap().lines().last().unwrap()).unwrap();
+        assert_eq!(v["puts"], 200);
+        v["refused_puts"].as_u64().unwrap()
+    };
+    assert_eq!(refused(&[]), 0, "the watermark pace flushes");
+    let backend = refused(&["--flush-pace", "backend", "--flush-delay", "1h"]);
+    assert!(backend > 100, "a limit of 5 % of the cache took {} of 200 puts of 64 KiB", 200 - backend);
+    let out = reo(&["replay", path, "--cache", "64MiB", "--flush-pace", "backend", "--flush-delay", "soon"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("--flush-delay: \"soon\" is not a duration"), "{err}");
+    for (flag, value, says) in [
+        ("--flush-pace", "sometimes", "--flush-pace: expected `watermarks` or `backend`"),
+        ("--flush-delay", "soon", "--flush-delay: only with --flush-pace backend"),
+        ("--dirty-high", "1.5", "--dirty-high 1.5: expected a share of the cache's capacity from 0 to 1"),
+    ] {
+        let out = reo(&["replay", path, "--cache", "64MiB", flag, value]);
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{flag} {value}: {err}");
+    }
+}

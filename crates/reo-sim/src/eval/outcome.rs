@@ -52,9 +52,11 @@ pub struct Row {
     pub dirty_lost: u64,
     /// Gets that failed because their dirty data was lost (not counted in the latency).
     pub failed_reads: u64,
-    /// Puts the cache refused (full of dirty data, or too few devices to protect them: the
-    /// gateway answers `503 SlowDown`).
+    /// Puts refused (the gateway answers `503 SlowDown`): past the dirty limit, or the cache
+    /// could not take them (flash full of dirty data, too few devices to protect them).
     pub refused_puts: u64,
+    /// Of `refused_puts`, those past the dirty limit.
+    pub refused_at_limit: u64,
     /// Refused puts / puts.
     pub refused_share: f64,
     /// Replay speed of the run this row comes from.

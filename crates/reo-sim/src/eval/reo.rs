@@ -220,7 +220,7 @@ pub fn failures(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome
 }
 
 /// Fig. 9.
-pub fn dirty(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, EvalError> {
+pub fn dirty(quick: bool, flush_delay_secs: f64, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, EvalError> {
     let ratios: &[f64] = if quick { &[0.1, 0.5] } else { &[0.1, 0.2, 0.3, 0.4, 0.5] };
     let names = ["reo-20%", "full-replication"];
     let mut jobs = Vec::new();
@@ -228,7 +228,8 @@ pub fn dirty(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, E
         let spec = medisyn("medium", wr)?;
         let ws = working_set(&spec)?;
         for name in names {
-            let cfg = config(name, share(&ws, 10.0))?;
+            let mut cfg = config(name, share(&ws, 10.0))?;
+            cfg.flush_delay_secs = flush_delay_secs;
             jobs.push(Job {
                 spec: spec.clone(),
                 cfg,
@@ -241,20 +242,23 @@ pub fn dirty(quick: bool, progress: &(dyn Fn(&str) + Sync)) -> Result<Outcome, E
     let reports = run_all(&jobs, progress)?;
     let rows: Vec<Row> = jobs.iter().zip(&reports).map(|(j, r)| row(j, r)).collect();
     let mut text = String::from(
-        "| config | write ratio | hit ratio | bandwidth MiB/s | latency ms | space efficiency | refused writes (503) | \
-         dirty lost | failed reads |\n|---|---|---|---|---|---|---|---|---|\n",
+        "| config | write ratio | hit ratio | bandwidth MiB/s | latency ms | space efficiency | FLWA | \
+         refused writes (503) | of them at the dirty limit | dirty lost | failed reads |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in &rows {
         text += &format!(
-            "| {} | {:.0} % | {:.3} | {:.1} | {:.2} | {:.3} | {} ({:.1} %) | {} | {} |\n",
+            "| {} | {:.0} % | {:.3} | {:.1} | {:.2} | {:.3} | {:.2} | {} ({:.1} %) | {} | {} | {} |\n",
             r.config,
             r.write_ratio.unwrap_or(0.0) * 100.0,
             r.hit_ratio,
             r.bandwidth_mibps,
             r.latency_ms,
             r.space_efficiency,
+            r.flwa.unwrap_or(0.0),
             r.refused_puts,
             r.refused_share * 100.0,
+            r.refused_at_limit,
             r.dirty_lost,
             r.failed_reads
         );
