@@ -8,6 +8,8 @@
 #                              runs for hours: its command is in the README)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each stage's heading says when it began, so a slow CI run shows where its time went.
+stage() { echo "== $* (at $((SECONDS / 60)) min $((SECONDS % 60)) s)"; }
 
 # Toolchain components (the machine's rustup has no network for new toolchains, but has these).
 if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
@@ -19,13 +21,13 @@ fi
 if ! command -v protoc >/dev/null || ! command -v etcd >/dev/null; then
   apt-get install -y -qq protobuf-compiler etcd-server >/dev/null || { apt-get update -qq && apt-get install -y -qq protobuf-compiler etcd-server >/dev/null; }
 fi
-echo "== format"
+stage "format"
 cargo fmt --all -- --check
-echo "== lints"
+stage "lints"
 cargo clippy --workspace --all-targets -- -D warnings
-echo "== import cycles (no module of a crate imports one that imports it back)"
+stage "import cycles (no module of a crate imports one that imports it back)"
 python3 scripts/use-cycles.py
-echo "== tests"
+stage "tests"
 # moto_server is the S3 store the S3 backend's tests (Rust and end-to-end) run against; boto3
 # drives the gateway end to end, and the AWS CLI is one of the clients it is checked with;
 # prometheus-client's parser reads `/metrics` as Prometheus would (tests/e2e/test_metrics.py).
@@ -49,17 +51,18 @@ if ! command -v promtool >/dev/null; then
   apt-get install -y -qq prometheus >/dev/null || { apt-get update -qq && apt-get install -y -qq prometheus >/dev/null; }
 fi
 cargo test --workspace --no-run
+stage "tests built; running them"
 # Bounded so that a hang fails CI with its test named instead of running out its clock.
 timeout --signal=KILL 1200 cargo test --workspace
-echo "== the library quickstart (examples/quickstart.rs of reo-cache)"
+stage "the library quickstart (examples/quickstart.rs of reo-cache)"
 cargo run -q -p reo-cache --example quickstart
-echo "== gateway end-to-end (boto3 against a real reo serve)"
+stage "gateway end-to-end (boto3 against a real reo serve)"
 # The binary `cargo test` built for the reo crate's own integration tests (cargo keeps it
 # current at target/debug/reo). A `cargo build -p reo` here would compile the workspace again
 # (~3.5 min on 2 cores): without the dev-dependencies its dependencies' features differ.
 test -x target/debug/reo || { echo "target/debug/reo missing after cargo test" >&2; exit 1; }
 REO_BIN="$PWD/target/debug/reo" timeout --signal=KILL 1200 python3 -m unittest discover -s tests/e2e -t tests/e2e -v
-echo "== ceph/s3-tests (tests/s3tests/run.py: failures beyond tests/s3tests/expected-failures.txt fail)"
+stage "ceph/s3-tests (tests/s3tests/run.py: failures beyond tests/s3tests/expected-failures.txt fail)"
 S3TESTS_DIR="${S3TESTS_DIR:-$PWD/../shared/vendor/s3-tests}"
 if [ -d "$S3TESTS_DIR/s3tests" ]; then
   python3 -m pip install --quiet --disable-pip-version-check -r "$S3TESTS_DIR/requirements.txt"
@@ -67,4 +70,4 @@ if [ -d "$S3TESTS_DIR/s3tests" ]; then
 else
   echo "ceph/s3-tests is not at $S3TESTS_DIR: NOT RUN (set S3TESTS_DIR to a checkout of the suite)"
 fi
-echo "== all tests passed"
+stage "all tests passed"

@@ -27,10 +27,27 @@ ACCESS = "REOTESTREADWRITE0001"
 SECRET = "reo-test-readwrite-secret-000000000000"
 
 
+# Ports are handed out below the kernel's ephemeral range (32768 and up by default): a port there
+# can be taken by any outgoing connection between the moment it is found free and the moment a
+# server (or a node restarted on its old port) binds it. Each process starts at its own offset so
+# that concurrent suites rarely probe the same ports.
+_PORT_LOW, _PORT_HIGH = 20000, 32000
+_next_port = _PORT_LOW + (os.getpid() * 7919) % (_PORT_HIGH - _PORT_LOW)
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port no one listens on, outside the ephemeral range."""
+    global _next_port
+    for _ in range(_PORT_HIGH - _PORT_LOW):
+        port = _next_port
+        _next_port = _PORT_LOW + (_next_port + 1 - _PORT_LOW) % (_PORT_HIGH - _PORT_LOW)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {_PORT_LOW}..{_PORT_HIGH}")
 
 
 class Server:

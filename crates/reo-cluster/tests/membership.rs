@@ -3,7 +3,7 @@
 //! compare-and-swap, and a failed-over node discarding its data when it re-joins.
 
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,8 +23,21 @@ impl Drop for Etcd {
     }
 }
 
+/// A loopback port nobody listens on, below the kernel's ephemeral range (32768 and up by
+/// default): a port there could be taken by any outgoing connection between this look and etcd's
+/// bind. Each process starts at its own offset, so concurrent suites rarely probe the same ports.
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let start = std::process::id().wrapping_mul(7919) % SPAN;
+    for _ in 0..SPAN {
+        let port = (LOW + (start + NEXT.fetch_add(1, Ordering::Relaxed)) % SPAN) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in {LOW}..{}", LOW + SPAN);
 }
 
 fn etcd() -> Etcd {

@@ -94,6 +94,8 @@ impl ArraySpec {
         }
         let devs: Vec<Arc<dyn Media>> = counted.iter().map(|c| c.clone() as Arc<dyn Media>).collect();
         let (store, _) = Store::open(devs, &cfg).map_err(ArrayError::Store)?;
+        let data_off = store.layout().data_off;
+        counted.iter().for_each(|c| c.set_data_offset(data_off));
         Ok((Arc::new(store), counted))
     }
 
@@ -109,37 +111,23 @@ impl ArraySpec {
                 Arc::new(FileMedia::open(&path, &opts).map_err(|source| ArrayError::Device { path, source })?)
             }
         };
-        Ok(Arc::new(Counted::new(media, like.array_ops.clone())))
+        let counted = Counted::new(media, like.array_ops.clone());
+        counted.set_data_offset(like.data_off.load(Relaxed));
+        Ok(Arc::new(counted))
     }
 }
 
-/// A device that counts its I/O (reads, writes, bytes) on top of any media.
-pub struct Counted {
-    inner: Arc<dyn Media>,
-    /// I/Os of the whole array, shared by its devices: the replay looks at every device's
-    /// counters only when this moved (three looks a request, most of them finding nothing).
-    array_ops: Arc<AtomicU64>,
+/// One set of I/O counters.
+#[derive(Default)]
+struct Tally {
     reads: AtomicU64,
     read_bytes: AtomicU64,
     writes: AtomicU64,
     write_bytes: AtomicU64,
 }
 
-impl Counted {
-    /// Counts `inner`'s I/O, and every I/O also in `array_ops` (shared by the array's devices).
-    pub fn new(inner: Arc<dyn Media>, array_ops: Arc<AtomicU64>) -> Counted {
-        Counted {
-            inner,
-            array_ops,
-            reads: AtomicU64::new(0),
-            read_bytes: AtomicU64::new(0),
-            writes: AtomicU64::new(0),
-            write_bytes: AtomicU64::new(0),
-        }
-    }
-
-    /// The I/O so far.
-    pub fn io(&self) -> DeviceIo {
+impl Tally {
+    fn get(&self) -> DeviceIo {
         DeviceIo {
             reads: self.reads.load(Relaxed),
             read_bytes: self.read_bytes.load(Relaxed),
@@ -148,21 +136,81 @@ impl Counted {
         }
     }
 
-    /// I/Os of the whole array so far (see [`Counted::new`]).
-    pub fn array_ops(&self) -> u64 {
-        self.array_ops.load(Acquire)
-    }
-
     fn read(&self, len: usize) {
         self.reads.fetch_add(1, Relaxed);
         self.read_bytes.fetch_add(len as u64, Relaxed);
-        self.array_ops.fetch_add(1, Release);
     }
 
     fn wrote(&self, len: usize) {
         self.writes.fetch_add(1, Relaxed);
         self.write_bytes.fetch_add(len as u64, Relaxed);
-        self.array_ops.fetch_add(1, Release);
+    }
+}
+
+/// A device that counts its I/O (reads, writes, bytes) on top of any media.
+///
+/// I/O in the data region (the zones, from [`Counted::set_data_offset`] on) is also counted
+/// apart: it is the I/O the replay's thread causes, when it causes it. The metadata region's
+/// (superblock, journal, checkpoints) is written by the store's journal thread whenever a batch
+/// falls due, on the machine's clock, so a request that happened to be running then would be
+/// charged for it and the replay would not repeat itself.
+pub struct Counted {
+    inner: Arc<dyn Media>,
+    /// Data-region I/Os of the whole array, shared by its devices: the replay looks at every
+    /// device's counters only when this moved (three looks a request, most of them finding
+    /// nothing).
+    array_ops: Arc<AtomicU64>,
+    /// Where the data region starts; until it is set, everything is metadata.
+    data_off: AtomicU64,
+    all: Tally,
+    data: Tally,
+}
+
+impl Counted {
+    /// Counts `inner`'s I/O, and every data-region I/O also in `array_ops` (shared by the
+    /// array's devices).
+    pub fn new(inner: Arc<dyn Media>, array_ops: Arc<AtomicU64>) -> Counted {
+        Counted { inner, array_ops, data_off: AtomicU64::new(u64::MAX), all: Tally::default(), data: Tally::default() }
+    }
+
+    /// Sets where the data region starts (the store's layout).
+    pub fn set_data_offset(&self, off: u64) {
+        self.data_off.store(off, Relaxed);
+    }
+
+    /// All the I/O so far, metadata included.
+    pub fn io(&self) -> DeviceIo {
+        self.all.get()
+    }
+
+    /// The data region's I/O so far.
+    pub fn data_io(&self) -> DeviceIo {
+        self.data.get()
+    }
+
+    /// Data-region I/Os of the whole array so far (see [`Counted::new`]).
+    pub fn array_ops(&self) -> u64 {
+        self.array_ops.load(Acquire)
+    }
+
+    fn in_data(&self, offset: u64) -> bool {
+        offset >= self.data_off.load(Relaxed)
+    }
+
+    fn read(&self, len: usize, offset: u64) {
+        self.all.read(len);
+        if self.in_data(offset) {
+            self.data.read(len);
+            self.array_ops.fetch_add(1, Release);
+        }
+    }
+
+    fn wrote(&self, len: usize, offset: u64) {
+        self.all.wrote(len);
+        if self.in_data(offset) {
+            self.data.wrote(len);
+            self.array_ops.fetch_add(1, Release);
+        }
     }
 }
 
@@ -172,16 +220,16 @@ impl Media for Counted {
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-        self.inner.read_at(buf, offset).inspect(|_| self.read(buf.len()))
+        self.inner.read_at(buf, offset).inspect(|_| self.read(buf.len(), offset))
     }
 
     fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
-        self.inner.write_at(buf, offset).inspect(|_| self.wrote(buf.len()))
+        self.inner.write_at(buf, offset).inspect(|_| self.wrote(buf.len(), offset))
     }
 
     fn write_vectored_at(&self, parts: &[&[u8]], offset: u64) -> std::io::Result<()> {
         let len = parts.iter().map(|p| p.len()).sum();
-        self.inner.write_vectored_at(parts, offset).inspect(|_| self.wrote(len))
+        self.inner.write_vectored_at(parts, offset).inspect(|_| self.wrote(len, offset))
     }
 
     fn vector_align(&self) -> usize {
@@ -201,10 +249,10 @@ impl Media for Counted {
     }
 
     fn read_discard(&self, len: usize, offset: u64) -> std::io::Result<()> {
-        self.inner.read_discard(len, offset).inspect(|_| self.read(len))
+        self.inner.read_discard(len, offset).inspect(|_| self.read(len, offset))
     }
 
     fn write_zeros(&self, len: usize, offset: u64) -> std::io::Result<()> {
-        self.inner.write_zeros(len, offset).inspect(|_| self.wrote(len))
+        self.inner.write_zeros(len, offset).inspect(|_| self.wrote(len, offset))
     }
 }

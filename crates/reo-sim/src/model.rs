@@ -102,6 +102,14 @@ impl LatencyModel {
             + io.write_bytes as f64 / (d.write_mbps * 1e6)
     }
 
+    /// Seconds of the journal commit an acknowledged dirty write waits for: one batch of a
+    /// sector, written at the same offset of every device at once. The store's journal thread
+    /// does that write whenever the batch falls due, so the replay does not count its device I/O
+    /// on a request's path (see `Counted`) but this figure.
+    pub fn commit_secs(&self) -> f64 {
+        self.device_secs(&DeviceIo { reads: 0, read_bytes: 0, writes: 1, write_bytes: 4096 })
+    }
+
     /// Seconds of `fetches` backend requests moving `bytes`.
     pub fn backend_secs(&self, fetches: u64, bytes: u64) -> f64 {
         fetches as f64 * self.backend.latency_ms * 1e-3 + bytes as f64 / (self.backend.mbps * 1e6)

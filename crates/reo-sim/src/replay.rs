@@ -176,7 +176,7 @@ impl Replay {
             cfg.flush_delay_secs,
         );
         let io_ops = devices.first().map_or(0, |d| d.array_ops());
-        let io = devices.iter().map(|d| d.io()).collect();
+        let io = devices.iter().map(|d| d.data_io()).collect();
         Ok(Replay {
             io_ops,
             dedup: cfg.cache.dedup != reo_cache::DedupKind::Off,
@@ -228,7 +228,8 @@ impl Replay {
         Ok(())
     }
 
-    /// Slowest device's time on the I/O since the last snapshot (and takes a new snapshot).
+    /// Slowest device's time on the data-region I/O since the last snapshot (and takes a new
+    /// snapshot).
     fn device_secs(&mut self) -> f64 {
         // Twice per request: in place, without allocating.
         let mut secs = 0.0f64;
@@ -239,7 +240,7 @@ impl Replay {
         }
         self.io_ops = ops;
         for (dev, last) in self.devices.iter().zip(self.io.iter_mut()) {
-            let now = dev.io();
+            let now = dev.data_io();
             // Most requests touch one device: skip the arithmetic for the others.
             if now != *last {
                 secs = secs.max(self.cfg.model.device_secs(&now.since(last)));
@@ -309,7 +310,10 @@ impl Replay {
                     }
                 };
                 match put {
-                    Some(receipt) if dirty => self.flusher.dirtied(r.key, receipt.version, r.obj_size),
+                    Some(receipt) if dirty => {
+                        self.flusher.dirtied(r.key, receipt.version, r.obj_size);
+                        secs += self.cfg.model.commit_secs();
+                    }
                     Some(_) => {}
                     None => {
                         // Refused (past the dirty limit, or the cache could not take it): the
@@ -431,7 +435,7 @@ impl Replay {
                         .map_err(|source| ReplayError::Failure { point: p, source })?;
                     handle.wait();
                     self.devices[p.device] = media;
-                    self.io = self.devices.iter().map(|d| d.io()).collect();
+                    self.io = self.devices.iter().map(|d| d.data_io()).collect();
                 }
             }
         }
